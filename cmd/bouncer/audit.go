@@ -1,0 +1,7 @@
+package main
+
+// cmdAudit is not built yet.
+func cmdAudit(args []string) int {
+	errorf("audit: not implemented yet")
+	return exitFail
+}

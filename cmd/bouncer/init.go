@@ -1,0 +1,7 @@
+package main
+
+// cmdInit is not built yet.
+func cmdInit(args []string) int {
+	errorf("init: not implemented yet")
+	return exitFail
+}

@@ -1,0 +1,168 @@
+// Command bouncer is an MCP proxy that stops a prompt-injected agent from
+// sending data to destinations that reached it through untrusted tool output.
+//
+// This file only dispatches subcommands; each lives in a file of its own and
+// wires the internal packages together.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand: it gets its arguments (without its name) and
+// returns the process exit status.
+type command struct {
+	run    func(args []string) int
+	short  string
+	hidden bool
+}
+
+var commands = map[string]command{
+	"run":     {run: cmdRun, short: "proxy an MCP server on stdio, enforcing the policy"},
+	"check":   {run: cmdCheck, short: "replay a recorded session against a policy, offline"},
+	"approve": {run: cmdApprove, short: "approve a blocked destination by its one-time code (needs a terminal)"},
+	"pending": {run: cmdPending, short: "list open approval codes"},
+	"audit":   {run: cmdAudit, short: "verify the audit log's hash chain (audit verify)"},
+	"init":    {run: cmdInit, short: "wrap the stdio servers of an MCP client config"},
+	"report":  {run: cmdReport, short: "write the Markdown review pack"},
+	"serve":   {run: cmdServe, short: "Bouncer's own MCP server for policy authors (the default)"},
+	"verify":  {run: cmdVerify, short: "verify policy files against their Sigstore bundles"},
+	"sign":    {run: cmdSign, short: "sign policy files with a local key"},
+	"doctor":  {run: cmdDoctor, short: "show what sandboxing this machine offers"},
+	"version": {run: cmdVersion, short: "print version, commit and build date"},
+}
+
+const (
+	exitOK    = 0
+	exitFail  = 1 // the command ran and refused or failed
+	exitUsage = 2 // bad usage, bad input file, bad configuration
+)
+
+func main() { os.Exit(dispatch(os.Args[1:])) }
+
+func dispatch(args []string) int {
+	if len(args) == 0 {
+		return cmdServe(nil)
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		usage(os.Stdout)
+		return exitOK
+	}
+	if c, ok := hiddenCommands[name]; ok {
+		return c(args[1:])
+	}
+	c, ok := commands[name]
+	if !ok {
+		if strings.HasPrefix(name, "-") {
+			return usageError("flags go after a subcommand; try 'bouncer --help'")
+		}
+		return usageError(fmt.Sprintf("unknown command %q; try 'bouncer --help'", name))
+	}
+	return c.run(args[1:])
+}
+
+// hiddenCommands are internal entry points (the sandbox launcher, self
+// tests); they are not listed in help. Packages register them from init.
+var hiddenCommands = map[string]func(args []string) int{}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Bouncer: a hardened MCP proxy that denies sends to destinations taken from untrusted tool output.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: bouncer COMMAND [FLAGS] [ARGS]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	names := make([]string, 0, len(commands))
+	for n, c := range commands {
+		if !c.hidden {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].short)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'bouncer COMMAND --help' for a command's flags. With no command, bouncer serves its own MCP server on stdio.")
+}
+
+// errorf prints "bouncer: ..." to stderr.
+func errorf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "bouncer: "+format+"\n", a...)
+}
+
+// usageError prints one line naming the problem and returns exit status 2.
+func usageError(msg string) int {
+	errorf("%s", msg)
+	return exitUsage
+}
+
+// newFlags makes a FlagSet for a subcommand. Every subcommand takes --home.
+// Its usage text goes to stdout on --help; parse errors are reported by
+// parseFlags as a single line.
+func newFlags(name, synopsis string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("bouncer "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	home := fs.String("home", "", "state directory (default $BOUNCER_HOME, else ~/.bouncer)")
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stdout, "Usage: %s\n\nFlags:\n", synopsis)
+		fs.SetOutput(os.Stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs, home
+}
+
+// parseFlags parses args into fs. It returns done=true with the exit status
+// when the command must stop: 0 after --help, 2 after a usage error.
+func parseFlags(fs *flag.FlagSet, args []string) (done bool, status int) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return false, 0
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return true, exitOK
+	default:
+		return true, usageError(err.Error())
+	}
+}
+
+// stateDir returns the state directory: --home, else $BOUNCER_HOME, else
+// ~/.bouncer. It does not create it.
+func stateDir(flagValue string) (string, error) {
+	dir := flagValue
+	if dir == "" {
+		dir = os.Getenv("BOUNCER_HOME")
+	}
+	if dir == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no home directory; set BOUNCER_HOME or pass --home: %w", err)
+		}
+		dir = filepath.Join(h, ".bouncer")
+	}
+	return filepath.Abs(dir)
+}
+
+// ensureStateDir creates the state directory 0700 if it is missing.
+func ensureStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// multiFlag is a repeatable string flag (--policy A --policy B).
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

@@ -1,0 +1,22 @@
+package main
+
+import "fmt"
+
+// Set by the release build with -ldflags "-X main.version=... -X main.commit=... -X main.date=...".
+var (
+	version = "dev"
+	commit  = "none"
+	date    = "unknown"
+)
+
+func cmdVersion(args []string) int {
+	fs, _ := newFlags("version", "bouncer version")
+	if done, st := parseFlags(fs, args); done {
+		return st
+	}
+	if fs.NArg() > 0 {
+		return usageError("version takes no arguments")
+	}
+	fmt.Printf("bouncer %s (commit %s, built %s)\n", version, commit, date)
+	return exitOK
+}
