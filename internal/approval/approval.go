@@ -65,5 +65,5 @@ func (s *Store) Take(r Request) (code string, ok bool, err error) {
 	return "", false, errors.New("approval: not implemented")
 }
 
-// Open lists the codes that are neither used nor expired, oldest first.
+// List lists the codes that are neither used nor expired, oldest first.
 func (s *Store) List() ([]Code, error) { return nil, errors.New("approval: not implemented") }

@@ -102,7 +102,9 @@ func (e *Engine) Observe(tools []json.RawMessage) []string { return nil }
 func (e *Engine) PinAll() {}
 
 // Decide decides a call and uses a slot of the tool's budget.
-func (e *Engine) Decide(c Call) Decision { return Decision{Verdict: Deny, Rule: RuleDefault, Reason: "not implemented"} }
+func (e *Engine) Decide(c Call) Decision {
+	return Decision{Verdict: Deny, Rule: RuleDefault, Reason: "not implemented"}
+}
 
 // Recheck decides a call again after a human approved destinations, without
 // using another budget slot.
