@@ -1,11 +1,30 @@
 // Package audit appends one JSON line per verdict to an append-only log, each
 // line chained to the one before it by hash, and reads and verifies such logs.
+//
+// The chain: every line carries "prev", the SHA-256 of the previous line's
+// exact bytes (without its newline); the first line carries the genesis value
+// (64 zeros). Editing, removing or reordering a line breaks the chain at the
+// line after it, which VerifyFile names. Removing lines from the end, or
+// editing the very last line, leaves a valid shorter chain: only a head hash
+// recorded elsewhere (see Report.Head and HasHead) catches that.
 package audit
 
 import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Entry is one audit line. The first seven fields are fixed by the contract;
@@ -29,27 +48,494 @@ type Entry struct {
 	Prev string `json:"prev"`
 }
 
+// Genesis is the prev value of the first line of a log.
+const Genesis = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+// TimeFormat is how ts is written: UTC, always with nine fractional digits,
+// so that lines sort as text and the fraction is never dropped (Go's
+// RFC3339Nano drops trailing zeros, and with them the fraction at .000).
+const TimeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// Hash returns the chain hash of one line's bytes (without its newline), in
+// the form used by prev.
+func Hash(line []byte) string {
+	sum := sha256.Sum256(line)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 // Log appends to one audit file. It is safe for concurrent use, and several
 // processes may append to the same file: each Append takes an exclusive file
 // lock, reads the last line to chain to, and writes one line.
-type Log struct{ path string }
+type Log struct {
+	path string
+	mu   sync.Mutex // flock does not exclude goroutines sharing one fd
+	f    *os.File
+	now  func() time.Time
+}
 
 // Open opens (creating 0600, and its directory 0700) the audit file at path.
-func Open(path string) (*Log, error) { return nil, errors.New("audit: not implemented") }
+// An existing file must be a regular file owned by the current user that no
+// other user can read or write: the log holds full call arguments (mail
+// bodies included), and a log others can write is no evidence. Open refuses
+// anything else rather than changing the file's mode behind the user's back.
+func Open(path string) (*Log, error) {
+	l := &Log{path: path, now: time.Now}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	f, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	l.f = f
+	return l, nil
+}
+
+// openFile opens the log for appending and checks who may touch it.
+func openFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	if err := checkMode(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	return f, nil
+}
+
+func checkMode(f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return errors.New("not a regular file")
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("owned by uid %d, not by this user (uid %d)", st.Uid, os.Geteuid())
+	}
+	if perm := st.Mode & 0o777; perm&0o077 != 0 {
+		return fmt.Errorf("mode %04o lets other users read or write it; run: chmod 600 %s", perm, f.Name())
+	}
+	return nil
+}
 
 // Append writes e as one line, chained to the last line in the file, and
 // returns only after the line is written (and synced). If it returns an
 // error the caller must deny the call it describes.
-func (l *Log) Append(e Entry) error { return errors.New("audit: not implemented") }
+//
+// A zero TS is set to the current time; e.Prev is ignored and computed. If
+// the file does not end with a newline (a write cut short by a crash or a
+// full disk), Append first ends that partial line and chains to its bytes:
+// the damage stays visible to VerifyFile as one bad line, and the log keeps
+// working instead of denying every call from then on.
+func (l *Log) Append(e Entry) error {
+	if l == nil || l.f == nil {
+		return errors.New("audit: log is not open")
+	}
+	if e.TS.IsZero() {
+		e.TS = l.now()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := l.lock()
+	if err != nil {
+		return fmt.Errorf("audit %s: %w", l.path, err)
+	}
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+
+	prev, partial, err := lastLineHash(f)
+	if err != nil {
+		return fmt.Errorf("audit %s: reading the last line: %w", l.path, err)
+	}
+	e.Prev = prev
+	line, err := Marshal(e)
+	if err != nil {
+		return fmt.Errorf("audit %s: %w", l.path, err)
+	}
+	buf := make([]byte, 0, len(line)+2)
+	if partial {
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, line...)
+	buf = append(buf, '\n')
+	// One write under the lock: with O_APPEND the kernel places it at the
+	// end, and no other appender can interleave.
+	n, err := f.Write(buf)
+	if err == nil && n != len(buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return fmt.Errorf("audit %s: writing: %w", l.path, err)
+	}
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return fmt.Errorf("audit %s: syncing: %w", l.path, err)
+	}
+	return nil
+}
+
+// lock takes the exclusive lock on the file now at l.path. If the file was
+// renamed or removed (log rotation) since it was opened, it opens the new one
+// instead of writing on into a file nobody reads.
+func (l *Log) lock() (*os.File, error) {
+	for tries := 0; ; tries++ {
+		if err := flock(l.f, unix.LOCK_EX); err != nil {
+			return nil, err
+		}
+		var have, want unix.Stat_t
+		if err := unix.Fstat(int(l.f.Fd()), &have); err != nil {
+			unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+			return nil, err
+		}
+		err := unix.Stat(l.path, &want)
+		if err == nil && have.Dev == want.Dev && have.Ino == want.Ino {
+			return l.f, nil
+		}
+		unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return nil, err
+		}
+		if tries >= 3 {
+			return nil, errors.New("the file keeps being replaced while opening it")
+		}
+		f, err := openFile(l.path)
+		if err != nil {
+			return nil, err
+		}
+		l.f.Close()
+		l.f = f
+	}
+}
+
+func flock(f *os.File, how int) error {
+	for {
+		err := unix.Flock(int(f.Fd()), how)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// lastLineHash returns the hash of the file's last line (Genesis for an
+// empty file) and whether that line lacks its newline. It reads backwards
+// from the end in blocks, so a large last line costs one pass over it and
+// no memory beyond a block.
+func lastLineHash(f *os.File) (prev string, partial bool, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return "", false, err
+	}
+	size := fi.Size()
+	if size == 0 {
+		return Genesis, false, nil
+	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return "", false, err
+	}
+	end := size // the last line is [start, end)
+	if last[0] == '\n' {
+		end = size - 1
+	} else {
+		partial = true
+	}
+	// Most lines fit the first small block; long ones (a mail body) get
+	// larger blocks, up to 64 KiB.
+	block := int64(4 << 10)
+	start := int64(0)
+	for pos := end; pos > 0; {
+		n := block
+		if pos < n {
+			n = pos
+		}
+		chunk := make([]byte, n)
+		if _, err := f.ReadAt(chunk, pos-n); err != nil {
+			return "", false, err
+		}
+		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
+			start = pos - n + int64(i) + 1
+			break
+		}
+		pos -= n
+		if block < 64<<10 {
+			block *= 2
+		}
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, start, end-start)); err != nil {
+		return "", false, err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), partial, nil
+}
 
 // Close releases the file.
-func (l *Log) Close() error { return nil }
+func (l *Log) Close() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// wireEntry fixes the order of fields on the wire and the time format.
+type wireEntry struct {
+	TS      string          `json:"ts"`
+	Server  string          `json:"server"`
+	Tool    string          `json:"tool"`
+	Args    json.RawMessage `json:"args"`
+	Verdict string          `json:"verdict"`
+	Reason  string          `json:"reason"`
+	Rule    string          `json:"rule"`
+	Session string          `json:"session,omitempty"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Code    string          `json:"code,omitempty"`
+	Prev    string          `json:"prev"`
+}
+
+// Marshal encodes e as one audit line, without the newline. Args and ID must
+// be valid JSON (nil Args is written as null); they are compacted but not
+// otherwise changed, and no HTML escaping is applied, so args read back as
+// sent.
+func Marshal(e Entry) ([]byte, error) {
+	w := wireEntry{
+		TS: e.TS.UTC().Format(TimeFormat), Server: e.Server, Tool: e.Tool,
+		Args: e.Args, Verdict: e.Verdict, Reason: e.Reason, Rule: e.Rule,
+		Session: e.Session, ID: e.ID, Code: e.Code, Prev: e.Prev,
+	}
+	if len(w.Args) == 0 {
+		w.Args = json.RawMessage("null")
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(w); err != nil {
+		return nil, fmt.Errorf("encoding entry for %q: %w", e.Tool, err)
+	}
+	line := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	if bytes.IndexByte(line, '\n') >= 0 { // cannot happen with valid JSON; be sure
+		return nil, errors.New("encoded entry spans lines")
+	}
+	return line, nil
+}
+
+// LineError is a problem with one line of a log.
+type LineError struct {
+	Line int // 1-based
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Verdicts a line may carry.
+var verdicts = map[string]bool{"allow": true, "deny": true, "ask": true}
+
+// Parse decodes one audit line (without its newline). Unknown fields are
+// ignored, so newer logs stay readable; a line that isn't a JSON object, has
+// no valid ts, or has a verdict other than allow, deny or ask is an error.
+func Parse(line []byte) (Entry, error) {
+	var e Entry
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 {
+		return e, errors.New("empty line")
+	}
+	if trimmed[0] != '{' {
+		return e, errors.New("not a JSON object")
+	}
+	if err := json.Unmarshal(trimmed, &e); err != nil {
+		return Entry{}, fmt.Errorf("not a valid audit entry: %w", err)
+	}
+	if e.TS.IsZero() {
+		return Entry{}, errors.New("no ts")
+	}
+	if !verdicts[e.Verdict] {
+		return Entry{}, fmt.Errorf("verdict %q is not allow, deny or ask", e.Verdict)
+	}
+	return e, nil
+}
+
+// Read parses the lines of r in order and calls fn for each, one line in
+// memory at a time. It stops at the first malformed line with a *LineError,
+// or at the first error fn returns (passed through unchanged).
+func Read(r io.Reader, fn func(line int, e Entry) error) error {
+	return eachLine(r, func(n int, line []byte, _ bool) error {
+		e, err := Parse(line)
+		if err != nil {
+			return &LineError{Line: n, Err: err}
+		}
+		return fn(n, e)
+	})
+}
+
+// eachLine calls fn with every line of r (without its newline); last
+// reports a final line that had no newline.
+func eachLine(r io.Reader, fn func(n int, line []byte, noNewline bool) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(line) == 0 && err == io.EOF {
+			return nil
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		noNewline := err == io.EOF
+		if !noNewline {
+			line = line[:len(line)-1]
+		}
+		if ferr := fn(n, line, noNewline); ferr != nil {
+			return ferr
+		}
+		if noNewline {
+			return nil
+		}
+	}
+}
 
 // ReadFile reads every line of an audit file. A malformed line is an error
 // naming its line number.
-func ReadFile(path string) ([]Entry, error) { return nil, errors.New("audit: not implemented") }
+func ReadFile(path string) ([]Entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	defer f.Close()
+	var out []Entry
+	err = Read(f, func(_ int, e Entry) error { out = append(out, e); return nil })
+	if err != nil {
+		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// Problem is one place where a log fails verification.
+type Problem struct {
+	Line int    // 1-based
+	Msg  string // what is wrong there
+}
+
+func (p Problem) String() string { return fmt.Sprintf("line %d: %s", p.Line, p.Msg) }
+
+// Report is the outcome of verifying a log.
+type Report struct {
+	Lines    int       // lines read
+	Head     string    // hash of the last line (Genesis for an empty log)
+	Problems []Problem // in line order; empty when the chain is intact
+	// hashes maps each line's hash to its line number, for HasHead.
+	hashes map[string]int
+}
+
+// OK reports whether the chain is intact.
+func (r *Report) OK() bool { return len(r.Problems) == 0 }
+
+// HasHead reports the line number whose hash is head, or 0 when no line
+// has it. A head pinned earlier that is no longer found means the log was cut
+// back or rewritten at or before that line.
+func (r *Report) HasHead(head string) int { return r.hashes[strings.ToLower(strings.TrimSpace(head))] }
+
+// maxProblems bounds a report on a log that is garbage from end to end.
+const maxProblems = 1000
+
+// Verify checks the hash chain of a log. After a break it carries on from the
+// line that broke it, so one edited line yields one problem and every damaged
+// place is listed. It returns an error only when r can't be read.
+func Verify(r io.Reader) (*Report, error) {
+	rep := &Report{Head: Genesis, hashes: map[string]int{}}
+	expect := Genesis
+	err := eachLine(r, func(n int, line []byte, noNewline bool) error {
+		rep.Lines = n
+		h := Hash(line)
+		rep.Head = h
+		if _, dup := rep.hashes[h]; !dup {
+			rep.hashes[h] = n
+		}
+		problem := func(msg string) {
+			if len(rep.Problems) < maxProblems {
+				rep.Problems = append(rep.Problems, Problem{Line: n, Msg: msg})
+			}
+		}
+		prev, err := prevOf(line)
+		switch {
+		case err != nil:
+			problem(err.Error())
+		case prev != expect:
+			problem(breakMsg(n, prev, rep.hashes))
+		}
+		if noNewline {
+			problem("the line is incomplete (no newline at the end of the file)")
+		}
+		expect = h
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// breakMsg explains a prev that doesn't match the line before.
+func breakMsg(n int, prev string, seen map[string]int) string {
+	if n == 1 {
+		return "prev is not the genesis value: the first lines were removed, or this line was edited"
+	}
+	if j, ok := seen[prev]; ok && j != n {
+		return fmt.Sprintf("prev is the hash of line %d, not of line %d: lines were reordered or removed", j, n-1)
+	}
+	if prev == Genesis {
+		return fmt.Sprintf("prev is the genesis value, but line %d comes before: lines were inserted or reordered", n-1)
+	}
+	return fmt.Sprintf("prev is not the hash of line %d: line %d was edited, or lines between were removed", n-1, n-1)
+}
+
+// prevOf extracts the prev field of a line that must be a JSON object.
+func prevOf(line []byte) (string, error) {
+	if !json.Valid(line) {
+		return "", errors.New("not JSON (a line cut short by a crash, or edited)")
+	}
+	var v struct {
+		Prev *string `json:"prev"`
+	}
+	if err := json.Unmarshal(line, &v); err != nil {
+		return "", errors.New("not a JSON object")
+	}
+	if v.Prev == nil {
+		return "", errors.New("no prev field (not written by this version of bouncer)")
+	}
+	return *v.Prev, nil
+}
 
 // VerifyFile checks the hash chain of an audit file and returns the number
 // of lines verified; an edited, removed or reordered line is an error naming
 // the first line where the chain breaks.
-func VerifyFile(path string) (int, error) { return 0, errors.New("audit: not implemented") }
+func VerifyFile(path string) (int, error) {
+	rep, err := VerifyFileReport(path)
+	if err != nil {
+		return 0, err
+	}
+	if !rep.OK() {
+		p := rep.Problems[0]
+		return p.Line - 1, fmt.Errorf("audit %s: %w", path, &LineError{Line: p.Line, Err: errors.New(p.Msg)})
+	}
+	return rep.Lines, nil
+}
+
+// VerifyFileReport is VerifyFile with every problem and the head hash.
+func VerifyFileReport(path string) (*Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	defer f.Close()
+	rep, err := Verify(f)
+	if err != nil {
+		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	return rep, nil
+}
