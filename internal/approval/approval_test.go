@@ -1,0 +1,502 @@
+package approval
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// clock is a settable time source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var t0 = time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)
+
+func newStore(t *testing.T) (*Store, *clock) {
+	t.Helper()
+	c := &clock{t: t0}
+	return Open(filepath.Join(t.TempDir(), "state", "pending.json"), c.now), c
+}
+
+var bob = Request{Server: "mail", Tool: "send_email", Param: "to", Destination: "bob@partner.com"}
+
+func mustIssue(t *testing.T, s *Store, r Request) string {
+	t.Helper()
+	code, err := s.Issue(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+func TestIssue(t *testing.T) {
+	s, _ := newStore(t)
+	code := mustIssue(t, s, bob)
+	if !ValidCode(code) {
+		t.Fatalf("code %q has the wrong shape", code)
+	}
+	for _, ch := range strings.ReplaceAll(code, "-", "") {
+		if !strings.ContainsRune(Alphabet, ch) {
+			t.Errorf("code %q has %q, outside the alphabet", code, ch)
+		}
+	}
+	again := bob
+	again.Destination = "  BOB@Partner.com\t"
+	if c := mustIssue(t, s, again); c != code {
+		t.Errorf("Issue for the same request gave %s, want the open %s", c, code)
+	}
+	others := map[string]Request{}
+	for name, r := range variants(bob) {
+		c := mustIssue(t, s, r)
+		if c == code {
+			t.Errorf("%s: a different request reused %s", name, code)
+		}
+		others[c] = r
+	}
+	list, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1+len(others) {
+		t.Errorf("List has %d codes, want %d", len(list), 1+len(others))
+	}
+	// The file and its lock are private; the directory was created 0700.
+	for p, mode := range map[string]os.FileMode{s.path: 0o600, s.path + ".lock": 0o600, filepath.Dir(s.path): 0o700} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != mode {
+			t.Errorf("%s: mode %o, want %o", p, fi.Mode().Perm(), mode)
+		}
+	}
+}
+
+// variants differ from r in exactly one bound field, or in a way the
+// destination comparison must not ignore.
+func variants(r Request) map[string]Request {
+	m := map[string]Request{}
+	v := r
+	v.Server = "mail2"
+	m["server"] = v
+	v = r
+	v.Tool = "forward_email"
+	m["tool"] = v
+	v = r
+	v.Param = "cc"
+	m["param"] = v
+	v = r
+	v.Destination = "bob@partner.co"
+	m["destination"] = v
+	v = r
+	v.Destination = "bob@partner.com."
+	m["trailing dot"] = v
+	v = r
+	v.Destination = "bob@partner.\u212aom" // Kelvin sign: folds to k only under Unicode rules
+	m["unicode fold"] = v
+	v = r
+	v.Destination = "bob@partner.com\u200b" // zero-width space is not "surrounding whitespace"
+	m["zero width"] = v
+	v = r
+	v.Destination = "bob@partner.com\u00a0" // no-break space either
+	m["nbsp"] = v
+	return m
+}
+
+func TestTakeBinding(t *testing.T) {
+	for name, r := range variants(bob) {
+		t.Run(name, func(t *testing.T) {
+			s, _ := newStore(t)
+			code := mustIssue(t, s, bob)
+			if err := s.Approve(code); err != nil {
+				t.Fatal(err)
+			}
+			if c, ok, err := s.Take(r); ok || err != nil {
+				t.Fatalf("Take(%+v) = %s, %v, %v; the code is bound to %+v", r, c, ok, err, bob)
+			}
+			if c, ok, err := s.Take(bob); !ok || err != nil || c != code {
+				t.Fatalf("Take(bob) = %s, %v, %v after a mismatched Take", c, ok, err)
+			}
+		})
+	}
+}
+
+func TestTakeOnce(t *testing.T) {
+	s, _ := newStore(t)
+	code := mustIssue(t, s, bob)
+	if _, ok, _ := s.Take(bob); ok {
+		t.Fatal("Take redeemed a code nobody approved")
+	}
+	if err := s.Approve(strings.ToLower(code)); err != nil {
+		t.Fatal(err)
+	}
+	r := bob
+	r.Destination = " Bob@PARTNER.com "
+	if c, ok, err := s.Take(r); !ok || err != nil || c != code {
+		t.Fatalf("Take = %s, %v, %v", c, ok, err)
+	}
+	if _, ok, _ := s.Take(bob); ok {
+		t.Fatal("a code was redeemed twice")
+	}
+	if _, err := s.Lookup(code); !errors.Is(err, ErrUsed) {
+		t.Errorf("Lookup after Take: %v, want ErrUsed", err)
+	}
+	if err := s.Approve(code); !errors.Is(err, ErrUsed) {
+		t.Errorf("Approve after Take: %v, want ErrUsed", err)
+	}
+	if list, _ := s.List(); len(list) != 0 {
+		t.Errorf("List shows used codes: %v", list)
+	}
+	if c := mustIssue(t, s, bob); c == code {
+		t.Error("Issue reused a used code")
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	s, clk := newStore(t)
+	code := mustIssue(t, s, bob)
+	clk.add(TTL - time.Nanosecond)
+	if _, err := s.Lookup(code); err != nil {
+		t.Fatalf("just before expiry: %v", err)
+	}
+	if err := s.Approve(code); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(time.Nanosecond)
+	if c, err := s.Lookup(code); !errors.Is(err, ErrExpired) || c.Code != code {
+		t.Errorf("at expiry: %v, want ErrExpired with the code", err)
+	}
+	if _, ok, _ := s.Take(bob); ok {
+		t.Error("an expired approved code was redeemed")
+	}
+	if err := s.Approve(code); !errors.Is(err, ErrExpired) {
+		t.Errorf("Approve: %v, want ErrExpired", err)
+	}
+	if list, _ := s.List(); len(list) != 0 {
+		t.Errorf("List shows an expired code: %v", list)
+	}
+	if c := mustIssue(t, s, bob); c == code {
+		t.Error("Issue reused an expired code")
+	}
+	// Expired codes are remembered for a while, then pruned on a write.
+	clk.add(Keep)
+	mustIssue(t, s, Request{Server: "a", Tool: "b", Param: "c", Destination: "d"})
+	if _, err := s.Lookup(code); !errors.Is(err, ErrUnknown) {
+		t.Errorf("after Keep: %v, want ErrUnknown (pruned)", err)
+	}
+}
+
+// An issue time in the future can't come from this clock: not valid.
+func TestFutureIssue(t *testing.T) {
+	s, clk := newStore(t)
+	code := mustIssue(t, s, bob)
+	clk.add(-skew - time.Second)
+	if _, err := s.Lookup(code); !errors.Is(err, ErrExpired) {
+		t.Errorf("code issued in the future: %v, want ErrExpired", err)
+	}
+}
+
+func TestApproveShown(t *testing.T) {
+	s, _ := newStore(t)
+	code := mustIssue(t, s, bob)
+	shown, err := s.Lookup(code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Someone rewrites the code's destination while the prompt is up.
+	b, _ := os.ReadFile(s.path)
+	os.WriteFile(s.path, []byte(strings.Replace(string(b), "bob@partner.com", "eve@evil.com", 1)), 0o600)
+	if err := s.ApproveShown(shown); !errors.Is(err, ErrChanged) {
+		t.Fatalf("ApproveShown: %v, want ErrChanged", err)
+	}
+	if c, _ := s.Lookup(code); c.Approved {
+		t.Error("the changed code was approved")
+	}
+}
+
+func TestLookupUnknown(t *testing.T) {
+	s, _ := newStore(t)
+	for _, c := range []string{"K7Q-F2M", "", "K7QF2M", "K7Q-F2M-X", "../../x", "k7q–f2m"} {
+		if _, err := s.Lookup(c); !errors.Is(err, ErrUnknown) {
+			t.Errorf("Lookup(%q): %v, want ErrUnknown", c, err)
+		}
+		if err := s.Approve(c); !errors.Is(err, ErrUnknown) {
+			t.Errorf("Approve(%q): %v, want ErrUnknown", c, err)
+		}
+	}
+	if _, err := os.Stat(s.path); !errors.Is(err, os.ErrNotExist) {
+		t.Error("a failed Approve wrote the file")
+	}
+}
+
+func TestCorruptFile(t *testing.T) {
+	cases := map[string]struct {
+		content string
+		mode    os.FileMode
+		want    string
+	}{
+		"syntax":        {"{\"version\":1,\n \"codes\": [\n  {\"code\": \"K7Q-F2M\",,}]}", 0o600, "line 3, column 22"},
+		"truncated":     {"{\"version\":1,\"codes\":[", 0o600, "ends early"},
+		"type":          {"{\"version\":1,\"codes\":[{\"code\":\"K7Q-F2M\",\"approved\":\"yes\"}]}", 0o600, "line 1, column"},
+		"unknown field": {"{\"version\":1,\"codes\":[],\"approve_all\":true}", 0o600, "approve_all"},
+		"version":       {"{\"version\":2,\"codes\":[]}", 0o600, "version 2"},
+		"bad code":      {"{\"version\":1,\"codes\":[{\"code\":\"k7q-f2m\",\"server\":\"a\",\"tool\":\"b\",\"param\":\"c\",\"issued\":\"2026-12-02T14:00:00Z\"}]}", 0o600, "codes[0]"},
+		"duplicate":     {"{\"version\":1,\"codes\":[{\"code\":\"K7Q-F2M\",\"server\":\"a\",\"tool\":\"b\",\"param\":\"c\",\"issued\":\"2026-12-02T14:00:00Z\"},{\"code\":\"K7Q-F2M\",\"server\":\"a\",\"tool\":\"b\",\"param\":\"c\",\"issued\":\"2026-12-02T14:00:00Z\"}]}", 0o600, "twice"},
+		"trailing":      {"{\"version\":1,\"codes\":[]} {}", 0o600, "after the JSON"},
+		"world writable": {"{\"version\":1,\"codes\":[{\"code\":\"K7Q-F2M\",\"server\":\"mail\",\"tool\":\"send_email\",\"param\":\"to\"," +
+			"\"destination\":\"bob@partner.com\",\"issued\":\"2026-12-02T14:00:00Z\",\"approved\":true}]}", 0o666, "other users write it"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, _ := newStore(t)
+			os.MkdirAll(filepath.Dir(s.path), 0o700)
+			os.WriteFile(s.path, []byte(tc.content), 0o600)
+			os.Chmod(s.path, tc.mode)
+			check := func(op string, err error) {
+				t.Helper()
+				if err == nil {
+					t.Errorf("%s: no error", op)
+					return
+				}
+				if !strings.Contains(err.Error(), s.path) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: %v, want the path and %q", op, err, tc.want)
+				}
+			}
+			_, err := s.Issue(bob)
+			check("Issue", err)
+			_, ok, err := s.Take(bob)
+			check("Take", err)
+			if ok {
+				t.Error("Take redeemed a code from a corrupt file")
+			}
+			_, err = s.List()
+			check("List", err)
+			_, err = s.Lookup("K7Q-F2M")
+			check("Lookup", err)
+			check("Approve", s.Approve("K7Q-F2M"))
+			if b, _ := os.ReadFile(s.path); string(b) != tc.content {
+				t.Error("the corrupt file was overwritten")
+			}
+		})
+	}
+}
+
+func TestEmptyFile(t *testing.T) {
+	s, _ := newStore(t)
+	os.MkdirAll(filepath.Dir(s.path), 0o700)
+	os.WriteFile(s.path, nil, 0o600)
+	if list, err := s.List(); err != nil || len(list) != 0 {
+		t.Fatalf("List on an empty file: %v, %v", list, err)
+	}
+	mustIssue(t, s, bob)
+}
+
+func TestFull(t *testing.T) {
+	s, _ := newStore(t)
+	// Write the file directly: issuing a thousand codes one by one is slow.
+	codes := make([]Code, MaxCodes)
+	for i := range codes {
+		codes[i] = Code{Code: fmt.Sprintf("A%02d-%03d", i/1000, i%1000), Request: Request{Server: "s", Tool: "t", Param: "p", Destination: strconv.Itoa(i)}, Issued: t0}
+	}
+	os.MkdirAll(filepath.Dir(s.path), 0o700)
+	if err := s.write(codes); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Issue(bob); err == nil {
+		t.Fatal("Issue succeeded with the file full of open codes")
+	}
+	// An open code for the same request is still handed out.
+	if c, err := s.Issue(codes[5].Request); err != nil || c != codes[5].Code {
+		t.Errorf("reuse when full: %s, %v", c, err)
+	}
+}
+
+func TestConcurrentGoroutines(t *testing.T) {
+	s, _ := newStore(t)
+	shared := mustIssue(t, s, bob)
+	if err := s.Approve(shared); err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	takes := 0
+	codes := map[string]bool{}
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := bob
+			r.Destination = fmt.Sprintf("u%d@x.com", i)
+			c, err := s.Issue(r)
+			if err != nil {
+				t.Error(err)
+			}
+			_, ok, err := s.Take(bob)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			codes[c] = true
+			if ok {
+				takes++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if takes != 1 {
+		t.Errorf("the approved code was redeemed %d times", takes)
+	}
+	list, _ := s.List()
+	if len(codes) != n || len(list) != n {
+		t.Errorf("%d distinct codes, %d listed; want %d", len(codes), len(list), n)
+	}
+}
+
+const helperEnv = "BOUNCER_APPROVAL_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(helperEnv); path != "" {
+		os.Exit(helper(path))
+	}
+	os.Exit(m.Run())
+}
+
+// helper issues codes and tries to redeem the shared one; it prints how
+// many times it succeeded.
+func helper(path string) int {
+	s := Open(path, nil)
+	id := os.Getenv("ID")
+	took := 0
+	for i := 0; i < 10; i++ {
+		r := bob
+		r.Destination = fmt.Sprintf("p%s-%d@x.com", id, i)
+		if _, err := s.Issue(r); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		_, ok, err := s.Take(bob)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if ok {
+			took++
+		}
+	}
+	fmt.Print(took)
+	return 0
+}
+
+func TestConcurrentProcesses(t *testing.T) {
+	s := Open(filepath.Join(t.TempDir(), "pending.json"), nil)
+	if err := s.Approve(mustIssue(t, s, bob)); err != nil {
+		t.Fatal(err)
+	}
+	const procs = 4
+	outs := make([]strings.Builder, procs)
+	var cmds []*exec.Cmd
+	for p := 0; p < procs; p++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), helperEnv+"="+s.path, "ID="+strconv.Itoa(p))
+		cmd.Stdout, cmd.Stderr = &outs[p], os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	took := 0
+	for p, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(outs[p].String())
+		took += n
+	}
+	if took != 1 {
+		t.Errorf("the approved code was redeemed %d times across processes", took)
+	}
+	list, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != procs*10 {
+		t.Errorf("%d open codes, want %d (lost updates?)", len(list), procs*10)
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"bob@partner.com", "bob@partner.com"},
+		{"josé@x.es", "josé@x.es"},
+		{"a\x1b[2K\rApprove? [y/N] y", `a\x1b[2K\x0dApprove? [y/N] y`},
+		{"moc.live@\u202ebob", `moc.live@\u202ebob`},
+		{"a\u2066b\u2069", `a\u2066b\u2069`},
+		{"a\u200bb", `a\u200bb`},
+		{"a\u009b31m", `a\u009b31m`},
+		{"a\nb\tc", `a\x0ab\x09c`},
+		{"bad\xffutf8", `bad\xffutf8`},
+		{`back\x1bslash`, `back\\x1bslash`},
+		{"a\u2028b", `a\u2028b`},
+		{"a\u00a0b", `a\u00a0b`},
+	} {
+		got, changed := Printable(tc.in)
+		if got != tc.want {
+			t.Errorf("Printable(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if want := strings.ReplaceAll(tc.want, `\\`, `\`) != tc.in; changed != want {
+			t.Errorf("Printable(%q): changed = %v", tc.in, changed)
+		}
+		for _, r := range got {
+			if r < 0x20 || r == 0x7f || hidden(r) {
+				t.Errorf("Printable(%q) left %U in", tc.in, r)
+			}
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"version":1,"codes":[{"code":"K7Q-F2M","server":"a","tool":"b","param":"c","destination":"d","issued":"2026-12-02T14:00:00Z","approved":false,"used":false}]}`))
+	f.Add([]byte(`{"version":1,"codes":null}`))
+	f.Add([]byte("{\n\"version\":"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		codes, err := Parse(data)
+		if err != nil {
+			return
+		}
+		for _, c := range codes {
+			if !ValidCode(c.Code) {
+				t.Fatalf("Parse accepted code %q", c.Code)
+			}
+		}
+	})
+}
+
+func FuzzPrintable(f *testing.F) {
+	f.Add("a\x1b[31mb\u202e")
+	f.Fuzz(func(t *testing.T, s string) {
+		out, _ := Printable(s)
+		for _, r := range out {
+			if r < 0x20 || r == 0x7f || hidden(r) {
+				t.Fatalf("Printable(%q) left %U", s, r)
+			}
+		}
+	})
+}
