@@ -1,42 +1,215 @@
 // Package taint remembers what untrusted tool output said and answers one
 // question: did this destination appear in it?
 //
-// Text is folded (case, whitespace, full-width forms, zero-width characters)
-// and decoded (percent-encoding, HTML entities, JSON string escapes) before it
-// is cut into tokens; a destination is seen when it, folded the same way, is
-// one whole token. The store keeps hashes of tokens, not the text, so its
-// memory stays bounded for very large outputs. A hash collision can only make
-// a destination look seen (the call is denied: fail closed); a recorded
-// destination is never reported unseen.
+// Text is folded (case, whitespace, full-width and other compatibility
+// forms, zero-width characters) and decoded (percent-encoding, HTML
+// entities, JSON string escapes) before it is cut into tokens; a destination
+// is seen when it, folded the same way, is one whole token. The store keeps
+// hashes of tokens, not the text, so its memory stays bounded for very large
+// outputs. A hash collision can only make a destination look seen (the call
+// is denied: fail closed); a recorded destination is never reported unseen.
+//
+// What counts as a token, and which forms of it are recorded, is described
+// in tokens.go; the memory and speed trade-offs in docs/performance.md.
 package taint
+
+import (
+	"bytes"
+	"hash/maphash"
+	"sync"
+	"unsafe"
+)
 
 // MinLen is the shortest folded destination that can be tainted: shorter
 // ones are too likely to occur by chance, so they are never reported seen and
 // go to a human instead.
 const MinLen = 6
 
+// maxPhrase bounds the pieces of text that are also recorded whole, as one
+// multi-word token (a display name in a JSON field, a one-line message):
+// longer ones are prose, not a destination.
+const (
+	maxPhraseBytes = 1024
+	maxPhraseRunes = 256
+)
+
 // Store records untrusted output. It is safe for concurrent use, so the
 // proxies of one client may share one store.
-type Store struct{}
+type Store struct {
+	seed maphash.Seed
+
+	mu  sync.RWMutex
+	set *hashSet // exact form, until it would outgrow exactSlotsMax
+	bf  *bloom   // bounded form, afterwards
+}
 
 // NewStore returns an empty store.
-func NewStore() *Store { return &Store{} }
+func NewStore() *Store {
+	return &Store{seed: maphash.MakeSeed(), set: newHashSet()}
+}
+
+var scanners = sync.Pool{New: func() any { return new(scanner) }}
+
+// maxPooled keeps a scanner that once handled a huge token from pinning its
+// buffers in the pool.
+const maxPooled = 1 << 20
+
+func (s *Store) scanner(record bool) *scanner {
+	sc := scanners.Get().(*scanner)
+	sc.seed = s.seed
+	sc.store = nil
+	if record {
+		sc.store = s
+	}
+	sc.hashes = sc.hashes[:0]
+	sc.collect = nil
+	return sc
+}
+
+func putScanner(sc *scanner) {
+	if cap(sc.lower) > maxPooled || cap(sc.f.a) > maxPooled || cap(sc.f.b) > maxPooled ||
+		cap(sc.pf.a) > maxPooled || cap(sc.pf.b) > maxPooled || cap(sc.dec[0]) > maxPooled ||
+		cap(sc.dec[1]) > maxPooled || cap(sc.dec[2]) > maxPooled || cap(sc.cat) > maxPooled {
+		return
+	}
+	sc.store = nil
+	sc.collect = nil
+	scanners.Put(sc)
+}
+
+// insert adds hashes under the write lock, switching to the Bloom filter
+// when the exact set is full.
+func (s *Store) insert(hs []uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range hs {
+		if s.bf != nil {
+			s.bf.add(h)
+			continue
+		}
+		if !s.set.add(h) {
+			bf := newBloom()
+			for _, v := range s.set.slots {
+				if v != 0 {
+					bf.add(v)
+				}
+			}
+			s.bf, s.set = bf, nil
+		}
+	}
+}
+
+func (s *Store) has(h uint64) bool {
+	if s.bf != nil {
+		return s.bf.has(h)
+	}
+	return s.set.has(h)
+}
+
+// bytesOf views a string as bytes without copying; the tokenizer only reads.
+func bytesOf(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
 
 // Record adds one piece of untrusted text.
-func (s *Store) Record(text string) {}
+func (s *Store) Record(text string) {
+	sc := s.scanner(true)
+	sc.piece(bytesOf(text))
+	s.flush(sc)
+}
 
 // RecordJSON adds every string value and every object key in a JSON document
 // (a tool result, a resource, an error), each as its own piece of text.
-// Invalid JSON is recorded as plain text.
-func (s *Store) RecordJSON(doc []byte) {}
+// Numbers are recorded too, since a phone number or chat id can be a
+// destination. Invalid JSON is recorded as plain text.
+func (s *Store) RecordJSON(doc []byte) {
+	sc := s.scanner(true)
+	sc.json(doc)
+	s.flush(sc)
+}
+
+func (s *Store) flush(sc *scanner) {
+	if len(sc.hashes) > 0 {
+		s.insert(sc.hashes)
+	}
+	putScanner(sc)
+}
+
+// piece records one piece of text: its tokens, and the piece as a whole when
+// it is short enough to be a multi-word destination ("Alice Smith").
+func (sc *scanner) piece(b []byte) {
+	sc.record(b, 0)
+	if len(b) > maxPhraseBytes || !mayHaveSpace(b) {
+		return
+	}
+	f := trim(collapse(sc.phr.fold(b, true)))
+	if bytes.IndexByte(f, ' ') >= 0 {
+		if n := runeLen(f); n >= MinLen && n <= maxPhraseRunes {
+			sc.emit(f)
+		}
+	}
+}
+
+// mayHaveSpace reports whether b may fold to more than one word: it has
+// ASCII whitespace or control bytes, or non-ASCII runes (which may be or
+// fold to spaces).
+func mayHaveSpace(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 || asciiClass[c]&cSpace != 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // Seen reports whether dest, folded, appeared as a whole token in recorded
 // output. It also checks the forms a destination hides behind: an address in
-// a URL's query, without a trailing dot, or without a +tag. A folded dest
-// shorter than MinLen is never seen.
-func (s *Store) Seen(dest string) bool { return false }
+// a URL's query, without a trailing dot, or without a +tag, a percent- or
+// entity-encoded form, and each destination of a list ("a@x.com, b@y.com").
+// A folded dest shorter than MinLen is never seen.
+func (s *Store) Seen(dest string) bool {
+	sc := s.scanner(false)
+	defer putScanner(sc)
+	if !sc.destHashes([]byte(dest)) {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, h := range sc.hashes {
+		if s.has(h) {
+			return true
+		}
+	}
+	return false
+}
 
-// Fold applies the folding used on both sides of a match: Unicode
-// compatibility forms (full-width), case, removal of zero-width characters,
-// and whitespace collapsed to single spaces and trimmed.
-func Fold(s string) string { return s }
+// Tokens returns the forms Record would keep for text, in order, without
+// duplicates. It is for tests and for explaining a verdict; the store itself
+// keeps only hashes.
+func Tokens(text string) []string {
+	var out []string
+	sc := &scanner{seed: maphash.MakeSeed(), collect: &out}
+	sc.piece([]byte(text))
+	return dedupe(out)
+}
+
+// DestForms returns the forms Seen looks up for dest, in order, without
+// duplicates (nil when dest is shorter than MinLen).
+func DestForms(dest string) []string {
+	var out []string
+	sc := &scanner{seed: maphash.MakeSeed(), collect: &out}
+	sc.destHashes([]byte(dest))
+	return dedupe(out)
+}
+
+func dedupe(in []string) []string {
+	seen := make(map[string]bool, len(in))
+	out := in[:0]
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

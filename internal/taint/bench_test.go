@@ -1,0 +1,251 @@
+package taint
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"unicode/utf8"
+)
+
+// gen writes pseudo-random, mostly unique output: words, addresses, URLs,
+// handles, numbers and punctuation, in lines. With uni set, about half the
+// words are non-ASCII (accented Latin, Cyrillic, Greek, CJK, full-width,
+// emoji), as in mixed-language mail.
+type gen struct {
+	r   *rand.Rand
+	uni bool
+}
+
+func newGen(seed uint64, uni bool) *gen {
+	return &gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), uni: uni}
+}
+
+var (
+	latinExtra = []rune("éèêëàâäôöüûçñßøåæ")
+	cyrillic   = []rune("абвгдежзийклмнопрстуфхцчшщыэюя")
+	greek      = []rune("αβγδεζηθικλμνξοπρστυφχψω")
+	cjk        = []rune("的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年")
+	emoji      = []rune("📧🔥✅🚀")
+)
+
+func (g *gen) word(b []byte) []byte {
+	n := 2 + g.r.IntN(10)
+	if g.uni && g.r.IntN(2) == 0 {
+		var set []rune
+		switch g.r.IntN(5) {
+		case 0, 1:
+			for i := range n {
+				if g.r.IntN(3) == 0 {
+					b = utf8.AppendRune(b, latinExtra[g.r.IntN(len(latinExtra))])
+				} else {
+					b = append(b, byte('a'+g.r.IntN(26)-32*(i&1)))
+				}
+			}
+			return b
+		case 2:
+			set = cyrillic
+		case 3:
+			set = greek
+		case 4:
+			set = cjk
+			n = 2 + g.r.IntN(4)
+		}
+		for range n {
+			b = utf8.AppendRune(b, set[g.r.IntN(len(set))])
+		}
+		if g.r.IntN(20) == 0 {
+			b = utf8.AppendRune(b, emoji[g.r.IntN(len(emoji))])
+		}
+		return b
+	}
+	for i := range n {
+		c := byte('a' + g.r.IntN(26))
+		if i == 0 && g.r.IntN(5) == 0 {
+			c -= 32
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+// fill appends about n bytes of output to b.
+func (g *gen) fill(b []byte, n int) []byte {
+	end := len(b) + n
+	col := 0
+	for len(b) < end {
+		switch k := g.r.IntN(100); {
+		case k < 8:
+			b = g.word(b)
+			b = append(b, '.')
+			b = g.word(b)
+			b = append(b, '@')
+			b = g.word(b)
+			b = append(b, ".com"...)
+		case k < 12:
+			b = append(b, "https://"...)
+			b = g.word(b)
+			b = append(b, ".example/"...)
+			b = g.word(b)
+			b = append(b, "?id="...)
+			b = strconv.AppendUint(b, g.r.Uint64N(1<<40), 16)
+		case k < 14:
+			b = append(b, '@')
+			b = g.word(b)
+		case k < 18:
+			b = strconv.AppendUint(b, g.r.Uint64N(1e9), 10)
+		default:
+			b = g.word(b)
+		}
+		switch k := g.r.IntN(100); {
+		case k < 8:
+			b = append(b, ',')
+		case k < 12:
+			b = append(b, '.')
+		}
+		col++
+		if col%14 == 0 {
+			b = append(b, '\n')
+		} else {
+			b = append(b, ' ')
+		}
+	}
+	return b
+}
+
+func benchRecord(b *testing.B, uni bool) {
+	const corpus, piece = 1 << 20, 16 << 10
+	text := string(newGen(1, uni).fill(nil, corpus))
+	s := NewStore()
+	s.Record(text) // warm: later passes record known tokens, as a session re-reading a mailbox would
+	b.SetBytes(piece)
+	b.ResetTimer()
+	off := 0
+	for b.Loop() {
+		if off+piece > len(text) {
+			off = 0
+		}
+		s.Record(text[off : off+piece])
+		off += piece
+	}
+}
+
+// BenchmarkRecordASCII records ASCII output.
+func BenchmarkRecordASCII(b *testing.B) { benchRecord(b, false) }
+
+// BenchmarkRecordUnicode records output where half the words are non-ASCII.
+func BenchmarkRecordUnicode(b *testing.B) { benchRecord(b, true) }
+
+// BenchmarkRecordFresh records output that is unique throughout, into one
+// store that grows from empty past the switch to the Bloom filter (64 MiB).
+func BenchmarkRecordFresh(b *testing.B) {
+	const chunk = 1 << 20
+	g := newGen(7, false)
+	buf := make([]byte, 0, chunk+256)
+	for b.Loop() {
+		s := NewStore()
+		for range 64 {
+			b.StopTimer()
+			buf = g.fill(buf[:0], chunk)
+			b.StartTimer()
+			s.Record(string(buf))
+		}
+	}
+	b.SetBytes(64 * chunk)
+}
+
+var (
+	bigOnce  sync.Once
+	bigStore *Store
+	bigHeap  uint64 // HeapInuse growth while recording
+	bigTotal uint64 // HeapInuse after, whole process
+	bigBytes int
+)
+
+// big records 256 MiB of mostly unique output once per test binary, and
+// measures the heap it keeps.
+func big() *Store {
+	bigOnce.Do(func() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := NewStore()
+		g := newGen(42, false)
+		buf := make([]byte, 0, 1<<20+256)
+		for bigBytes < 256<<20 {
+			buf = g.fill(buf[:0], 1<<20)
+			s.Record(string(buf))
+			bigBytes += len(buf)
+		}
+		buf = nil
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		bigStore, bigHeap, bigTotal = s, after.HeapInuse-before.HeapInuse, after.HeapInuse
+	})
+	return bigStore
+}
+
+// dests are destinations to look up: some recorded (from the same
+// generator's first megabyte), some fresh.
+func dests() []string {
+	return []string{
+		"attacker@evil.example", "Attacker+x@Evil.Example.", "https://hooks.example/abc?to=a%40b.com",
+		"#general-channel", "@octocatalyst", "someone.else@example.org",
+	}
+}
+
+func benchSeen(b *testing.B, s *Store) {
+	ds := dests()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		s.Seen(ds[i%len(ds)])
+		i++
+	}
+}
+
+// BenchmarkSeen1KB checks destinations against a store holding 1 KB.
+func BenchmarkSeen1KB(b *testing.B) {
+	s := NewStore()
+	s.Record(string(newGen(42, false).fill(nil, 1<<10)))
+	benchSeen(b, s)
+}
+
+// BenchmarkSeen256MB checks destinations against a store holding 256 MiB of
+// mostly unique output (built once; skipped with -short).
+func BenchmarkSeen256MB(b *testing.B) {
+	if testing.Short() {
+		b.Skip("256 MiB setup skipped in -short mode")
+	}
+	s := big()
+	benchSeen(b, s)
+}
+
+// BenchmarkMemory256MB reports the heap kept by a store after 256 MiB of
+// mostly unique output, and the false-positive rate of fresh lookups.
+func BenchmarkMemory256MB(b *testing.B) {
+	if testing.Short() {
+		b.Skip("256 MiB setup skipped in -short mode")
+	}
+	s := big()
+	const probes = 1 << 20
+	fp := 0
+	var buf []byte
+	for i := range probes {
+		buf = append(buf[:0], "fresh-probe-"...)
+		buf = strconv.AppendInt(buf, int64(i), 36)
+		if s.Seen(string(buf)) {
+			fp++
+		}
+	}
+	for b.Loop() {
+	}
+	b.ReportMetric(float64(bigHeap)/(1<<20), "store-MiB")
+	b.ReportMetric(float64(bigTotal)/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(fp)/probes, "false-seen-rate")
+	b.ReportMetric(float64(bigBytes)/(1<<20), "recorded-MiB")
+}
+
+var _ = fmt.Sprint

@@ -1,0 +1,176 @@
+package taint
+
+import (
+	"html"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxDecode is how many times a piece of text is decoded: once for plain
+// encodings (attacker%40evil.com, attacker&#64;evil.com,
+// attacker\u0040evil.com) and once more for one level of nesting
+// (%26%2364%3B is &#64; is @). Deeper nesting is not decoded: such a
+// destination is not traced and goes to a human.
+const maxDecode = 2
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		v, ok := unhex(c)
+		if !ok {
+			return 0, false
+		}
+		r = r<<4 | rune(v)
+	}
+	return r, true
+}
+
+// decode appends src to dst with one layer of percent-encoding, HTML
+// character references and JSON (and JavaScript \xHH) string escapes
+// decoded, all in one left-to-right pass. changed reports whether anything
+// was decoded. Malformed escapes are copied as they are.
+func decode(dst, src []byte) (out []byte, changed bool) {
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch c {
+		case '%':
+			if i+2 < len(src) {
+				h, ok1 := unhex(src[i+1])
+				l, ok2 := unhex(src[i+2])
+				if ok1 && ok2 {
+					dst = append(dst, h<<4|l)
+					i += 3
+					changed = true
+					continue
+				}
+			}
+		case '&':
+			if n, s := entity(src[i:]); n > 0 {
+				dst = append(dst, s...)
+				i += n
+				changed = true
+				continue
+			}
+		case '\\':
+			if n, r := backslash(src[i:]); n > 0 {
+				dst = utf8.AppendRune(dst, r)
+				i += n
+				changed = true
+				continue
+			}
+		}
+		dst = append(dst, c)
+		i++
+	}
+	return dst, changed
+}
+
+// entity decodes one HTML character reference at the start of b (which
+// starts with '&'): numeric (&#64; &#x40;, the ';' optional as browsers
+// allow) or named (&commat; &amp;, any HTML5 name, trying the name as
+// written and then in lower case). It returns the bytes consumed, or 0.
+func entity(b []byte) (int, string) {
+	j := 1
+	for j < len(b) && j < 40 {
+		c := b[j]
+		if c == '#' && j == 1 || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			j++
+			continue
+		}
+		break
+	}
+	if j == 1 {
+		return 0, ""
+	}
+	if j < len(b) && b[j] == ';' {
+		j++
+	}
+	ref := string(b[:j])
+	if s := html.UnescapeString(ref); s != ref {
+		return consumed(ref, s), s
+	}
+	if lower := strings.ToLower(ref); lower != ref {
+		if s := html.UnescapeString(lower); s != lower {
+			return consumed(lower, s), s
+		}
+	}
+	return 0, ""
+}
+
+// consumed works out how much of ref html.UnescapeString decoded: a legacy
+// name without ';' (&ampfoo is "&" + "foo") decodes only a prefix, and the
+// undecoded rest is copied back unchanged at the end of s.
+func consumed(ref, s string) int {
+	n := len(ref)
+	for n > 0 && len(s) > 0 && ref[n-1] == s[len(s)-1] {
+		// The shared tail was not part of the reference; but never eat
+		// into the decoded text itself, which is at most 8 bytes.
+		if len(s) <= 1 {
+			break
+		}
+		n--
+		s = s[:len(s)-1]
+	}
+	return n
+}
+
+// backslash decodes one JSON escape (\" \\ \/ \b \f \n \r \t \uXXXX, with
+// surrogate pairs) or a JavaScript \xHH at the start of b. It returns the
+// bytes consumed, or 0.
+func backslash(b []byte) (int, rune) {
+	if len(b) < 2 {
+		return 0, 0
+	}
+	switch b[1] {
+	case '"', '\\', '/', '\'':
+		return 2, rune(b[1])
+	case 'b':
+		return 2, '\b'
+	case 'f':
+		return 2, '\f'
+	case 'n':
+		return 2, '\n'
+	case 'r':
+		return 2, '\r'
+	case 't':
+		return 2, '\t'
+	case 'x':
+		if len(b) >= 4 {
+			h, ok1 := unhex(b[2])
+			l, ok2 := unhex(b[3])
+			if ok1 && ok2 {
+				return 4, rune(h<<4 | l)
+			}
+		}
+	case 'u':
+		r, ok := hex4(b[2:])
+		if !ok {
+			return 0, 0
+		}
+		if r >= 0xd800 && r < 0xdc00 && len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
+			if lo, ok := hex4(b[8:]); ok && lo >= 0xdc00 && lo < 0xe000 {
+				return 12, 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00)
+			}
+		}
+		if r >= 0xd800 && r < 0xe000 {
+			return 6, utf8.RuneError
+		}
+		return 6, r
+	}
+	return 0, 0
+}

@@ -1,0 +1,457 @@
+package taint
+
+import (
+	"bytes"
+	"hash/maphash"
+	"unicode/utf8"
+)
+
+// How output is cut into tokens (the record side). Every form a reader could
+// take as a destination on its own is recorded, as a hash; Seen reduces a
+// destination to the same canonical forms (see dest.go). The forms of a
+// folded word w (w has no whitespace):
+//
+//   - trim(w): brackets, quotes and sentence punctuation stripped from both
+//     ends, so "<a@b.com>." is a@b.com;
+//   - the parts of trim(w) split at brackets, quotes, '|', ',', ';', '*', '`',
+//     '\', non-ASCII punctuation and symbols, and letters of scripts written
+//     without spaces (Name<a@b.com>, a@b.com,c@d.com, 邮件a@b.com);
+//     then each part split again at apostrophes (whole o'brien@x.com
+//     is kept too);
+//   - in each part, its structure: a URL gives its host, itself without
+//     query and fragment (with and without scheme), its path segments and
+//     adjacent segment pairs (github.com/acme/widgets gives acme/widgets), and
+//     the value of each query or fragment parameter, itself taken apart the
+//     same way (?next=https://x/y, ?to=a@b.com); a "label:value" or
+//     "mailto:addr" gives both sides; a path gives its segments and pairs;
+//   - canonical variants of each form: an address without its +tag
+//     (a+x@b.com is also a@b.com), a handle or channel without its @ or #
+//     (@octocat, #general), a URL without trailing slashes.
+//
+// Forms shorter than MinLen runes are not recorded: Seen never reports such
+// a destination. A word that might hold an encoded form (it has %, & or \) is
+// decoded, up to maxDecode times, and the decoded text is tokenized again; the
+// raw form is kept too, since decoding can change where tokens end.
+//
+// Text is never split inside a run of letters, digits and the address
+// punctuation . - _ @ + ~, so ana@x.com is not a token of dana@x.com.
+
+// maxDepth bounds the recursion into URL parameters and label:value pairs.
+const maxDepth = 4
+
+// batchSize is how many hashes a scanner gathers before it takes the store's
+// lock to insert them.
+const batchSize = 512
+
+// scanner cuts text into tokens and hashes them. It is not safe for
+// concurrent use; Store hands one out per call from a pool.
+type scanner struct {
+	store   *Store
+	seed    maphash.Seed
+	hashes  []uint64
+	collect *[]string // when set, forms are also kept as text (Tokens)
+
+	lower []byte // lower-cased copy of an ASCII word
+	f     folder // Unicode folding
+	cat   []byte // concatenations (+tag removal)
+	dec   [maxDecode + 1][]byte
+	pf    folder // case-preserving folding before decoding
+	phr   folder // whole-piece phrase folding
+
+	jbuf []byte // unescaped JSON strings
+
+	chunkFlags uint16
+}
+
+// emit hashes one form (already folded and trimmed) and queues it.
+func (sc *scanner) emit(t []byte) {
+	if sc.collect != nil {
+		*sc.collect = append(*sc.collect, string(t))
+	}
+	sc.hashes = append(sc.hashes, fixHash(maphash.Bytes(sc.seed, t)))
+	if len(sc.hashes) >= batchSize && sc.store != nil {
+		sc.store.insert(sc.hashes)
+		sc.hashes = sc.hashes[:0]
+	}
+}
+
+// trim strips leading and trailing edge punctuation.
+func trim(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && leadEdge[b[i]] {
+		i++
+	}
+	for j > i && trailEdge[b[j-1]] {
+		j--
+	}
+	return b[i:j]
+}
+
+// canon emits t and its canonical variants (see the package comment), if t
+// is at least MinLen runes long. The destination side emits the same
+// variants of each form it checks, so the two meet.
+func (sc *scanner) canon(t []byte, flags uint16) {
+	if runeLen(t) < MinLen {
+		return
+	}
+	sc.emit(t)
+	if t[len(t)-1] == '/' {
+		u := bytes.TrimRight(t, "/")
+		if runeLen(u) >= MinLen {
+			sc.emit(u)
+		}
+	}
+	if t[0] == '@' || t[0] == '#' {
+		u := trim(t[1:])
+		if runeLen(u) >= MinLen {
+			sc.emit(u)
+		}
+		t = u
+	}
+	if flags&cPlus == 0 {
+		return
+	}
+	if u := sc.untag(t); u != nil && runeLen(u) >= MinLen {
+		sc.emit(u)
+	}
+}
+
+// untag returns local@domain for local+tag@domain, or nil. The result is in
+// sc.cat, valid until the next call.
+func (sc *scanner) untag(t []byte) []byte {
+	at := bytes.LastIndexByte(t, '@')
+	if at <= 0 {
+		return nil
+	}
+	plus := bytes.IndexByte(t[:at], '+')
+	if plus <= 0 {
+		return nil
+	}
+	sc.cat = append(append(sc.cat[:0], t[:plus]...), t[at:]...)
+	return sc.cat
+}
+
+// record processes raw text (not yet folded) at a decoding depth.
+func (sc *scanner) record(b []byte, depth int) {
+	for i := 0; i < len(b); {
+		c := b[i]
+		if asciiClass[c]&cSpace != 0 {
+			i++
+			continue
+		}
+		start := i
+		var flags uint16
+		for i < len(b) {
+			k := asciiClass[b[i]]
+			if k&cSpace != 0 {
+				break
+			}
+			flags |= k
+			i++
+		}
+		raw := b[start:i]
+		if flags&cUni == 0 {
+			w := raw
+			if flags&cUpper != 0 {
+				sc.lower = sc.lower[:0]
+				for _, c := range raw {
+					sc.lower = append(sc.lower, asciiLower[c])
+				}
+				w = sc.lower
+			}
+			sc.word(w, flags)
+		} else {
+			sc.unicodeChunk(raw)
+			flags |= sc.chunkFlags
+		}
+		if flags&cEsc != 0 && depth < maxDecode {
+			sc.decodeChunk(raw, depth)
+		}
+	}
+}
+
+// unicodeChunk folds a chunk with non-ASCII runes (which may fold to
+// spaces) and processes its words. It leaves the OR of the word classes in
+// sc.chunkFlags, so that a full-width ％ still triggers decoding.
+func (sc *scanner) unicodeChunk(raw []byte) {
+	folded := sc.f.fold(raw, true)
+	sc.chunkFlags = 0
+	for i := 0; i < len(folded); {
+		if folded[i] == ' ' {
+			i++
+			continue
+		}
+		start := i
+		var flags uint16
+		for i < len(folded) && folded[i] != ' ' {
+			c := folded[i]
+			if c < utf8.RuneSelf {
+				flags |= asciiClass[c]
+				i++
+				continue
+			}
+			r, n := utf8.DecodeRune(folded[i:])
+			i += n
+			flags |= cUni
+			if isApos(r) {
+				flags |= cApos
+			} else if isSep1Rune(r) {
+				flags |= cSep1
+			}
+		}
+		sc.chunkFlags |= flags
+		sc.word(folded[start:i], flags)
+	}
+}
+
+// decodeChunk decodes a raw chunk once (after folding everything but case,
+// which entity names need) and records the result one level deeper.
+func (sc *scanner) decodeChunk(raw []byte, depth int) {
+	pre := sc.pf.fold(raw, false)
+	d, changed := decode(sc.dec[depth][:0], pre)
+	sc.dec[depth] = d
+	if changed {
+		sc.record(d, depth+1)
+	}
+}
+
+// word records the forms of one folded word.
+func (sc *scanner) word(w []byte, flags uint16) {
+	if len(w) == 0 {
+		return
+	}
+	if flags&cSpecial == 0 {
+		if leadEdge[w[0]] || trailEdge[w[len(w)-1]] {
+			// Sentence punctuation only: "word," "(word)".
+			w = trim(w)
+			if len(w) == 0 {
+				return
+			}
+		}
+		if len(w) >= MinLen {
+			sc.emit(w)
+		}
+		return
+	}
+	if trailEdge[w[len(w)-1]] && flags&cUni == 0 {
+		// "word," and "word." are common: if the trimmed word is plain,
+		// it has one form.
+		t := trim(w)
+		var f uint16
+		for _, c := range t {
+			f |= asciiClass[c]
+		}
+		if f&cSpecial == 0 {
+			if len(t) >= MinLen {
+				sc.emit(t)
+			}
+			return
+		}
+		w, flags = t, f
+	}
+	sc.forms(w, flags)
+}
+
+// forms emits the forms of a folded word that is not a plain one. flags is
+// the OR of the classes of its bytes; a part of it has no more than those.
+func (sc *scanner) forms(w []byte, flags uint16) {
+	t := trim(w)
+	if len(t) == 0 {
+		return
+	}
+	sc.canon(t, flags)
+	if flags&cSep1 != 0 && hasSep1(t) {
+		splitFunc(t, isSep1At, func(p []byte) {
+			p = trim(p)
+			sc.canon(p, flags)
+			sc.apos(p, flags)
+			sc.structure(p, 0, flags)
+		})
+		return
+	}
+	sc.apos(t, flags)
+	sc.structure(t, 0, flags)
+}
+
+// apos splits a part at apostrophes.
+func (sc *scanner) apos(p []byte, flags uint16) {
+	if flags&cApos == 0 || !hasApos(p) {
+		return
+	}
+	splitFunc(p, isAposAt, func(q []byte) {
+		q = trim(q)
+		sc.canon(q, flags)
+		sc.structure(q, 0, flags)
+	})
+}
+
+// structure takes a part apart along URL, label:value, query and path
+// punctuation.
+func (sc *scanner) structure(p []byte, depth int, flags uint16) {
+	if flags&cSep2 == 0 || len(p) == 0 || depth > maxDepth || bytes.IndexAny(p, ":/?&=#") < 0 {
+		return
+	}
+	if i := bytes.Index(p, []byte("://")); i > 0 {
+		sc.url(p, i, depth, flags)
+		return
+	}
+	if i := bytes.IndexByte(p, ':'); i >= 0 {
+		for _, q := range bytes.Split(p, []byte(":")) {
+			q = trim(q)
+			sc.canon(q, flags)
+			sc.structure(q, depth+1, flags)
+		}
+		return
+	}
+	if i := bytes.IndexAny(p, "?&=#"); i >= 0 {
+		if i > 0 {
+			base := trim(p[:i])
+			sc.canon(base, flags)
+			sc.structure(base, depth+1, flags)
+		}
+		sc.params(p[i+1:], depth, flags)
+		return
+	}
+	sc.path(p, flags)
+}
+
+// url handles scheme://authority/path?query#fragment; i is the index of
+// "://".
+func (sc *scanner) url(p []byte, i, depth int, flags uint16) {
+	rest := p[i+3:]
+	end := bytes.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	auth := rest[:end]
+	if at := bytes.LastIndexByte(auth, '@'); at >= 0 {
+		sc.canon(trim(auth[:at]), flags)
+		auth = auth[at+1:]
+	}
+	sc.canon(trim(auth), flags)
+	q := bytes.IndexAny(rest, "?#")
+	base := rest
+	if q >= 0 {
+		base = rest[:q]
+	}
+	if q >= 0 {
+		sc.canon(trim(p[:i+3+q]), flags)
+	}
+	// Without the scheme: evil.example/hook.
+	sc.canon(trim(base), flags)
+	sc.path(base[end:], flags)
+	if q >= 0 {
+		sc.params(rest[q+1:], depth, flags)
+	}
+}
+
+// params takes apart a query or fragment: each & separated parameter, and
+// the value of each key=value, recursively.
+func (sc *scanner) params(q []byte, depth int, flags uint16) {
+	for len(q) > 0 {
+		j := bytes.IndexAny(q, "&#")
+		param := q
+		if j >= 0 {
+			param, q = q[:j], q[j+1:]
+		} else {
+			q = nil
+		}
+		v := param
+		if e := bytes.IndexByte(param, '='); e >= 0 {
+			v = param[e+1:]
+		}
+		v = trim(v)
+		sc.canon(v, flags)
+		sc.structure(v, depth+1, flags)
+	}
+}
+
+// path records the segments of a /-separated path and each adjacent pair.
+func (sc *scanner) path(p []byte, flags uint16) {
+	if bytes.IndexByte(p, '/') < 0 {
+		return
+	}
+	var prev []byte
+	for len(p) > 0 {
+		j := bytes.IndexByte(p, '/')
+		seg := p
+		if j >= 0 {
+			seg, p = p[:j], p[j+1:]
+		} else {
+			p = nil
+		}
+		seg = trim(seg)
+		if len(seg) == 0 {
+			continue
+		}
+		sc.canon(seg, flags)
+		if prev != nil {
+			sc.cat = append(append(append(sc.cat[:0], prev...), '/'), seg...)
+			pair := sc.cat
+			if runeLen(pair) >= MinLen {
+				sc.emit(pair)
+			}
+		}
+		prev = seg
+	}
+}
+
+// isSep1At reports whether a level-one separator starts at b[i], and its
+// width.
+func isSep1At(b []byte, i int) (bool, int) {
+	c := b[i]
+	if c < utf8.RuneSelf {
+		return asciiClass[c]&cSep1 != 0, 1
+	}
+	r, n := utf8.DecodeRune(b[i:])
+	return isSep1Rune(r), n
+}
+
+func isAposAt(b []byte, i int) (bool, int) {
+	c := b[i]
+	if c < utf8.RuneSelf {
+		return c == '\'', 1
+	}
+	r, n := utf8.DecodeRune(b[i:])
+	return isApos(r), n
+}
+
+func hasSep1(b []byte) bool {
+	for i := 0; i < len(b); {
+		ok, n := isSep1At(b, i)
+		if ok {
+			return true
+		}
+		i += n
+	}
+	return false
+}
+
+func hasApos(b []byte) bool {
+	for i := 0; i < len(b); {
+		ok, n := isAposAt(b, i)
+		if ok {
+			return true
+		}
+		i += n
+	}
+	return false
+}
+
+// splitFunc calls fn for each non-empty run of b between separators.
+func splitFunc(b []byte, sep func([]byte, int) (bool, int), fn func([]byte)) {
+	start := 0
+	for i := 0; i < len(b); {
+		ok, n := sep(b, i)
+		if ok {
+			if i > start {
+				fn(b[start:i])
+			}
+			start = i + n
+		}
+		i += n
+	}
+	if start < len(b) {
+		fn(b[start:])
+	}
+}
