@@ -11,6 +11,9 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
 
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
@@ -80,36 +83,198 @@ type Engine struct {
 	pol   *policy.Policy
 	store *taint.Store
 	opts  Options
+
+	mu        sync.Mutex
+	pinAll    bool
+	pinned    map[string]*pinnedTool
+	changed   map[string]string // tool → why it is refused since startup
+	calls     map[string]int    // tool → attempts so far
+	approvals map[approvalKey]bool
 }
+
+type approvalKey struct{ tool, param, dest string }
 
 // New returns an engine over a policy and a taint store. Until Pin or PinAll
 // is called, every tool is refused with rule pinning.
 func New(pol *policy.Policy, store *taint.Store, opts Options) *Engine {
-	return &Engine{pol: pol, store: store, opts: opts}
+	return &Engine{
+		pol:       pol,
+		store:     store,
+		opts:      opts,
+		pinned:    map[string]*pinnedTool{},
+		changed:   map[string]string{},
+		calls:     map[string]int{},
+		approvals: map[approvalKey]bool{},
+	}
 }
-
-// Pin records the tool list seen at startup: each element is one tool
-// definition object from tools/list, as sent. Only these tools, unchanged,
-// can be called.
-func (e *Engine) Pin(tools []json.RawMessage) error { return nil }
-
-// Observe takes a later tools/list: tools that are new, or whose definition
-// differs from the pinned one, are refused from now on with a reason saying
-// what changed. It returns a person-readable line per changed tool.
-func (e *Engine) Observe(tools []json.RawMessage) []string { return nil }
 
 // PinAll makes every tool count as pinned (bouncer check without --tools).
-func (e *Engine) PinAll() {}
-
-// Decide decides a call and uses a slot of the tool's budget.
-func (e *Engine) Decide(c Call) Decision {
-	return Decision{Verdict: Deny, Rule: RuleDefault, Reason: "not implemented"}
+func (e *Engine) PinAll() {
+	e.mu.Lock()
+	e.pinAll = true
+	e.mu.Unlock()
 }
-
-// Recheck decides a call again after a human approved destinations, without
-// using another budget slot.
-func (e *Engine) Recheck(c Call) Decision { return e.Decide(c) }
 
 // Approve records a human's yes for one destination of one tool argument for
 // the rest of the session. An approval never wins over taint.
-func (e *Engine) Approve(tool, param, dest string) {}
+func (e *Engine) Approve(tool, param, dest string) {
+	e.mu.Lock()
+	e.approvals[approvalKey{tool, param, vouchFold(dest)}] = true
+	e.mu.Unlock()
+}
+
+func (e *Engine) approved(tool, param, dest string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.approvals[approvalKey{tool, param, vouchFold(dest)}]
+}
+
+// Decide decides a call and uses a slot of the tool's budget.
+func (e *Engine) Decide(c Call) Decision { return e.decide(c, true) }
+
+// Recheck decides a call again after a human approved destinations, without
+// using another budget slot.
+func (e *Engine) Recheck(c Call) Decision { return e.decide(c, false) }
+
+func (e *Engine) decide(c Call, countBudget bool) Decision {
+	args, err := parseArgs(c.Args)
+	if err != nil {
+		return Decision{Verdict: Deny, Rule: RuleDefault,
+			Reason: fmt.Sprintf("arguments of %s are not a JSON object: %v", quote(c.Tool), err)}
+	}
+	params, d, ok := e.checkPinned(c.Tool)
+	if !ok {
+		return d
+	}
+	for name := range args {
+		params = append(params, name)
+	}
+	t := e.pol.For(c.Tool, params)
+
+	if d, ok := e.checkBudget(t, countBudget); !ok {
+		return d
+	}
+	if d, ok := e.checkPaths(t, args); !ok {
+		return d
+	}
+	if d, ok := checkPatterns(t, args); !ok {
+		return d
+	}
+	if t.Exfiltrating {
+		return e.sinkGate(t, args)
+	}
+	return Decision{Verdict: Allow, Rule: RuleDefault}
+}
+
+// parseArgs decodes call arguments, keeping numbers as written.
+func parseArgs(raw json.RawMessage) (map[string]any, error) {
+	trimmed := strings.TrimSpace(string(raw))
+	if trimmed == "" || trimmed == "null" {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(trimmed))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after the object")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("got %s", jsonKind(v))
+	}
+	return m, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
+
+func (e *Engine) checkBudget(t *policy.Tool, count bool) (Decision, bool) {
+	if t.MaxCalls == nil {
+		return Decision{}, true
+	}
+	max := *t.MaxCalls
+	e.mu.Lock()
+	if count {
+		e.calls[t.Name]++
+	}
+	n := e.calls[t.Name]
+	e.mu.Unlock()
+	if max == 0 {
+		return Decision{Verdict: Deny, Rule: RuleBudget,
+			Reason: fmt.Sprintf("tool %s is forbidden (max_calls: 0, %s)", quote(t.Name), t.Source)}, false
+	}
+	if n > max {
+		return Decision{Verdict: Deny, Rule: RuleBudget,
+			Reason: fmt.Sprintf("call budget %d for %s exceeded (attempt %d)", max, quote(t.Name), n)}, false
+	}
+	return Decision{}, true
+}
+
+func checkPatterns(t *policy.Tool, args map[string]any) (Decision, bool) {
+	for _, ap := range t.ArgPatterns {
+		v, present := args[ap.Arg]
+		if !present {
+			continue
+		}
+		s, ok := scalarString(v)
+		if !ok {
+			return Decision{Verdict: Deny, Rule: RulePattern,
+				Reason: fmt.Sprintf("%s is %s, not a value /%s/ can match", ap.Arg, jsonKind(v), ap.Pattern)}, false
+		}
+		if ap.Re == nil || !ap.Re.MatchString(s) {
+			return Decision{Verdict: Deny, Rule: RulePattern,
+				Reason: fmt.Sprintf("%s=%s does not match /%s/", ap.Arg, quote(s), ap.Pattern)}, false
+		}
+	}
+	return Decision{}, true
+}
+
+// scalarString renders a JSON scalar the way a pattern or destination sees
+// it: strings as they are, numbers as written, booleans and null as their
+// JSON words. Arrays and objects are not scalars.
+func scalarString(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	case bool:
+		if x {
+			return "true", true
+		}
+		return "false", true
+	case nil:
+		return "null", true
+	}
+	return "", false
+}
+
+// vouchFold is how allowlists and approvals compare destinations: ASCII case
+// and surrounding whitespace only, so that look-alike characters never
+// collapse into a vouched recipient.
+func vouchFold(s string) string {
+	s = strings.TrimSpace(s)
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// pinnedTool is a tool definition as seen at startup: a hash of each of its
+// top-level fields, so a later list can say which field changed.
+type pinnedTool struct {
+	fields map[string][32]byte
+	params []string // inputSchema property names, for the fallback policy
+}
+
+// parseTool canonicalises one tools/list element.
+func parseTool(raw json.RawMessage) (string, *pinnedTool, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return "", nil, fmt.Errorf("tool definition is not a JSON object: %w", err)
+	}
+	name, ok := obj["name"].(string)
+	if !ok || name == "" {
+		return "", nil, fmt.Errorf("tool definition has no name")
+	}
+	p := &pinnedTool{fields: map[string][32]byte{}}
+	for k, v := range obj {
+		// encoding/json sorts map keys, so equal values hash equally
+		// whatever order the server wrote them in.
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "", nil, fmt.Errorf("tool %s: %w", quote(name), err)
+		}
+		p.fields[k] = sha256.Sum256(b)
+	}
+	if schema, ok := obj["inputSchema"].(map[string]any); ok {
+		if props, ok := schema["properties"].(map[string]any); ok {
+			for k := range props {
+				p.params = append(p.params, k)
+			}
+			sort.Strings(p.params)
+		}
+	}
+	return name, p, nil
+}
+
+// Pin records the tool list seen at startup: each element is one tool
+// definition object from tools/list, as sent. Only these tools, unchanged,
+// can be called. A definition that can't be read is an error and pins
+// nothing, so every call is refused.
+func (e *Engine) Pin(tools []json.RawMessage) error {
+	pins := map[string]*pinnedTool{}
+	dup := map[string]string{}
+	for i, raw := range tools {
+		name, p, err := parseTool(raw)
+		if err != nil {
+			return fmt.Errorf("tools/list element %d: %w", i, err)
+		}
+		if old, ok := pins[name]; ok {
+			if diff := diffFields(old, p); len(diff) > 0 {
+				dup[name] = fmt.Sprintf("tool %s is listed twice with different definitions (%s)", quote(name), strings.Join(diff, ", "))
+			}
+			continue
+		}
+		pins[name] = p
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pinned = pins
+	for name, why := range dup {
+		e.changed[name] = why
+	}
+	return nil
+}
+
+// Observe takes a later tools/list: tools that are new, or whose definition
+// differs from the pinned one, are refused from now on (even if the
+// definition changes back) with a reason saying what changed. It returns a
+// person-readable line per tool that is new or changed.
+func (e *Engine) Observe(tools []json.RawMessage) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var notes []string
+	for i, raw := range tools {
+		name, p, err := parseTool(raw)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("tools/list element %d ignored: %v", i, err))
+			continue
+		}
+		old, ok := e.pinned[name]
+		if !ok {
+			if !e.pinAll {
+				notes = append(notes, fmt.Sprintf("tool %s appeared after startup and stays refused", quote(name)))
+			}
+			continue
+		}
+		diff := diffFields(old, p)
+		if len(diff) == 0 {
+			continue
+		}
+		if _, already := e.changed[name]; already {
+			continue
+		}
+		why := fmt.Sprintf("definition of %s changed since startup (%s)", quote(name), strings.Join(diff, ", "))
+		e.changed[name] = why
+		notes = append(notes, why+"; it is refused from now on")
+	}
+	return notes
+}
+
+func diffFields(old, cur *pinnedTool) []string {
+	var diff []string
+	for k, h := range old.fields {
+		if ch, ok := cur.fields[k]; !ok {
+			diff = append(diff, k+" removed")
+		} else if ch != h {
+			diff = append(diff, k)
+		}
+	}
+	for k := range cur.fields {
+		if _, ok := old.fields[k]; !ok {
+			diff = append(diff, k+" added")
+		}
+	}
+	sort.Strings(diff)
+	return diff
+}
+
+// checkPinned returns the pinned schema's parameter names, or a deny.
+func (e *Engine) checkPinned(tool string) ([]string, Decision, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if why, ok := e.changed[tool]; ok {
+		return nil, Decision{Verdict: Deny, Rule: RulePinning, Reason: why}, false
+	}
+	p, ok := e.pinned[tool]
+	if !ok {
+		if e.pinAll {
+			return nil, Decision{}, true
+		}
+		return nil, Decision{Verdict: Deny, Rule: RulePinning,
+			Reason: fmt.Sprintf("tool %s was not in the tool list pinned at startup", quote(tool))}, false
+	}
+	return append([]string(nil), p.params...), Decision{}, true
+}
