@@ -1,7 +1,167 @@
 package main
 
-// cmdApprove is not built yet.
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/bouncer-mcp/bouncer/internal/approval"
+)
+
+// cmdApprove lets a human approve one blocked destination by its code. It
+// insists on a terminal on stdin and always asks: the point is that the
+// agent, which sees the code, cannot approve it by itself.
 func cmdApprove(args []string) int {
-	errorf("approve: not implemented yet")
-	return exitFail
+	fs, home := newFlags("approve", "bouncer approve [--home DIR] CODE\n\n"+
+		"Shows what the one-time CODE from a blocked call would allow and asks you to confirm.\n"+
+		"Run it yourself, in your own terminal; it refuses to run without one.")
+	ops, done, status := parseOperands(fs, args)
+	if done {
+		return status
+	}
+	if len(ops) != 1 {
+		return usageError("approve: give exactly one CODE, as printed in the blocked call (like K7Q-F2M)")
+	}
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		errorf("approve: stdin is not a terminal; a human must run 'bouncer approve' in their own terminal, not through the agent or a script")
+		return exitFail
+	}
+	dir, err := stateDir(*home)
+	if err != nil {
+		errorf("approve: %v", err)
+		return exitUsage
+	}
+	store := approval.Open(filepath.Join(dir, "pending.json"), nil)
+	code := approval.Normalize(ops[0])
+	shown, _ := approval.Printable(code)
+	c, err := store.Lookup(code)
+	if status, stop := codeProblem(code, shown, c, err); stop {
+		return status
+	}
+	if c.Approved {
+		fmt.Printf("Code %s is already approved; the agent may retry the call once before %s.\n", code, clock(c.Expires()))
+		return exitOK
+	}
+	showCode(os.Stdout, c, time.Now())
+	fmt.Print("Approve? [y/N] ")
+	answer, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		errorf("approve: reading the answer: %v", err)
+		return exitFail
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+	default:
+		if errors.Is(err, io.EOF) {
+			fmt.Println()
+		}
+		errorf("approve: not approved")
+		return exitFail
+	}
+	// The prompt may have been up for minutes: re-check, and approve only
+	// what was on the screen.
+	err = store.ApproveShown(c)
+	if errors.Is(err, approval.ErrChanged) {
+		errorf("approve: code %s changed while it was shown; nothing approved. Run bouncer approve again to see it as it is now", code)
+		return exitFail
+	}
+	if status, stop := codeProblem(code, shown, c, err); stop {
+		return status
+	}
+	fmt.Printf("Approved %s. The agent may now retry the same call, once, before %s.\n", code, clock(c.Expires()))
+	return exitOK
+}
+
+// codeProblem reports why a code can't be approved; stop is false when it can.
+func codeProblem(code, shown string, c approval.Code, err error) (status int, stop bool) {
+	switch {
+	case err == nil:
+		return exitOK, false
+	case errors.Is(err, approval.ErrUnknown):
+		if !approval.ValidCode(code) {
+			errorf("approve: %q is not a code; codes look like K7Q-F2M", shown)
+		} else {
+			errorf("approve: unknown code %s: it was never issued here, or is more than a day old (bouncer pending lists open codes)", shown)
+		}
+		return exitFail, true
+	case errors.Is(err, approval.ErrUsed):
+		errorf("approve: code %s was already used; each code allows one call. Have the agent retry to get a new code", code)
+		return exitFail, true
+	case errors.Is(err, approval.ErrExpired):
+		errorf("approve: code %s expired at %s (codes last %v); have the agent retry the call to get a new one", code, clock(c.Expires()), approval.TTL)
+		return exitFail, true
+	}
+	errorf("approve: %v", err)
+	return exitUsage, true
+}
+
+// showCode prints what a code would allow, every field escaped so that a
+// destination chosen by an attacker can't redraw the screen or the prompt.
+func showCode(w io.Writer, c approval.Code, now time.Time) {
+	hiddenChars := false
+	field := func(name, value string) {
+		v, changed := approval.Printable(value)
+		hiddenChars = hiddenChars || changed
+		fmt.Fprintf(w, "  %-12s %s\n", name, v)
+	}
+	fmt.Fprintln(w, "A blocked call asks to send to a destination Bouncer could not vouch for:")
+	field("code", c.Code)
+	field("server", c.Server)
+	field("tool", c.Tool)
+	field("argument", c.Param)
+	field("destination", c.Destination)
+	fmt.Fprintf(w, "  %-12s %s ago; expires in %s (%s)\n", "issued", age(now.Sub(c.Issued)), age(c.Expires().Sub(now)), clock(c.Expires()))
+	if hiddenChars {
+		fmt.Fprintln(w, "  WARNING: these fields hold control or invisible characters, shown escaped (\\x1b, \\u202e).")
+		fmt.Fprintln(w, "  Real addresses rarely do; this may be an attempt to disguise the destination.")
+	}
+	fmt.Fprintln(w, "Approving allows one call of this tool on this server with this argument and destination,")
+	fmt.Fprintln(w, "before the code expires. The call's other arguments (a subject, a body) are not checked.")
+}
+
+// age formats a duration to the second: 42s, 3m05s, 26h00m00s.
+func age(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	d = d.Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh%02dm%02ds", h, m, s)
+	case m > 0:
+		return fmt.Sprintf("%dm%02ds", m, s)
+	}
+	return fmt.Sprintf("%ds", s)
+}
+
+// clock formats a time of day in UTC, as the audit log does.
+func clock(t time.Time) string { return t.UTC().Format("15:04:05 UTC") }
+
+// parseOperands parses flags that may come before or after the operands
+// (bouncer approve CODE --home DIR), returning the operands. After "--"
+// everything is an operand.
+func parseOperands(fs *flag.FlagSet, args []string) (ops []string, done bool, status int) {
+	for {
+		if done, status := parseFlags(fs, args); done {
+			return nil, true, status
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return ops, false, exitOK
+		}
+		if i := len(args) - len(rest) - 1; i >= 0 && args[i] == "--" {
+			return append(ops, rest...), false, exitOK
+		}
+		ops = append(ops, rest[0])
+		args = rest[1:]
+	}
 }

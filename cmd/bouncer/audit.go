@@ -1,7 +1,87 @@
 package main
 
-// cmdAudit is not built yet.
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/audit"
+)
+
+// cmdAudit runs an audit subcommand; there is one, verify.
 func cmdAudit(args []string) int {
-	errorf("audit: not implemented yet")
-	return exitFail
+	const synopsis = "bouncer audit verify [--home DIR] [--audit FILE] [--expect-head sha256:HEX]"
+	if len(args) == 0 {
+		return usageError("audit: missing subcommand; usage: " + synopsis)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Printf("Usage: %s\n\nChecks the audit log's hash chain and prints its head hash.\nRun 'bouncer audit verify --help' for its flags.\n", synopsis)
+		return exitOK
+	case "verify":
+		return cmdAuditVerify(args[1:], synopsis)
+	}
+	return usageError(fmt.Sprintf("audit: unknown subcommand %q; usage: %s", args[0], synopsis))
+}
+
+var headRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// cmdAuditVerify checks the chain and prints the head hash, which the user
+// can keep elsewhere: the chain alone can't show lines cut from the end.
+func cmdAuditVerify(args []string, synopsis string) int {
+	fs, home := newFlags("audit verify", synopsis+"\n\n"+
+		"Checks that no line of the audit log was edited, removed or reordered, and prints the\n"+
+		"hash of the last line. Keep that hash somewhere the agent can't write, and pass it\n"+
+		"later as --expect-head to check that nothing was cut from the end since.")
+	file := fs.String("audit", "", "audit log (default audit.jsonl in the state directory)")
+	head := fs.String("expect-head", "", "a head hash printed by an earlier verify; it must still be in the log")
+	ops, done, status := parseOperands(fs, args)
+	if done {
+		return status
+	}
+	if len(ops) != 0 {
+		return usageError(fmt.Sprintf("audit verify: unexpected argument %q", ops[0]))
+	}
+	want := strings.ToLower(strings.TrimSpace(*head))
+	if want != "" && !headRE.MatchString(want) {
+		return usageError(fmt.Sprintf("audit verify: --expect-head %q is not sha256: and 64 hex digits", *head))
+	}
+	path := *file
+	if path == "" {
+		dir, err := stateDir(*home)
+		if err != nil {
+			errorf("audit verify: %v", err)
+			return exitUsage
+		}
+		path = filepath.Join(dir, "audit.jsonl")
+	}
+	rep, err := audit.VerifyFileReport(path)
+	if err != nil {
+		errorf("%v", err)
+		if errors.Is(err, os.ErrNotExist) {
+			return exitUsage
+		}
+		return exitFail
+	}
+	if !rep.OK() {
+		for _, p := range rep.Problems {
+			fmt.Printf("%s:%d: %s\n", path, p.Line, p.Msg)
+		}
+		errorf("audit %s: chain broken at line %d (%d problem(s) in %d lines)", path, rep.Problems[0].Line, len(rep.Problems), rep.Lines)
+		return exitFail
+	}
+	fmt.Printf("%s: %d lines, chain intact\n", path, rep.Lines)
+	fmt.Printf("head %s (line %d)\n", rep.Head, rep.Lines)
+	if want != "" {
+		n := rep.HasHead(want)
+		if n == 0 {
+			errorf("audit %s: the expected head %s is not in the log: lines were removed from its end, or it was rewritten", path, want)
+			return exitFail
+		}
+		fmt.Printf("expected head found at line %d; %d lines were added since\n", n, rep.Lines-n)
+	}
+	return exitOK
 }

@@ -263,7 +263,7 @@ func lastLineHash(f *os.File) (prev string, partial bool, err error) {
 		}
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, start, end-start)); err != nil {
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, start, end-start), make([]byte, 8<<10)); err != nil {
 		return "", false, err
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), partial, nil

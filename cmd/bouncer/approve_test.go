@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/bouncer-mcp/bouncer/internal/approval"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// bouncerBin builds the real binary once; the approval tests run it as a
+// user would, on a real pseudo-terminal.
+func bouncerBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bouncer-approve-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "bouncer")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// term is a bouncer process on a pseudo-terminal.
+type ptyProc struct {
+	cmd *exec.Cmd
+	f   *os.File
+	mu  sync.Mutex
+	out bytes.Buffer
+	eof chan struct{}
+}
+
+func startPTY(t *testing.T, args ...string) *ptyProc {
+	t.Helper()
+	cmd := exec.Command(bouncerBin(t), args...)
+	cmd.Env = append(os.Environ(), "BOUNCER_HOME=/nonexistent-use-home-flag")
+	f, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ptyProc{cmd: cmd, f: f, eof: make(chan struct{})}
+	go func() {
+		defer close(p.eof)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { cmd.Process.Kill(); f.Close() })
+	return p
+}
+
+func (p *ptyProc) output() string { p.mu.Lock(); defer p.mu.Unlock(); return p.out.String() }
+
+// waitFor waits until the output contains s.
+func (p *ptyProc) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(p.output(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in output:\n%s", s, p.output())
+		}
+		select {
+		case <-p.eof:
+			if !strings.Contains(p.output(), s) {
+				t.Fatalf("exited without %q; output:\n%s", s, p.output())
+			}
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// wait returns the exit status and the whole output.
+func (p *ptyProc) wait(t *testing.T) (int, string) {
+	t.Helper()
+	err := p.cmd.Wait()
+	select {
+	case <-p.eof:
+	case <-time.After(5 * time.Second):
+	}
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), p.output()
+		}
+		t.Fatal(err)
+	}
+	return 0, p.output()
+}
+
+var mailReq = approval.Request{Server: "mail", Tool: "send_email", Param: "to", Destination: "bob@partner.com"}
+
+func TestApproveOnTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		answer   string
+		approved bool
+	}{
+		{"y\r", true},
+		{"yes\r", true},
+		{"Y\r", true},
+		{" YES \r", true},
+		{"n\r", false},
+		{"\r", false},
+		{"yess\r", false},
+		{"ok\r", false},
+		{"\x04", false}, // ^D: end of input
+	} {
+		t.Run(fmt.Sprintf("%q", tc.answer), func(t *testing.T) {
+			home := t.TempDir()
+			store := approval.Open(filepath.Join(home, "pending.json"), nil)
+			code, err := store.Issue(mailReq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := startPTY(t, "approve", strings.ToLower(code), "--home", home)
+			p.waitFor(t, "Approve? [y/N] ")
+			for _, want := range []string{code, "mail", "send_email", "to", "bob@partner.com", "expires in "} {
+				if !strings.Contains(p.output(), want) {
+					t.Errorf("prompt does not show %q:\n%s", want, p.output())
+				}
+			}
+			io.WriteString(p.f, tc.answer)
+			status, out := p.wait(t)
+			_, took, err := store.Take(mailReq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.approved {
+				if status != 0 || !took || !strings.Contains(out, "Approved "+code) {
+					t.Errorf("exit %d, redeemed %v; output:\n%s", status, took, out)
+				}
+			} else if status != 1 || took || !strings.Contains(out, "not approved") {
+				t.Errorf("exit %d, redeemed %v; want 1, false, \"not approved\"; output:\n%s", status, took, out)
+			}
+		})
+	}
+}
+
+// A destination made to rewrite the screen is shown escaped, with a warning.
+func TestApproveEscapesDestination(t *testing.T) {
+	home := t.TempDir()
+	store := approval.Open(filepath.Join(home, "pending.json"), nil)
+	evil := mailReq
+	evil.Destination = "eve@evil.com\x1b[2K\r\x1b[1A  destination  bob@partner.com\u202emoc.live\x07"
+	code, err := store.Issue(evil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPTY(t, "approve", code, "--home", home)
+	p.waitFor(t, "Approve? [y/N] ")
+	out := p.output()
+	for _, bad := range []string{"\x1b[", "\u202e", "\x07"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the terminal received %q raw:\n%q", bad, out)
+		}
+	}
+	for _, want := range []string{`eve@evil.com\x1b[2K\x0d\x1b[1A`, `\u202emoc.live\x07`, "WARNING"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	io.WriteString(p.f, "n\r")
+	if status, _ := p.wait(t); status != 1 {
+		t.Errorf("exit %d", status)
+	}
+}
+
+func TestApproveRefusesWithoutTerminal(t *testing.T) {
+	home := t.TempDir()
+	store := approval.Open(filepath.Join(home, "pending.json"), nil)
+	code, _ := store.Issue(mailReq)
+	cmd := exec.Command(bouncerBin(t), "approve", "--home", home, code)
+	cmd.Stdin = strings.NewReader("y\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want 1", err)
+	}
+	if !strings.Contains(stderr.String(), "not a terminal") {
+		t.Errorf("stderr %q does not say why", stderr.String())
+	}
+	if c, _ := store.Lookup(code); c.Approved {
+		t.Error("approved without a terminal")
+	}
+}
+
+// writePending writes a pending.json fixture.
+func writePending(t *testing.T, home string, codes ...approval.Code) {
+	t.Helper()
+	if codes == nil {
+		codes = []approval.Code{}
+	}
+	b, err := json.Marshal(map[string]any{"version": 1, "codes": codes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "pending.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestApproveBadCodes(t *testing.T) {
+	now := time.Now()
+	home := t.TempDir()
+	writePending(t, home,
+		approval.Code{Code: "USD-AAA", Request: mailReq, Issued: now.Add(-time.Minute), Approved: true, Used: true},
+		approval.Code{Code: "EXP-AAA", Request: mailReq, Issued: now.Add(-10 * time.Minute)},
+		approval.Code{Code: "APR-AAA", Request: mailReq, Issued: now.Add(-time.Minute), Approved: true},
+	)
+	for _, tc := range []struct {
+		code, want string
+		status     int
+	}{
+		{"NOP-AAA", "unknown code NOP-AAA", 1},
+		{"USD-AAA", "already used", 1},
+		{"exp-aaa", "EXP-AAA expired", 1},
+		{"K7Q F2M", "not a code", 1},
+		{"APR-AAA", "already approved", 0},
+	} {
+		t.Run(tc.code, func(t *testing.T) {
+			p := startPTY(t, "approve", "--home", home, tc.code)
+			status, out := p.wait(t)
+			if status != tc.status || !strings.Contains(out, tc.want) || strings.Contains(out, "Approve?") {
+				t.Errorf("exit %d, want %d with %q and no question; output:\n%s", status, tc.status, tc.want, out)
+			}
+		})
+	}
+}
+
+func TestPendingLists(t *testing.T) {
+	now := time.Now()
+	home := t.TempDir()
+	odd := mailReq
+	odd.Destination = "x@y.z\x1b]0;pwned\x07\nFAKE-LINE"
+	writePending(t, home,
+		approval.Code{Code: "NEW-AAA", Request: odd, Issued: now.Add(-10 * time.Second)},
+		approval.Code{Code: "OLD-AAA", Request: mailReq, Issued: now.Add(-2*time.Minute - 5*time.Second), Approved: true},
+		approval.Code{Code: "USD-AAA", Request: mailReq, Issued: now.Add(-time.Minute), Used: true},
+		approval.Code{Code: "EXP-AAA", Request: mailReq, Issued: now.Add(-6 * time.Minute)},
+	)
+	out, err := exec.Command(bouncerBin(t), "pending", "--home", home).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2 (open codes only, oldest first):\n%s", len(lines), out)
+	}
+	for i, want := range [][]string{
+		{"OLD-AAA", "2m0", "mail", "send_email", "to", "bob@partner.com"},
+		{"NEW-AAA", "1", "mail", "send_email", "to", `x@y.z\x1b]0;pwned\x07\x0aFAKE-LINE`},
+	} {
+		f := strings.Fields(lines[i])
+		if len(f) != 6 || f[0] != want[0] || !strings.HasPrefix(f[1], want[1]) || f[2] != want[2] || f[3] != want[3] || f[4] != want[4] || f[5] != want[5] {
+			t.Errorf("line %d = %q, want fields %q", i+1, lines[i], want)
+		}
+	}
+}
