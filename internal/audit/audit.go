@@ -137,6 +137,11 @@ func (l *Log) Append(e Entry) error {
 	if e.TS.IsZero() {
 		e.TS = l.now()
 	}
+	if !verdicts[e.Verdict] {
+		// A line Parse would reject later is no evidence; refuse it now,
+		// which denies the call.
+		return fmt.Errorf("audit %s: verdict %q is not allow, deny or ask", l.path, e.Verdict)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f, err := l.lock()
@@ -365,12 +370,24 @@ func Parse(line []byte) (Entry, error) {
 // memory at a time. It stops at the first malformed line with a *LineError,
 // or at the first error fn returns (passed through unchanged).
 func Read(r io.Reader, fn func(line int, e Entry) error) error {
+	return Scan(r, func(n int, e Entry, err error) error {
+		if err != nil {
+			return err
+		}
+		return fn(n, e)
+	})
+}
+
+// Scan is Read for callers that can live with bad lines (a review of a log
+// a crash cut short): fn gets every line, with a *LineError instead of an
+// entry for one that doesn't parse, and Scan goes on while fn returns nil.
+func Scan(r io.Reader, fn func(line int, e Entry, err error) error) error {
 	return eachLine(r, func(n int, line []byte, _ bool) error {
 		e, err := Parse(line)
 		if err != nil {
-			return &LineError{Line: n, Err: err}
+			return fn(n, Entry{}, &LineError{Line: n, Err: err})
 		}
-		return fn(n, e)
+		return fn(n, e, nil)
 	})
 }
 

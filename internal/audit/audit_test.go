@@ -87,6 +87,12 @@ func TestAppendRejectsBadArgs(t *testing.T) {
 	if err := l.Append(e); err == nil {
 		t.Fatal("Append accepted invalid args")
 	}
+	e.Args = json.RawMessage(`{}`)
+	e.Verdict = "maybe"
+	if err := l.Append(e); err == nil {
+		t.Fatal("Append accepted a verdict other than allow, deny or ask")
+	}
+	e.Verdict = "allow"
 	e.Args = nil
 	if err := l.Append(e); err != nil {
 		t.Fatal(err)
@@ -333,6 +339,17 @@ func TestReadFile(t *testing.T) {
 	var le *LineError
 	if !errors.As(err, &le) || le.Line != 2 || !strings.Contains(err.Error(), path) {
 		t.Errorf("ReadFile: %v, want line 2 of %s", err, path)
+	}
+	// Scan goes past a bad line.
+	f, _ := os.Open(path)
+	defer f.Close()
+	var seen []string
+	err = Scan(f, func(n int, e Entry, err error) error {
+		seen = append(seen, fmt.Sprintf("%d:%s:%v", n, e.Tool, err != nil))
+		return nil
+	})
+	if err != nil || strings.Join(seen, " ") != "1:send_email:false 2::true 3:send_email:false" {
+		t.Errorf("Scan: %v, saw %v", err, seen)
 	}
 	// Read stops at fn's error and passes it through.
 	stop := errors.New("stop")
