@@ -1,7 +1,309 @@
 package main
 
-// cmdRun is not built yet.
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bouncer-mcp/bouncer/internal/approval"
+	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/engine"
+	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/proxy"
+	"github.com/bouncer-mcp/bouncer/internal/taint"
+)
+
+const runSynopsis = `bouncer run [--policy FILE]... [--name NAME] [--sandbox auto|strict|off] [--trust FILE] -- COMMAND [ARG]...
+       bouncer run --config FILE --server NAME [--policy FILE]... [other flags]`
+
+// stopGrace is how long the upstream gets after its stdin closes, and again
+// after SIGTERM, before the next step.
+const stopGrace = 2 * time.Second
+
+// Hooks for the packages that confine and verify. Their owners set them from
+// an init function in their own cmd file; the defaults below fail closed
+// where doing nothing would be a silent weakening.
+var (
+	// verifyPolicies checks the policy files against their Sigstore bundles
+	// under the trust configuration (--trust FILE, else the default
+	// locations). A non-nil error stops run with exit status 2 before the
+	// upstream starts; the message should name the file and why.
+	verifyPolicies = func(trustFile string, files []string) error {
+		if trustFile != "" {
+			return fmt.Errorf("%s: signed policy verification is not available in this build", trustFile)
+		}
+		return nil
+	}
+
+	// prepareSandbox may rewrite the upstream command before it starts
+	// (the sandbox launcher re-execs itself around it). An error exits 2.
+	prepareSandbox = func(mode string, pol *policy.Policy, cmd *proxy.Command) error { return nil }
+
+	// applySandbox confines the proxy itself once the upstream runs. It
+	// returns what it applied, for one line on stderr. An error exits 2
+	// (strict mode with no kernel support, say); the upstream is stopped.
+	applySandbox = func(mode string, pol *policy.Policy, stateDir string, up *proxy.Process) (applied string, err error) {
+		if mode == "strict" {
+			return "", errors.New("--sandbox strict: sandboxing is not available in this build")
+		}
+		return "", nil
+	}
+)
+
+// cmdRun proxies one MCP server on stdio, enforcing the policy.
 func cmdRun(args []string) int {
-	errorf("run: not implemented yet")
-	return exitFail
+	fs, home := newFlags("run", runSynopsis)
+	var policies multiFlag
+	fs.Var(&policies, "policy", "policy `FILE` (repeatable; later files override earlier ones)")
+	name := fs.String("name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
+	sandbox := fs.String("sandbox", "auto", "confinement: auto, strict or off")
+	trust := fs.String("trust", "", "trust configuration `FILE` for signed policy")
+	configFile := fs.String("config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
+	serverName := fs.String("server", "", "server `NAME` in --config")
+	if done, status := parseFlags(fs, args); done {
+		return status
+	}
+	rest := fs.Args()
+	switch *sandbox {
+	case "auto", "strict", "off":
+	default:
+		return usageError(fmt.Sprintf("--sandbox %q: must be auto, strict or off", *sandbox))
+	}
+	var upCmd proxy.Command
+	switch {
+	case *configFile != "" || *serverName != "":
+		if *configFile == "" || *serverName == "" {
+			return usageError("--config and --server go together")
+		}
+		if len(rest) > 0 {
+			return usageError("give either --config/--server or -- COMMAND, not both")
+		}
+		c, err := upstreamFromConfig(*configFile, *serverName)
+		if err != nil {
+			errorf("%v", err)
+			return exitUsage
+		}
+		upCmd = c
+		if *name == "" {
+			*name = *serverName
+		}
+	case len(rest) == 0:
+		return usageError("no upstream: give -- COMMAND [ARG]... or --config FILE --server NAME")
+	default:
+		upCmd = proxy.Command{Path: rest[0], Args: rest[1:]}
+		if *name == "" {
+			*name = filepath.Base(rest[0])
+		}
+	}
+
+	// All policy is loaded and verified before anything starts.
+	pol, err := policy.Load(policies...)
+	if err != nil {
+		errorf("%v", err)
+		return exitUsage
+	}
+	if err := verifyPolicies(*trust, pol.Files); err != nil {
+		errorf("%v", err)
+		return exitUsage
+	}
+	dir, err := stateDir(*home)
+	if err != nil {
+		errorf("%v", err)
+		return exitUsage
+	}
+	if err := ensureStateDir(dir); err != nil {
+		errorf("%v", err)
+		return exitFail
+	}
+	auditLog, err := audit.Open(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		errorf("%v", err)
+		return exitFail
+	}
+	defer auditLog.Close()
+
+	if err := resolveCommand(&upCmd); err != nil {
+		errorf("%v", err)
+		return exitUsage
+	}
+	if err := prepareSandbox(*sandbox, pol, &upCmd); err != nil {
+		errorf("%v", err)
+		return exitUsage
+	}
+	workDir := upCmd.Dir
+	if workDir == "" {
+		workDir, _ = os.Getwd()
+	}
+
+	// A client that vanishes must not kill us with SIGPIPE before the
+	// upstream is stopped; a client that signals us stops the session.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+
+	up, err := proxy.Start(upCmd, os.Stderr)
+	if err != nil {
+		errorf("%v", err)
+		return exitFail
+	}
+	defer up.Stop(stopGrace)
+	applied, err := applySandbox(*sandbox, pol, dir, up)
+	if err != nil {
+		errorf("%v", err)
+		return exitUsage
+	}
+	if applied != "" {
+		errorf("sandbox: %s", applied)
+	}
+
+	store := taint.NewStore()
+	eng := engine.New(pol, store, engine.Options{Resolve: fsresolve.Existing, WorkDir: workDir})
+	p := proxy.New(proxy.Config{
+		Server:    *name,
+		Engine:    eng,
+		Store:     store,
+		Audit:     auditLog,
+		Approvals: approval.Open(filepath.Join(dir, "pending.json"), nil),
+		Session:   newSessionID(),
+		Log:       os.Stderr,
+	})
+	down, err := (&mcp.StdioTransport{MaxLineLength: -1}).Connect(ctx)
+	if err != nil {
+		errorf("stdio: %v", err)
+		return exitFail
+	}
+	runErr := p.Run(ctx, down, up)
+	switch {
+	case runErr == nil:
+		return exitOK // the client closed stdin
+	case errors.Is(runErr, context.Canceled):
+		return exitOK // SIGTERM/SIGINT/SIGHUP: an ordinary stop
+	case errors.Is(runErr, proxy.ErrUpstreamExited):
+		select {
+		case <-up.Done():
+		case <-time.After(stopGrace):
+		}
+		status := "it is still running"
+		if e := up.ExitError(); e == nil {
+			status = "exit status 0"
+		} else {
+			status = e.Error()
+		}
+		errorf("upstream %s stopped unexpectedly (%s): %v", upCmd.Path, status, runErr)
+		return exitFail
+	default:
+		errorf("%v", runErr)
+		return exitFail
+	}
+}
+
+// resolveCommand finds the upstream program in PATH (the entry's PATH, if
+// it sets one) so that a missing program is reported before anything runs.
+func resolveCommand(c *proxy.Command) error {
+	if filepath.Base(c.Path) != c.Path {
+		return nil // has a slash: exec uses it as is (relative to Dir)
+	}
+	if c.Env != nil {
+		for _, kv := range c.Env {
+			if len(kv) > 5 && kv[:5] == "PATH=" {
+				old := os.Getenv("PATH")
+				os.Setenv("PATH", kv[5:])
+				p, err := exec.LookPath(c.Path)
+				os.Setenv("PATH", old)
+				if err != nil {
+					return fmt.Errorf("upstream: %w", err)
+				}
+				c.Path = p
+				return nil
+			}
+		}
+	}
+	p, err := exec.LookPath(c.Path)
+	if err != nil {
+		return fmt.Errorf("upstream: %w", err)
+	}
+	c.Path = p
+	return nil
+}
+
+// newSessionID returns 16 random hex digits naming this session.
+func newSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// upstreamFromConfig reads the x-bouncer-upstream entry of server name in a
+// client config (an mcpServers block, or VS Code's servers block): its
+// command, args, env (on top of ours, as the client would have done) and
+// cwd (relative to the config file's directory).
+//
+// TODO(mcpconfig): replace with internal/mcpconfig's reader once it lands.
+func upstreamFromConfig(file, name string) (proxy.Command, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return proxy.Command{}, fmt.Errorf("--config: %w", err)
+	}
+	var doc struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		Servers    map[string]json.RawMessage `json:"servers"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return proxy.Command{}, fmt.Errorf("%s: not a JSON client config: %v", file, err)
+	}
+	raw, ok := doc.MCPServers[name]
+	if !ok {
+		raw, ok = doc.Servers[name]
+	}
+	if !ok {
+		return proxy.Command{}, fmt.Errorf("%s: no server %q in mcpServers or servers", file, name)
+	}
+	var entry struct {
+		Upstream *struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+			Cwd     string            `json:"cwd"`
+		} `json:"x-bouncer-upstream"`
+	}
+	if err := json.Unmarshal(raw, &entry); err != nil {
+		return proxy.Command{}, fmt.Errorf("%s: server %q: %v", file, name, err)
+	}
+	u := entry.Upstream
+	if u == nil {
+		return proxy.Command{}, fmt.Errorf("%s: server %q has no x-bouncer-upstream entry (wrap it with bouncer init)", file, name)
+	}
+	if u.Command == "" {
+		return proxy.Command{}, fmt.Errorf("%s: server %q: x-bouncer-upstream.command is empty", file, name)
+	}
+	c := proxy.Command{Path: u.Command, Args: u.Args}
+	if len(u.Env) > 0 {
+		c.Env = os.Environ()
+		for k, v := range u.Env {
+			c.Env = append(c.Env, k+"="+v) // later entries win in exec
+		}
+	}
+	if u.Cwd != "" {
+		c.Dir = u.Cwd
+		if !filepath.IsAbs(c.Dir) {
+			abs, err := filepath.Abs(filepath.Join(filepath.Dir(file), c.Dir))
+			if err != nil {
+				return proxy.Command{}, fmt.Errorf("%s: server %q: cwd: %v", file, name, err)
+			}
+			c.Dir = abs
+		}
+	}
+	return c, nil
 }

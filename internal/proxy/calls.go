@@ -1,0 +1,514 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/bouncer-mcp/bouncer/internal/approval"
+	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/engine"
+)
+
+// BlockedPrefix starts the first text block of every refused call's result.
+const BlockedPrefix = "[bouncer blocked] "
+
+// call states
+const (
+	stateHeld      = iota // not yet forwarded or answered
+	stateForwarded        // sent upstream; the upstream answers it
+	stateAnswered         // the proxy answered it (denied)
+	stateWithdrawn        // the client cancelled it while the proxy held it
+)
+
+// call is one tools/call from the client.
+type call struct {
+	req  *jsonrpc.Request
+	tool string
+	args json.RawMessage
+
+	mu     sync.Mutex // held while forwarding or answering, so a cancellation can't slip in between
+	state  int
+	cancel context.CancelFunc // stops the human question, if one is open
+}
+
+// withdraw marks a held call cancelled by the client. It reports false when
+// the call already left the proxy (the cancellation must then go upstream).
+func (c *call) withdraw() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.state {
+	case stateHeld:
+		c.state = stateWithdrawn
+		if c.cancel != nil {
+			c.cancel()
+		}
+		return true
+	case stateWithdrawn, stateAnswered:
+		return true // nothing more to do, and nothing for the upstream
+	}
+	return false
+}
+
+// parseCall reads tools/call params. Anything the engine and the upstream
+// might read differently is refused: invalid UTF-8, duplicate keys at any
+// depth, a name that isn't a string, arguments that aren't an object.
+func parseCall(params json.RawMessage) (tool string, args json.RawMessage, err error) {
+	var v struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(params, &v); err != nil {
+		return "", nil, fmt.Errorf("the params are not a JSON object: %v", err)
+	}
+	if v.Name != nil {
+		tool = *v.Name
+	}
+	args = bytes.TrimSpace(v.Arguments)
+	switch {
+	case !utf8.Valid(params):
+		return tool, args, errors.New("the request is not valid UTF-8")
+	case v.Name == nil:
+		return tool, args, errors.New("the params have no tool name")
+	case len(args) > 0 && string(args) != "null" && args[0] != '{':
+		return tool, args, errors.New("the arguments are not a JSON object")
+	}
+	if err := checkDuplicateKeys(params); err != nil {
+		return tool, args, err
+	}
+	return tool, args, nil
+}
+
+// checkDuplicateKeys reports an object with the same key twice anywhere in
+// doc: parsers disagree on which one wins, so the engine could judge one
+// value while the server acts on the other.
+func checkDuplicateKeys(doc []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	type frame struct {
+		obj  bool
+		keys map[string]bool
+		key  bool // next token in an object is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("invalid JSON: %v", err)
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.obj && top.key {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			k, _ := tok.(string)
+			if top.keys[k] {
+				return fmt.Errorf("key %q appears twice in one object", k)
+			}
+			top.keys[k] = true
+			top.key = false
+			continue
+		}
+		if top != nil && top.obj {
+			top.key = true // after this value, a key comes
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{obj: true, keys: map[string]bool{}, key: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim(']'), json.Delim('}'):
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// clientCall handles a tools/call from the client. It runs in the read loop,
+// so the decision (and its audit line) happens before the next message is
+// read: a cancellation can never overtake the call it cancels.
+func (p *Proxy) clientCall(m *jsonrpc.Request) error {
+	tool, args, perr := parseCall(m.Params)
+	if !m.IsCall() {
+		// A tools/call without an ID gets no answer, so it can't be told
+		// it was refused; it is never forwarded.
+		p.auditLine(&call{req: m, tool: tool, args: args}, engine.Deny, "tools/call sent as a notification (no id) is never forwarded", engine.RuleDefault, "")
+		p.logf("refused a tools/call notification for %q", tool)
+		return nil
+	}
+	c := &call{req: m, tool: tool, args: args}
+	if perr != nil {
+		reason := "malformed tools/call: " + perr.Error()
+		p.auditLine(c, engine.Deny, reason, engine.RuleDefault, "")
+		p.block(c, reason)
+		return nil
+	}
+	p.mu.Lock()
+	switch {
+	case !p.initResult:
+		p.mu.Unlock()
+		reason := "the session is not initialized, so no tool list is pinned"
+		p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
+		p.block(c, reason)
+		return nil
+	case !p.pinDone:
+		// Hold the call until the complete tool list is pinned; the pinner
+		// decides queued calls in the order they came.
+		p.held[m.ID] = c
+		p.prepin = append(p.prepin, c)
+		start := !p.pinStarted
+		p.pinStarted = true
+		p.mu.Unlock()
+		if start {
+			p.startPin()
+		}
+		return nil
+	}
+	p.mu.Unlock()
+	p.decide(c)
+	return nil
+}
+
+// decide runs the engine on a call and acts on the verdict. The audit line
+// comes first: if it can't be written, the call is denied.
+func (p *Proxy) decide(c *call) {
+	d := p.cfg.Engine.Decide(engine.Call{Tool: c.tool, Args: c.args})
+	if err := p.auditLine(c, d.Verdict, d.Reason, d.Rule, ""); err != nil {
+		p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
+		return
+	}
+	switch d.Verdict {
+	case engine.Allow:
+		p.forward(c)
+	case engine.Ask:
+		if len(d.Asks) == 0 {
+			// Nothing a human could approve: fail closed.
+			reason := d.Reason + " (no destination to approve)"
+			_ = p.auditLine(c, engine.Deny, reason, engine.RuleApproval, "")
+			p.block(c, reason)
+			return
+		}
+		p.ask(c, d)
+	default:
+		reason := d.Reason
+		if reason == "" {
+			reason = "denied by rule " + string(d.Rule)
+		}
+		p.block(c, reason)
+	}
+}
+
+// auditLine appends one verdict line for c.
+func (p *Proxy) auditLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string) error {
+	var id json.RawMessage
+	if c.req.IsCall() {
+		id, _ = json.Marshal(c.req.ID.Raw())
+	}
+	args := c.args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	err := p.cfg.Audit.Append(audit.Entry{
+		TS:      p.cfg.Now().UTC(),
+		Server:  p.cfg.Server,
+		Tool:    c.tool,
+		Args:    args,
+		Verdict: string(v),
+		Reason:  reason,
+		Rule:    string(rule),
+		Session: p.cfg.Session,
+		ID:      id,
+		Code:    code,
+	})
+	if err != nil {
+		p.logf("audit: %v", err)
+	}
+	return err
+}
+
+// forward sends an allowed call upstream, unless the client withdrew it.
+func (p *Proxy) forward(c *call) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p.mu.Lock()
+	delete(p.held, c.req.ID)
+	p.mu.Unlock()
+	if c.state != stateHeld {
+		return
+	}
+	c.state = stateForwarded
+	p.mu.Lock()
+	if p.upClosed {
+		p.mu.Unlock()
+		p.writeDown(&jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{
+			Code: jsonrpc.CodeInternalError, Message: "bouncer: the upstream server exited",
+		}})
+		return
+	}
+	p.fwd[c.req.ID] = "tools/call"
+	p.mu.Unlock()
+	if err := p.writeUp(c.req); err != nil {
+		p.logf("%v", err)
+		p.mu.Lock()
+		delete(p.fwd, c.req.ID)
+		p.mu.Unlock()
+		p.writeDown(&jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{
+			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + err.Error(),
+		}})
+	}
+}
+
+// blockedResult is the tool result of a refused call.
+func blockedResult(reason string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{
+		"content": []map[string]string{{"type": "text", "text": BlockedPrefix + reason}},
+		"isError": true,
+	})
+	return b
+}
+
+// block answers a call as refused, unless it was already answered or
+// withdrawn.
+func (p *Proxy) block(c *call, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p.mu.Lock()
+	delete(p.held, c.req.ID)
+	p.mu.Unlock()
+	if c.state != stateHeld || !c.req.IsCall() {
+		return
+	}
+	c.state = stateAnswered
+	p.writeDown(&jsonrpc.Response{ID: c.req.ID, Result: blockedResult(reason)})
+}
+
+// describe lists the destinations of an ask as "to='a@b', cc='c@d'".
+func describe(asks []engine.Destination) string {
+	parts := make([]string, len(asks))
+	for i, a := range asks {
+		parts[i] = fmt.Sprintf("%s=%q", a.Param, a.Value)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ask puts a call to a human: through the client's elicitation when it has
+// it, else with one-time codes for `bouncer approve`.
+func (p *Proxy) ask(c *call, d engine.Decision) {
+	p.mu.Lock()
+	elicit := p.clientElicit && p.negotiated >= "2025-06-18"
+	p.mu.Unlock()
+	if !elicit {
+		p.askByCode(c, d)
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.ElicitTimeout)
+	c.mu.Lock()
+	c.cancel = cancel
+	c.mu.Unlock()
+	p.mu.Lock()
+	p.held[c.req.ID] = c
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer cancel()
+		p.askByElicitation(ctx, c, d)
+	}()
+}
+
+// askByCode allows the call if every destination has an approved code
+// (consuming them), else issues codes and denies with instructions.
+func (p *Proxy) askByCode(c *call, d engine.Decision) {
+	deny := func(reason, code string) {
+		_ = p.auditLine(c, engine.Deny, reason, engine.RuleApproval, code)
+		p.block(c, reason)
+	}
+	if p.cfg.Approvals == nil {
+		deny(d.Reason+"; this client can't ask a human and no approval store is configured", "")
+		return
+	}
+	reqs := make([]approval.Request, len(d.Asks))
+	for i, a := range d.Asks {
+		reqs[i] = approval.Request{Server: p.cfg.Server, Tool: c.tool, Param: a.Param, Destination: a.Value}
+	}
+	open, err := p.cfg.Approvals.List()
+	if err != nil {
+		deny(fmt.Sprintf("%s; the approval store can't be read, so nothing is approved (%v)", d.Reason, err), "")
+		return
+	}
+	approved := make([]bool, len(reqs))
+	all := true
+	for i, r := range reqs {
+		for _, oc := range open {
+			if oc.Approved && sameRequest(oc.Request, r) {
+				approved[i] = true
+				break
+			}
+		}
+		all = all && approved[i]
+	}
+	if all {
+		var taken []string
+		for _, r := range reqs {
+			code, ok, err := p.cfg.Approvals.Take(r)
+			if err != nil || !ok {
+				why := "it was used or expired meanwhile"
+				if err != nil {
+					why = err.Error()
+				}
+				deny(fmt.Sprintf("%s; the approval for %s=%q could not be redeemed (%s)", d.Reason, r.Param, r.Destination, why), strings.Join(taken, ","))
+				return
+			}
+			taken = append(taken, code)
+		}
+		codes := strings.Join(taken, ",")
+		if err := p.auditLine(c, engine.Allow, "approved with bouncer approve "+codes, engine.RuleApproval, codes); err != nil {
+			p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
+			return
+		}
+		p.forward(c)
+		return
+	}
+	var lines []string
+	var codes []string
+	for i, r := range reqs {
+		if approved[i] {
+			continue
+		}
+		code, err := p.cfg.Approvals.Issue(r)
+		if err != nil {
+			deny(fmt.Sprintf("%s; no approval code could be issued (%v)", d.Reason, err), strings.Join(codes, ","))
+			return
+		}
+		codes = append(codes, code)
+		lines = append(lines, fmt.Sprintf("bouncer approve %s   (%s=%q)", code, r.Param, r.Destination))
+	}
+	reason := fmt.Sprintf("%s. This needs a human's approval and this client can't ask for it. "+
+		"The human, in their own terminal and not through the agent, runs:\n%s\n"+
+		"then the agent retries the same call within five minutes.",
+		strings.TrimSuffix(d.Reason, "."), strings.Join(lines, "\n"))
+	deny(reason, strings.Join(codes, ","))
+}
+
+// sameRequest compares a stored code's request with a call's, the way
+// approvals compare destinations: ASCII case and surrounding space ignored.
+func sameRequest(a, b approval.Request) bool {
+	return a.Server == b.Server && a.Tool == b.Tool && a.Param == b.Param &&
+		strings.EqualFold(strings.TrimSpace(a.Destination), strings.TrimSpace(b.Destination))
+}
+
+// elicitResult is the client's answer to elicitation/create.
+type elicitResult struct {
+	Action string `json:"action"`
+}
+
+// askByElicitation asks the human through the client and acts on the
+// answer. It runs in its own goroutine so other calls carry on meanwhile.
+func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision) {
+	deny := func(reason string) {
+		_ = p.auditLine(c, engine.Deny, reason, engine.RuleApproval, "")
+		p.block(c, reason)
+	}
+	msg := fmt.Sprintf("Bouncer: the agent wants to call tool %q of server %q with %s. %s. "+
+		"Allow it? A yes allows these destinations for this tool for the rest of the session.",
+		c.tool, p.cfg.Server, describe(d.Asks), strings.TrimSuffix(d.Reason, "."))
+	params := map[string]any{
+		"message":         msg,
+		"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}},
+	}
+	p.mu.Lock()
+	if p.negotiated >= "2025-11-25" {
+		params["mode"] = "form"
+	}
+	p.mu.Unlock()
+	raw, _ := json.Marshal(params)
+	id := p.newID()
+	ch := make(chan *jsonrpc.Response, 1)
+	p.mu.Lock()
+	p.waitDown[id] = ch
+	p.mu.Unlock()
+	p.writeDown(&jsonrpc.Request{ID: id, Method: "elicitation/create", Params: raw})
+
+	withdrawQuestion := func(why string) {
+		p.mu.Lock()
+		delete(p.waitDown, id)
+		p.mu.Unlock()
+		b, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": why})
+		p.writeDown(&jsonrpc.Request{Method: "notifications/cancelled", Params: b})
+	}
+
+	var resp *jsonrpc.Response
+	select {
+	case resp = <-ch:
+	case <-ctx.Done():
+		c.mu.Lock()
+		withdrawn := c.state == stateWithdrawn
+		c.mu.Unlock()
+		switch {
+		case withdrawn:
+			withdrawQuestion("the client cancelled the call")
+			// A cancelled request gets no answer.
+			_ = p.auditLine(c, engine.Deny, "the client cancelled the call while a human was being asked", engine.RuleApproval, "")
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			withdrawQuestion("no answer in time")
+			deny(fmt.Sprintf("%s; the human did not answer within %v", d.Reason, p.cfg.ElicitTimeout))
+		default:
+			withdrawQuestion("the proxy is shutting down")
+			deny(d.Reason + "; the session ended before the human answered")
+		}
+		return
+	}
+	if resp.Error != nil {
+		// The client declared elicitation but could not ask: fall back to
+		// a code, which the human can still give.
+		p.logf("elicitation failed (%v); falling back to an approval code", resp.Error)
+		p.askByCode(c, d)
+		return
+	}
+	var res elicitResult
+	_ = json.Unmarshal(resp.Result, &res)
+	switch res.Action {
+	case "accept":
+	case "decline":
+		deny(d.Reason + "; the human declined")
+		return
+	case "cancel":
+		deny(d.Reason + "; the human dismissed the question")
+		return
+	default:
+		deny(fmt.Sprintf("%s; the client's answer %q is not an approval", d.Reason, res.Action))
+		return
+	}
+	for _, a := range d.Asks {
+		p.cfg.Engine.Approve(c.tool, a.Param, a.Value)
+	}
+	d2 := p.cfg.Engine.Recheck(engine.Call{Tool: c.tool, Args: c.args})
+	if d2.Verdict != engine.Allow {
+		reason := d2.Reason
+		if reason == "" {
+			reason = "refused after approval by rule " + string(d2.Rule)
+		}
+		_ = p.auditLine(c, engine.Deny, reason, d2.Rule, "")
+		p.block(c, reason)
+		return
+	}
+	if err := p.auditLine(c, engine.Allow, "approved by the human through the client", engine.RuleApproval, ""); err != nil {
+		p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
+		return
+	}
+	p.forward(c)
+}

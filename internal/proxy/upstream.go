@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Command describes how to start the upstream server.
+type Command struct {
+	Path string   // program; looked up in PATH when it has no slash
+	Args []string // arguments, without the program name
+	Env  []string // full environment ("K=V"); nil means the proxy's own
+	Dir  string   // working directory; empty means the proxy's own
+}
+
+// Process is a running upstream server and the MCP connection over its
+// stdin and stdout. It runs in its own process group, so stopping it stops
+// whatever it started, and it is killed if the proxy dies.
+type Process struct {
+	cmd    *exec.Cmd
+	stdin  *os.File // our end of the server's stdin
+	stdout *os.File // our end of the server's stdout
+	conn   mcp.Connection
+	done   chan struct{}
+	err    error // cmd.Wait's result, once done is closed
+}
+
+// Start starts the upstream. Its stderr goes to stderr (usually the proxy's
+// own). Messages of any size pass: the connection has no frame limit.
+func Start(c Command, stderr io.Writer) (*Process, error) {
+	// Our own pipes rather than cmd.StdoutPipe: exec's Wait closes those as
+	// soon as the process exits, which could drop its last messages.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("upstream stdin: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("upstream stdout: %w", err)
+	}
+	cmd := exec.Command(c.Path, c.Args...)
+	cmd.Env = c.Env
+	cmd.Dir = c.Dir
+	cmd.Stdin = inR
+	cmd.Stdout = outW
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:   true,            // signal the whole group on stop
+		Pdeathsig: syscall.SIGKILL, // nothing outlives a killed proxy
+	}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("starting %s: %w", c.Path, err)
+	}
+	conn, _ := (&mcp.IOTransport{Reader: outR, Writer: inW, MaxLineLength: -1}).Connect(context.Background())
+	p := &Process{cmd: cmd, stdin: inW, stdout: outR, conn: conn, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the upstream's process ID (and process group ID).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Read reads the next message from the upstream.
+func (p *Process) Read(ctx context.Context) (jsonrpc.Message, error) { return p.conn.Read(ctx) }
+
+// Write sends a message to the upstream.
+func (p *Process) Write(ctx context.Context, m jsonrpc.Message) error { return p.conn.Write(ctx, m) }
+
+// SessionID is empty: stdio has no sessions.
+func (p *Process) SessionID() string { return "" }
+
+// Close closes both pipes. It does not stop the process; Stop does.
+func (p *Process) Close() error { return p.conn.Close() }
+
+// CloseWrite closes the upstream's stdin, which tells a well-behaved server
+// to finish and exit; its output can still be read.
+func (p *Process) CloseWrite() error { return p.stdin.Close() }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitError is the process's exit status once Done is closed (nil for
+// status 0).
+func (p *Process) ExitError() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return errors.New("still running")
+	}
+}
+
+// Stop ends the upstream: its stdin is closed, then after grace it gets
+// SIGTERM, and after another grace SIGKILL, each sent to its whole process
+// group; anything the server left behind in its group is killed too. Stop
+// returns once the server has exited, with its exit status.
+func (p *Process) Stop(grace time.Duration) error {
+	_ = p.stdin.Close()
+	pgid := p.cmd.Process.Pid
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	// Stragglers: children the server started in its group and did not
+	// stop. They get SIGTERM, then SIGKILL shortly after.
+	if syscall.Kill(-pgid, 0) == nil {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		for i := 0; i < 20 && syscall.Kill(-pgid, 0) == nil; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	_ = p.conn.Close()
+	return p.err
+}
