@@ -1,0 +1,394 @@
+package mcpconfig
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const claudeCode = `{
+  "zeta": {"keep": [1, 2.50, "x"]},
+  "mcpServers": {
+    "fs": {
+      "type": "stdio",
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+      "env": {"TOKEN": "a\u0040b"},
+      "x-custom": {"nested": null}
+    },
+    "remote": {"type": "http", "url": "https://mcp.example/mcp"},
+    "git": {
+      "command": "uvx",
+      "args": ["mcp-server-git"]
+    }
+  },
+  "alpha": true
+}
+`
+
+// canonical is a config already in the style render writes, so that
+// wrap-then-undo must give back the very same bytes.
+const canonical = `{
+  "mcpServers": {
+    "fs": {
+      "command": "npx",
+      "args": [
+        "-y",
+        "server-filesystem"
+      ],
+      "env": {
+        "B": "2",
+        "A": "1"
+      }
+    }
+  },
+  "other": 1
+}
+`
+
+const vscode = `{
+    "inputs": [],
+    "servers": {
+        "github": {
+            "type": "stdio",
+            "command": "docker",
+            "args": ["run", "-i", "ghcr.io/github/github-mcp-server"]
+        }
+    }
+}`
+
+func wrap(t *testing.T, text string, opts WrapOptions) ([]byte, []Change) {
+	t.Helper()
+	c, err := Parse("cfg.json", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.ConfigPath == "" {
+		opts.ConfigPath = "/abs/cfg.json"
+	}
+	out, ch, err := c.Wrap(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(out) {
+		t.Fatalf("wrap produced invalid JSON:\n%s", out)
+	}
+	return out, ch
+}
+
+// decode returns the document as generic values for semantic comparison.
+func decode(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestWrap(t *testing.T) {
+	tests := []struct {
+		name    string
+		text    string
+		opts    WrapOptions
+		block   string
+		changes []string
+	}{
+		{"claude code", claudeCode, WrapOptions{}, "mcpServers",
+			[]string{"fs: wrapped", "remote: left alone (remote server (url): bouncer proxies stdio servers only)", "git: wrapped"}},
+		{"only named", claudeCode, WrapOptions{Servers: []string{"git"}}, "mcpServers", []string{"git: wrapped"}},
+		{"vscode servers", vscode, WrapOptions{}, "servers", []string{"github: wrapped"}},
+		{"variables", `{"servers": {"gh": {"command": "x", "env": {"T": "${input:tok}"}}}}`, WrapOptions{}, "servers",
+			[]string{"gh: left alone (uses ${...} variables the client would no longer expand; wrap it by hand)"}},
+		{"not an object", `{"mcpServers": {"a": 3}}`, WrapOptions{}, "mcpServers", []string{"a: left alone (not an object)"}},
+		{"bad args", `{"mcpServers": {"a": {"command": "x", "args": "y"}}}`, WrapOptions{}, "mcpServers", []string{"a: left alone (args is not a list of strings)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, ch := wrap(t, tt.text, tt.opts)
+			var got []string
+			for _, c := range ch {
+				got = append(got, c.String())
+			}
+			if !reflect.DeepEqual(got, tt.changes) {
+				t.Errorf("changes = %q, want %q", got, tt.changes)
+			}
+			before, after := decode(t, []byte(tt.text)), decode(t, out)
+			for _, c := range ch {
+				orig := before[tt.block].(map[string]any)[c.Server]
+				e := after[tt.block].(map[string]any)[c.Server]
+				if c.Status != Wrapped {
+					if !reflect.DeepEqual(orig, e) {
+						t.Errorf("%s changed though left alone: %v", c.Server, e)
+					}
+					continue
+				}
+				m := e.(map[string]any)
+				if !reflect.DeepEqual(m[UpstreamKey], orig) {
+					t.Errorf("%s: upstream %v, want the original %v", c.Server, m[UpstreamKey], orig)
+				}
+				wantArgs := []any{"run", "--config", "/abs/cfg.json", "--server", c.Server}
+				if m["command"] != "bouncer" || !reflect.DeepEqual(m["args"], wantArgs) {
+					t.Errorf("%s: launches %v %v", c.Server, m["command"], m["args"])
+				}
+				if typ, had := orig.(map[string]any)["type"]; had && m["type"] != typ {
+					t.Errorf("%s: type %v not kept", c.Server, m["type"])
+				}
+			}
+			// Everything outside the block is untouched, semantically.
+			for k, v := range before {
+				if k != tt.block && !reflect.DeepEqual(after[k], v) {
+					t.Errorf("key %s changed", k)
+				}
+			}
+		})
+	}
+}
+
+func TestWrapKeepsOtherBytes(t *testing.T) {
+	out, _ := wrap(t, claudeCode, WrapOptions{Servers: []string{"git"}})
+	s := string(out)
+	// The parts of the file outside the rewritten entry are byte-identical,
+	// key order, spacing and escapes included.
+	head := claudeCode[:strings.Index(claudeCode, `"git"`)]
+	tail := claudeCode[strings.Index(claudeCode, "\n  },\n  \"alpha\""):]
+	if !strings.HasPrefix(s, head) || !strings.HasSuffix(s, tail) {
+		t.Fatalf("bytes outside the entry changed:\n%s", s)
+	}
+	if strings.Index(s, `"zeta"`) > strings.Index(s, `"mcpServers"`) || strings.Index(s, `"mcpServers"`) > strings.Index(s, `"alpha"`) {
+		t.Error("key order changed")
+	}
+}
+
+func TestIdempotentAndUndo(t *testing.T) {
+	for _, text := range []string{claudeCode, canonical, vscode, strings.ReplaceAll(canonical, "\n", "\r\n")} {
+		once, _ := wrap(t, text, WrapOptions{})
+		twice, ch := wrap(t, string(once), WrapOptions{})
+		if string(once) != string(twice) {
+			t.Errorf("second wrap changed the file:\n%s\n---\n%s", once, twice)
+		}
+		for _, c := range ch {
+			if c.Status == Wrapped {
+				t.Errorf("second wrap wrapped %s again", c.Server)
+			}
+		}
+		c, err := Parse("cfg.json", once)
+		if err != nil {
+			t.Fatal(err)
+		}
+		undone, _, err := c.Undo(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(decode(t, undone), decode(t, []byte(text))) {
+			t.Errorf("undo did not restore the entries:\n%s", undone)
+		}
+		if text == canonical || strings.Contains(text, "\r\n") {
+			if string(undone) != text {
+				t.Errorf("undo of a canonical file is not byte-identical:\n%q\n%q", undone, text)
+			}
+		}
+		if strings.Contains(text, "\r\n") && strings.Contains(strings.ReplaceAll(string(once), "\r\n", ""), "\n") {
+			t.Error("CRLF file got LF lines")
+		}
+	}
+}
+
+func TestVSCodeIndentUnit(t *testing.T) {
+	out, _ := wrap(t, vscode, WrapOptions{})
+	if !strings.Contains(string(out), "\n            \"command\": \"bouncer\",") {
+		t.Errorf("wrapped entry does not use the file's 4-space unit:\n%s", out)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+	}{
+		{"trailing comma", "{\n  \"mcpServers\": {},\n}", "cfg.json:3:1: not valid JSON"},
+		{"comment", "{\n  // hi\n  \"servers\": {}\n}", "cfg.json:2:3: not valid JSON"},
+		{"truncated", "{\"mcpServers\": {", "cfg.json:1:16: not valid JSON"},
+		{"empty", "", "cfg.json:1:1: not valid JSON"},
+		{"array root", "[]", "cfg.json:1:1: the top level is not a JSON object"},
+		{"no block", `{"x": 1}`, `no "mcpServers"`},
+		{"block not object", "{\n \"mcpServers\": []}", `cfg.json:2:16: "mcpServers" is not an object`},
+		{"duplicate server", "{\"mcpServers\": {\"a\": {},\n \"a\": {}}}", `cfg.json:2:2: server "a" appears more than once`},
+		{"duplicate block", `{"servers": {}, "servers": {}}`, `"servers" appears more than once`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("cfg.json", []byte(tt.text))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Errorf("not an *Error: %T", err)
+			}
+		})
+	}
+	_, err := Parse("cfg.json", []byte("{\n  // hi\n  \"servers\": {}\n}"))
+	if !strings.Contains(err.Error(), "comments and trailing commas are not supported") {
+		t.Errorf("JSONC not named: %v", err)
+	}
+}
+
+func TestUnknownServer(t *testing.T) {
+	c, err := Parse("cfg.json", []byte(claudeCode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Wrap(WrapOptions{Servers: []string{"nope", "fs"}}); err == nil || !strings.Contains(err.Error(), `no server named "nope"`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".mcp.json")
+	if err := os.WriteFile(path, []byte(claudeCode), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := c.Wrap(WrapOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	bak, _ := os.ReadFile(path + ".bak")
+	if string(got) != string(out) || string(bak) != claudeCode {
+		t.Errorf("file or backup wrong:\n%s\n---\n%s", got, bak)
+	}
+	for _, p := range []string{path, path + ".bak"} {
+		fi, _ := os.Stat(p)
+		if fi.Mode().Perm() != 0o640 {
+			t.Errorf("%s mode %v, want 0640", p, fi.Mode().Perm())
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("stray files left: %v", entries)
+	}
+	// A file edited since Load is not overwritten.
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {}}`), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(out); err == nil || !strings.Contains(err.Error(), "changed since it was read") {
+		t.Errorf("err = %v", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != `{"mcpServers": {}}` {
+		t.Error("edited file was overwritten")
+	}
+}
+
+func TestWriteThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real.json")
+	link := filepath.Join(dir, "link.json")
+	if err := os.WriteFile(target, []byte(canonical), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := c.Wrap(WrapOptions{})
+	if err := c.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Error("symlink replaced by a file")
+	}
+	if got, _ := os.ReadFile(target); string(got) != string(out) {
+		t.Error("target not rewritten")
+	}
+}
+
+func TestUpstream(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	text := `{"mcpServers": {
+  "fs": {"command": "bouncer", "args": ["run"], "x-bouncer-upstream": {"command": "npx", "args": ["-y", "srv"], "env": {"K": "v"}, "cwd": "sub"}},
+  "plain": {"command": "npx"},
+  "badargs": {"x-bouncer-upstream": {"command": "npx", "args": [1]}},
+  "nocmd": {"x-bouncer-upstream": {"args": []}},
+  "notobj": {"x-bouncer-upstream": "npx"}
+}, "servers": {"fs": {}}}`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	only := filepath.Join(dir, "only.json")
+	if err := os.WriteFile(only, []byte(strings.Replace(text, `"servers": {"fs": {}}`, `"x": 1`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Upstream(only, "fs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Entry{Command: "npx", Args: []string{"-y", "srv"}, Env: map[string]string{"K": "v"}, Cwd: filepath.Join(dir, "sub")}
+	if !reflect.DeepEqual(e, want) {
+		t.Errorf("got %+v, want %+v", e, want)
+	}
+	for server, msg := range map[string]string{
+		"fs":      `mcp.json:7:16: server "fs" is in both mcpServers and servers`,
+		"plain":   `server "plain" was never wrapped (no x-bouncer-upstream); run bouncer init first`,
+		"badargs": `mcp.json:4:64: server "badargs": x-bouncer-upstream.args must be a list of strings`,
+		"nocmd":   `x-bouncer-upstream.command must be a non-empty string`,
+		"notobj":  `x-bouncer-upstream is not an object`,
+		"missing": `no server named "missing"`,
+	} {
+		if _, err := Upstream(path, server); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: err = %v, want %q", server, err, msg)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{claudeCode, canonical, vscode, `{"mcpServers": {"a": {"command": "x", "x-bouncer-upstream": {}}}}`, "{", `{"servers": []}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("f.json", data)
+		if err != nil {
+			return
+		}
+		out, _, err := c.Wrap(WrapOptions{ConfigPath: "/c.json"})
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("wrap of valid JSON is invalid:\n%q\n%q", data, out)
+		}
+		c2, err := Parse("f.json", out)
+		if err != nil {
+			t.Fatalf("wrapped output does not parse: %v", err)
+		}
+		again, _, err := c2.Wrap(WrapOptions{ConfigPath: "/c.json"})
+		if err != nil || string(again) != string(out) {
+			t.Fatalf("wrap is not idempotent: %v", err)
+		}
+		undone, _, err := c2.Undo(nil)
+		if err != nil {
+			return // a pre-existing malformed x-bouncer-upstream
+		}
+		if !json.Valid(undone) {
+			t.Fatalf("undo produced invalid JSON: %q", undone)
+		}
+	})
+}
