@@ -387,7 +387,8 @@ func (c *Config) lineIndent(off int) string {
 	return ""
 }
 
-// render writes n in the file's style: one member or element a line,
+// render writes n in the file's style: one member or element a line (an
+// array of plain values on one line),
 // indented by the file's unit below base. Strings, numbers and keys are
 // copied as written, escapes included.
 func (c *Config) render(b *strings.Builder, n *node, base string) {
@@ -414,6 +415,18 @@ func (c *Config) render(b *strings.Builder, n *node, base string) {
 			b.WriteString("[]")
 			return
 		}
+		if scalars(n.elems) {
+			// Argument lists read best on one line, as clients' docs write them.
+			b.WriteString("[")
+			for i, e := range n.elems {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.Write(c.data[e.start:e.end])
+			}
+			b.WriteString("]")
+			return
+		}
 		b.WriteString("[")
 		for i, e := range n.elems {
 			if i > 0 {
@@ -426,6 +439,15 @@ func (c *Config) render(b *strings.Builder, n *node, base string) {
 	default:
 		b.Write(c.data[n.start:n.end])
 	}
+}
+
+func scalars(ns []*node) bool {
+	for _, n := range ns {
+		if n.kind == '{' || n.kind == '[' {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Config) apply(edits []splice) []byte {

@@ -36,10 +36,7 @@ const canonical = `{
   "mcpServers": {
     "fs": {
       "command": "npx",
-      "args": [
-        "-y",
-        "server-filesystem"
-      ],
+      "args": ["-y", "server-filesystem"],
       "env": {
         "B": "2",
         "A": "1"
