@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 
@@ -20,6 +20,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/engine"
 	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
+	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
@@ -245,64 +246,24 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// upstreamFromConfig reads the x-bouncer-upstream entry of server name in a
-// client config (an mcpServers block, or VS Code's servers block): its
-// command, args, env (on top of ours, as the client would have done) and
-// cwd (relative to the config file's directory).
-//
-// TODO(mcpconfig): replace with internal/mcpconfig's reader once it lands.
+// upstreamFromConfig returns the command for the x-bouncer-upstream entry
+// of server name in a client config: its command and args, its env laid
+// over ours (as the client would have done), and its cwd.
 func upstreamFromConfig(file, name string) (proxy.Command, error) {
-	data, err := os.ReadFile(file)
+	e, err := mcpconfig.Upstream(file, name)
 	if err != nil {
-		return proxy.Command{}, fmt.Errorf("--config: %w", err)
+		return proxy.Command{}, err
 	}
-	var doc struct {
-		MCPServers map[string]json.RawMessage `json:"mcpServers"`
-		Servers    map[string]json.RawMessage `json:"servers"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return proxy.Command{}, fmt.Errorf("%s: not a JSON client config: %v", file, err)
-	}
-	raw, ok := doc.MCPServers[name]
-	if !ok {
-		raw, ok = doc.Servers[name]
-	}
-	if !ok {
-		return proxy.Command{}, fmt.Errorf("%s: no server %q in mcpServers or servers", file, name)
-	}
-	var entry struct {
-		Upstream *struct {
-			Command string            `json:"command"`
-			Args    []string          `json:"args"`
-			Env     map[string]string `json:"env"`
-			Cwd     string            `json:"cwd"`
-		} `json:"x-bouncer-upstream"`
-	}
-	if err := json.Unmarshal(raw, &entry); err != nil {
-		return proxy.Command{}, fmt.Errorf("%s: server %q: %v", file, name, err)
-	}
-	u := entry.Upstream
-	if u == nil {
-		return proxy.Command{}, fmt.Errorf("%s: server %q has no x-bouncer-upstream entry (wrap it with bouncer init)", file, name)
-	}
-	if u.Command == "" {
-		return proxy.Command{}, fmt.Errorf("%s: server %q: x-bouncer-upstream.command is empty", file, name)
-	}
-	c := proxy.Command{Path: u.Command, Args: u.Args}
-	if len(u.Env) > 0 {
+	c := proxy.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
+	if len(e.Env) > 0 {
 		c.Env = os.Environ()
-		for k, v := range u.Env {
-			c.Env = append(c.Env, k+"="+v) // later entries win in exec
+		keys := make([]string, 0, len(e.Env))
+		for k := range e.Env {
+			keys = append(keys, k)
 		}
-	}
-	if u.Cwd != "" {
-		c.Dir = u.Cwd
-		if !filepath.IsAbs(c.Dir) {
-			abs, err := filepath.Abs(filepath.Join(filepath.Dir(file), c.Dir))
-			if err != nil {
-				return proxy.Command{}, fmt.Errorf("%s: server %q: cwd: %v", file, name, err)
-			}
-			c.Dir = abs
+		sort.Strings(keys)
+		for _, k := range keys {
+			c.Env = append(c.Env, k+"="+e.Env[k]) // exec keeps the last of duplicate keys
 		}
 	}
 	return c, nil
