@@ -287,3 +287,74 @@ func TestPendingLists(t *testing.T) {
 		}
 	}
 }
+
+// The answer counts only if the code is still valid when it is given.
+func TestApproveExpiresWhileAsking(t *testing.T) {
+	home := t.TempDir()
+	writePending(t, home, approval.Code{Code: "LTE-AAA", Request: mailReq, Issued: time.Now().Add(-approval.TTL + 1500*time.Millisecond)})
+	p := startPTY(t, "approve", "--home", home, "LTE-AAA")
+	p.waitFor(t, "Approve? [y/N] ")
+	time.Sleep(2 * time.Second)
+	io.WriteString(p.f, "y\r")
+	status, out := p.wait(t)
+	if status != 1 || !strings.Contains(out, "LTE-AAA expired") || strings.Contains(out, "Approved") {
+		t.Errorf("exit %d; output:\n%s", status, out)
+	}
+	if c, _ := approval.Open(filepath.Join(home, "pending.json"), nil).Lookup("LTE-AAA"); c.Approved {
+		t.Error("an expired code was approved")
+	}
+}
+
+// Exit statuses the contract fixes: 0 ok, 1 refused or failed, 2 bad usage
+// or a bad input file.
+func TestExitStatuses(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.jsonl")
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(good, nil, 0o600)
+	os.WriteFile(bad, []byte("{}\n"), 0o600)
+	corrupt := t.TempDir()
+	os.WriteFile(filepath.Join(corrupt, "pending.json"), []byte("{"), 0o600)
+	for _, tc := range []struct {
+		args   []string
+		status int
+	}{
+		{[]string{"audit", "verify", "--audit", good}, 0},
+		{[]string{"audit", "verify", "--audit", bad}, 1},
+		{[]string{"audit", "verify", "--audit", filepath.Join(dir, "missing")}, 2},
+		{[]string{"audit", "verify", "--expect-head", "x", "--audit", good}, 2},
+		{[]string{"audit", "verify", "--audit", good, "--expect-head", "sha256:" + strings.Repeat("ab", 32)}, 1},
+		{[]string{"audit"}, 2},
+		{[]string{"audit", "--help"}, 0},
+		{[]string{"pending", "--home", t.TempDir()}, 0},
+		{[]string{"pending", "--home", corrupt}, 2},
+		{[]string{"pending", "--help"}, 0},
+		{[]string{"approve", "--home", dir, "K7Q-F2M"}, 1}, // no terminal
+		{[]string{"approve", "--home", dir}, 2},
+		{[]string{"approve", "--yes", "K7Q-F2M"}, 2},
+	} {
+		cmd := exec.Command(bouncerBin(t), tc.args...)
+		cmd.Env = append(os.Environ(), "BOUNCER_HOME="+dir)
+		err := cmd.Run()
+		status := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			status = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if status != tc.status {
+			t.Errorf("bouncer %s: exit %d, want %d", strings.Join(tc.args, " "), status, tc.status)
+		}
+	}
+}
+
+// On a terminal, approve with a corrupt pending file is an error naming it.
+func TestApproveCorruptPending(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "pending.json"), []byte("{\"version\":1,\n\"codes\":[}"), 0o600)
+	p := startPTY(t, "approve", "--home", home, "K7Q-F2M")
+	status, out := p.wait(t)
+	if status != 2 || !strings.Contains(out, filepath.Join(home, "pending.json")+": line 2, column 10") {
+		t.Errorf("exit %d; output:\n%s", status, out)
+	}
+}
