@@ -1,7 +1,6 @@
 package taint
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -246,6 +245,7 @@ func BenchmarkMemory256MB(b *testing.B) {
 	b.ReportMetric(float64(bigTotal)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(fp)/probes, "false-seen-rate")
 	b.ReportMetric(float64(bigBytes)/(1<<20), "recorded-MiB")
+	st := s.Stats()
+	b.ReportMetric(float64(st.Hashes)/1e6, "hashes-M")
+	b.ReportMetric(float64(st.Bytes)*8/float64(st.Hashes), "bits/hash")
 }
-
-var _ = fmt.Sprint

@@ -102,11 +102,11 @@ func entity(b []byte) (int, string) {
 	}
 	ref := string(b[:j])
 	if s := html.UnescapeString(ref); s != ref {
-		return consumed(ref, s), s
+		return consumed(ref, s)
 	}
 	if lower := strings.ToLower(ref); lower != ref {
 		if s := html.UnescapeString(lower); s != lower {
-			return consumed(lower, s), s
+			return consumed(lower, s)
 		}
 	}
 	return 0, ""
@@ -114,8 +114,9 @@ func entity(b []byte) (int, string) {
 
 // consumed works out how much of ref html.UnescapeString decoded: a legacy
 // name without ';' (&ampfoo is "&" + "foo") decodes only a prefix, and the
-// undecoded rest is copied back unchanged at the end of s.
-func consumed(ref, s string) int {
+// undecoded rest is copied back unchanged at the end of s. It returns the
+// length of the reference proper and what it decodes to.
+func consumed(ref, s string) (int, string) {
 	n := len(ref)
 	for n > 0 && len(s) > 0 && ref[n-1] == s[len(s)-1] {
 		// The shared tail was not part of the reference; but never eat
@@ -126,7 +127,7 @@ func consumed(ref, s string) int {
 		n--
 		s = s[:len(s)-1]
 	}
-	return n
+	return n, s
 }
 
 // backslash decodes one JSON escape (\" \\ \/ \b \f \n \r \t \uXXXX, with

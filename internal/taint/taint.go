@@ -38,9 +38,33 @@ const (
 type Store struct {
 	seed maphash.Seed
 
-	mu  sync.RWMutex
-	set *hashSet // exact form, until it would outgrow exactSlotsMax
-	bf  *bloom   // bounded form, afterwards
+	mu    sync.RWMutex
+	set   *hashSet // exact form, until it would outgrow exactSlotsMax
+	bf    *bloom   // bounded form, afterwards
+	added uint64   // hashes inserted, duplicates included (for Stats)
+}
+
+// Stats describes a store's memory, for benchmarks and diagnostics.
+type Stats struct {
+	// Hashes is how many token hashes were inserted, duplicates included.
+	Hashes uint64
+	// Bytes is the memory held by the hash set or the Bloom filter.
+	Bytes int
+	// Bloom reports whether the store switched to its Bloom filter.
+	Bloom bool
+}
+
+// Stats returns the store's current figures.
+func (s *Store) Stats() Stats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := Stats{Hashes: s.added, Bloom: s.bf != nil}
+	if s.bf != nil {
+		st.Bytes = len(s.bf.words) * 4
+	} else {
+		st.Bytes = len(s.set.slots) * 8
+	}
+	return st
 }
 
 // NewStore returns an empty store.
@@ -82,6 +106,7 @@ func putScanner(sc *scanner) {
 func (s *Store) insert(hs []uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.added += uint64(len(hs))
 	for _, h := range hs {
 		if s.bf != nil {
 			s.bf.add(h)

@@ -288,7 +288,7 @@ func (sc *scanner) apos(p []byte, flags uint16) {
 // structure takes a part apart along URL, label:value, query and path
 // punctuation.
 func (sc *scanner) structure(p []byte, depth int, flags uint16) {
-	if flags&cSep2 == 0 || len(p) == 0 || depth > maxDepth || bytes.IndexAny(p, ":/?&=#") < 0 {
+	if flags&cSep2 == 0 || len(p) == 0 || depth > maxDepth || !bytes.ContainsAny(p, ":/?&=#") {
 		return
 	}
 	if i := bytes.Index(p, []byte("://")); i > 0 {
