@@ -58,7 +58,11 @@ func cmdAuditVerify(args []string, synopsis string) int {
 		}
 		path = filepath.Join(dir, "audit.jsonl")
 	}
-	rep, err := audit.VerifyFileReport(path)
+	var pins []string
+	if want != "" {
+		pins = append(pins, want)
+	}
+	rep, err := audit.VerifyFileReport(path, pins...)
 	if err != nil {
 		errorf("%v", err)
 		if errors.Is(err, os.ErrNotExist) {

@@ -445,7 +445,8 @@ type Report struct {
 	Lines    int       // lines read
 	Head     string    // hash of the last line (Genesis for an empty log)
 	Problems []Problem // in line order; empty when the chain is intact
-	// hashes maps each line's hash to its line number, for HasHead.
+	// hashes maps line hashes to line numbers: every line's while the log
+	// is small enough (to explain a reordering), and the pinned ones always.
 	hashes map[string]int
 }
 
@@ -454,23 +455,36 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 // HasHead reports the line number whose hash is head, or 0 when no line
 // has it. A head pinned earlier that is no longer found means the log was cut
-// back or rewritten at or before that line.
-func (r *Report) HasHead(head string) int { return r.hashes[strings.ToLower(strings.TrimSpace(head))] }
+// back or rewritten at or before that line. The answer is certain for heads
+// passed to Verify as pins; for others, only while the log is under
+// maxRemembered lines.
+func (r *Report) HasHead(head string) int { return r.hashes[normHead(head)] }
+
+func normHead(h string) string { return strings.ToLower(strings.TrimSpace(h)) }
 
 // maxProblems bounds a report on a log that is garbage from end to end.
 const maxProblems = 1000
 
+// maxRemembered bounds the memory Verify spends on naming reordered lines:
+// past it a break is reported without saying which line prev points to.
+const maxRemembered = 1 << 20
+
 // Verify checks the hash chain of a log. After a break it carries on from the
 // line that broke it, so one edited line yields one problem and every damaged
-// place is listed. It returns an error only when r can't be read.
-func Verify(r io.Reader) (*Report, error) {
+// place is listed. pins are head hashes kept from earlier runs; HasHead
+// answers for them. It returns an error only when r can't be read.
+func Verify(r io.Reader, pins ...string) (*Report, error) {
 	rep := &Report{Head: Genesis, hashes: map[string]int{}}
+	pinned := map[string]bool{}
+	for _, p := range pins {
+		pinned[normHead(p)] = true
+	}
 	expect := Genesis
 	err := eachLine(r, func(n int, line []byte, noNewline bool) error {
 		rep.Lines = n
 		h := Hash(line)
 		rep.Head = h
-		if _, dup := rep.hashes[h]; !dup {
+		if _, dup := rep.hashes[h]; !dup && (n <= maxRemembered || pinned[h]) {
 			rep.hashes[h] = n
 		}
 		problem := func(msg string) {
@@ -543,14 +557,15 @@ func VerifyFile(path string) (int, error) {
 	return rep.Lines, nil
 }
 
-// VerifyFileReport is VerifyFile with every problem and the head hash.
-func VerifyFileReport(path string) (*Report, error) {
+// VerifyFileReport is VerifyFile with every problem, the head hash, and
+// where the pinned heads are (see Verify).
+func VerifyFileReport(path string, pins ...string) (*Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
 	defer f.Close()
-	rep, err := Verify(f)
+	rep, err := Verify(f, pins...)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
