@@ -1,0 +1,179 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bouncer-mcp/bouncer/internal/testserver"
+)
+
+var (
+	bouncerOnce sync.Once
+	bouncerPath string
+	bouncerErr  error
+)
+
+// bouncerBinary builds ./cmd/bouncer once, so benchmarks measure the real
+// `bouncer run` process.
+func bouncerBinary(b *testing.B) string {
+	b.Helper()
+	bouncerOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bouncer-bench")
+		if err != nil {
+			bouncerErr = err
+			return
+		}
+		bouncerPath = filepath.Join(dir, "bouncer")
+		out, err := exec.Command("go", "build", "-o", bouncerPath, "../../cmd/bouncer").CombinedOutput()
+		if err != nil {
+			bouncerErr = &buildError{out: string(out), err: err}
+		}
+	})
+	if bouncerErr != nil {
+		b.Fatal(bouncerErr)
+	}
+	return bouncerPath
+}
+
+// benchSession connects a go-sdk client to the helpdesk, directly or
+// through a real `bouncer run` process.
+func benchSession(b *testing.B, proxied bool) (*mcp.ClientSession, *exec.Cmd) {
+	b.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	env := append(os.Environ(), testserver.EnvServer+"=helpdesk", testserver.EnvDir+"="+dir, "BOUNCER_HOME="+benchHome(b, dir))
+	var cmd *exec.Cmd
+	if proxied {
+		cmd = exec.Command(bouncerBinary(b), "run", "--sandbox", "off", "--", exe)
+	} else {
+		cmd = exec.Command(exe)
+	}
+	cmd.Env = env
+	cmd.Stderr = os.Stderr
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs, cmd
+}
+
+func benchCall(b *testing.B, proxied bool, tool string, args map[string]any) {
+	cs, _ := benchSession(b, proxied)
+	ctx := context.Background()
+	// The first call waits for the pin; keep it out of the timing.
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args}); err != nil || res.IsError {
+		b.Fatalf("%s: %v %+v", tool, err, res)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatalf("%s: %v %+v", tool, err, res)
+		}
+	}
+}
+
+// BenchmarkCallTrivial is one small tools/call round trip.
+func BenchmarkCallTrivial(b *testing.B) {
+	args := map[string]any{"text": "hello"}
+	b.Run("direct", func(b *testing.B) { benchCall(b, false, "echo", args) })
+	b.Run("proxied", func(b *testing.B) { benchCall(b, true, "echo", args) })
+}
+
+// BenchmarkCall1MiB is a tools/call whose result carries 1 MiB of text,
+// which the proxy records as untrusted before relaying.
+func BenchmarkCall1MiB(b *testing.B) {
+	args := map[string]any{"n": 1 << 20}
+	b.Run("direct", func(b *testing.B) { b.SetBytes(1 << 20); benchCall(b, false, "big", args) })
+	b.Run("proxied", func(b *testing.B) { b.SetBytes(1 << 20); benchCall(b, true, "big", args) })
+}
+
+// BenchmarkStartup starts the server and completes initialize, directly or
+// through `bouncer run`; the difference is the proxy's startup overhead.
+func BenchmarkStartup(b *testing.B) {
+	for _, proxied := range []bool{false, true} {
+		name := "direct"
+		if proxied {
+			name = "proxied"
+		}
+		b.Run(name, func(b *testing.B) {
+			if proxied {
+				bouncerBinary(b)
+			}
+			for i := 0; i < b.N; i++ {
+				cs, _ := benchSession(b, proxied)
+				b.StopTimer()
+				cs.Close()
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// BenchmarkIdleRSS reports the resident memory of an idle `bouncer run`
+// (after initialize and the pin) as the metric RSS-KiB.
+func BenchmarkIdleRSS(b *testing.B) {
+	var total float64
+	for i := 0; i < b.N; i++ {
+		cs, cmd := benchSession(b, true)
+		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		kb, err := vmRSS(cmd.Process.Pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += float64(kb)
+		cs.Close()
+	}
+	b.ReportMetric(total/float64(b.N), "RSS-KiB")
+}
+
+// vmRSS reads VmRSS (KiB) from /proc/PID/status.
+func vmRSS(pid int) (int, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+		}
+	}
+	return 0, os.ErrNotExist
+}
+
+// benchHome is the state directory for a benchmark session: under
+// $BENCH_HOME when set (a tmpfs there takes the audit log's fsync out of
+// the figure), else in the test's temporary directory.
+func benchHome(b *testing.B, dir string) string {
+	if d := os.Getenv("BENCH_HOME"); d != "" {
+		h, err := os.MkdirTemp(d, "home")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(h) })
+		return h
+	}
+	return filepath.Join(dir, "home")
+}
