@@ -1,6 +1,7 @@
 package taint
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -248,4 +249,47 @@ func BenchmarkMemory256MB(b *testing.B) {
 	st := s.Stats()
 	b.ReportMetric(float64(st.Hashes)/1e6, "hashes-M")
 	b.ReportMetric(float64(st.Bytes)*8/float64(st.Hashes), "bits/hash")
+}
+
+// BenchmarkRecordJSON records a tool result as JSON: the text of its content
+// blocks and its structuredContent, each string its own piece.
+func BenchmarkRecordJSON(b *testing.B) {
+	g := newGen(3, false)
+	var doc []byte
+	doc = append(doc, `{"content":[`...)
+	for i := range 64 {
+		if i > 0 {
+			doc = append(doc, ',')
+		}
+		doc = append(doc, `{"type":"text","text":"`...)
+		doc = g.fill(doc, 256)
+		doc = append(doc, `"}`...)
+	}
+	doc = append(doc, `],"structuredContent":{"items":[`...)
+	for i := range 256 {
+		if i > 0 {
+			doc = append(doc, ',')
+		}
+		doc = append(doc, `{"from":"`...)
+		doc = g.word(doc)
+		doc = append(doc, `@example.com","subject":"`...)
+		doc = g.word(doc)
+		doc = append(doc, `","id":`...)
+		doc = strconv.AppendInt(doc, int64(i), 10)
+		doc = append(doc, '}')
+	}
+	doc = append(doc, "]}}"...)
+	for i, c := range doc {
+		if c == '\n' {
+			doc[i] = ' '
+		}
+	}
+	if !json.Valid(doc) {
+		b.Fatal("benchmark document is not JSON")
+	}
+	s := NewStore()
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		s.RecordJSON(doc)
+	}
 }

@@ -29,8 +29,8 @@ const MinLen = 6
 // multi-word token (a display name in a JSON field, a one-line message):
 // longer ones are prose, not a destination.
 const (
-	maxPhraseBytes = 1024
-	maxPhraseRunes = 256
+	maxPhraseBytes = 512
+	maxPhraseRunes = 128
 )
 
 // Store records untrusted output. It is safe for concurrent use, so the

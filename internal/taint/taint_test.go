@@ -407,6 +407,9 @@ func TestLarge(t *testing.T) {
 	if !switched {
 		t.Fatal("store did not switch to the Bloom filter")
 	}
+	if st := s.Stats(); st.Bytes != bloomBytes || !st.Bloom {
+		t.Fatalf("stats after switch: %+v", st)
+	}
 	for i := 0; i < n; i += 97 {
 		if d := fmt.Sprintf("tok%07d", i); !s.Seen(d) {
 			t.Fatalf("%s recorded but not seen", d)

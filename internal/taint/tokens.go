@@ -150,6 +150,9 @@ func (sc *scanner) record(b []byte, depth int) {
 			i++
 		}
 		raw := b[start:i]
+		if len(raw) < MinLen && flags&cSpecial == 0 {
+			continue // a short plain word has no form to record
+		}
 		if flags&cUni == 0 {
 			w := raw
 			if flags&cUpper != 0 {
