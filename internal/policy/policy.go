@@ -9,7 +9,17 @@
 package policy
 
 import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/bouncer-mcp/bouncer/packs"
 )
 
 // Tool is the validated rule set for one tool.
@@ -121,6 +131,9 @@ type Source struct {
 	Name string
 	Dir  string
 	Data []byte
+
+	abs  string // absolute path of a file read by Load, for Tool.Source
+	pack string // pack name when the document is a built-in pack
 }
 
 // Pack describes one built-in pack.
@@ -133,13 +146,56 @@ type Pack struct {
 // Load layers the built-in packs and then each user file in order. Any
 // problem in any file is an *Error and no policy is returned.
 func Load(files ...string) (*Policy, error) {
-	return nil, &Error{File: "policy", Msg: "not implemented"}
+	srcs := make([]Source, 0, len(files))
+	for _, f := range files {
+		data, err := readLimited(f)
+		if err != nil {
+			return nil, &Error{File: f, Msg: err.Error()}
+		}
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, &Error{File: f, Msg: err.Error()}
+		}
+		srcs = append(srcs, Source{Name: f, Dir: filepath.Dir(abs), Data: data, abs: abs})
+	}
+	return load(srcs)
 }
 
 // LoadSources is Load for documents already in memory (for example a policy
 // sent to `bouncer serve`). Packs still come first.
 func LoadSources(srcs ...Source) (*Policy, error) {
-	return nil, &Error{File: "policy", Msg: "not implemented"}
+	return load(srcs)
+}
+
+func load(srcs []Source) (*Policy, error) {
+	p := &Policy{tools: map[string]*Tool{}}
+	packs, err := loadPacks()
+	if err != nil {
+		return nil, err
+	}
+	for _, pk := range packs {
+		for _, t := range pk.tools {
+			p.tools[t.Name] = t
+		}
+	}
+	for _, s := range srcs {
+		doc, err := parse(s, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range doc.tools {
+			p.tools[t.Name] = t
+		}
+		if doc.sandbox != nil {
+			p.Sandbox = doc.sandbox
+		}
+		if s.abs != "" {
+			p.Files = append(p.Files, s.abs)
+		} else {
+			p.Files = append(p.Files, s.Name)
+		}
+	}
+	return p, nil
 }
 
 // Lookup returns the pack or user entry for tool, if there is one.
@@ -156,17 +212,95 @@ func (p *Policy) For(tool string, params []string) *Tool {
 	if t, ok := p.tools[tool]; ok {
 		return t
 	}
-	return &Tool{Name: tool, Source: "fallback", Fallback: true}
+	return fallback(tool, params)
 }
 
 // Names lists the tools the policy configures, sorted.
-func (p *Policy) Names() []string { return nil }
+func (p *Policy) Names() []string {
+	names := make([]string, 0, len(p.tools))
+	for n := range p.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
 
-// Packs lists the built-in packs, sorted by name.
-func Packs() []Pack { return nil }
+// Packs lists the built-in packs, sorted by name. A pack that does not parse
+// is a build defect that the package's tests catch; Packs leaves it out, and
+// Load reports it.
+func Packs() []Pack {
+	packs, _ := loadPacks()
+	out := make([]Pack, 0, len(packs))
+	for _, pk := range packs {
+		names := make([]string, 0, len(pk.tools))
+		for _, t := range pk.tools {
+			names = append(names, t.Name)
+		}
+		sort.Strings(names)
+		out = append(out, Pack{Name: pk.name, Tools: names, Data: pk.data})
+	}
+	return out
+}
 
-// IsDestinationName reports whether an argument name is destination-shaped
-// (to, cc, bcc, recipient, recipients, email, address, url, channel,
-// share_with, ...). The comparison is on the whole name, ignoring ASCII case,
-// so "confirm" or "channel_topic" are not destinations.
-func IsDestinationName(name string) bool { return false }
+type loadedPack struct {
+	name  string
+	data  []byte
+	tools []*Tool
+}
+
+var (
+	packsOnce sync.Once
+	packsList []loadedPack
+	packsErr  error
+)
+
+// loadPacks parses the embedded packs once; they are immutable, so every
+// Policy shares their *Tool values.
+func loadPacks() ([]loadedPack, error) {
+	packsOnce.Do(func() {
+		entries, err := fs.ReadDir(packs.FS, ".")
+		if err != nil {
+			packsErr = &Error{File: "packs", Msg: err.Error()}
+			return
+		}
+		// fs.ReadDir sorts by file name, which is the layering order.
+		for _, e := range entries {
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+				continue
+			}
+			data, err := fs.ReadFile(packs.FS, e.Name())
+			if err != nil {
+				packsErr = &Error{File: "packs/" + e.Name(), Msg: err.Error()}
+				return
+			}
+			name := strings.TrimSuffix(e.Name(), ".yaml")
+			doc, err := parse(Source{Name: "packs/" + e.Name(), Data: data, pack: name}, true)
+			if err != nil {
+				packsErr = err
+				return
+			}
+			packsList = append(packsList, loadedPack{name: name, data: data, tools: doc.tools})
+		}
+	})
+	return packsList, packsErr
+}
+
+// maxPolicyBytes bounds a policy file: a real one is a few kilobytes, and the
+// parser should not be handed a disk image by a typo in --policy.
+const maxPolicyBytes = 4 << 20
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPolicyBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxPolicyBytes {
+		return nil, fmt.Errorf("larger than %d bytes; not a policy file", maxPolicyBytes)
+	}
+	return data, nil
+}

@@ -1,0 +1,162 @@
+package policy
+
+import "strings"
+
+// The fallback reads names as words: a tool or argument name is split on
+// '_', '-', '.', spaces and camelCase boundaries ("deleteCustomer" →
+// delete, customer; "HTMLBody" → html, body) and lowercased (ASCII only).
+// Every rule below compares whole words, never substrings, so "confirm"
+// holds no "rm" and "get_output" no "put".
+
+// destNames are argument names that are a destination as a whole, written as
+// their words joined by '_' ("emailAddress" is "email_address").
+var destNames = setOf(
+	"to", "cc", "bcc", "recipient", "recipients", "email", "emails", "e_mail",
+	"address", "addresses", "email_address", "email_addresses",
+	"url", "urls", "uri", "uris", "webhook", "webhooks", "endpoint", "endpoints",
+	"channel", "channels", "share_with", "shared_with", "destination", "dest",
+	"reply_to", "forward", "forward_to", "phone", "phone_number", "phone_numbers",
+	"invitee", "invitees", "attendee", "attendees",
+)
+
+// destLastWords make a name a destination when they are its last word:
+// webhook_url, recipient_email, emailAddress, callback_uri, notify_channel.
+var destLastWords = setOf(
+	"to", "cc", "bcc", "email", "emails", "address", "addresses", "recipient", "recipients",
+	"url", "urls", "uri", "uris", "webhook", "webhooks", "endpoint", "endpoints",
+	"channel", "channels", "destination", "destinations", "invitee", "invitees",
+	"attendee", "attendees",
+)
+
+// destOwners are words that make a following id or name a destination:
+// channel_id, chatId, recipient_ids, room_name. A bare user_id is not one:
+// reading a profile by id is the common case, and sending to a user goes
+// through a recipient- or channel-shaped argument.
+var destOwners = setOf("channel", "recipient", "chat", "room", "conversation", "webhook", "destination", "mailbox", "inbox")
+var idWords = setOf("id", "ids", "name", "names")
+
+// writeVerbs in a tool's name make its path-shaped arguments write params.
+var writeVerbs = setOf(
+	"write", "create", "save", "put", "upload", "edit", "move", "copy", "append",
+	"rename", "update", "overwrite", "replace", "patch", "insert", "mkdir", "touch",
+	"download", "export", "store",
+)
+
+// pathNames are path-shaped argument names (whole), and pathLastWords make a
+// name path-shaped as its last word (output_path, target_file, save_dir).
+var pathNames = setOf("path", "paths", "file", "files", "filename", "filenames", "file_name", "filepath", "dest", "destination", "target", "source", "src", "dst", "output", "out", "outfile", "dir", "directory", "folder")
+var pathLastWords = setOf("path", "paths", "file", "filename", "filepath", "dir", "directory", "folder")
+
+// deleteVerbs in a tool's name give it the fallback budget.
+var deleteVerbs = setOf("delete", "remove", "rm", "rmdir", "del", "drop", "destroy", "purge", "erase", "wipe", "truncate", "unlink", "trash", "shred")
+
+// FallbackDeleteBudget is the max_calls a tool gets when no entry names it
+// and a word of its name is a delete verb: enough for a legitimate cleanup,
+// not for a hijacked agent's mass deletion.
+const FallbackDeleteBudget = 2
+
+func setOf(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
+
+// Words splits a tool or argument name into lowercase words the way the
+// fallback reads it. Exported so reports can show why a rule fired.
+func Words(name string) []string {
+	var words []string
+	var cur []byte
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	isUpper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
+	isLower := func(c byte) bool { return c >= 'a' && c <= 'z' }
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_' || c == '-' || c == '.' || c == ' ' || c == '/' || c == ':':
+			flush()
+			continue
+		case isUpper(c) && len(cur) > 0:
+			prev := cur[len(cur)-1]
+			// aB → a|B; ABc → A|Bc (the end of an acronym)
+			if !isUpper(prev) || (i+1 < len(name) && isLower(name[i+1])) {
+				flush()
+			}
+		}
+		cur = append(cur, c)
+	}
+	flush()
+	return words
+}
+
+// IsDestinationName reports whether an argument name is destination-shaped
+// (to, cc, bcc, recipient, recipients, email, address, url, channel,
+// share_with, ...). The comparison is on the whole name, ignoring ASCII case,
+// so "confirm" or "channel_topic" are not destinations.
+//
+// Three rules, on the name's words (see Words): the whole name is one of a
+// fixed list (to, cc, recipients, webhook, share_with, reply_to, ...); or its
+// last word is an address-like word (webhook_url, recipient_email,
+// emailAddress, callback_uri); or it is a channel, recipient, chat or room
+// followed by id or name (channel_id, chatId).
+func IsDestinationName(name string) bool {
+	w := Words(name)
+	if len(w) == 0 {
+		return false
+	}
+	if destNames[strings.Join(w, "_")] || destLastWords[w[len(w)-1]] {
+		return true
+	}
+	return len(w) >= 2 && idWords[w[len(w)-1]] && destOwners[w[len(w)-2]]
+}
+
+func isPathName(name string) bool {
+	w := Words(name)
+	if len(w) == 0 {
+		return false
+	}
+	return pathNames[strings.Join(w, "_")] || pathLastWords[w[len(w)-1]]
+}
+
+func hasWord(name string, set map[string]bool) bool {
+	for _, w := range Words(name) {
+		if set[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// fallback derives an entry for a tool no pack or file names. On a tool
+// whose name has a write verb, a path-shaped argument is a write param
+// rather than a destination (copy_file's destination is a path); every
+// other destination-shaped argument is a sink.
+func fallback(tool string, params []string) *Tool {
+	t := &Tool{Name: tool, Source: "fallback", Fallback: true}
+	writer := hasWord(tool, writeVerbs)
+	seen := map[string]bool{}
+	for _, p := range params {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		switch {
+		case writer && isPathName(p):
+			t.WriteParams = append(t.WriteParams, p)
+		case IsDestinationName(p):
+			t.SinkParams = append(t.SinkParams, p)
+		}
+	}
+	t.Exfiltrating = len(t.SinkParams) > 0
+	if hasWord(tool, deleteVerbs) {
+		n := FallbackDeleteBudget
+		t.MaxCalls = &n
+	}
+	return t
+}

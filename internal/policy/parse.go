@@ -1,0 +1,520 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The per-tool keys, in the order the docs list them.
+const (
+	keyExfiltrating = "exfiltrating"
+	keySinkParams   = "sink_params"
+	keyTrusted      = "trusted_destinations"
+	keyWriteParams  = "write_params"
+	keyPrefixes     = "allowed_path_prefixes"
+	keyArgPatterns  = "arg_patterns"
+	keyMaxCalls     = "max_calls"
+)
+
+var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyWriteParams, keyPrefixes, keyArgPatterns, keyMaxCalls}
+
+// SandboxKey is the reserved top-level key that configures the upstream's
+// confinement instead of a tool. A tool literally named "sandbox" can't be
+// given an entry; its calls get the fallback.
+const SandboxKey = "sandbox"
+
+const (
+	keyReadWrite  = "read_write"
+	keyReadOnly   = "read_only"
+	keyConnectTCP = "connect_tcp"
+)
+
+var sandboxKeys = []string{keyReadWrite, keyReadOnly, keyConnectTCP}
+
+type document struct {
+	tools   []*Tool // in file order
+	sandbox *Confinement
+}
+
+// parser carries one document through validation.
+type parser struct {
+	src   Source
+	lines int // lines in the document, to keep reported lines inside it
+}
+
+func (p *parser) errf(n *yaml.Node, key, format string, a ...any) *Error {
+	line := 1
+	if n != nil && n.Line > 0 {
+		line = n.Line
+	}
+	if line > p.lines {
+		line = p.lines
+	}
+	return &Error{File: p.src.Name, Line: line, Key: key, Msg: fmt.Sprintf(format, a...)}
+}
+
+func (p *parser) source(n *yaml.Node) string {
+	if p.src.pack != "" {
+		return "pack " + p.src.pack
+	}
+	name := p.src.Name
+	if p.src.abs != "" {
+		name = p.src.abs
+	}
+	return name + ":" + itoa(n.Line)
+}
+
+// parse validates one document. Packs may not carry a sandbox key: the
+// confinement of a server is the user's choice, not a pack's.
+func parse(src Source, isPack bool) (*document, error) {
+	p := &parser{src: src, lines: bytes.Count(src.Data, []byte("\n")) + 1}
+	dec := yaml.NewDecoder(bytes.NewReader(src.Data))
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return &document{}, nil // an empty file is an empty policy
+		}
+		return nil, p.yamlError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, p.errf(&extra, "", "a policy file holds one YAML document; found another (remove the extra ---)")
+	} else if !errors.Is(err, io.EOF) {
+		return nil, p.yamlError(err)
+	}
+	top := &root
+	if top.Kind == yaml.DocumentNode {
+		if len(top.Content) == 0 {
+			return &document{}, nil
+		}
+		top = top.Content[0]
+	}
+	top = deref(top)
+	if isNull(top) {
+		return &document{}, nil
+	}
+	if top.Kind != yaml.MappingNode {
+		return nil, p.errf(top, "", "the top level must be a mapping of tool name to entry, got %s", describe(top))
+	}
+	doc := &document{}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := deref(top.Content[i]), deref(top.Content[i+1])
+		name, err := p.keyName(k, "", "tool name")
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := seen[name]; dup {
+			return nil, p.errf(k, name, "configured twice in this file (first at line %d); merge the two entries", prev)
+		}
+		seen[name] = k.Line
+		if name == SandboxKey {
+			if isPack {
+				return nil, p.errf(k, name, "a pack can't set the upstream's confinement")
+			}
+			c, err := p.sandbox(k, v)
+			if err != nil {
+				return nil, err
+			}
+			doc.sandbox = c
+			continue
+		}
+		t, err := p.tool(name, k, v)
+		if err != nil {
+			return nil, err
+		}
+		doc.tools = append(doc.tools, t)
+	}
+	return doc, nil
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// yamlError turns yaml.v3's "yaml: line N: msg" into an *Error at line N.
+func (p *parser) yamlError(err error) *Error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		if n, convErr := strconv.Atoi(m[1]); convErr == nil && n >= 1 {
+			line = n
+		}
+		msg = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(msg, m[0]), ":"))
+	}
+	if line > p.lines {
+		line = p.lines
+	}
+	return &Error{File: p.src.Name, Line: line, Msg: "invalid YAML: " + msg}
+}
+
+// deref follows an alias to the node it names. Aliases are otherwise
+// transparent: an anchored entry reused for two tools is two entries.
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && n.Alias != nil && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
+}
+
+// describe names a node's type for messages ("a list", "the string \"no\"").
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return "nothing (null)"
+		case "!!bool":
+			return "the boolean " + n.Value
+		case "!!int":
+			return "the integer " + n.Value
+		case "!!float":
+			return "the number " + n.Value
+		case "!!str":
+			return "the string " + strconv.Quote(n.Value)
+		}
+		return "a " + n.ShortTag() + " value " + strconv.Quote(n.Value)
+	}
+	return "an unexpected node"
+}
+
+// keyName returns a mapping key's string, refusing non-string keys: a key
+// like 123 or true would never match a tool or argument name.
+func (p *parser) keyName(k *yaml.Node, ctx, what string) (string, error) {
+	if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+		return "", p.errf(k, ctx, "%s must be a string, got %s (quote it)", what, describe(k))
+	}
+	if k.Value == "<<" && k.Style == 0 {
+		return "", p.errf(k, ctx, "YAML merge keys (<<) are not supported; repeat the keys")
+	}
+	if strings.TrimSpace(k.Value) == "" {
+		return "", p.errf(k, ctx, "%s is empty", what)
+	}
+	return k.Value, nil
+}
+
+func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
+	if isNull(v) {
+		return nil, p.errf(k, name, "entry is empty; give it at least one key (%s), or remove it", strings.Join(toolKeys, ", "))
+	}
+	if v.Kind != yaml.MappingNode {
+		return nil, p.errf(v, name, "entry must be a mapping of keys (%s), got %s", strings.Join(toolKeys, ", "), describe(v))
+	}
+	if len(v.Content) == 0 {
+		return nil, p.errf(v, name, "entry is empty; give it at least one key (%s), or remove it", strings.Join(toolKeys, ", "))
+	}
+	t := &Tool{Name: name, Source: p.source(k)}
+	seen := map[string]int{}
+	var sinkKey, trustedKey, prefixKey *yaml.Node
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		kk, vv := deref(v.Content[i]), deref(v.Content[i+1])
+		key, err := p.keyName(kk, name, "key")
+		if err != nil {
+			return nil, err
+		}
+		full := name + "." + key
+		if prev, dup := seen[key]; dup {
+			return nil, p.errf(kk, full, "set twice in this entry (first at line %d)", prev)
+		}
+		seen[key] = kk.Line
+		switch key {
+		case keyExfiltrating:
+			b, err := p.boolean(vv, full)
+			if err != nil {
+				return nil, err
+			}
+			t.Exfiltrating = b
+		case keySinkParams:
+			if t.SinkParams, err = p.strings(vv, full, "an argument name"); err != nil {
+				return nil, err
+			}
+			sinkKey = kk
+		case keyTrusted:
+			if t.TrustedDestinations, err = p.strings(vv, full, "a destination"); err != nil {
+				return nil, err
+			}
+			trustedKey = kk
+		case keyWriteParams:
+			if t.WriteParams, err = p.strings(vv, full, "an argument name"); err != nil {
+				return nil, err
+			}
+		case keyPrefixes:
+			raw, err := p.strings(vv, full, "a path prefix")
+			if err != nil {
+				return nil, err
+			}
+			if t.AllowedPathPrefixes, err = p.paths(vv, full, raw); err != nil {
+				return nil, err
+			}
+			prefixKey = kk
+		case keyArgPatterns:
+			if t.ArgPatterns, err = p.patterns(vv, full); err != nil {
+				return nil, err
+			}
+		case keyMaxCalls:
+			n, err := p.count(vv, full)
+			if err != nil {
+				return nil, err
+			}
+			t.MaxCalls = &n
+		default:
+			return nil, p.errf(kk, full, "unknown key%s; the keys are %s", suggest(key, toolKeys), strings.Join(toolKeys, ", "))
+		}
+	}
+	if !t.Exfiltrating {
+		if sinkKey != nil {
+			return nil, p.errf(sinkKey, name+"."+keySinkParams, "set without exfiltrating: true, so nothing would check it; add exfiltrating: true")
+		}
+		if trustedKey != nil {
+			return nil, p.errf(trustedKey, name+"."+keyTrusted, "set without exfiltrating: true, so nothing would check it; add exfiltrating: true")
+		}
+	}
+	if prefixKey != nil && len(t.AllowedPathPrefixes) > 0 && len(t.WriteParams) == 0 {
+		return nil, p.errf(prefixKey, name+"."+keyPrefixes, "set without write_params, so no argument would be confined; name the path arguments in write_params")
+	}
+	return t, nil
+}
+
+// boolean accepts only a YAML boolean: "false" in quotes is a string, and
+// yes/no are strings in YAML 1.2, so both are refused rather than guessed.
+func (p *parser) boolean(v *yaml.Node, key string) (bool, error) {
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" {
+		return false, p.errf(v, key, "must be true or false, got %s", describe(v))
+	}
+	var b bool
+	if err := v.Decode(&b); err != nil {
+		return false, p.errf(v, key, "must be true or false, got %s", describe(v))
+	}
+	return b, nil
+}
+
+// count accepts a non-negative YAML integer.
+func (p *parser) count(v *yaml.Node, key string) (int, error) {
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" {
+		return 0, p.errf(v, key, "must be a whole number of calls (0 forbids the tool), got %s", describe(v))
+	}
+	var n int64
+	if err := v.Decode(&n); err != nil || n > math.MaxInt32 {
+		return 0, p.errf(v, key, "must be a whole number of calls up to %d, got %s", math.MaxInt32, strconv.Quote(v.Value))
+	}
+	if n < 0 {
+		return 0, p.errf(v, key, "must not be negative (0 forbids the tool), got %d", n)
+	}
+	return int(n), nil
+}
+
+// strings accepts a list of non-empty strings. Numbers and booleans are
+// refused rather than turned into text: `trusted_destinations: [1]` is more
+// likely a mistake than a recipient named "1".
+func (p *parser) strings(v *yaml.Node, key, what string) ([]string, error) {
+	if v.Kind != yaml.SequenceNode {
+		hint := ""
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
+			hint = fmt.Sprintf(" (write [%s])", v.Value)
+		}
+		return nil, p.errf(v, key, "must be a list, got %s%s", describe(v), hint)
+	}
+	out := make([]string, 0, len(v.Content))
+	for i, item := range v.Content {
+		item = deref(item)
+		if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
+			return nil, p.errf(item, key, "item %d must be %s (a string), got %s; quote it if you mean the text", i+1, what, describe(item))
+		}
+		if strings.TrimSpace(item.Value) == "" {
+			return nil, p.errf(item, key, "item %d is empty", i+1)
+		}
+		if strings.ContainsRune(item.Value, 0) {
+			return nil, p.errf(item, key, "item %d contains a NUL character", i+1)
+		}
+		out = append(out, item.Value)
+	}
+	return out, nil
+}
+
+// paths resolves path prefixes: a relative one against the directory of the
+// file that names it, then cleaned. "~" is refused rather than expanded, so
+// the policy means the same thing whoever's environment loads it.
+func (p *parser) paths(v *yaml.Node, key string, raw []string) ([]string, error) {
+	out := make([]string, 0, len(raw))
+	for i, r := range raw {
+		item := deref(v.Content[i])
+		switch {
+		case strings.HasPrefix(r, "~"):
+			return nil, p.errf(item, key, "item %d: %s: ~ is not expanded; write the absolute path", i+1, strconv.Quote(r))
+		case filepath.IsAbs(r):
+			out = append(out, filepath.Clean(r))
+		case p.src.Dir == "":
+			return nil, p.errf(item, key, "item %d: %s is relative and this policy has no directory to resolve it against; write an absolute path", i+1, strconv.Quote(r))
+		default:
+			dir := p.src.Dir
+			if !filepath.IsAbs(dir) {
+				abs, err := filepath.Abs(dir)
+				if err != nil {
+					return nil, p.errf(item, key, "item %d: resolving %s: %v", i+1, strconv.Quote(r), err)
+				}
+				dir = abs
+			}
+			out = append(out, filepath.Join(dir, r))
+		}
+	}
+	return out, nil
+}
+
+// patterns compiles arg_patterns. Each pattern is compiled on its own first,
+// so that a pattern like `a)|(.*` can't escape the ^(?:...)$ wrapper that
+// makes it match whole values.
+func (p *parser) patterns(v *yaml.Node, key string) ([]ArgPattern, error) {
+	if v.Kind != yaml.MappingNode {
+		return nil, p.errf(v, key, "must be a mapping of argument name to pattern, got %s", describe(v))
+	}
+	var out []ArgPattern
+	seen := map[string]int{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, pv := deref(v.Content[i]), deref(v.Content[i+1])
+		arg, err := p.keyName(k, key, "argument name")
+		if err != nil {
+			return nil, err
+		}
+		full := key + "." + arg
+		if prev, dup := seen[arg]; dup {
+			return nil, p.errf(k, full, "set twice (first at line %d)", prev)
+		}
+		seen[arg] = k.Line
+		if pv.Kind != yaml.ScalarNode || pv.ShortTag() != "!!str" {
+			return nil, p.errf(pv, full, "pattern must be a string, got %s; quote it", describe(pv))
+		}
+		if _, err := regexp.Compile(pv.Value); err != nil {
+			return nil, p.errf(pv, full, "pattern %s does not compile: %s%s", strconv.Quote(pv.Value), strings.TrimPrefix(err.Error(), "error parsing regexp: "), re2Hint(err))
+		}
+		re, err := regexp.Compile(`^(?:` + pv.Value + `)$`)
+		if err != nil {
+			return nil, p.errf(pv, full, "pattern %s does not compile: %s", strconv.Quote(pv.Value), strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		}
+		out = append(out, ArgPattern{Arg: arg, Pattern: pv.Value, Re: re})
+	}
+	return out, nil
+}
+
+func re2Hint(err error) string {
+	if strings.Contains(err.Error(), "invalid or unsupported Perl syntax") || strings.Contains(err.Error(), "invalid escape sequence") {
+		return " (patterns are RE2: no lookarounds or backreferences)"
+	}
+	return ""
+}
+
+func (p *parser) sandbox(k, v *yaml.Node) (*Confinement, error) {
+	if isNull(v) || v.Kind != yaml.MappingNode {
+		return nil, p.errf(v, SandboxKey, "must be a mapping with %s, got %s", strings.Join(sandboxKeys, ", "), describe(v))
+	}
+	c := &Confinement{Source: p.src.Name + ":" + itoa(k.Line)}
+	if p.src.abs != "" {
+		c.Source = p.src.abs + ":" + itoa(k.Line)
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		kk, vv := deref(v.Content[i]), deref(v.Content[i+1])
+		key, err := p.keyName(kk, SandboxKey, "key")
+		if err != nil {
+			return nil, err
+		}
+		full := SandboxKey + "." + key
+		if prev, dup := seen[key]; dup {
+			return nil, p.errf(kk, full, "set twice (first at line %d)", prev)
+		}
+		seen[key] = kk.Line
+		switch key {
+		case keyReadWrite, keyReadOnly:
+			raw, err := p.strings(vv, full, "a path")
+			if err != nil {
+				return nil, err
+			}
+			paths, err := p.paths(vv, full, raw)
+			if err != nil {
+				return nil, err
+			}
+			if key == keyReadWrite {
+				c.ReadWrite = paths
+			} else {
+				c.ReadOnly = paths
+			}
+		case keyConnectTCP:
+			if vv.Kind != yaml.SequenceNode {
+				return nil, p.errf(vv, full, "must be a list of TCP ports, got %s", describe(vv))
+			}
+			for j, item := range vv.Content {
+				item = deref(item)
+				var port int64
+				if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!int" || item.Decode(&port) != nil || port < 1 || port > 65535 {
+					return nil, p.errf(item, full, "item %d must be a TCP port from 1 to 65535, got %s", j+1, describe(item))
+				}
+				c.ConnectTCP = append(c.ConnectTCP, int(port))
+			}
+		default:
+			return nil, p.errf(kk, full, "unknown key%s; the keys are %s", suggest(key, sandboxKeys), strings.Join(sandboxKeys, ", "))
+		}
+	}
+	return c, nil
+}
+
+// suggest returns " (did you mean K?)" for the known key nearest to key, when
+// one is near enough to be a typo.
+func suggest(key string, known []string) string {
+	best, bestD := "", -1
+	lk := strings.ToLower(key)
+	for _, k := range known {
+		d := editDistance(lk, k)
+		if bestD < 0 || d < bestD {
+			best, bestD = k, d
+		}
+	}
+	limit := len(best) / 3
+	if limit < 2 {
+		limit = 2
+	}
+	if bestD >= 0 && bestD <= limit {
+		return " (did you mean " + best + "?)"
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance over bytes; keys are ASCII and
+// short, and the input is capped so a huge key can't make it quadratic.
+func editDistance(a, b string) int {
+	if len(a) > 64 {
+		return len(a)
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
