@@ -358,3 +358,52 @@ func TestApproveCorruptPending(t *testing.T) {
 		t.Errorf("exit %d; output:\n%s", status, out)
 	}
 }
+
+// A "y" typed before the question appeared is not an answer to it.
+func TestApproveIgnoresTypeAhead(t *testing.T) {
+	home := t.TempDir()
+	store := approval.Open(filepath.Join(home, "pending.json"), nil)
+	code, err := store.Issue(mailReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	// Queued on the terminal before the process even starts.
+	if _, err := io.WriteString(ptmx, "y\r"); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bouncerBin(t), "approve", "--home", home, code)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	p := &ptyProc{cmd: cmd, f: ptmx, eof: make(chan struct{})}
+	go func() {
+		defer close(p.eof)
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { cmd.Process.Kill(); ptmx.Close() })
+	p.waitFor(t, "Approve? [y/N] ")
+	io.WriteString(ptmx, "n\r")
+	status, out := p.wait(t)
+	if status != 1 || strings.Contains(out, "Approved") {
+		t.Errorf("exit %d; output:\n%s", status, out)
+	}
+	if c, _ := store.Lookup(code); c.Approved {
+		t.Error("type-ahead approved the code")
+	}
+}
