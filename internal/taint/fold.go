@@ -168,16 +168,25 @@ func bmp() *bmpTables {
 	}
 	bmpOnce.Do(func() {
 		t := new(bmpTables)
-		for r := rune(0x80); r < 0x10000; r++ {
-			if isSep1Slow(r) {
-				t.sep1[r>>6] |= 1 << (r & 63)
-			}
-			if r < 0xd800 || r > 0xdfff {
-				s := string(r)
-				p := norm.NFKC.PropertiesString(s)
-				if norm.NFKC.IsNormalString(s) && p.CCC() == 0 && p.BoundaryBefore() {
-					t.stable[r>>6] |= 1 << (r & 63)
+		for _, tab := range []*unicode.RangeTable{unicode.P, unicode.S, unicode.Han, unicode.Hiragana,
+			unicode.Katakana, unicode.Hangul, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar} {
+			for _, rg := range tab.R16 {
+				for r := rune(rg.Lo); r <= rune(rg.Hi); r += rune(rg.Stride) {
+					if r >= 0x80 && !isApos(r) {
+						t.sep1[r>>6] |= 1 << (r & 63)
+					}
 				}
+			}
+		}
+		var buf [utf8.UTFMax]byte
+		for r := rune(0x80); r < 0x10000; r++ {
+			if r >= 0xd800 && r <= 0xdfff {
+				continue
+			}
+			b := buf[:utf8.EncodeRune(buf[:], r)]
+			p := norm.NFKC.Properties(b)
+			if p.CCC() == 0 && p.BoundaryBefore() && norm.NFKC.IsNormal(b) {
+				t.stable[r>>6] |= 1 << (r & 63)
 			}
 		}
 		for r := range rune(foldTableLen) {

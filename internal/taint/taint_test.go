@@ -338,6 +338,11 @@ func TestTables(t *testing.T) {
 			t.Fatalf("fold table wrong at %U", r)
 		}
 	}
+	for r := rune(0x80); r < 0x10000; r++ {
+		if got, want := isSep1Rune(r), isSep1Slow(r); got != want {
+			t.Fatalf("separator table wrong at %U: %v, want %v", r, got, want)
+		}
+	}
 	for _, r := range []rune{'。', '»', '—', '请', '📧'} {
 		if !isSep1Rune(r) {
 			t.Errorf("%q should separate", r)
