@@ -59,6 +59,7 @@ type scanner struct {
 	phr   folder // whole-piece phrase folding
 
 	jbuf []byte // unescaped JSON strings
+	plus []byte // a query value with '+' read as space
 
 	chunkFlags uint16
 }
@@ -328,6 +329,9 @@ func (sc *scanner) url(p []byte, i, depth int, flags uint16) {
 	}
 	auth := rest[:end]
 	if at := bytes.LastIndexByte(auth, '@'); at >= 0 {
+		// https://attacker@evil.com: the whole authority reads as an
+		// address, and the host is the host.
+		sc.canon(trim(auth), flags)
 		sc.canon(trim(auth[:at]), flags)
 		auth = auth[at+1:]
 	}
@@ -366,6 +370,27 @@ func (sc *scanner) params(q []byte, depth int, flags uint16) {
 		v = trim(v)
 		sc.canon(v, flags)
 		sc.structure(v, depth+1, flags)
+		if flags&cPlus != 0 && bytes.IndexByte(v, '+') >= 0 {
+			sc.plusSpaced(v, flags)
+		}
+	}
+}
+
+// plusSpaced records a query value read as form encoding, where '+' is a
+// space: to=Mallory+attacker@evil.com+now names attacker@evil.com. (The value
+// read literally, keeping a+tag@b.com whole, is recorded too.)
+func (sc *scanner) plusSpaced(v []byte, flags uint16) {
+	sc.plus = append(sc.plus[:0], v...)
+	for i, c := range sc.plus {
+		if c == '+' {
+			sc.plus[i] = ' '
+		}
+	}
+	flags &^= cPlus
+	for _, w := range bytes.Split(sc.plus, []byte(" ")) {
+		if len(w) > 0 {
+			sc.forms(w, flags)
+		}
 	}
 }
 
