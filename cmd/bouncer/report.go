@@ -1,7 +1,159 @@
 package main
 
-// cmdReport is not built yet.
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/report"
+)
+
+const reportSynopsis = `bouncer report [--policy FILE]... [--tools FILE] [--audit FILE] [--name SERVER] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--date YYYY-MM-DD] [-o FILE]`
+
+// cmdReport writes the Markdown review pack from the policy, a saved
+// tools/list result and the audit log.
 func cmdReport(args []string) int {
-	errorf("report: not implemented yet")
-	return exitFail
+	fs, home := newFlags("report", reportSynopsis)
+	var policies multiFlag
+	fs.Var(&policies, "policy", "policy `FILE` (repeatable, in the order bouncer run takes them)")
+	toolsFile := fs.String("tools", "", "the server's tools/list result as JSON (`FILE`, {\"tools\": [...]})")
+	auditFile := fs.String("audit", "", "audit log `FILE` (default: audit.jsonl in the state directory)")
+	name := fs.String("name", "", "summarise only the audit lines of server `NAME` (bouncer run's --name)")
+	since := fs.String("since", "", "first day of the period, `YYYY-MM-DD` (UTC)")
+	until := fs.String("until", "", "last day of the period, `YYYY-MM-DD` (UTC), inclusive")
+	date := fs.String("date", "", "the pack's date, `YYYY-MM-DD` (default today, UTC), so that a pack can be reproduced")
+	outFile := fs.String("o", "", "write the pack to `FILE` (default stdout)")
+	if done, st := parseFlags(fs, args); done {
+		return st
+	}
+	if fs.NArg() > 0 {
+		return usageError(fmt.Sprintf("report: unexpected argument %q", fs.Arg(0)))
+	}
+	in := report.Input{Server: *name, PolicyFiles: policies}
+	var err error
+	for _, d := range []struct {
+		flag, val string
+		to        *time.Time
+	}{{"--since", *since, &in.Since}, {"--until", *until, &in.Until}, {"--date", *date, &in.Generated}} {
+		if d.val == "" {
+			continue
+		}
+		if *d.to, err = time.Parse("2006-01-02", d.val); err != nil {
+			return usageError(fmt.Sprintf("report: %s %q: want YYYY-MM-DD", d.flag, d.val))
+		}
+	}
+	if !in.Since.IsZero() && !in.Until.IsZero() && in.Until.Before(in.Since) {
+		return usageError("report: --until is before --since")
+	}
+	if in.Generated.IsZero() {
+		in.Generated = time.Now().UTC()
+	}
+
+	pol, err := policy.Load(policies...)
+	if err != nil {
+		errorf("%v", err)
+		return exitUsage
+	}
+	in.Policy = pol
+	if *toolsFile != "" {
+		data, err := os.ReadFile(*toolsFile)
+		if err != nil {
+			errorf("report: %v", err)
+			return exitUsage
+		}
+		if in.Tools, err = report.ParseTools(data); err != nil {
+			errorf("%s: %v", *toolsFile, err)
+			return exitUsage
+		}
+		in.ToolsFile = *toolsFile
+	}
+
+	path := *auditFile
+	explicit := path != ""
+	if !explicit {
+		dir, err := stateDir(*home)
+		if err != nil {
+			errorf("report: %v", err)
+			return exitUsage
+		}
+		path = filepath.Join(dir, "audit.jsonl")
+	}
+	entries, err := readAuditLenient(path)
+	switch {
+	case err == nil:
+		in.AuditFile = path
+		in.Audit = entries
+		if in.Chain, err = audit.VerifyFileReport(path); err != nil {
+			errorf("%v", err)
+			return exitFail
+		}
+	case errors.Is(err, os.ErrNotExist) && !explicit:
+		// No log yet: the pack shows the controls and says there is no evidence.
+	default:
+		errorf("report: %v", err)
+		return exitUsage
+	}
+
+	pack := report.Write(in)
+	if *outFile == "" {
+		os.Stdout.Write(pack)
+		return exitOK
+	}
+	if err := writeReportFile(*outFile, pack); err != nil {
+		errorf("report: %v", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// writeReportFile writes data to path through a temporary file in the same
+// directory, so a reader never sees half a pack.
+func writeReportFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// readAuditLenient parses every line of an audit log it can. A damaged log
+// is exactly what a reviewer must see, so a line that doesn't parse is
+// skipped here and reported through the hash chain's verification instead
+// of stopping the pack.
+func readAuditLenient(path string) ([]audit.Entry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []audit.Entry
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if e, err := audit.Parse(line); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }

@@ -1,0 +1,144 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+func (w *writer) limits() {
+	w.f("## What Bouncer enforces and what it does not\n\n")
+	w.f("Enforced, for MCP tool calls that pass through `bouncer run`:\n\n")
+	for _, s := range []string{
+		"A call that is denied is never forwarded to the server, so it has no side effect there.",
+		"A destination that appeared in this server's output earlier in the session is denied in a sending tool's destination arguments, after folding case, whitespace, full-width forms and zero-width characters on both sides and decoding common escapes in the output.",
+		"A destination Bouncer can't place (neither seen in output nor in `trusted_destinations`) goes to a human; no answer is a deny.",
+		"Path arguments are confined to `allowed_path_prefixes` by path component, after `..` and the symbolic links of the existing part of the path are resolved.",
+		"`arg_patterns` must match the whole argument value; `max_calls` bounds the calls of a tool per session.",
+		"The tool list is pinned at startup: a tool that wasn't there, or whose definition changed, is denied.",
+		"Every verdict is appended to the audit log before the call goes on; a line that can't be written denies the call. The log is hash-chained.",
+		"A policy with an error stops the proxy before the server starts.",
+	} {
+		w.f("- %s\n", s)
+	}
+	w.f("\nNot enforced:\n\n")
+	for _, s := range []string{
+		"Prompt injection is not detected. Bouncer limits what a fooled agent can do through MCP; it does not make the agent less foolable.",
+		"Anything outside MCP: an agent with a shell, a browser or raw network access can go around Bouncer.",
+		"Content: sensitive data sent to a trusted or approved destination goes out. Bouncer is not a data-loss-prevention tool.",
+		"Taint is per server and per session: a destination read through one server and sent through another, or after a restart, is asked about, not denied.",
+		"Matching is literal: a destination assembled by the agent, or encoded in a way Bouncer doesn't decode (base64, homoglyphs, words), is asked about, not denied.",
+		"Arguments a policy doesn't declare are checked only if their names are destination-shaped; a recipient in an argument like `webhook_target` of an undeclared tool is not.",
+		"A budget limits damage; the calls within it run. Use `max_calls: 0` to forbid a tool.",
+		"A one-time code approves a destination for one call, not a message: the retry's other arguments may differ.",
+		"The server's own code is trusted. Bouncer does not vet servers; a malicious server can do what its process may do.",
+		"The audit log is plain text readable by your user, arguments included; the hash chain shows edits, not a log cut short at its end.",
+	} {
+		w.f("- %s\n", s)
+	}
+	w.f("\n")
+}
+
+// counts of tools with each kind of control, for evidence cells.
+type coverage struct {
+	sending, confined, patterned, budgeted, fallback, open []string
+	trusted                                                int
+}
+
+func cover(ctrls []control) coverage {
+	var c coverage
+	for _, x := range ctrls {
+		t, n := x.t, code(x.def.Name)
+		if t.Exfiltrating {
+			c.sending = append(c.sending, n)
+			c.trusted += len(t.TrustedDestinations)
+		}
+		if len(t.WriteParams) > 0 && len(t.AllowedPathPrefixes) > 0 {
+			c.confined = append(c.confined, n)
+		}
+		if len(t.ArgPatterns) > 0 {
+			c.patterned = append(c.patterned, n)
+		}
+		if t.MaxCalls != nil {
+			c.budgeted = append(c.budgeted, n)
+		}
+		if x.listed && t.Fallback {
+			c.fallback = append(c.fallback, n)
+		}
+		if !x.guarded {
+			c.open = append(c.open, n)
+		}
+	}
+	return c
+}
+
+func names(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func (w *writer) owasp(ctrls []control, s *summary) {
+	c := cover(ctrls)
+	w.f("## OWASP Top 10 for LLM Applications (2025)\n\n")
+	w.f("Only the risks Bouncer's controls bear on are listed. Bouncer reduces impact; none of these risks is removed by it.\n\n")
+	w.f("| Risk | What Bouncer does | Evidence | Left to you |\n|---|---|---|---|\n")
+	row := func(risk, does, ev, gap string) { w.f("| %s | %s | %s | %s |\n", risk, does, ev, gap) }
+	row("LLM01:2025 Prompt Injection",
+		"Limits the effect of indirect injection: a destination planted in tool output is denied; an unknown one needs a human.",
+		fmt.Sprintf("Sending tools gated: %s. %s.", names(c.sending), s.evidence("sink")),
+		"Detecting injection; instructions that need no send, write or delete; channels outside MCP.")
+	row("LLM02:2025 Sensitive Information Disclosure",
+		"Data can't be sent to a destination taken from untrusted output; sends elsewhere need a vouched or approved destination.",
+		fmt.Sprintf("%s; %s; %s.", plural(c.trusted, "trusted destination"), s.evidence("sink", "approval"), plural(s.verdicts["ask"], "ask")),
+		"What the content is: data sent to a trusted or approved recipient goes out. Use DLP for content.")
+	row("LLM05:2025 Improper Output Handling",
+		"Arguments the model produces are checked before they reach the tool: paths against prefixes, values against patterns.",
+		fmt.Sprintf("Paths confined: %s; patterns: %s; %s.", names(c.confined), names(c.patterned), s.evidence("path", "pattern")),
+		"Validating what the tool does with the values (SQL, shell, HTML) is the server's job.")
+	row("LLM06:2025 Excessive Agency",
+		"Per-tool limits: call budgets, path confinement, patterns, pinning of the tool list, and a human for unknown destinations.",
+		fmt.Sprintf("Budgets: %s; %s.", names(c.budgeted), s.evidence("budget", "path", "pattern", "pinning")),
+		fmt.Sprintf("Tools with no control beyond pinning: %s. Removing tools the agent doesn't need.", names(c.open)))
+	row("LLM10:2025 Unbounded Consumption",
+		"`max_calls` caps how often a tool runs in one session.",
+		fmt.Sprintf("Budgets: %s; %s.", names(c.budgeted), s.evidence("budget")),
+		"Rate limits across sessions, cost and token limits.")
+	w.f("\nNot addressed: LLM03 Supply Chain (Bouncer doesn't vet servers or models; signed policy files only protect the policy), LLM04 Data and Model Poisoning, LLM07 System Prompt Leakage, LLM08 Vector and Embedding Weaknesses, LLM09 Misinformation.\n\n")
+}
+
+func (w *writer) aiuc(ctrls []control, s *summary, in *Input) {
+	c := cover(ctrls)
+	w.f("## AIUC-1 (mapping by topic)\n\n")
+	w.f("This maps Bouncer's controls to AIUC-1 requirement topics by subject, not by control number: check the current AIUC-1 text for the control identifiers before citing them in an audit.\n\n")
+	w.f("| Topic | What Bouncer does | Evidence | Left to you |\n|---|---|---|---|\n")
+	row := func(topic, does, ev, gap string) { w.f("| %s | %s | %s | %s |\n", topic, does, ev, gap) }
+	logEv := "No audit log given."
+	if in.AuditFile != "" {
+		logEv = fmt.Sprintf("%s in the period; hash chain %s", plural(s.total, "line"), strings.TrimSuffix(chainText(in.Chain), "."))
+	}
+	row("Security: restricting what an AI agent may do with its tools",
+		"Deterministic per-tool rules decide every call before it runs; denied calls never reach the server.",
+		fmt.Sprintf("Sending: %s; paths: %s; budgets: %s; %s in all.", names(c.sending), names(c.confined), names(c.budgeted), plural(s.verdicts["deny"], "denial")),
+		fmt.Sprintf("Tools with no control beyond pinning: %s. Access outside MCP.", names(c.open)))
+	row("Security: resilience to adversarial input (prompt injection)",
+		"Impact limitation: destinations from untrusted output are denied, unknown ones need a human.",
+		fmt.Sprintf("%s.", s.evidence("sink")),
+		"Detection and adversarial testing of the agent itself.")
+	row("Data & privacy: preventing leakage of customer or personal data",
+		"Blocks sends to destinations an attacker planted in tool output.",
+		fmt.Sprintf("%s across %s; %s.", plural(c.trusted, "trusted destination"), plural(len(c.sending), "sending tool"), s.evidence("sink")),
+		"Content inspection; data sent to trusted recipients; retention of the audit log, which holds full arguments.")
+	row("Accountability: logging of agent actions",
+		"Every verdict is a JSON line with time, server, tool, full arguments, verdict, reason and rule, hash-chained.",
+		logEv+".",
+		"Shipping the log off the machine, retention, and keeping the head hash where the agent can't write.")
+	row("Safety and accountability: human oversight of high-risk actions",
+		"Unknown destinations go to a human, through the client or a one-time code at a terminal.",
+		fmt.Sprintf("%s; outcomes under \"How the asks ended\".", plural(s.verdicts["ask"], "ask")),
+		"Deciding which actions need a human beyond sends; keeping the agent away from `bouncer approve`.")
+	if len(c.fallback) > 0 {
+		w.f("\nTools with no pack or policy entry (%s) rely on the derived fallback; the rows above hold for them only as far as their argument names allow.\n", names(c.fallback))
+	}
+	w.f("\n")
+}
