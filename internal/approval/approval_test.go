@@ -500,3 +500,25 @@ func FuzzPrintable(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkIssueApproveTake is one code's whole life: three locked,
+// synced rewrites of pending.json.
+func BenchmarkIssueApproveTake(b *testing.B) {
+	s := Open(filepath.Join(b.TempDir(), "pending.json"), nil)
+	i := 0
+	for b.Loop() {
+		r := bob
+		r.Destination = strconv.Itoa(i)
+		i++
+		code, err := s.Issue(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Approve(code); err != nil {
+			b.Fatal(err)
+		}
+		if _, ok, err := s.Take(r); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}
