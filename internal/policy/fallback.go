@@ -15,14 +15,17 @@ var destNames = setOf(
 	"address", "addresses", "email_address", "email_addresses",
 	"url", "urls", "uri", "uris", "webhook", "webhooks", "endpoint", "endpoints",
 	"channel", "channels", "share_with", "shared_with", "destination", "dest",
-	"reply_to", "forward", "forward_to", "phone", "phone_number", "phone_numbers",
+	"reply_to", "forward", "forward_to", "send_to", "share_to", "phone", "phone_number", "phone_numbers",
 	"invitee", "invitees", "attendee", "attendees",
 )
 
 // destLastWords make a name a destination when they are its last word:
 // webhook_url, recipient_email, emailAddress, callback_uri, notify_channel.
+//
+// to, cc and bcc count only as whole names: in_reply_to and reply_to_id
+// carry message ids, and inReplyTo is one in every mail server's schema.
 var destLastWords = setOf(
-	"to", "cc", "bcc", "email", "emails", "address", "addresses", "recipient", "recipients",
+	"email", "emails", "address", "addresses", "recipient", "recipients",
 	"url", "urls", "uri", "uris", "webhook", "webhooks", "endpoint", "endpoints",
 	"channel", "channels", "destination", "destinations", "invitee", "invitees",
 	"attendee", "attendees",
