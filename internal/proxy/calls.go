@@ -159,7 +159,7 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	}
 	p.mu.Lock()
 	switch {
-	case !p.initResult:
+	case p.initID == nil && !p.initResult:
 		p.mu.Unlock()
 		reason := "the session is not initialized, so no tool list is pinned"
 		p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
@@ -167,11 +167,14 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 		return nil
 	case !p.pinDone:
 		// Hold the call until the complete tool list is pinned; the pinner
-		// decides queued calls in the order they came.
+		// decides queued calls in the order they came. A client that did
+		// not wait for the initialize result is served too.
 		p.held[m.ID] = c
 		p.prepin = append(p.prepin, c)
-		start := !p.pinStarted
-		p.pinStarted = true
+		start := p.initResult && !p.pinStarted
+		if start {
+			p.pinStarted = true
+		}
 		p.mu.Unlock()
 		if start {
 			p.startPin()

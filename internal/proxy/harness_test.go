@@ -249,8 +249,9 @@ func (h *harness) waitExit() error {
 
 // rawClient speaks JSON lines.
 type rawClient struct {
-	t    *testing.T
-	conn mcp.Connection
+	t       *testing.T
+	conn    mcp.Connection
+	timeout time.Duration // per read; default 30s
 }
 
 func (r *rawClient) send(line string) {
@@ -268,7 +269,11 @@ func (r *rawClient) send(line string) {
 func (r *rawClient) next(keepNotifications bool) jsonrpc.Message {
 	r.t.Helper()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		timeout := r.timeout
+		if timeout == 0 {
+			timeout = 30 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		m, err := r.conn.Read(ctx)
 		cancel()
 		if err != nil {

@@ -31,24 +31,34 @@ func (p *Proxy) startPin() {
 				p.logf("could not pin the upstream's tool list, so every tool call will be denied: %v", err)
 			}
 		}
-		for {
-			p.mu.Lock()
-			if len(p.prepin) == 0 {
-				p.pinDone = true
-				p.mu.Unlock()
-				return
-			}
-			c := p.prepin[0]
-			p.prepin = p.prepin[1:]
-			p.mu.Unlock()
-			c.mu.Lock()
-			waiting := c.state == stateHeld
-			c.mu.Unlock()
-			if waiting {
-				p.decide(c)
-			}
-		}
+		p.decideQueued()
 	}()
+}
+
+// decideQueued decides the calls that waited for the pin, in order, and
+// then lets later calls be decided as they come.
+func (p *Proxy) decideQueued() {
+	for {
+		p.mu.Lock()
+		if len(p.prepin) == 0 {
+			p.pinDone = true
+			p.mu.Unlock()
+			return
+		}
+		c := p.prepin[0]
+		p.prepin = p.prepin[1:]
+		p.mu.Unlock()
+		c.mu.Lock()
+		waiting := c.state == stateHeld
+		c.mu.Unlock()
+		if waiting {
+			p.decide(c)
+			continue
+		}
+		p.mu.Lock()
+		delete(p.held, c.req.ID) // withdrawn while it waited
+		p.mu.Unlock()
+	}
 }
 
 // listAll fetches every page of the upstream's tools/list with the proxy's

@@ -212,11 +212,14 @@ func (p *Proxy) Run(ctx context.Context, down, up mcp.Connection) error {
 func (p *Proxy) drain(ctx context.Context, upErr <-chan error) {
 	deadline := time.NewTimer(p.cfg.DrainTimeout)
 	defer deadline.Stop()
-	// Wait for the pin and the calls queued behind it (bounded by the
-	// drain deadline): they were sent before the client left.
+	// Wait for the pin, the calls queued behind it and the answers owed
+	// (bounded by the drain deadline): they were asked before the client
+	// left.
 	for {
 		p.mu.Lock()
-		waiting := p.pinStarted && !p.pinDone
+		// Some servers (the go-sdk's among them) drop answers still owed
+		// when their stdin closes, so wait for those too.
+		waiting := !p.pinDone && (p.pinStarted || len(p.prepin) > 0) || len(p.fwd) > 0
 		p.mu.Unlock()
 		if !waiting {
 			break
@@ -556,12 +559,21 @@ func (p *Proxy) upstreamInitialized(m *jsonrpc.Response) {
 	p.mu.Lock()
 	p.negotiated = res.ProtocolVersion
 	p.initResult = m.Error == nil
-	start := p.initResult && p.initialized && !p.pinStarted
+	start := !p.pinStarted && (p.initialized || len(p.prepin) > 0 || m.Error != nil)
 	if start {
 		p.pinStarted = true
 	}
 	p.mu.Unlock()
-	if start {
+	switch {
+	case start && m.Error != nil:
+		// No session, so no tool list: calls that waited are denied.
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.logf("the upstream refused initialize, so every tool call will be denied: %v", m.Error)
+			p.decideQueued()
+		}()
+	case start:
 		p.startPin()
 	}
 }

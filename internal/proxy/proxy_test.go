@@ -47,7 +47,7 @@ func TestTaintedDestinationNeverForwarded(t *testing.T) {
 		t.Fatalf("mails = %v", m)
 	}
 	got := verdicts(h.auditLines())
-	want := "get_ticket:allow/default send_email:deny/sink send_email:deny/sink send_email:allow/default"
+	want := "get_ticket:allow/default send_email:deny/sink send_email:deny/sink send_email:allow/sink"
 	if got != want {
 		t.Fatalf("audit = %s\nwant    %s", got, want)
 	}
@@ -363,6 +363,7 @@ func TestHugeResult(t *testing.T) {
 	cmd := selfServer(t, "raw-huge", "")
 	h := newHarness(t, hopts{cmd: &cmd})
 	r := h.raw()
+	r.timeout = 3 * time.Minute // recording 20 MiB as taint is slow under -race
 	r.handshake()
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
 	text, isErr := resultText(t, r.response(1))

@@ -1,0 +1,79 @@
+package fsresolve
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExisting(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "out", "sub"), 0o700))
+	must(os.MkdirAll(filepath.Join(root, "secret"), 0o700))
+	must(os.Symlink(filepath.Join(root, "secret"), filepath.Join(root, "out", "abs")))
+	must(os.Symlink("../secret", filepath.Join(root, "out", "rel")))
+	must(os.Symlink("sub/..", filepath.Join(root, "out", "dotdot")))
+	must(os.Symlink("loop", filepath.Join(root, "out", "loop")))
+	must(os.WriteFile(filepath.Join(root, "out", "file"), nil, 0o600))
+	cases := []struct{ in, want string }{
+		{"/out/new.txt", "/out/new.txt"},       // missing file in an existing dir
+		{"/out/abs/x", "/secret/x"},            // absolute link
+		{"/out/rel/x", "/secret/x"},            // relative link
+		{"/out/abs/../x", "/x"},                // .. applies to the link's target
+		{"/out/a/b/../../abs/y", "/secret/y"},  // .. pops missing components first
+		{"/out/dotdot/new", "/out/new"},        // a link containing ..
+		{"/out/./sub//f", "/out/sub/f"},        // . and doubled slashes
+		{"/out/file/below", "/out/file/below"}, // below a regular file: nothing exists
+		{"/../../out/sub", "/out/sub"},         // .. above / stays at /
+	}
+	for _, c := range cases {
+		in := root + c.in
+		if strings.HasPrefix(c.in, "/../../") {
+			in = "/../.." + root + strings.TrimPrefix(c.in, "/../..")
+		}
+		got, err := Existing(in)
+		if err != nil {
+			t.Errorf("Existing(%s): %v", c.in, err)
+			continue
+		}
+		if want := root + c.want; got != want {
+			t.Errorf("Existing(%s) = %s, want %s", c.in, got, want)
+		}
+	}
+	if _, err := Existing(filepath.Join(root, "out", "loop", "x")); err == nil {
+		t.Error("a link loop resolved")
+	}
+	if _, err := Existing("relative/path"); err == nil {
+		t.Error("a relative path resolved")
+	}
+}
+
+// FuzzExisting: any absolute input resolves to a clean absolute path or an
+// error, never a panic.
+func FuzzExisting(f *testing.F) {
+	for _, s := range []string{"/", "/tmp/../etc/./passwd", "/proc/self/root/x", "//a//b/", "/a/\x00b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if !filepath.IsAbs(p) {
+			return
+		}
+		got, err := Existing(p)
+		if err != nil {
+			return
+		}
+		if !filepath.IsAbs(got) || filepath.Clean(got) != got {
+			t.Fatalf("Existing(%q) = %q, not clean and absolute", p, got)
+		}
+	})
+}
