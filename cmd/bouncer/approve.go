@@ -99,6 +99,9 @@ func codeProblem(code, shown string, c approval.Code, err error) (status int, st
 	case errors.Is(err, approval.ErrUsed):
 		errorf("approve: code %s was already used; each code allows one call. Have the agent retry to get a new code", code)
 		return exitFail, true
+	case errors.Is(err, approval.ErrExpired) && c.Issued.After(time.Now()):
+		errorf("approve: code %s was issued at %s, in the future: this clock did not issue it, so it is not valid", code, clock(c.Issued))
+		return exitFail, true
 	case errors.Is(err, approval.ErrExpired):
 		errorf("approve: code %s expired at %s (codes last %v); have the agent retry the call to get a new one", code, clock(c.Expires()), approval.TTL)
 		return exitFail, true
@@ -147,8 +150,14 @@ func age(d time.Duration) string {
 	return fmt.Sprintf("%ds", s)
 }
 
-// clock formats a time of day in UTC, as the audit log does.
-func clock(t time.Time) string { return t.UTC().Format("15:04:05 UTC") }
+// clock formats a time in UTC, as the audit log does: the time of day when
+// it is within a day of now, else with the date.
+func clock(t time.Time) string {
+	if d := time.Since(t); d < 24*time.Hour && d > -24*time.Hour {
+		return t.UTC().Format("15:04:05 UTC")
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
 
 // parseOperands parses flags that may come before or after the operands
 // (bouncer approve CODE --home DIR), returning the operands. After "--"
