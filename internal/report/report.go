@@ -114,9 +114,12 @@ func (in *Input) controls() []control {
 		byName[d.Name] = &control{def: d, listed: true}
 	}
 	if in.ToolsFile == "" {
-		// No tools list: report what the policy names.
+		// No tools list: report what the user's files name. The packs'
+		// entries for other servers' tools would only bury them.
 		for _, n := range in.Policy.Names() {
-			byName[n] = &control{def: ToolDef{Name: n}}
+			if t := in.Policy.For(n, nil); !strings.HasPrefix(t.Source, "pack ") {
+				byName[n] = &control{def: ToolDef{Name: n}}
+			}
 		}
 	}
 	var out []control
@@ -200,7 +203,7 @@ func (w *writer) inputs(in *Input, entries []audit.Entry) {
 		w.f("- Policy: the built-in packs, then %s (later files replace earlier entries for the same tool).\n", strings.Join(fs, ", "))
 	}
 	if in.ToolsFile == "" {
-		w.f("- Tools: no `--tools` list given, so only the tools the policy names are shown; tools the server offers beyond those are not covered by this pack.\n")
+		w.f("- Tools: no `--tools` list given, so only the tools the policy files name are shown (not the built-in packs' entries, nor tools the server offers beyond those). Save the server's `tools/list` result and pass it with `--tools` for a complete pack.\n")
 	} else {
 		w.f("- Tools: %d, from %s (a saved `tools/list` result).\n", len(in.Tools), code(in.ToolsFile))
 	}

@@ -1,0 +1,336 @@
+package report
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/pack.golden.md and testdata/audit.jsonl")
+
+const fixturePolicy = `send_email:
+  exfiltrating: true
+  sink_params: [to]
+  trusted_destinations: [support@helpdesk.example, corp.example, "*@corp.example"]
+write_file:
+  write_params: [path]
+  allowed_path_prefixes: [/srv/work]
+delete_customer:
+  max_calls: 1
+notify:
+  exfiltrating: true
+export_data:
+  write_params: [dest]
+purge_cache:
+  exfiltrating: false
+upload_file:
+  max_calls: 3
+`
+
+const fixtureTools = `{"tools": [
+ {"name": "write_file", "inputSchema": {"type": "object", "properties": {"path": {}, "content": {}}}},
+ {"name": "send_email", "inputSchema": {"type": "object", "properties": {"to": {}, "cc": {}, "body": {}}}},
+ {"name": "delete_customer", "inputSchema": {"type": "object", "properties": {"id": {}}}},
+ {"name": "notify", "inputSchema": {"type": "object", "properties": {"message": {}}}},
+ {"name": "export_data", "inputSchema": {"type": "object", "properties": {"target": {}}}},
+ {"name": "purge_cache", "inputSchema": {"type": "object", "properties": {"recipient": {}}}},
+ {"name": "read_ticket", "inputSchema": {"type": "object", "properties": {"id": {}}}},
+ {"name": "remove_user", "inputSchema": {"type": "object", "properties": {"id": {}}}},
+ {"name": "post", "inputSchema": {"type": "object", "properties": {"channel": {}, "text": {}}}},
+ {"name": "save_note", "inputSchema": {"type": "object", "properties": {"file_path": {}}}},
+ {"name": "upload_file", "inputSchema": {"type": "object", "properties": {"path": {}, "data": {}}}}
+]}`
+
+func loadPolicy(t *testing.T, yaml string) *policy.Policy {
+	t.Helper()
+	p, err := policy.LoadSources(policy.Source{Name: "/cfg/bouncer.yaml", Dir: "/cfg", Data: []byte(yaml)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func tools(t *testing.T, s string) []ToolDef {
+	t.Helper()
+	ts, err := ParseTools([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// fixtureAudit is a session: a sink denial, a path denial, a budget
+// denial, a code issued then redeemed, an ask declined in the client, and
+// an ask the proxy never resolved; plus a line of another server and one
+// outside the period.
+func fixtureAudit() []audit.Entry {
+	n := 0
+	e := func(day int, server, tool, args, verdict, rule, reason, code string, id int) audit.Entry {
+		n++
+		return audit.Entry{TS: t0.AddDate(0, 0, day).Add(time.Duration(n) * time.Second), Server: server, Tool: tool,
+			Args: json.RawMessage(args), Verdict: verdict, Rule: rule, Reason: reason, Code: code,
+			Session: "s1", ID: json.RawMessage(strings.TrimSpace(string(rune('0' + id%10))))}
+	}
+	return []audit.Entry{
+		e(-5, "helpdesk", "read_ticket", `{"id":"1"}`, "allow", "default", "", "", 1),
+		e(0, "helpdesk", "read_ticket", `{"id":"2"}`, "allow", "default", "", "", 2),
+		e(0, "helpdesk", "send_email", `{"to":"attacker@evil.example"}`, "deny", "sink", "destination to='attacker@evil.example' came from untrusted data (it appeared in this server's output)", "", 3),
+		e(0, "helpdesk", "write_file", `{"path":"/home/u/.ssh/authorized_keys"}`, "deny", "path", "path='/home/u/.ssh/authorized_keys' outside allowed prefixes ['/srv/work']", "", 4),
+		e(0, "helpdesk", "delete_customer", `{"id":"C1"}`, "allow", "default", "", "", 5),
+		e(0, "helpdesk", "delete_customer", `{"id":"C2"}`, "deny", "budget", "call budget 1 for 'delete_customer' exceeded (attempt 2)", "", 6),
+		e(0, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "ask", "sink", "destination to='bob@partner.example' is not a vouched recipient", "", 7),
+		e(0, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "deny", "approval", "destination to='bob@partner.example' is not a vouched recipient. ... bouncer approve K7Q-F2M", "K7Q-F2M", 7),
+		e(1, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "ask", "sink", "destination to='bob@partner.example' is not a vouched recipient", "", 8),
+		e(1, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "allow", "approval", "approved with bouncer approve K7Q-F2M", "K7Q-F2M", 8),
+		e(1, "helpdesk", "post", `{"channel":"#x|<b>` + "`" + `"}`, "ask", "sink", "destination channel='#x|<b>`' is not a vouched recipient", "", 9),
+		e(1, "helpdesk", "post", `{"channel":"#x|<b>` + "`" + `"}`, "deny", "approval", "destination channel='#x|<b>`' is not a vouched recipient; the human declined", "", 9),
+		e(2, "helpdesk", "post", `{"channel":"#general"}`, "ask", "sink", "destination channel='#general' is not a vouched recipient", "", 0),
+		e(2, "other", "send_email", `{"to":"x@y.example"}`, "deny", "sink", "destination to='x@y.example' came from untrusted data", "", 1),
+	}
+}
+
+// writeAudit writes entries through the real audit log, so the chain is real.
+func writeAudit(t *testing.T, dir string, es []audit.Entry) string {
+	t.Helper()
+	path := filepath.Join(dir, "audit.jsonl")
+	l, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if err := l.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func fixtureInput(t *testing.T) Input {
+	t.Helper()
+	path := writeAudit(t, t.TempDir(), fixtureAudit())
+	es, err := audit.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := audit.VerifyFileReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		b, _ := os.ReadFile(path)
+		if err := os.WriteFile("testdata/audit.jsonl", b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Input{
+		Policy: loadPolicy(t, fixturePolicy), PolicyFiles: []string{"bouncer.yaml"},
+		Tools: tools(t, fixtureTools), ToolsFile: "tools.json",
+		Server: "helpdesk", AuditFile: "audit.jsonl", Audit: es, Chain: chain,
+		Since: t0, Until: t0.AddDate(0, 0, 2), Generated: t0.AddDate(0, 0, 3),
+	}
+}
+
+func TestGolden(t *testing.T) {
+	got := Write(fixtureInput(t))
+	golden := filepath.Join("testdata", "pack.golden.md")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("pack differs from %s (run go test -update and review the diff):\n%s", golden, got)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	in := fixtureInput(t)
+	a := Write(in)
+	// Tool order in the list and map iteration must not matter.
+	rev := make([]ToolDef, len(in.Tools))
+	for i, d := range in.Tools {
+		rev[len(rev)-1-i] = d
+	}
+	in.Tools = rev
+	for i := 0; i < 5; i++ {
+		if b := Write(in); string(a) != string(b) {
+			t.Fatal("two packs from the same input differ")
+		}
+	}
+}
+
+func TestContent(t *testing.T) {
+	pack := string(Write(fixtureInput(t)))
+	for _, tt := range []struct {
+		name string
+		want string
+		not  bool
+	}{
+		{"period excludes earlier lines", "12 verdicts in the period", false},
+		{"other server excluded", "x@y.example", true},
+		{"sink denial counted", "| `to=attacker@evil.example` | 1 |", false},
+		{"code issued", "| blocked, one-time code issued | 1 |", false},
+		{"code redeemed", "| approved with a one-time code | 1 |", false},
+		{"declined", "| declined in the client | 1 |", false},
+		{"unresolved ask", "| no outcome line (the proxy stopped first) | 1 |", false},
+		{"unresolved ask finding", "1 ask without an outcome line", false},
+		{"chain intact", "Hash chain: intact, 14 lines", false},
+		{"budget row", "| `delete_customer` | `/cfg/bouncer.yaml:8` | — | — | — | — | 1 a session |", false},
+		{"pinning-only list", "Guarded by pinning only (any arguments, any number of calls): `export_data`, `purge_cache`, `read_ticket`, `save_note`.", false},
+		{"fallback sink", "| `post` | fallback (no pack or file names it) | `channel` |", false},
+		{"untrusted values in code spans", "`` to=#x\\|<b>` ``", true},
+		{"limits heading", "## What Bouncer enforces and what it does not", false},
+		{"owasp", "| LLM06:2025 Excessive Agency |", false},
+		{"aiuc by topic", "## AIUC-1 (mapping by topic)", false},
+	} {
+		has := strings.Contains(pack, tt.want)
+		if has == tt.not {
+			t.Errorf("%s: contains %q = %v", tt.name, tt.want, has)
+		}
+	}
+	if !strings.Contains(pack, "`` channel=#x\\|<b>` ``") {
+		t.Errorf("a destination with a backtick, pipe and HTML is not in a safe code span:\n%s", pack)
+	}
+}
+
+func TestFindings(t *testing.T) {
+	in := fixtureInput(t)
+	var got []string
+	for _, f := range findings(&in, in.controls(), summarise(in.period(), in.Policy)) {
+		got = append(got, f.tool+": "+f.text)
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		"notify: Sends data but declares no destination argument",
+		"send_email: Argument(s) `cc` look like destinations and are checked, but `sink_params` doesn't list them",
+		"send_email: Trusted destination `corp.example` is a bare domain",
+		"send_email: Trusted destination `*@corp.example` looks like a wildcard",
+		"export_data: `write_params` names `dest`, which the tool's schema doesn't have",
+		"export_data: `write_params` [`dest`] are not confined",
+		"purge_cache: Has destination-shaped arguments (`recipient`) but its entry",
+		"purge_cache: Deletes or removes things and has no call budget",
+		"save_note: `write_params` `file_path` are not confined",
+		"upload_file: Looks like it writes files (argument `path`) but no path is confined",
+		": Not covered by any pack or policy file, so their entry is derived from argument names (destination-shaped names become sinks; nothing else is checked): `post`, `read_ticket`, `remove_user`, `save_note`.",
+	} {
+		if !strings.Contains(all, strings.Replace(want, "[`dest`]", "`dest`", 1)) {
+			t.Errorf("missing finding %q in:\n%s", want, all)
+		}
+	}
+	for _, not := range []string{"delete_customer: Deletes", "write_file:", "read_ticket: Deletes", "remove_user: Deletes"} {
+		if strings.Contains(all, not) {
+			t.Errorf("unexpected finding %q in:\n%s", not, all)
+		}
+	}
+}
+
+func TestBrokenChain(t *testing.T) {
+	dir := t.TempDir()
+	path := writeAudit(t, dir, fixtureAudit()[:4])
+	b, _ := os.ReadFile(path)
+	b = []byte(strings.Replace(string(b), "attacker@evil.example", "friend@good.example", 1))
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chain, err := audit.VerifyFileReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, _ := audit.ReadFile(path)
+	in := Input{Policy: loadPolicy(t, fixturePolicy), AuditFile: path, Audit: es, Chain: chain, Generated: t0}
+	pack := string(Write(in))
+	if !strings.Contains(pack, "Hash chain: **broken** at line 4") || !strings.Contains(pack, "Treat the counts in this pack as unreliable") {
+		t.Errorf("a tampered log is not reported:\n%s", pack)
+	}
+}
+
+func TestNoToolsNoAudit(t *testing.T) {
+	pack := string(Write(Input{Policy: loadPolicy(t, fixturePolicy), Generated: t0}))
+	for _, want := range []string{"no `--tools` list given", "Audit log: none.", "No audit log was given", "`send_email`", "`purge_cache`"} {
+		if !strings.Contains(pack, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	if strings.Contains(pack, "`slack_post_message`") {
+		t.Error("pack entries listed without a tools list")
+	}
+}
+
+func TestPeriodBounds(t *testing.T) {
+	es := fixtureAudit()
+	for _, tt := range []struct {
+		since, until time.Time
+		want         int
+	}{
+		{time.Time{}, time.Time{}, 14},
+		{t0, time.Time{}, 13},
+		{time.Time{}, t0, 8},          // until is inclusive: the whole of t0's day
+		{t0.AddDate(0, 0, 1), t0.AddDate(0, 0, 1), 4},
+		{t0.AddDate(0, 0, 9), time.Time{}, 0},
+	} {
+		in := Input{Audit: es, Since: tt.since, Until: tt.until}
+		if got := len(in.period()); got != tt.want {
+			t.Errorf("since %v until %v: %d lines, want %d", tt.since, tt.until, got, tt.want)
+		}
+	}
+}
+
+func TestParseTools(t *testing.T) {
+	for _, tt := range []struct{ in, err string }{
+		{`{"tools": []}`, ""},
+		{`{"tools": [{"name": "a"}, {"name": "a"}]}`, `tool "a" is listed twice`},
+		{`{"tools": [{"description": "x"}]}`, "tools[0] has no name"},
+		{`{"result": {}}`, `no "tools" list`},
+		{`[`, "not a tools/list result"},
+	} {
+		_, err := ParseTools([]byte(tt.in))
+		if (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("%s: err = %v, want %q", tt.in, err, tt.err)
+		}
+	}
+}
+
+func TestCodeSpan(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":    "`plain`",
+		"a`b":      "`` a`b ``",
+		"a``b":     "``` a``b ```",
+		"x|y\nz":   "`x\\|y\\nz`",
+		"<script>": "`<script>`",
+	} {
+		if got := code(in); got != want {
+			t.Errorf("code(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"deleteCustomer":   "delete customer",
+		"batch_delete-x.y": "batch delete x y",
+		"confirm_order":    "confirm order",
+	} {
+		if got := strings.Join(words(in), " "); got != want {
+			t.Errorf("words(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if anyWord("confirm_order", deleteWords) || anyWord("format_disk", deleteWords) {
+		t.Error("substring matched as a word")
+	}
+}
