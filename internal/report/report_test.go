@@ -91,8 +91,8 @@ func fixtureAudit() []audit.Entry {
 		e(0, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "deny", "approval", "destination to='bob@partner.example' is not a vouched recipient. ... bouncer approve K7Q-F2M", "K7Q-F2M", 7),
 		e(1, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "ask", "sink", "destination to='bob@partner.example' is not a vouched recipient", "", 8),
 		e(1, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "allow", "approval", "approved with bouncer approve K7Q-F2M", "K7Q-F2M", 8),
-		e(1, "helpdesk", "post", `{"channel":"#x|<b>` + "`" + `"}`, "ask", "sink", "destination channel='#x|<b>`' is not a vouched recipient", "", 9),
-		e(1, "helpdesk", "post", `{"channel":"#x|<b>` + "`" + `"}`, "deny", "approval", "destination channel='#x|<b>`' is not a vouched recipient; the human declined", "", 9),
+		e(1, "helpdesk", "post", `{"channel":"#x|<b>`+"`"+`"}`, "ask", "sink", "destination channel='#x|<b>`' is not a vouched recipient", "", 9),
+		e(1, "helpdesk", "post", `{"channel":"#x|<b>`+"`"+`"}`, "deny", "approval", "destination channel='#x|<b>`' is not a vouched recipient; the human declined", "", 9),
 		e(2, "helpdesk", "post", `{"channel":"#general"}`, "ask", "sink", "destination channel='#general' is not a vouched recipient", "", 0),
 		e(2, "other", "send_email", `{"to":"x@y.example"}`, "deny", "sink", "destination to='x@y.example' came from untrusted data", "", 1),
 	}
@@ -280,7 +280,7 @@ func TestPeriodBounds(t *testing.T) {
 	}{
 		{time.Time{}, time.Time{}, 14},
 		{t0, time.Time{}, 13},
-		{time.Time{}, t0, 8},          // until is inclusive: the whole of t0's day
+		{time.Time{}, t0, 8}, // until is inclusive: the whole of t0's day
 		{t0.AddDate(0, 0, 1), t0.AddDate(0, 0, 1), 4},
 		{t0.AddDate(0, 0, 9), time.Time{}, 0},
 	} {
