@@ -297,7 +297,11 @@ func (s *summary) denies(rule string) int { return s.byRule[rule]["deny"] }
 func (s *summary) evidence(rules ...string) string {
 	var parts []string
 	for _, r := range rules {
-		parts = append(parts, fmt.Sprintf("%s `%s`", plural(s.denies(r), "denial"), r))
+		n, suffix := s.denies(r), "s"
+		if n == 1 {
+			suffix = ""
+		}
+		parts = append(parts, fmt.Sprintf("%d `%s` denial%s", n, r, suffix))
 	}
 	return strings.Join(parts, ", ")
 }
