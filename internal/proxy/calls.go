@@ -277,10 +277,14 @@ func (p *Proxy) forward(c *call) {
 
 // blockedResult is the tool result of a refused call.
 func blockedResult(reason string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{
-		"content": []map[string]string{{"type": "text", "text": BlockedPrefix + reason}},
-		"isError": true,
-	})
+	type text struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	b, _ := json.Marshal(struct {
+		Content []text `json:"content"`
+		IsError bool   `json:"isError"`
+	}{[]text{{"text", BlockedPrefix + reason}}, true})
 	return b
 }
 
