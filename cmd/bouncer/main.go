@@ -129,7 +129,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (done bool, status int) {
 	case err == nil:
 		return false, 0
 	case errors.Is(err, flag.ErrHelp):
-		fs.Usage()
+		// Parse has already printed the usage.
 		return true, exitOK
 	default:
 		return true, usageError(err.Error())
