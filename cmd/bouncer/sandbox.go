@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/proxy"
+	"github.com/bouncer-mcp/bouncer/internal/sandbox"
+)
+
+// This file wires internal/sandbox into `bouncer run` through the hooks
+// run.go declares, and registers the launcher that confines the upstream.
+func init() {
+	hiddenCommands[sandbox.LauncherName] = sandbox.RunLauncher
+	prepareSandbox = prepareUpstreamSandbox
+	applySandbox = applyProxySandbox
+}
+
+// launchNote is what prepareUpstreamSandbox planned, for applySandbox's
+// report line. run calls prepare and apply once each, in that order.
+var launchNote string
+
+// prepareUpstreamSandbox rewrites the upstream command to start through the
+// launcher when the policy has a sandbox: key.
+func prepareUpstreamSandbox(mode string, pol *policy.Policy, cmd *proxy.Command) error {
+	m, err := sandbox.ParseMode(mode)
+	if err != nil {
+		return err
+	}
+	launchNote = ""
+	if m == sandbox.Strict {
+		// Refuse before the upstream starts, not after.
+		if err := sandbox.CheckStrict(); err != nil {
+			return err
+		}
+	}
+	if pol == nil || pol.Sandbox == nil {
+		return nil
+	}
+	if m == sandbox.Off {
+		launchNote = fmt.Sprintf("the upstream is NOT confined: --sandbox off overrides the sandbox key at %s", pol.Sandbox.Source)
+		return nil
+	}
+	c := sandbox.Confinement{
+		ReadWrite:  pol.Sandbox.ReadWrite,
+		ReadOnly:   pol.Sandbox.ReadOnly,
+		ConnectTCP: pol.Sandbox.ConnectTCP,
+		Source:     pol.Sandbox.Source,
+	}
+	l, err := sandbox.LauncherArgs(m, c, cmd.Path, cmd.Args, cmd.Dir)
+	if err != nil {
+		return err
+	}
+	cmd.Path, cmd.Args = l.Path, l.Args
+	launchNote = l.String()
+	return nil
+}
+
+// applyProxySandbox restricts the proxy itself once the upstream runs: it
+// keeps its state directory and stdio, and loses exec, the network and
+// every other file.
+func applyProxySandbox(mode string, pol *policy.Policy, stateDir string, up *proxy.Process) (string, error) {
+	m, err := sandbox.ParseMode(mode)
+	if err != nil {
+		return "", err
+	}
+	r, err := sandbox.Restrict(m, sandbox.Config{StateDir: stateDir})
+	if err != nil {
+		return "", err
+	}
+	s := r.String()
+	if launchNote != "" {
+		s += "; " + launchNote
+	}
+	return s, nil
+}

@@ -1,0 +1,442 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// LauncherName is the hidden subcommand that runs RunLauncher. It is not
+// meant to be typed; `bouncer run` puts it in front of the upstream's
+// command line.
+const LauncherName = "__sandbox-exec"
+
+// Confinement is how an upstream server is confined: the policy's
+// `sandbox:` key, converted by cmd/bouncer.
+type Confinement struct {
+	// ReadWrite are absolute paths the server may read, write and create
+	// files under (its workspace).
+	ReadWrite []string
+	// ReadOnly are further absolute paths it may read (and execute).
+	ReadOnly []string
+	// ConnectTCP are the only TCP ports it may connect to. Empty means no
+	// network at all: no IPv4 or IPv6 socket can be created.
+	ConnectTCP []int
+	// Source is "FILE:LINE" of the key, for messages.
+	Source string
+}
+
+// systemExec are the directories every server may read and execute from:
+// the dynamic loader, libc, the interpreters. Missing ones are skipped.
+var systemExec = []string{"/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"}
+
+// systemRead are readable but not executable: configuration (resolv.conf,
+// ssl certificates, passwd for getpwuid), /proc (Landlock keeps a
+// confined process from inspecting processes outside its domain, so this
+// shows only its own) and the random devices.
+var systemRead = []string{"/etc", "/proc", "/dev/urandom", "/dev/random", "/dev/zero"}
+
+// launchPlan is the resolved domain, passed to the launcher on its command
+// line. Every path is absolute.
+type launchPlan struct {
+	Strict bool     `json:"strict,omitempty"`
+	Exec   []string `json:"exec,omitempty"`
+	Read   []string `json:"read,omitempty"`
+	Write  []string `json:"write,omitempty"`
+	TCP    []int    `json:"tcp,omitempty"`
+}
+
+// Launch describes the upstream's confined start.
+type Launch struct {
+	// Path and Args replace the upstream's command: Path is this binary,
+	// Args start with LauncherName.
+	Path string
+	Args []string
+	plan launchPlan
+}
+
+// String says what the server will be allowed, for the proxy's stderr line.
+func (l Launch) String() string {
+	tcp := "none"
+	if len(l.plan.TCP) > 0 {
+		ports := make([]string, len(l.plan.TCP))
+		for i, p := range l.plan.TCP {
+			ports[i] = strconv.Itoa(p)
+		}
+		tcp = strings.Join(ports, ",")
+	}
+	return fmt.Sprintf("upstream confined: read-write %s; read-only extra %s; tcp connect %s",
+		list(l.plan.Write), list(extra(l.plan)), tcp)
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, " ")
+}
+
+// extra is what the plan can read beyond the fixed system paths.
+func extra(p launchPlan) []string {
+	fixed := map[string]bool{}
+	for _, s := range append(append([]string{}, systemExec...), systemRead...) {
+		fixed[s] = true
+	}
+	var out []string
+	for _, s := range append(append([]string{}, p.Exec...), p.Read...) {
+		if !fixed[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// LauncherArgs plans the confinement of the upstream command path (already
+// looked up in PATH) with args, run in dir (empty: ours), and returns the
+// command line that starts it confined. The server may read and execute
+// the system directories, the directories of its program and interpreter
+// (following symbolic links and a #! line; a Python virtual environment
+// as a whole) and, for a script argument inside node_modules, that whole
+// node_modules tree; read c.ReadOnly; read and write c.ReadWrite and
+// /dev/null; connect to c.ConnectTCP. Not /tmp, not the home directory,
+// not the terminal, unless listed.
+//
+// In Strict mode an old or missing Landlock is an error here, before
+// anything starts; in Auto the launcher applies what the kernel offers.
+func LauncherArgs(m Mode, c Confinement, path string, args []string, dir string) (Launch, error) {
+	where := "sandbox"
+	if c.Source != "" {
+		where = c.Source + ": sandbox"
+	}
+	if m == Strict {
+		if err := Probe().strictError(); err != nil {
+			return Launch{}, err
+		}
+	}
+	p := launchPlan{Strict: m == Strict}
+	for _, s := range c.ReadWrite {
+		if err := checkListed(s); err != nil {
+			return Launch{}, fmt.Errorf("%s.read_write: %w", where, err)
+		}
+		p.Write = append(p.Write, filepath.Clean(s))
+	}
+	for _, s := range c.ReadOnly {
+		if err := checkListed(s); err != nil {
+			return Launch{}, fmt.Errorf("%s.read_only: %w", where, err)
+		}
+		p.Read = append(p.Read, filepath.Clean(s))
+	}
+	for _, port := range c.ConnectTCP {
+		if port < 1 || port > 65535 {
+			return Launch{}, fmt.Errorf("%s.connect_tcp: port %d is out of range 1-65535", where, port)
+		}
+		p.TCP = append(p.TCP, port)
+	}
+	p.Write = append(p.Write, "/dev/null")
+	p.Exec = append(p.Exec, systemExec...)
+	p.Read = append(p.Read, systemRead...)
+
+	if !filepath.IsAbs(path) {
+		lp, err := exec.LookPath(path)
+		if err != nil {
+			return Launch{}, fmt.Errorf("sandbox: upstream: %w", err)
+		}
+		path = lp
+	}
+	if !filepath.IsAbs(path) {
+		base := dir
+		if base == "" {
+			base, _ = os.Getwd()
+		}
+		path = filepath.Join(base, path)
+	}
+	p.Exec = append(p.Exec, programDirs(path, 0)...)
+	// The first operand is an interpreter's script (node index.js,
+	// python server.py); it is readable, and a node_modules tree it sits
+	// in. Later operands are the server's own business: list them.
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !looksLikePath(a) {
+			break
+		}
+		if !filepath.IsAbs(a) {
+			base := dir
+			if base == "" {
+				base, _ = os.Getwd()
+			}
+			a = filepath.Join(base, a)
+		}
+		if st, err := os.Stat(a); err == nil && st.Mode().IsRegular() {
+			p.Read = append(p.Read, scriptPaths(a)...)
+		}
+		break
+	}
+	p.Exec, p.Read, p.Write = dedupe(p.Exec), dedupe(p.Read), dedupe(p.Write)
+
+	enc, err := json.Marshal(p)
+	if err != nil {
+		return Launch{}, fmt.Errorf("sandbox: %w", err)
+	}
+	return Launch{
+		Path: "/proc/self/exe", // this very binary, even if it was replaced on disk since
+		Args: append([]string{LauncherName, base64.RawURLEncoding.EncodeToString(enc), "--", path}, args...),
+		plan: p,
+	}, nil
+}
+
+// checkListed accepts an absolute path that exists.
+func checkListed(s string) error {
+	if !filepath.IsAbs(s) {
+		return fmt.Errorf("%q is not an absolute path", s)
+	}
+	if _, err := os.Stat(s); err != nil {
+		return fmt.Errorf("%q: %w", s, errors.Unwrap(err))
+	}
+	return nil
+}
+
+// looksLikePath rules out URLs and empty strings.
+func looksLikePath(a string) bool {
+	return a != "" && !strings.Contains(a, "://")
+}
+
+// programDirs are the directories a program needs to be executed from: its
+// own directory as named and as resolved, its interpreter's (from a #!
+// line, one level deep like the kernel's binfmt_script for our purpose)
+// and a Python virtual environment it lives in.
+func programDirs(path string, depth int) []string {
+	var out []string
+	add := func(p string) {
+		d := filepath.Dir(p)
+		out = append(out, d)
+		if root := filepath.Dir(d); fileExists(filepath.Join(root, "pyvenv.cfg")) {
+			out = append(out, root)
+		}
+	}
+	add(path)
+	real, err := filepath.EvalSymlinks(path)
+	if err == nil && real != path {
+		add(real)
+	}
+	if depth == 0 {
+		if interp := shebang(path); interp != "" && filepath.IsAbs(interp) {
+			out = append(out, programDirs(interp, 1)...)
+		}
+	}
+	return out
+}
+
+// scriptPaths is what reading a script needs: the outermost node_modules
+// directory it sits in (a package's dependencies are beside it), else the
+// script file alone. A script's own directory is not granted, since that
+// is often a home directory; list it under read_only when the script
+// imports its neighbours.
+func scriptPaths(script string) []string {
+	real, err := filepath.EvalSymlinks(script)
+	if err != nil {
+		real = script
+	}
+	var out []string
+	for _, p := range dedupe([]string{script, real}) {
+		parts := strings.Split(p, string(filepath.Separator))
+		idx := -1
+		for i, c := range parts {
+			if c == "node_modules" {
+				idx = i
+				break
+			}
+		}
+		if idx > 0 {
+			out = append(out, strings.Join(parts[:idx+1], string(filepath.Separator)))
+		} else {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// shebang returns the interpreter named by a "#!" first line, or "".
+func shebang(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(io.LimitReader(f, 256)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	if !strings.HasPrefix(line, "#!") {
+		return ""
+	}
+	fields := strings.Fields(strings.TrimPrefix(line, "#!"))
+	if len(fields) == 0 {
+		return ""
+	}
+	interp := fields[0]
+	// "#!/usr/bin/env node": the real interpreter is found in PATH.
+	if filepath.Base(interp) == "env" {
+		for _, f := range fields[1:] {
+			if strings.HasPrefix(f, "-") || strings.Contains(f, "=") {
+				continue
+			}
+			if lp, err := exec.LookPath(f); err == nil {
+				return lp
+			}
+			break
+		}
+	}
+	return interp
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// RunLauncher is the hidden subcommand: args are the encoded plan, "--",
+// and the server's command line. It applies the server's Landlock domain
+// and seccomp denylist to itself and then becomes the server; it returns
+// only on failure, with status 126 (the shell's "cannot execute") after a
+// "bouncer: sandbox launcher: ..." line on stderr.
+func RunLauncher(args []string) int {
+	if err := launch(args); err != nil {
+		fmt.Fprintf(os.Stderr, "bouncer: sandbox launcher: %v\n", err)
+		return 126
+	}
+	return 0 // not reached: launch execs or fails
+}
+
+func launch(args []string) error {
+	if len(args) < 3 || args[1] != "--" {
+		return errors.New("usage: " + LauncherName + " PLAN -- COMMAND [ARGS]")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(args[0])
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	var p launchPlan
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	argv := args[2:]
+	caps := Probe()
+	if p.Strict {
+		if err := caps.strictError(); err != nil {
+			return err
+		}
+	}
+	if caps.LandlockABI > 0 {
+		rules, err := upstreamRules(p, caps.LandlockABI)
+		if err != nil {
+			return err
+		}
+		if err := upstreamLandlock().Restrict(rules...); err != nil {
+			return fmt.Errorf("landlock: %w", err)
+		}
+	}
+	if caps.Seccomp {
+		prog, err := upstreamFilter(len(p.TCP) == 0, caps.LandlockABI < 9)
+		if err != nil {
+			return err
+		}
+		if err := loadFilter(prog); err != nil {
+			return err
+		}
+	}
+	if err := syscall.Exec(argv[0], argv, os.Environ()); err != nil {
+		return fmt.Errorf("exec %s: %w", argv[0], err)
+	}
+	return nil
+}
+
+// upstreamLandlock handles all file-system rights, TCP, and both IPC
+// scopes: the server cannot signal the proxy or reach abstract UNIX
+// sockets outside its domain. UDP is not handled: without it no server
+// could resolve a host name; with no TCP port listed the seccomp filter
+// refuses IP sockets altogether.
+func upstreamLandlock() landlock.Config {
+	return landlock.Config{
+		HandledAccessFS:  landlock.V9.HandledAccessFS,
+		HandledAccessNet: landlock.V4.HandledAccessNet,
+		Scoped:           landlock.V6.Scoped,
+	}.BestEffort()
+}
+
+const (
+	execRights = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
+	rwFile     = ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate
+)
+
+func upstreamRules(p launchPlan, abi int) ([]landlock.Rule, error) {
+	var rules []landlock.Rule
+	add := func(dirRights, fileRights landlock.AccessFSSet, paths []string, mustExist bool) error {
+		for _, s := range paths {
+			st, err := os.Stat(s)
+			if err != nil {
+				if !mustExist && errors.Is(err, os.ErrNotExist) {
+					continue
+				}
+				return fmt.Errorf("%s: %w", s, err)
+			}
+			if st.IsDir() {
+				rules = append(rules, landlock.PathAccess(dirRights, s))
+			} else {
+				rules = append(rules, landlock.PathAccess(fileRights, s))
+			}
+		}
+		return nil
+	}
+	// Everything but "refer" (moving files between directories), which
+	// ABI 1 cannot grant: best effort would then drop the whole domain.
+	rw := landlock.V9.HandledAccessFS &^ ll.AccessFSRefer
+	if abi >= 2 {
+		rw |= ll.AccessFSRefer
+	}
+	if err := add(execRights, execRights&^ll.AccessFSReadDir, p.Exec, false); err != nil {
+		return nil, err
+	}
+	if err := add(readDir, readFile, p.Read, false); err != nil {
+		return nil, err
+	}
+	if err := add(rw, rwFile, p.Write, true); err != nil {
+		return nil, err
+	}
+	sort.Ints(p.TCP)
+	for _, port := range p.TCP {
+		rules = append(rules, landlock.ConnectTCP(uint16(port)))
+	}
+	return rules, nil
+}
