@@ -358,10 +358,13 @@ func listOrDash(s []string) string {
 
 // code renders s as a Markdown code span that is safe inside a table cell:
 // its text is shown literally whatever it contains, and long values are cut.
-func code(s string) string {
+func code(s string) string { return codeN(s, 100) }
+
+// codeN is code with values cut at n runes.
+func codeN(s string, n int) string {
 	s = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`, "|", `\|`).Replace(s)
-	if r := []rune(s); len(r) > 100 {
-		s = string(r[:100]) + "…"
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n]) + "…"
 	}
 	fence := "`"
 	for strings.Contains(s, fence) {

@@ -241,7 +241,7 @@ func (w *writer) audit(in *Input, entries []audit.Entry, s *summary) {
 				break
 			}
 			f := strings.SplitN(k, "\x00", 3)
-			w.f("| %s | %s | %s | %d |\n", code(f[0]), code(f[1]), code(f[2]), s.reasons[k])
+			w.f("| %s | %s | %s | %d |\n", code(f[0]), code(f[1]), codeN(f[2], 240), s.reasons[k])
 		}
 		w.f("\n")
 	}
