@@ -62,22 +62,25 @@ func (c *call) withdraw() bool {
 // might read differently is refused: invalid UTF-8, duplicate keys at any
 // depth, a name that isn't a string, arguments that aren't an object.
 func parseCall(params json.RawMessage) (tool string, args json.RawMessage, err error) {
-	var v struct {
-		Name      *string         `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
+	// A map, not a struct: encoding/json matches struct fields ignoring
+	// case, so {"name":"send_email","NAME":"echo"} would be judged as echo
+	// while the server runs send_email.
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(params, &obj); err != nil || obj == nil {
+		return "", nil, errors.New("the params are not a JSON object")
 	}
-	if err := json.Unmarshal(params, &v); err != nil {
-		return "", nil, fmt.Errorf("the params are not a JSON object: %v", err)
+	rawName, hasName := obj["name"]
+	if hasName {
+		if json.Unmarshal(rawName, &tool) != nil {
+			hasName = false
+		}
 	}
-	if v.Name != nil {
-		tool = *v.Name
-	}
-	args = bytes.TrimSpace(v.Arguments)
+	args = bytes.TrimSpace(obj["arguments"])
 	switch {
 	case !utf8.Valid(params):
 		return tool, args, errors.New("the request is not valid UTF-8")
-	case v.Name == nil:
-		return tool, args, errors.New("the params have no tool name")
+	case !hasName:
+		return tool, args, errors.New("the params have no tool name string")
 	case len(args) > 0 && string(args) != "null" && args[0] != '{':
 		return tool, args, errors.New("the arguments are not a JSON object")
 	}
@@ -88,15 +91,16 @@ func parseCall(params json.RawMessage) (tool string, args json.RawMessage, err e
 }
 
 // checkDuplicateKeys reports an object with the same key twice anywhere in
-// doc: parsers disagree on which one wins, so the engine could judge one
+// doc, or two keys that differ only in case: parsers disagree on which one
+// wins (and some match keys ignoring case), so the engine could judge one
 // value while the server acts on the other.
 func checkDuplicateKeys(doc []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	type frame struct {
 		obj  bool
-		keys map[string]bool
-		key  bool // next token in an object is a key
+		keys map[string]string // folded key → key as written
+		key  bool              // next token in an object is a key
 	}
 	var stack []*frame
 	for {
@@ -117,10 +121,14 @@ func checkDuplicateKeys(doc []byte) error {
 				continue
 			}
 			k, _ := tok.(string)
-			if top.keys[k] {
-				return fmt.Errorf("key %q appears twice in one object", k)
+			folded := strings.ToLower(k)
+			if prev, ok := top.keys[folded]; ok {
+				if prev == k {
+					return fmt.Errorf("key %q appears twice in one object", k)
+				}
+				return fmt.Errorf("keys %q and %q in one object differ only in case", prev, k)
 			}
-			top.keys[k] = true
+			top.keys[folded] = k
 			top.key = false
 			continue
 		}
@@ -129,7 +137,7 @@ func checkDuplicateKeys(doc []byte) error {
 		}
 		switch tok {
 		case json.Delim('{'):
-			stack = append(stack, &frame{obj: true, keys: map[string]bool{}, key: true})
+			stack = append(stack, &frame{obj: true, keys: map[string]string{}, key: true})
 		case json.Delim('['):
 			stack = append(stack, &frame{})
 		case json.Delim(']'), json.Delim('}'):

@@ -22,6 +22,7 @@ func TestParseCall(t *testing.T) {
 		{`{"name":"send","arguments":"x"}`, "send", false},
 		{`{"arguments":{}}`, "", false}, // no name
 		{`{"name":5}`, "", false},
+		{`null`, "", false},
 		{"{\"name\":\"send\",\"arguments\":{\"to\":\"a\xffb\"}}", "send", false}, // invalid UTF-8
 		{`[1]`, "", false},
 	}
