@@ -75,8 +75,20 @@ func (p *parser) source(n *yaml.Node) string {
 
 // parse validates one document. Packs may not carry a sandbox key: the
 // confinement of a server is the user's choice, not a pack's.
-func parse(src Source, isPack bool) (*document, error) {
+func parse(src Source, isPack bool) (doc *document, err error) {
 	p := &parser{src: src, lines: bytes.Count(src.Data, []byte("\n")) + 1}
+	// yaml.v3 has panicked on hostile input before; a policy that can't be
+	// parsed is an error, never a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			doc, err = nil, &Error{File: src.Name, Line: 1, Msg: fmt.Sprintf("invalid YAML: the parser failed: %v", r)}
+		}
+	}()
+	return p.document(isPack)
+}
+
+func (p *parser) document(isPack bool) (*document, error) {
+	src := p.src
 	dec := yaml.NewDecoder(bytes.NewReader(src.Data))
 	var root yaml.Node
 	if err := dec.Decode(&root); err != nil {
@@ -198,11 +210,11 @@ func describe(n *yaml.Node) string {
 // keyName returns a mapping key's string, refusing non-string keys: a key
 // like 123 or true would never match a tool or argument name.
 func (p *parser) keyName(k *yaml.Node, ctx, what string) (string, error) {
+	if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+		return "", p.errf(k, ctx, "YAML merge keys (<<) are not supported; repeat the keys")
+	}
 	if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
 		return "", p.errf(k, ctx, "%s must be a string, got %s (quote it)", what, describe(k))
-	}
-	if k.Value == "<<" && k.Style == 0 {
-		return "", p.errf(k, ctx, "YAML merge keys (<<) are not supported; repeat the keys")
 	}
 	if strings.TrimSpace(k.Value) == "" {
 		return "", p.errf(k, ctx, "%s is empty", what)

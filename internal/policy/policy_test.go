@@ -1,0 +1,529 @@
+package policy
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func loadYAML(t *testing.T, doc string) (*Policy, error) {
+	t.Helper()
+	return LoadSources(Source{Name: "p.yaml", Dir: "/base", Data: []byte(doc)})
+}
+
+func intp(n int) *int { return &n }
+
+// Every refusal names the file, the line and the key, in the exact form the
+// CLI prints.
+func TestParseErrors(t *testing.T) {
+	const keys = "exfiltrating, sink_params, trusted_destinations, write_params, allowed_path_prefixes, arg_patterns, max_calls"
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"top-level list", "- a\n- b\n",
+			"p.yaml:1: the top level must be a mapping of tool name to entry, got a list"},
+		{"top-level scalar", "just text\n",
+			`p.yaml:1: the top level must be a mapping of tool name to entry, got the string "just text"`},
+		{"quoted false", "send_email:\n  exfiltrating: \"false\"\n",
+			`p.yaml:2: send_email.exfiltrating: must be true or false, got the string "false"`},
+		{"yes is a string", "send_email:\n  exfiltrating: yes\n",
+			`p.yaml:2: send_email.exfiltrating: must be true or false, got the string "yes"`},
+		{"exfiltrating number", "send_email:\n  exfiltrating: 1\n",
+			`p.yaml:2: send_email.exfiltrating: must be true or false, got the integer 1`},
+		{"scalar sink_params", "send_email:\n  exfiltrating: true\n  sink_params: to\n",
+			`p.yaml:3: send_email.sink_params: must be a list, got the string "to" (write [to])`},
+		{"null sink_params", "send_email:\n  exfiltrating: true\n  sink_params:\n",
+			`p.yaml:3: send_email.sink_params: must be a list, got nothing (null)`},
+		{"mapping write_params", "w:\n  write_params: {path: 1}\n",
+			`p.yaml:2: w.write_params: must be a list, got a mapping`},
+		{"number in trusted", "send_email:\n  exfiltrating: true\n  trusted_destinations: [ok@x.example, 1]\n",
+			`p.yaml:3: send_email.trusted_destinations: item 2 must be a destination (a string), got the integer 1; quote it if you mean the text`},
+		{"bool in sink_params", "s:\n  exfiltrating: true\n  sink_params:\n    - to\n    - true\n",
+			`p.yaml:5: s.sink_params: item 2 must be an argument name (a string), got the boolean true; quote it if you mean the text`},
+		{"list in list", "s:\n  exfiltrating: true\n  sink_params: [[to]]\n",
+			`p.yaml:3: s.sink_params: item 1 must be an argument name (a string), got a list; quote it if you mean the text`},
+		{"empty item", "s:\n  exfiltrating: true\n  sink_params: [to, \" \"]\n",
+			`p.yaml:3: s.sink_params: item 2 is empty`},
+		{"unknown key suggests", "send_email:\n  exfiltrating: true\n  sink_param: [to]\n",
+			"p.yaml:3: send_email.sink_param: unknown key (did you mean sink_params?); the keys are " + keys},
+		{"unknown key case", "send_email:\n  Exfiltrating: true\n",
+			"p.yaml:2: send_email.Exfiltrating: unknown key (did you mean exfiltrating?); the keys are " + keys},
+		{"unknown key far", "send_email:\n  colour: red\n",
+			"p.yaml:2: send_email.colour: unknown key; the keys are " + keys},
+		{"max_call typo", "d:\n  max_call: 2\n",
+			"p.yaml:2: d.max_call: unknown key (did you mean max_calls?); the keys are " + keys},
+		{"sinks without exfiltrating", "send_email:\n  sink_params: [to]\n",
+			"p.yaml:2: send_email.sink_params: set without exfiltrating: true, so nothing would check it; add exfiltrating: true"},
+		{"sinks with exfiltrating false", "send_email:\n  exfiltrating: false\n  sink_params: [to]\n",
+			"p.yaml:3: send_email.sink_params: set without exfiltrating: true, so nothing would check it; add exfiltrating: true"},
+		{"trusted without exfiltrating", "send_email:\n  max_calls: 3\n  trusted_destinations: [a@b.example]\n",
+			"p.yaml:3: send_email.trusted_destinations: set without exfiltrating: true, so nothing would check it; add exfiltrating: true"},
+		{"null entry", "read_ticket:\n  max_calls: 1\nsend_email:\n",
+			"p.yaml:3: send_email: entry is empty; give it at least one key (" + keys + "), or remove it"},
+		{"empty mapping entry", "send_email: {}\n",
+			"p.yaml:1: send_email: entry is empty; give it at least one key (" + keys + "), or remove it"},
+		{"scalar entry", "send_email: true\n",
+			"p.yaml:1: send_email: entry must be a mapping of keys (" + keys + "), got the boolean true"},
+		{"list entry", "send_email:\n  - exfiltrating\n",
+			"p.yaml:2: send_email: entry must be a mapping of keys (" + keys + "), got a list"},
+		{"duplicate tool", "send_email:\n  exfiltrating: true\nother:\n  max_calls: 1\nsend_email:\n  max_calls: 1\n",
+			"p.yaml:5: send_email: configured twice in this file (first at line 1); merge the two entries"},
+		{"duplicate key", "d:\n  max_calls: 1\n  max_calls: 2\n",
+			"p.yaml:3: d.max_calls: set twice in this entry (first at line 2)"},
+		{"negative max_calls", "d:\n  max_calls: -1\n",
+			"p.yaml:2: d.max_calls: must not be negative (0 forbids the tool), got -1"},
+		{"float max_calls", "d:\n  max_calls: 2.0\n",
+			"p.yaml:2: d.max_calls: must be a whole number of calls (0 forbids the tool), got the number 2.0"},
+		{"string max_calls", "d:\n  max_calls: \"2\"\n",
+			`p.yaml:2: d.max_calls: must be a whole number of calls (0 forbids the tool), got the string "2"`},
+		{"bool max_calls", "d:\n  max_calls: true\n",
+			"p.yaml:2: d.max_calls: must be a whole number of calls (0 forbids the tool), got the boolean true"},
+		{"huge max_calls", "d:\n  max_calls: 3000000000\n",
+			`p.yaml:2: d.max_calls: must be a whole number of calls up to 2147483647, got "3000000000"`},
+		{"huger max_calls", "d:\n  max_calls: 99999999999999999999\n",
+			`p.yaml:2: d.max_calls: must be a whole number of calls (0 forbids the tool), got the number 99999999999999999999`},
+		{"bad pattern", "set_mode:\n  arg_patterns:\n    mode: \"[\"\n",
+			"p.yaml:3: set_mode.arg_patterns.mode: pattern \"[\" does not compile: missing closing ]: `[`"},
+		{"lookahead", "set_mode:\n  arg_patterns:\n    mode: '(?=x)x'\n",
+			"p.yaml:3: set_mode.arg_patterns.mode: pattern \"(?=x)x\" does not compile: invalid or unsupported Perl syntax: `(?=` (patterns are RE2: no lookarounds or backreferences)"},
+		{"backreference", "set_mode:\n  arg_patterns:\n    mode: '(a)\\1'\n",
+			"p.yaml:3: set_mode.arg_patterns.mode: pattern \"(a)\\\\1\" does not compile: invalid escape sequence: `\\1` (patterns are RE2: no lookarounds or backreferences)"},
+		{"pattern escaping the anchors", "set_mode:\n  arg_patterns:\n    mode: 'a)|(.*'\n",
+			"p.yaml:3: set_mode.arg_patterns.mode: pattern \"a)|(.*\" does not compile: unexpected ): `a)|(.*`"},
+		{"number pattern", "set_mode:\n  arg_patterns:\n    count: 5\n",
+			"p.yaml:3: set_mode.arg_patterns.count: pattern must be a string, got the integer 5; quote it"},
+		{"list arg_patterns", "set_mode:\n  arg_patterns: [mode]\n",
+			"p.yaml:2: set_mode.arg_patterns: must be a mapping of argument name to pattern, got a list"},
+		{"duplicate pattern arg", "set_mode:\n  arg_patterns:\n    mode: a\n    mode: b\n",
+			"p.yaml:4: set_mode.arg_patterns.mode: set twice (first at line 3)"},
+		{"tilde prefix", "w:\n  write_params: [path]\n  allowed_path_prefixes: [~/out]\n",
+			`p.yaml:3: w.allowed_path_prefixes: item 1: "~/out": ~ is not expanded; write the absolute path`},
+		{"prefixes without write_params", "w:\n  allowed_path_prefixes: [/srv/out]\n",
+			"p.yaml:2: w.allowed_path_prefixes: set without write_params, so no argument would be confined; name the path arguments in write_params"},
+		{"non-string tool name", "123:\n  max_calls: 1\n",
+			"p.yaml:1: tool name must be a string, got the integer 123 (quote it)"},
+		{"null tool name", "~:\n  max_calls: 1\n",
+			"p.yaml:1: tool name must be a string, got nothing (null) (quote it)"},
+		{"merge key", "base: &b\n  max_calls: 1\nd:\n  <<: *b\n",
+			"p.yaml:4: d: YAML merge keys (<<) are not supported; repeat the keys"},
+		{"syntax error", "send_email:\n  sink_params: [to\n",
+			"p.yaml:1: invalid YAML: did not find expected ',' or ']'"},
+		{"syntax error without a line", "a: b: c\n",
+			"p.yaml:1: invalid YAML: mapping values are not allowed in this context"},
+		{"unknown anchor", "a:\n  max_calls: 1\nc: *y\n",
+			"p.yaml:1: invalid YAML: unknown anchor 'y' referenced"},
+		{"tab indentation", "send_email:\n\texfiltrating: true\n",
+			"p.yaml:2: invalid YAML: found character that cannot start any token"},
+		{"second document", "a:\n  max_calls: 1\n---\nb:\n  max_calls: 2\n",
+			"p.yaml:3: a policy file holds one YAML document; found another (remove the extra ---)"},
+		{"sandbox unknown key", "sandbox:\n  read_writ: [/tmp]\n",
+			"p.yaml:2: sandbox.read_writ: unknown key (did you mean read_write?); the keys are read_write, read_only, connect_tcp"},
+		{"sandbox null", "sandbox:\n",
+			"p.yaml:1: sandbox: must be a mapping with read_write, read_only, connect_tcp, got nothing (null)"},
+		{"sandbox scalar paths", "sandbox:\n  read_only: /usr\n",
+			`p.yaml:2: sandbox.read_only: must be a list, got the string "/usr" (write [/usr])`},
+		{"sandbox port zero", "sandbox:\n  connect_tcp: [443, 0]\n",
+			"p.yaml:2: sandbox.connect_tcp: item 2 must be a TCP port from 1 to 65535, got the integer 0"},
+		{"sandbox port string", "sandbox:\n  connect_tcp: [\"443\"]\n",
+			`p.yaml:2: sandbox.connect_tcp: item 1 must be a TCP port from 1 to 65535, got the string "443"`},
+		{"sandbox port scalar", "sandbox:\n  connect_tcp: 443\n",
+			"p.yaml:2: sandbox.connect_tcp: must be a list of TCP ports, got the integer 443"},
+		{"sandbox tilde", "sandbox:\n  read_write: [~/x]\n",
+			`p.yaml:2: sandbox.read_write: item 1: "~/x": ~ is not expanded; write the absolute path`},
+		{"sandbox twice", "sandbox:\n  read_only: [/a]\nsandbox:\n  read_only: [/b]\n",
+			"p.yaml:3: sandbox: configured twice in this file (first at line 1); merge the two entries"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pol, err := loadYAML(t, tt.doc)
+			if err == nil {
+				t.Fatalf("loaded %v; want error %q", pol.Names(), tt.want)
+			}
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %T %v is not a *Error", err, err)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error:\n got %s\nwant %s", err, tt.want)
+			}
+			if pe.File != "p.yaml" || pe.Line < 1 || pe.Line > strings.Count(tt.doc, "\n")+1 {
+				t.Errorf("File %q Line %d outside the document", pe.File, pe.Line)
+			}
+			if pol != nil {
+				t.Errorf("a policy came back with the error")
+			}
+		})
+	}
+}
+
+func TestRelativePrefixNeedsDirectory(t *testing.T) {
+	_, err := LoadSources(Source{Name: "inline", Data: []byte("w:\n  write_params: [path]\n  allowed_path_prefixes: [out]\n")})
+	want := `inline:3: w.allowed_path_prefixes: item 1: "out" is relative and this policy has no directory to resolve it against; write an absolute path`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	_, err := Load(missing)
+	var pe *Error
+	if !errors.As(err, &pe) || pe.File != missing || pe.Line != 0 || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("err = %#v", err)
+	}
+	if !strings.HasPrefix(err.Error(), missing+": ") {
+		t.Errorf("error %q does not start with the file", err)
+	}
+}
+
+func TestLoadTooLarge(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(f, make([]byte, maxPolicyBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(f); err == nil || !strings.Contains(err.Error(), "not a policy file") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// An error in the second file stops the load even though the first is fine:
+// a policy is all of its files or nothing.
+func TestErrorInLaterFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(good, []byte("d:\n  max_calls: 1\n"), 0o600)
+	os.WriteFile(bad, []byte("# comment\nd:\n  max_calls: many\n"), 0o600)
+	pol, err := Load(good, bad)
+	want := bad + `:3: d.max_calls: must be a whole number of calls (0 forbids the tool), got the string "many"`
+	if pol != nil || err == nil || err.Error() != want {
+		t.Fatalf("pol %v err %v\nwant %s", pol, err, want)
+	}
+}
+
+func TestEmptyDocuments(t *testing.T) {
+	for _, doc := range []string{"", "\n", "# only a comment\n", "~\n", "null\n", "---\n", "{}\n"} {
+		pol, err := loadYAML(t, doc)
+		if err != nil {
+			t.Errorf("%q: %v", doc, err)
+			continue
+		}
+		if pol.Sandbox != nil || len(pol.Files) != 1 {
+			t.Errorf("%q: sandbox %v files %v", doc, pol.Sandbox, pol.Files)
+		}
+		// Packs still load under an empty user file.
+		if _, ok := pol.Lookup("send_email"); !ok {
+			t.Errorf("%q: the gmail pack's send_email is missing", doc)
+		}
+	}
+}
+
+func TestParseEntry(t *testing.T) {
+	pol, err := loadYAML(t, `# a comment first
+notify_customer:
+  exfiltrating: true
+  sink_params: [to, cc]
+  trusted_destinations: [" Boss@Corp.example "]
+  write_params: [path, out_file]
+  allowed_path_prefixes: [/srv/out/../out/, out, ./tmp/x/..]
+  arg_patterns:
+    mode: read|write
+    count: "[0-9]+"
+  max_calls: 0
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := pol.Lookup("notify_customer")
+	if !ok {
+		t.Fatal("no entry")
+	}
+	want := &Tool{
+		Name:                "notify_customer",
+		Exfiltrating:        true,
+		SinkParams:          []string{"to", "cc"},
+		TrustedDestinations: []string{" Boss@Corp.example "},
+		WriteParams:         []string{"path", "out_file"},
+		AllowedPathPrefixes: []string{"/srv/out", "/base/out", "/base/tmp"},
+		MaxCalls:            intp(0),
+		Source:              "p.yaml:2",
+	}
+	pats := got.ArgPatterns
+	got2 := *got
+	got2.ArgPatterns = nil
+	if !reflect.DeepEqual(&got2, want) {
+		t.Errorf("entry\n got %+v\nwant %+v", got2, *want)
+	}
+	if len(pats) != 2 || pats[0].Arg != "mode" || pats[0].Pattern != "read|write" || pats[1].Arg != "count" {
+		t.Fatalf("patterns = %+v", pats)
+	}
+	// Patterns match whole values only.
+	for v, ok := range map[string]bool{"read": true, "write": true, "readx": false, "xwrite": false, "read\n": false, "": false} {
+		if pats[0].Re.MatchString(v) != ok {
+			t.Errorf("mode %q: match %v, want %v", v, !ok, ok)
+		}
+	}
+	if !pats[1].Re.MatchString("42") || pats[1].Re.MatchString("4a2") {
+		t.Error("count pattern is not anchored")
+	}
+	if got.Fallback {
+		t.Error("a file entry is marked as fallback")
+	}
+}
+
+// An alias reuses an entry for another tool; each is a full entry.
+func TestAliases(t *testing.T) {
+	pol, err := loadYAML(t, "a: &gate\n  exfiltrating: true\n  sink_params: [to]\nb: *gate\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := pol.Lookup("b")
+	if !ok || !b.Exfiltrating || !reflect.DeepEqual(b.SinkParams, []string{"to"}) {
+		t.Fatalf("b = %+v", b)
+	}
+}
+
+// Relative prefixes resolve against the directory of the file that names
+// them, not the working directory, and Source gives the absolute file:line.
+func TestLoadFilesRelativePrefixes(t *testing.T) {
+	root := t.TempDir()
+	d1 := filepath.Join(root, "team")
+	d2 := filepath.Join(root, "me")
+	os.MkdirAll(d1, 0o700)
+	os.MkdirAll(d2, 0o700)
+	f1 := filepath.Join(d1, "bouncer.yaml")
+	f2 := filepath.Join(d2, "bouncer.yaml")
+	os.WriteFile(f1, []byte("write_file:\n  write_params: [path]\n  allowed_path_prefixes: [out]\nedit_file:\n  write_params: [path]\n  allowed_path_prefixes: [../shared]\n"), 0o600)
+	os.WriteFile(f2, []byte("\nwrite_file:\n  write_params: [path]\n  allowed_path_prefixes: [./scratch, /abs/x/]\nsandbox:\n  read_write: [work]\n"), 0o600)
+
+	// Load through a relative path from another directory.
+	t.Chdir(root)
+	pol, err := Load(filepath.Join("team", "bouncer.yaml"), f2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(pol.Files, []string{f1, f2}) {
+		t.Errorf("Files = %v", pol.Files)
+	}
+	w, _ := pol.Lookup("write_file")
+	if !reflect.DeepEqual(w.AllowedPathPrefixes, []string{filepath.Join(d2, "scratch"), "/abs/x"}) || w.Source != f2+":2" {
+		t.Errorf("write_file = %+v", w)
+	}
+	e, _ := pol.Lookup("edit_file")
+	if !reflect.DeepEqual(e.AllowedPathPrefixes, []string{filepath.Join(root, "shared")}) || e.Source != f1+":4" {
+		t.Errorf("edit_file = %+v", e)
+	}
+	if pol.Sandbox == nil || !reflect.DeepEqual(pol.Sandbox.ReadWrite, []string{filepath.Join(d2, "work")}) || pol.Sandbox.Source != f2+":5" {
+		t.Errorf("sandbox = %+v", pol.Sandbox)
+	}
+}
+
+// Packs come first; each later file replaces an earlier entry whole.
+func TestLayering(t *testing.T) {
+	packOnly, err := LoadSources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	send, _ := packOnly.Lookup("send_email")
+	if send.Source != "pack gmail" || !send.Exfiltrating || !reflect.DeepEqual(send.SinkParams, []string{"to", "cc", "bcc"}) {
+		t.Fatalf("pack send_email = %+v", send)
+	}
+
+	pol, err := LoadSources(
+		Source{Name: "team.yaml", Data: []byte("send_email:\n  exfiltrating: true\n  sink_params: [to]\n  trusted_destinations: [a@corp.example]\nwrite_file:\n  max_calls: 3\n")},
+		Source{Name: "me.yaml", Data: []byte("\n\nsend_email:\n  max_calls: 5\n")},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bare max_calls override turns the destination check off: that is
+	// what replacing the entry whole means, and why overrides restate it.
+	s, _ := pol.Lookup("send_email")
+	if want := (&Tool{Name: "send_email", MaxCalls: intp(5), Source: "me.yaml:3"}); !reflect.DeepEqual(s, want) {
+		t.Errorf("send_email = %+v, want %+v", s, want)
+	}
+	// The pack's write_params do not survive under the user entry.
+	w, _ := pol.Lookup("write_file")
+	if len(w.WriteParams) != 0 || *w.MaxCalls != 3 || w.Source != "team.yaml:5" {
+		t.Errorf("write_file = %+v", w)
+	}
+	// Untouched pack entries stay.
+	if d, _ := pol.Lookup("draft_email"); d.Source != "pack gmail" {
+		t.Errorf("draft_email = %+v", d)
+	}
+	// The pack-only policy is not changed by loading another.
+	if s2, _ := packOnly.Lookup("send_email"); s2.Source != "pack gmail" {
+		t.Errorf("pack entry mutated: %+v", s2)
+	}
+	names := pol.Names()
+	for i := 1; i < len(names); i++ {
+		if names[i-1] >= names[i] {
+			t.Fatalf("Names not sorted: %v", names)
+		}
+	}
+	if !contains(names, "send_email") || !contains(names, "write_file") || !contains(names, "push_files") {
+		t.Errorf("Names = %v", names)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSandboxConfinement(t *testing.T) {
+	pol, err := LoadSources(
+		Source{Name: "a.yaml", Dir: "/etc/team", Data: []byte("sandbox:\n  read_write: [/srv/data]\n")},
+		Source{Name: "b.yaml", Dir: "/home/me/proj", Data: []byte("send_email:\n  max_calls: 1\nsandbox:\n  read_write: [out, /tmp/x/]\n  read_only: [../ref]\n  connect_tcp: [443, 5432]\n")},
+		Source{Name: "c.yaml", Data: []byte("d:\n  max_calls: 1\n")},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Confinement{
+		ReadWrite:  []string{"/home/me/proj/out", "/tmp/x"},
+		ReadOnly:   []string{"/home/me/ref"},
+		ConnectTCP: []int{443, 5432},
+		Source:     "b.yaml:3",
+	}
+	if !reflect.DeepEqual(pol.Sandbox, want) {
+		t.Errorf("sandbox = %+v, want %+v", pol.Sandbox, want)
+	}
+	if _, ok := pol.Lookup(SandboxKey); ok {
+		t.Error("the sandbox key became a tool entry")
+	}
+	// An empty confinement is allowed: it means nothing writable, no network.
+	pol, err = loadYAML(t, "sandbox: {}\n")
+	if err != nil || pol.Sandbox == nil || len(pol.Sandbox.ReadWrite)+len(pol.Sandbox.ConnectTCP) != 0 {
+		t.Fatalf("sandbox {} = %+v, %v", pol.Sandbox, err)
+	}
+}
+
+func TestWords(t *testing.T) {
+	tests := map[string][]string{
+		"send_email":         {"send", "email"},
+		"deleteCustomer":     {"delete", "customer"},
+		"emailAddress":       {"email", "address"},
+		"HTMLBody":           {"html", "body"},
+		"getURLForUser":      {"get", "url", "for", "user"},
+		"webhook-url":        {"webhook", "url"},
+		"files.upload":       {"files", "upload"},
+		"RM":                 {"rm"},
+		"s3_put2":            {"s3", "put2"},
+		"__x__":              {"x"},
+		"":                   nil,
+		"channel_ID":         {"channel", "id"},
+		"slack_post_message": {"slack", "post", "message"},
+	}
+	for in, want := range tests {
+		if got := Words(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("Words(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestIsDestinationName(t *testing.T) {
+	yes := []string{"to", "TO", "Cc", "bcc", "recipient", "recipients", "email", "emails", "address",
+		"url", "URL", "uri", "webhook", "webhook_url", "webhookUrl", "channel", "channel_id", "channelId",
+		"CHANNEL_ID", "channel-name", "share_with", "emailAddress", "email_address", "recipient_email",
+		"recipientEmails", "callback_uri", "endpoint", "notify_channel", "chat_id", "room_id",
+		"reply_to", "replyTo", "forward_to", "destination", "dest", "phone_number", "attendees",
+		"to_email", "recipient_ids", "target_url", "ip_address"}
+	no := []string{"confirm", "confirm_order", "channel_topic", "owner", "repo", "subject", "body",
+		"inReplyTo", "in_reply_to", "reply_to_id", "path", "user_id", "thread_ts", "toggle", "total",
+		"tokens", "mailto_count", "emailed", "urlencoded", "channels_count", "description",
+		"format", "", "_", "tó", "email_body", "address_line_count"}
+	for _, n := range yes {
+		if !IsDestinationName(n) {
+			t.Errorf("IsDestinationName(%q) = false, want true", n)
+		}
+	}
+	for _, n := range no {
+		if IsDestinationName(n) {
+			t.Errorf("IsDestinationName(%q) = true, want false", n)
+		}
+	}
+}
+
+// The fallback for tools no pack or file names, by whole words only.
+func TestFallback(t *testing.T) {
+	pol, err := LoadSources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		tool   string
+		params []string
+		want   Tool
+	}{
+		{"notify", []string{"webhook_url", "text"},
+			Tool{Exfiltrating: true, SinkParams: []string{"webhook_url"}}},
+		{"send_invite", []string{"emailAddress", "message", "emailAddress"},
+			Tool{Exfiltrating: true, SinkParams: []string{"emailAddress"}}},
+		{"post_to_channel", []string{"channel_id", "text", "channel_topic"},
+			Tool{Exfiltrating: true, SinkParams: []string{"channel_id"}}},
+		{"lookup", []string{"query", "confirm"}, Tool{}},
+		// Substring matches of the original: none of these are budgets.
+		{"confirm_order", []string{"order_id"}, Tool{}},
+		{"format_disk", []string{"disk"}, Tool{}},
+		{"list_permissions", nil, Tool{}},
+		{"get_output", []string{"path"}, Tool{}},
+		{"informant", nil, Tool{}},
+		{"delete_customer", []string{"id"}, Tool{MaxCalls: intp(2)}},
+		{"deleteCustomer", nil, Tool{MaxCalls: intp(2)}},
+		{"rm", []string{"path"}, Tool{MaxCalls: intp(2)}},
+		{"drop-table", nil, Tool{MaxCalls: intp(2)}},
+		{"purge_cache", nil, Tool{MaxCalls: intp(2)}},
+		{"trash_email", []string{"id"}, Tool{MaxCalls: intp(2)}},
+		// Write verbs make path-shaped arguments write params.
+		{"write_note", []string{"path", "content"}, Tool{WriteParams: []string{"path"}}},
+		{"saveFile", []string{"file_path", "filename", "data"}, Tool{WriteParams: []string{"file_path", "filename"}}},
+		{"copy_file", []string{"source", "destination"}, Tool{WriteParams: []string{"source", "destination"}}},
+		{"upload_report", []string{"target_dir", "url"},
+			Tool{Exfiltrating: true, SinkParams: []string{"url"}, WriteParams: []string{"target_dir"}}},
+		// Without a write verb a path is just an argument, and a
+		// destination-shaped one is a sink.
+		{"read_file", []string{"path"}, Tool{}},
+		{"transfer_funds", []string{"destination", "amount"},
+			Tool{Exfiltrating: true, SinkParams: []string{"destination"}}},
+		{"remove_member", []string{"email"},
+			Tool{Exfiltrating: true, SinkParams: []string{"email"}, MaxCalls: intp(2)}},
+	}
+	for _, tt := range tests {
+		got := pol.For(tt.tool, tt.params)
+		want := tt.want
+		want.Name, want.Source, want.Fallback = tt.tool, "fallback", true
+		if !reflect.DeepEqual(got, &want) {
+			t.Errorf("For(%q, %q)\n got %+v\nwant %+v", tt.tool, tt.params, *got, want)
+		}
+	}
+	// A named tool is never the fallback, whatever its arguments.
+	if got := pol.For("send_email", []string{"webhook_url"}); got.Fallback || got.Source != "pack gmail" {
+		t.Errorf("For(send_email) = %+v", got)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	tests := map[string]string{
+		"sink_param":             " (did you mean sink_params?)",
+		"sinkparams":             " (did you mean sink_params?)",
+		"trusted_destination":    " (did you mean trusted_destinations?)",
+		"allowed_path_prefix":    " (did you mean allowed_path_prefixes?)",
+		"arg_pattern":            " (did you mean arg_patterns?)",
+		"exfiltrate":             " (did you mean exfiltrating?)",
+		"zzz":                    "",
+		strings.Repeat("a", 500): "",
+	}
+	for in, want := range tests {
+		if got := suggest(in, toolKeys); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
