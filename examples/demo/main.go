@@ -31,7 +31,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -169,9 +168,10 @@ func (d *demo) setup() error {
 		}
 	}
 	d.say("Building bouncer and the helpdesk server into %s ...", d.bin)
+	// go run and go test put their own go first on PATH.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return fmt.Errorf("the demo builds bouncer with the go command: %w", err)
 	}
 	for name, pkg := range map[string]string{"bouncer": "./cmd/bouncer", "helpdesk": "./examples/demo/helpdesk"} {
 		cmd := exec.Command(goBin, "build", "-o", filepath.Join(d.bin, name), pkg)
