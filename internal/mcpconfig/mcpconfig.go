@@ -245,6 +245,10 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 		switch reason := c.unwrappable(e); {
 		case e.kind == '{' && hasKey(e, UpstreamKey):
 			ch.Status = AlreadyWrapped
+		case runsBouncer(e):
+			// Wrapped by hand with `bouncer run -- COMMAND`: a second
+			// proxy in front would only double every check.
+			ch.Status, ch.Reason = AlreadyWrapped, "already launches bouncer run"
 		case reason != "":
 			ch.Status, ch.Reason = Skipped, reason
 		default:
@@ -292,6 +296,20 @@ func (c *Config) unwrappable(e *node) string {
 		return "uses ${...} variables the client would no longer expand; wrap it by hand"
 	}
 	return ""
+}
+
+// runsBouncer reports whether an entry already launches `bouncer run`.
+func runsBouncer(e *node) bool {
+	cmd, ok := e.get("command")
+	if !ok || cmd.kind != '"' {
+		return false
+	}
+	base := filepath.Base(cmd.str)
+	if base != "bouncer" && base != "bouncer.exe" {
+		return false
+	}
+	args, ok := e.get("args")
+	return ok && args.kind == '[' && len(args.elems) > 0 && args.elems[0].kind == '"' && args.elems[0].str == "run"
 }
 
 func hasKey(n *node, k string) bool { _, ok := n.get(k); return ok }

@@ -103,6 +103,8 @@ func TestWrap(t *testing.T) {
 			[]string{"gh: left alone (uses ${...} variables the client would no longer expand; wrap it by hand)"}},
 		{"not an object", `{"mcpServers": {"a": 3}}`, WrapOptions{}, "mcpServers", []string{"a: left alone (not an object)"}},
 		{"bad args", `{"mcpServers": {"a": {"command": "x", "args": "y"}}}`, WrapOptions{}, "mcpServers", []string{"a: left alone (args is not a list of strings)"}},
+		{"hand-wrapped", `{"mcpServers": {"a": {"command": "/usr/local/bin/bouncer", "args": ["run", "--", "x"]}, "b": {"command": "bouncer", "args": ["serve"]}}}`, WrapOptions{}, "mcpServers",
+			[]string{"a: already wrapped (already launches bouncer run)", "b: wrapped"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,6 +212,7 @@ func TestParseErrors(t *testing.T) {
 		{"comment", "{\n  // hi\n  \"servers\": {}\n}", "cfg.json:2:3: not valid JSON"},
 		{"truncated", "{\"mcpServers\": {", "cfg.json:1:16: not valid JSON"},
 		{"empty", "", "cfg.json:1:1: not valid JSON"},
+		{"bom", "\xef\xbb\xbf{\"servers\": {}}", "byte-order mark"},
 		{"array root", "[]", "cfg.json:1:1: the top level is not a JSON object"},
 		{"no block", `{"x": 1}`, `no "mcpServers"`},
 		{"block not object", "{\n \"mcpServers\": []}", `cfg.json:2:16: "mcpServers" is not an object`},

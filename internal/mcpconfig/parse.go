@@ -84,7 +84,9 @@ func parse(file string, data []byte) (*node, error) {
 			}
 			line, col := lineCol(data, off)
 			msg := "not valid JSON: " + se.Error()
-			if looksLikeJSONC(data, off) {
+			if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+				msg += " (the file starts with a UTF-8 byte-order mark; save it without one)"
+			} else if looksLikeJSONC(data, off) {
 				msg += " (comments and trailing commas are not supported: remove them, or wrap the servers by hand)"
 			}
 			return nil, &Error{File: file, Line: line, Col: col, Msg: msg}
