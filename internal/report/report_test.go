@@ -334,3 +334,33 @@ func TestWords(t *testing.T) {
 		t.Error("substring matched as a word")
 	}
 }
+
+// FuzzReport feeds a tools list and audit lines from the fuzzer through the
+// whole pack: nothing may panic, and the output must stay deterministic.
+func FuzzReport(f *testing.F) {
+	f.Add([]byte(fixtureTools), "destination to='a@b.example' came from untrusted data", "deny", "sink", `{"to":"a@b.example"}`)
+	f.Add([]byte(`{"tools":[{"name":"x","inputSchema":{"properties":{"to":{}}}}]}`), `destination to="it's" is`, "ask", "sink", `[]`)
+	pol, err := policy.LoadSources(policy.Source{Name: "/p.yaml", Dir: "/", Data: []byte(fixturePolicy)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, toolsJSON []byte, reason, verdict, rule, args string) {
+		ts, err := ParseTools(toolsJSON)
+		if err != nil {
+			ts = nil
+		}
+		name := "send_email"
+		if len(ts) > 0 {
+			name = ts[0].Name
+		}
+		es := []audit.Entry{
+			{TS: t0, Server: "s", Tool: name, Args: json.RawMessage(args), Verdict: verdict, Rule: rule, Reason: reason},
+			{TS: t0, Server: "s", Tool: name, Args: json.RawMessage(args), Verdict: "deny", Rule: "approval", Reason: reason},
+		}
+		in := Input{Policy: pol, Tools: ts, ToolsFile: "t.json", AuditFile: "a", Audit: es, Generated: t0}
+		a := Write(in)
+		if b := Write(in); string(a) != string(b) {
+			t.Fatal("not deterministic")
+		}
+	})
+}
