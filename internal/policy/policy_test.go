@@ -527,3 +527,23 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+// The shipped example loads, and its relative prefixes land beside it.
+func TestExampleLoads(t *testing.T) {
+	path, err := filepath.Abs(filepath.Join("..", "..", "examples", "bouncer.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, ok := pol.Lookup("write_file")
+	want := []string{filepath.Join(filepath.Dir(path), "out"), filepath.Join(filepath.Dir(path), "tmp")}
+	if !ok || !reflect.DeepEqual(w.AllowedPathPrefixes, want) {
+		t.Fatalf("write_file = %+v", w)
+	}
+	if s, _ := pol.Lookup("send_email"); !s.Exfiltrating || len(s.TrustedDestinations) != 1 {
+		t.Fatalf("send_email = %+v", s)
+	}
+}
