@@ -97,9 +97,24 @@ func entity(b []byte) (int, string) {
 	if j == 1 {
 		return 0, ""
 	}
-	if j < len(b) && b[j] == ';' {
-		j++
+	semi := j < len(b) && b[j] == ';'
+	if b[1] == '#' {
+		return numericRef(b, j, semi)
 	}
+	if !semi {
+		// Without ';' only the legacy names decode (&amp &lt &gt &quot
+		// &nbsp ...); of those only these can matter to a destination.
+		for _, l := range legacyRefs {
+			if len(b)-1 >= len(l[0]) && string(b[1:1+len(l[0])]) == l[0] {
+				return 1 + len(l[0]), l[1]
+			}
+		}
+		return 0, ""
+	}
+	if s, ok := commonRefs[string(b[1:j])]; ok { // no allocation
+		return j + 1, s
+	}
+	j++
 	ref := string(b[:j])
 	if s := html.UnescapeString(ref); s != ref {
 		return consumed(ref, s)
@@ -111,6 +126,78 @@ func entity(b []byte) (int, string) {
 	}
 	return 0, ""
 }
+
+// commonRefs decodes the references that are common in tool output
+// without going through html.UnescapeString (which allocates).
+var commonRefs = map[string]string{
+	"amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'", "nbsp": "\u00a0",
+	"commat": "@", "period": ".", "colon": ":", "sol": "/", "num": "#", "percnt": "%",
+	"equals": "=", "quest": "?", "plus": "+", "lowbar": "_", "hyphen": "-",
+}
+
+var legacyRefs = [][2]string{
+	{"amp", "&"}, {"AMP", "&"}, {"lt", "<"}, {"LT", "<"}, {"gt", ">"}, {"GT", ">"},
+	{"quot", "\""}, {"QUOT", "\""}, {"nbsp", "\u00a0"},
+}
+
+// numericRef decodes &#NN; or &#xHH; (b[:j] is '&', '#' and alphanumerics;
+// semi says a ';' follows). Like a browser it accepts a missing ';', maps
+// zero, surrogates and out-of-range values to U+FFFD, and reads 0x80..0x9F
+// as Windows-1252, by deferring those rare cases to html.UnescapeString.
+func numericRef(b []byte, j int, semi bool) (int, string) {
+	k := 2
+	hex := k < j && (b[k] == 'x' || b[k] == 'X')
+	if hex {
+		k++
+	}
+	start := k
+	var v rune
+	for k < j {
+		c := b[k]
+		var d byte
+		var ok bool
+		if hex {
+			d, ok = unhex(c)
+		} else {
+			d, ok = c-'0', c >= '0' && c <= '9'
+		}
+		if !ok || v > 0x10ffff {
+			break
+		}
+		if hex {
+			v = v<<4 | rune(d)
+		} else {
+			v = v*10 + rune(d)
+		}
+		k++
+	}
+	if k == start {
+		return 0, ""
+	}
+	n := k
+	if k == j && semi {
+		n++
+	}
+	if v < 0x80 && v > 0 || v >= 0xa0 && v <= 0x10ffff && (v < 0xd800 || v > 0xdfff) {
+		if v < 0x80 {
+			return n, asciiStrings[v]
+		}
+		return n, string(v)
+	}
+	ref := string(b[:n])
+	if s := html.UnescapeString(ref); s != ref {
+		return n, s
+	}
+	return 0, ""
+}
+
+// asciiStrings holds one-byte strings, so decoding &#64; allocates nothing.
+var asciiStrings = func() (t [128]string) {
+	for i := range t {
+		t[i] = string(rune(i))
+	}
+	return
+}()
 
 // consumed works out how much of ref html.UnescapeString decoded: a legacy
 // name without ';' (&ampfoo is "&" + "foo") decodes only a prefix, and the

@@ -50,9 +50,7 @@ func (sc *scanner) destForms(f []byte) {
 		sc.destWord(t, 0)
 		return
 	}
-	for _, w := range bytes.Split(t, []byte(" ")) {
-		sc.destWord(w, 0)
-	}
+	eachField(t, ' ', func(w []byte) { sc.destWord(w, 0) })
 }
 
 func (sc *scanner) destWord(w []byte, depth int) {

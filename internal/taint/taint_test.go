@@ -446,3 +446,19 @@ func TestIdleStoreIsSmall(t *testing.T) {
 		t.Errorf("empty store holds %d bytes", got)
 	}
 }
+
+// TestNoAllocs: the hot paths allocate nothing once warm, so recording a
+// large output does not churn the garbage collector.
+func TestNoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
+	s := NewStore()
+	text := "Reply to <Mallory@Evil.example>, see https://evil.example/hook?to=a%40b.com&x=1 (by @octocat in #general)."
+	if n := testing.AllocsPerRun(100, func() { s.Record(text) }); n > 0 {
+		t.Errorf("Record allocates %v times", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { s.Seen("https://x.example/?to=attacker%40evil.com") }); n > 0 {
+		t.Errorf("Seen allocates %v times", n)
+	}
+}

@@ -22,8 +22,10 @@ import (
 //     query and fragment (with and without scheme), its path segments and
 //     adjacent segment pairs (github.com/acme/widgets gives acme/widgets), and
 //     the value of each query or fragment parameter, itself taken apart the
-//     same way (?next=https://x/y, ?to=a@b.com); a "label:value" or
-//     "mailto:addr" gives both sides; a path gives its segments and pairs;
+//     same way (?next=https://x/y, ?to=a@b.com), also read with '+' as a
+//     space (?q=mail+a@b.com+now); the whole authority of https://a@b.com;
+//     a "label:value" or "mailto:addr" gives both sides; a path gives its
+//     segments and pairs;
 //   - canonical variants of each form: an address without its +tag
 //     (a+x@b.com is also a@b.com), a handle or channel without its @ or #
 //     (@octocat, #general), a URL without trailing slashes.
@@ -300,11 +302,11 @@ func (sc *scanner) structure(p []byte, depth int, flags uint16) {
 		return
 	}
 	if i := bytes.IndexByte(p, ':'); i >= 0 {
-		for _, q := range bytes.Split(p, []byte(":")) {
+		eachField(p, ':', func(q []byte) {
 			q = trim(q)
 			sc.canon(q, flags)
 			sc.structure(q, depth+1, flags)
-		}
+		})
 		return
 	}
 	if i := bytes.IndexAny(p, "?&=#"); i >= 0 {
@@ -387,10 +389,21 @@ func (sc *scanner) plusSpaced(v []byte, flags uint16) {
 		}
 	}
 	flags &^= cPlus
-	for _, w := range bytes.Split(sc.plus, []byte(" ")) {
-		if len(w) > 0 {
-			sc.forms(w, flags)
+	eachField(sc.plus, ' ', func(w []byte) { sc.forms(w, flags) })
+}
+
+// eachField calls fn for each non-empty field of b between sep bytes.
+func eachField(b []byte, sep byte, fn func([]byte)) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, sep)
+		if i < 0 {
+			fn(b)
+			return
 		}
+		if i > 0 {
+			fn(b[:i])
+		}
+		b = b[i+1:]
 	}
 }
 
