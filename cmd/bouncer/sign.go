@@ -1,7 +1,58 @@
 package main
 
-// cmdSign is not built yet.
+import (
+	"fmt"
+	"os"
+
+	"github.com/bouncer-mcp/bouncer/internal/bundle"
+)
+
+const signSynopsis = `bouncer sign --key PRIVATE.pem FILE...`
+
+// cmdSign writes FILE.sigstore.json beside each FILE, signed with a local
+// unencrypted PKCS#8 key (ECDSA P-256 or Ed25519).
 func cmdSign(args []string) int {
-	errorf("sign: not implemented yet")
-	return exitFail
+	fs, _ := newFlags("sign", signSynopsis)
+	keyFile := fs.String("key", "", "unencrypted PKCS#8 PEM private `KEY` (ECDSA P-256 or Ed25519)")
+	if done, status := parseFlags(fs, args); done {
+		return status
+	}
+	if *keyFile == "" {
+		return usageError("sign: --key PRIVATE.pem is required")
+	}
+	files := fs.Args()
+	if len(files) == 0 {
+		return usageError("sign: give at least one FILE")
+	}
+	pemData, err := os.ReadFile(*keyFile)
+	if err != nil {
+		errorf("sign: key: %v", err)
+		return exitUsage
+	}
+	s, err := bundle.ParsePrivateKey(pemData)
+	if err != nil {
+		errorf("sign: key %s: %v", *keyFile, err)
+		return exitUsage
+	}
+	status := exitOK
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() {
+			if err == nil {
+				err = fmt.Errorf("not a regular file")
+			}
+			errorf("sign: %s: %v", f, err)
+			status = exitUsage
+			continue
+		}
+		bp, err := s.SignFile(f)
+		if err != nil {
+			errorf("sign: %v", err)
+			if status == exitOK {
+				status = exitFail
+			}
+			continue
+		}
+		fmt.Fprintf(os.Stdout, "signed %s -> %s\n", f, bp)
+	}
+	return status
 }

@@ -1,0 +1,203 @@
+package bundle
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+const bundleV03MediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
+
+// Signer is a parsed private key ready to sign files.
+type Signer struct {
+	priv crypto.Signer
+	pub  crypto.PublicKey
+	der  []byte // PKIX public key
+}
+
+// ParsePrivateKey reads an unencrypted PKCS#8 PEM private key: ECDSA P-256
+// (as `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256`
+// writes it) or Ed25519. Other forms get an error that says how to convert.
+func ParsePrivateKey(pemData []byte) (*Signer, error) {
+	block, rest := pem.Decode(pemData)
+	if block == nil {
+		return nil, errors.New("no PEM block found")
+	}
+	if next, _ := pem.Decode(rest); next != nil {
+		return nil, errors.New("more than one PEM block; give a file with just the private key")
+	}
+	switch block.Type {
+	case "PRIVATE KEY":
+	case "ENCRYPTED PRIVATE KEY", "ENCRYPTED SIGSTORE PRIVATE KEY", "ENCRYPTED COSIGN PRIVATE KEY":
+		return nil, fmt.Errorf("%s: encrypted keys are not supported; give an unencrypted PKCS#8 key (openssl pkcs8 -topk8 -nocrypt)", block.Type)
+	case "EC PRIVATE KEY":
+		return nil, errors.New("EC PRIVATE KEY (SEC 1) form; convert to PKCS#8 with: openssl pkcs8 -topk8 -nocrypt -in KEY -out KEY.p8")
+	default:
+		return nil, fmt.Errorf("PEM block %q is not a private key (want PRIVATE KEY, PKCS#8)", block.Type)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("not a PKCS#8 private key: %w", err)
+	}
+	var s crypto.Signer
+	switch k := k.(type) {
+	case *ecdsa.PrivateKey:
+		if k.Curve != elliptic.P256() {
+			return nil, fmt.Errorf("ECDSA curve %s is not supported; use P-256", k.Curve.Params().Name)
+		}
+		s = k
+	case ed25519.PrivateKey:
+		s = k
+	default:
+		return nil, fmt.Errorf("%T keys are not supported; use ECDSA P-256 or Ed25519", k)
+	}
+	der, err := x509.MarshalPKIXPublicKey(s.Public())
+	if err != nil {
+		return nil, err
+	}
+	return &Signer{priv: s, pub: s.Public(), der: der}, nil
+}
+
+// PublicKeyPEM returns the public half, as a trust file's keys entry wants it.
+func (s *Signer) PublicKeyPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: s.der})
+}
+
+// Bundle signs data and returns the bundle JSON: a v0.3 bundle with a
+// message signature over the exact bytes and a public-key hint, the shape
+// `cosign sign-blob --key` writes. The message digest is SHA-256 for both
+// key types; ECDSA signs that digest, Ed25519 signs the bytes themselves
+// (pure Ed25519), which is what verifiers of either kind expect.
+func (s *Signer) Bundle(data []byte) ([]byte, error) {
+	digest := sha256.Sum256(data)
+	var sig []byte
+	var err error
+	switch k := s.priv.(type) {
+	case *ecdsa.PrivateKey:
+		sig, err = ecdsa.SignASN1(rand.Reader, k, digest[:])
+	case ed25519.PrivateKey:
+		sig = ed25519.Sign(k, data)
+	default:
+		err = fmt.Errorf("unsupported key %T", k)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	hint := sha256.Sum256(s.der)
+	pb := &protobundle.Bundle{
+		MediaType: bundleV03MediaType,
+		VerificationMaterial: &protobundle.VerificationMaterial{
+			Content: &protobundle.VerificationMaterial_PublicKey{
+				PublicKey: &protocommon.PublicKeyIdentifier{Hint: base64.StdEncoding.EncodeToString(hint[:])},
+			},
+		},
+		Content: &protobundle.Bundle_MessageSignature{
+			MessageSignature: &protocommon.MessageSignature{
+				MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: digest[:]},
+				Signature:     sig,
+			},
+		},
+	}
+	b, err := sgbundle.NewBundle(pb)
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	// Check our own work with the same verifier `bouncer verify` uses, so a
+	// bundle that would not verify is never written.
+	sv, err := signature.LoadVerifier(s.pub, crypto.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	if err := verifyWithKey(sv, b, data); err != nil {
+		return nil, fmt.Errorf("self-check of the new bundle failed: %w", err)
+	}
+	out, err := b.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}
+
+// SignFile reads path and writes its bundle to path.sigstore.json,
+// atomically, returning the bundle's path.
+func (s *Signer) SignFile(path string) (string, error) {
+	data, err := readCapped(path, maxPolicySize)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	out, err := s.Bundle(data)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	bp := BundlePath(path)
+	if err := writeAtomic(bp, out, 0o644); err != nil {
+		return "", err
+	}
+	return bp, nil
+}
+
+// SignFile signs path with the PEM private key keyPEM, writing
+// path.sigstore.json beside it.
+func SignFile(keyPEM []byte, path string) error {
+	s, err := ParsePrivateKey(keyPEM)
+	if err != nil {
+		return err
+	}
+	_, err = s.SignFile(path)
+	return err
+}
+
+// writeAtomic writes data to a temporary file in path's directory, syncs it
+// and renames it over path, so a reader sees the old bundle or the new one,
+// never half of one.
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(mode); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+

@@ -1,0 +1,249 @@
+package bundle
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/verify"
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+// BundleSuffix is appended to a file's name to find its bundle.
+const BundleSuffix = ".sigstore.json"
+
+// maxBundleSize bounds what is read of a bundle; a keyless bundle with a
+// certificate chain and a log entry is a few kilobytes.
+const maxBundleSize = 4 << 20
+
+// maxPolicySize bounds what is read of a signed file.
+const maxPolicySize = 64 << 20
+
+// BundlePath returns where the bundle of file is expected: beside it.
+func BundlePath(file string) string { return file + BundleSuffix }
+
+// Result says who signed a file that verified.
+type Result struct {
+	File   string
+	Bundle string
+	// Signers describes, per trust layer that names signers, what the
+	// bundle matched: "key team-policy.pub" or "identity SUBJECT (issuer
+	// ISSUER)".
+	Signers []string
+}
+
+// Signer joins the signer descriptions for one line of output.
+func (r Result) Signer() string { return strings.Join(r.Signers, "; ") }
+
+// ErrNoBundle is wrapped by VerifyFile and CheckPolicies when a file has no
+// bundle beside it.
+var ErrNoBundle = errors.New("no bundle")
+
+// VerifyFile verifies path against its bundle beside it (path.sigstore.json).
+func (t *Trust) VerifyFile(path string) (Result, error) {
+	return t.VerifyFileWithBundle(path, BundlePath(path))
+}
+
+// VerifyFileWithBundle verifies path against the bundle at bundlePath.
+func (t *Trust) VerifyFileWithBundle(path, bundlePath string) (Result, error) {
+	data, err := readCapped(path, maxPolicySize)
+	if err != nil {
+		return Result{File: path, Bundle: bundlePath}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return t.VerifyBytes(path, data, bundlePath)
+}
+
+// VerifyBytes verifies data, the exact bytes of file, against the bundle at
+// bundlePath. Callers that have already read the file use this so that the
+// bytes they act on are the bytes that were verified.
+func (t *Trust) VerifyBytes(file string, data []byte, bundlePath string) (Result, error) {
+	res := Result{File: file, Bundle: bundlePath}
+	raw, err := readCapped(bundlePath, maxBundleSize)
+	if errors.Is(err, os.ErrNotExist) {
+		return res, fmt.Errorf("%w: %s not found", ErrNoBundle, bundlePath)
+	}
+	if err != nil {
+		return res, fmt.Errorf("bundle %s: %w", bundlePath, err)
+	}
+	b := &sgbundle.Bundle{}
+	if err := b.UnmarshalJSON(raw); err != nil {
+		return res, fmt.Errorf("bundle %s: not a Sigstore bundle: %w", bundlePath, err)
+	}
+	signers, err := t.verifyEntity(b, data)
+	if err != nil {
+		return res, fmt.Errorf("bundle %s: %w", bundlePath, err)
+	}
+	res.Signers = signers
+	return res, nil
+}
+
+// verifyEntity checks one signed entity over data against every layer that
+// names signers; each must accept it.
+func (t *Trust) verifyEntity(e verify.SignedEntity, data []byte) ([]string, error) {
+	if !t.HasSigners() {
+		return nil, errors.New("the trust configuration names no keys or identities")
+	}
+	vc, err := e.VerificationContent()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.SignatureContent(); err != nil {
+		return nil, err
+	}
+	var signers []string
+	for _, l := range t.layers {
+		if !l.hasSigners() {
+			continue
+		}
+		var who string
+		switch {
+		case vc.PublicKey() != nil:
+			who, err = l.verifyKeyed(e, data)
+		case vc.Certificate() != nil:
+			who, err = l.verifyKeyless(e, data)
+		default:
+			err = errors.New("bundle has neither a public key nor a certificate")
+		}
+		if err != nil {
+			if len(t.layers) > 1 {
+				return nil, fmt.Errorf("not accepted by %s: %w", l.file, err)
+			}
+			return nil, err
+		}
+		signers = append(signers, who)
+	}
+	return signers, nil
+}
+
+// verifyKeyed tries each key of the layer. The bundle's key hint is ignored:
+// it is unauthenticated and cosign and Bouncer compute it differently, so
+// the signature itself decides.
+func (l *layer) verifyKeyed(e verify.SignedEntity, data []byte) (string, error) {
+	if len(l.keys) == 0 {
+		return "", fmt.Errorf("signed with a key, but %s lists no keys", l.file)
+	}
+	var errs []string
+	for _, k := range l.keys {
+		if err := verifyWithKey(k.verifier, e, data); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", k.name, err))
+			continue
+		}
+		return "key " + k.name, nil
+	}
+	if len(errs) == 1 {
+		return "", fmt.Errorf("signature does not verify with key %s", errs[0])
+	}
+	return "", fmt.Errorf("signature verifies with none of the %d keys (%s)", len(l.keys), strings.Join(errs, "; "))
+}
+
+func verifyWithKey(sv signature.Verifier, e verify.SignedEntity, data []byte) error {
+	key := root.NewExpiringKey(sv, time.Time{}, time.Time{}) // zero: no validity window
+	tm := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return key, nil })
+	// WithNoObserverTimestamps must be the only option: a keyed bundle
+	// carries no trusted time, and the key in the trust file has no
+	// validity window.
+	v, err := verify.NewVerifier(tm, verify.WithNoObserverTimestamps())
+	if err != nil {
+		return err
+	}
+	_, err = v.Verify(e, verify.NewPolicy(verify.WithArtifact(bytes.NewReader(data)), verify.WithKey()))
+	return err
+}
+
+// verifyKeyless checks a certificate bundle against the layer's trusted root
+// and identities. It needs a trusted time for the short-lived certificate:
+// at least one RFC 3161 timestamp from a timestamping authority in the
+// trusted root, or a transparency-log entry from a log in it. Log entries in
+// the bundle are always verified when present; SCTs are required when the
+// trusted root lists certificate-transparency logs (the public Sigstore
+// root does).
+func (l *layer) verifyKeyless(e verify.SignedEntity, data []byte) (string, error) {
+	if len(l.identities) == 0 || l.root == nil {
+		return "", fmt.Errorf("signed keyless (with a certificate), but %s lists no identities", l.file)
+	}
+	opts := []verify.VerifierOption{verify.WithObserverTimestamps(1)}
+	entries, err := e.TlogEntries()
+	if err != nil {
+		return "", err
+	}
+	if len(entries) > 0 {
+		opts = append(opts, verify.WithTransparencyLog(1))
+	}
+	if len(l.root.CTLogs()) > 0 {
+		opts = append(opts, verify.WithSignedCertificateTimestamps(1))
+	}
+	v, err := verify.NewVerifier(l.root, opts...)
+	if err != nil {
+		return "", err
+	}
+	popts := make([]verify.PolicyOption, 0, len(l.identities))
+	for _, id := range l.identities {
+		popts = append(popts, verify.WithCertificateIdentity(id.ci))
+	}
+	res, err := v.Verify(e, verify.NewPolicy(verify.WithArtifact(bytes.NewReader(data)), popts...))
+	if err != nil {
+		return "", err
+	}
+	subject, issuer := "", ""
+	if res.Signature != nil && res.Signature.Certificate != nil {
+		subject = res.Signature.Certificate.SubjectAlternativeName
+		issuer = res.Signature.Certificate.Issuer
+	}
+	return fmt.Sprintf("identity %s (issuer %s)", subject, issuer), nil
+}
+
+// CheckPolicies is what `bouncer run` calls before it starts the upstream.
+// With require_signed, every file needs a bundle that verifies. Without it,
+// a missing bundle is fine, but a bundle that is present is still checked
+// when the configuration names signers, and one that fails stops run: a
+// stale or foreign bundle beside a policy means the file is not what its
+// signer signed. The error names the file and why.
+func (t *Trust) CheckPolicies(files []string) error {
+	for _, f := range files {
+		data, err := readCapped(f, maxPolicySize)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		if err := t.CheckPolicy(f, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckPolicy applies CheckPolicies' rule to one file whose exact bytes the
+// caller has already read.
+func (t *Trust) CheckPolicy(file string, data []byte) error {
+	bp := BundlePath(file)
+	if !t.RequireSigned() {
+		if !t.HasSigners() {
+			return nil
+		}
+		if _, err := os.Lstat(bp); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+	}
+	if _, err := t.VerifyBytes(file, data, bp); err != nil {
+		if errors.Is(err, ErrNoBundle) {
+			return fmt.Errorf("%s: not signed: %s is missing, and %s requires signed policy", file, bp, t.requiredBy())
+		}
+		return fmt.Errorf("%s: signature check failed: %w", file, err)
+	}
+	return nil
+}
+
+// requiredBy names the trust files that set require_signed.
+func (t *Trust) requiredBy() string {
+	var fs []string
+	for _, l := range t.layers {
+		if l.requireSigned {
+			fs = append(fs, l.file)
+		}
+	}
+	return strings.Join(fs, " and ")
+}
