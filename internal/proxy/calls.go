@@ -369,7 +369,7 @@ func (p *Proxy) askByCode(c *call, d engine.Decision) {
 	all := true
 	for i, r := range reqs {
 		for _, oc := range open {
-			if oc.Approved && sameRequest(oc.Request, r) {
+			if oc.Approved && approval.SameRequest(oc.Request, r) {
 				approved[i] = true
 				break
 			}
@@ -417,13 +417,6 @@ func (p *Proxy) askByCode(c *call, d engine.Decision) {
 		"then the agent retries the same call within five minutes.",
 		strings.TrimSuffix(d.Reason, "."), strings.Join(lines, "\n"))
 	deny(reason, strings.Join(codes, ","))
-}
-
-// sameRequest compares a stored code's request with a call's, the way
-// approvals compare destinations: ASCII case and surrounding space ignored.
-func sameRequest(a, b approval.Request) bool {
-	return a.Server == b.Server && a.Tool == b.Tool && a.Param == b.Param &&
-		strings.EqualFold(strings.TrimSpace(a.Destination), strings.TrimSpace(b.Destination))
 }
 
 // elicitResult is the client's answer to elicitation/create.

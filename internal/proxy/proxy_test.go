@@ -300,25 +300,34 @@ func TestPendingCorrupt(t *testing.T) {
 
 // When the audit log can't be written, calls are denied and not forwarded.
 func TestAuditUnwritableDenies(t *testing.T) {
-	h := newHarness(t, hopts{policy: helpdeskPolicy})
-	cs := h.client(nil)
-	if _, isErr := callTool(t, cs, "send_email", map[string]any{"to": "boss@corp.example"}); isErr {
-		t.Fatal("first send refused")
+	breaks := map[string]func(home string) error{
+		"replaced by a directory": func(home string) error {
+			path := filepath.Join(home, "audit.jsonl")
+			if err := os.Rename(path, path+".old"); err != nil {
+				return err
+			}
+			return os.Mkdir(path, 0o700)
+		},
+		"state directory removed": func(home string) error { return os.RemoveAll(home) },
 	}
-	// Replace the log with a directory: the next append can't write.
-	path := filepath.Join(h.home, "audit.jsonl")
-	if err := os.Rename(path, path+".old"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(path, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "boss@corp.example"})
-	if !isErr || !strings.Contains(text, "audit") {
-		t.Fatalf("send with a broken audit log = %q, %v", text, isErr)
-	}
-	if n := len(h.mails()); n != 1 {
-		t.Fatalf("%d mails, want 1: a call was forwarded without its audit line", n)
+	for name, breakIt := range breaks {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, hopts{policy: helpdeskPolicy})
+			cs := h.client(nil)
+			if _, isErr := callTool(t, cs, "send_email", map[string]any{"to": "boss@corp.example"}); isErr {
+				t.Fatal("first send refused")
+			}
+			if err := breakIt(h.home); err != nil {
+				t.Fatal(err)
+			}
+			text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "boss@corp.example"})
+			if !isErr || !strings.HasPrefix(text, BlockedPrefix) || !strings.Contains(text, "audit") {
+				t.Fatalf("send with a broken audit log = %q, %v", text, isErr)
+			}
+			if n := len(h.mails()); n != 1 {
+				t.Fatalf("%d mails, want 1: a call was forwarded without its audit line", n)
+			}
+		})
 	}
 }
 
