@@ -196,7 +196,9 @@ func (d *demo) setup() error {
 	if err := os.WriteFile(filepath.Join(d.out, "policy.yaml"), pol, 0o600); err != nil {
 		return err
 	}
-	d.env = append(os.Environ(), "HOME="+d.home, "BOUNCER_HOME="+d.home)
+	// Every bouncer process keeps its state in out/home, and finds the
+	// bouncer just built first on PATH.
+	d.env = append(os.Environ(), "HOME="+d.home, "BOUNCER_HOME="+d.home, "PATH="+d.bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	return nil
 }
 
@@ -211,17 +213,16 @@ func writeJSON(path string, v any) error {
 // connect starts `bouncer run` in front of the helpdesk and connects to it
 // as a client without elicitation.
 func (d *demo) connect(ctx context.Context) error {
-	cmd := exec.Command(filepath.Join(d.bin, "bouncer"), "run",
-		"--home", d.home, "--name", "helpdesk", "--policy", filepath.Join(d.out, "policy.yaml"),
-		"--", filepath.Join(d.bin, "helpdesk"), "--data", d.desk, "--root", d.out)
-	cmd.Env = d.env
-	cmd.Dir = d.out
+	cmd, err := d.wrapConfig()
+	if err != nil {
+		return err
+	}
 	logf, err := os.Create(filepath.Join(d.out, "bouncer-run.log"))
 	if err != nil {
 		return err
 	}
 	cmd.Stderr = logf
-	d.say("Starting: bouncer run --policy out/policy.yaml -- helpdesk --data out/helpdesk")
+	d.say("The client starts the wrapped entry: %s", strings.Join(append([]string{filepath.Base(cmd.Path)}, d.rel(cmd.Args[1:])...), " "))
 	client := mcp.NewClient(&mcp.Implementation{Name: "hijacked-agent", Version: "1.0.0"}, nil)
 	d.session, err = client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
@@ -242,6 +243,83 @@ func (d *demo) connect(ctx context.Context) error {
 	}
 	d.say("The server offers: %s", strings.Join(names, ", "))
 	return nil
+}
+
+// wrapConfig writes the client config a user would have (out/mcp.json,
+// one stdio entry for the helpdesk), wraps it with `bouncer init --yes`,
+// and returns the command a client would now start for that entry, with the
+// policy added to its arguments as docs/clients.md describes.
+func (d *demo) wrapConfig() (*exec.Cmd, error) {
+	cfg := filepath.Join(d.out, "mcp.json")
+	orig := map[string]any{"mcpServers": map[string]any{"helpdesk": map[string]any{
+		"command": filepath.Join(d.bin, "helpdesk"),
+		"args":    []string{"--data", d.desk, "--root", d.out},
+	}}}
+	if err := writeJSON(cfg, orig); err != nil {
+		return nil, err
+	}
+	init := exec.Command(filepath.Join(d.bin, "bouncer"), "init", "--yes", "--config", cfg)
+	init.Env = d.env
+	if b, err := init.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("bouncer init: %v\n%s", err, b)
+	}
+	d.say("Wrapped out/mcp.json with: bouncer init --yes --config out/mcp.json")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var wrapped struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(b, &wrapped); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg, err)
+	}
+	e := wrapped.MCPServers["helpdesk"]
+	if len(e.Args) == 0 || e.Args[0] != "run" {
+		return nil, fmt.Errorf("bouncer init did not wrap the helpdesk entry:\n%s", b)
+	}
+	// The client starts the command the way it finds it: through PATH,
+	// which here has out/bin first, so "bouncer" is the one just built.
+	path, err := lookPath(e.Command, d.env)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, append(e.Args, "--policy", filepath.Join(d.out, "policy.yaml"))...)
+	cmd.Env = d.env
+	cmd.Dir = d.out
+	return cmd, nil
+}
+
+// lookPath resolves a command name against the PATH in env.
+func lookPath(name string, env []string) (string, error) {
+	if filepath.IsAbs(name) {
+		return name, nil
+	}
+	var dirs string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			dirs = v // the last one wins, as in exec
+		}
+	}
+	for _, dir := range filepath.SplitList(dirs) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found on the demo's PATH", name)
+}
+
+// rel shortens the demo's absolute paths for the transcript.
+func (d *demo) rel(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, d.out, "out")
+	}
+	return out
 }
 
 // call sends one tools/call and returns the result text and whether bouncer
@@ -469,7 +547,11 @@ func (d *demo) checkState() {
 		}
 		return nil
 	})
-	check(len(outside) == 0, fmt.Sprintf("no file written outside the workspace %v", outside))
+	what := "no file written outside the workspace"
+	if len(outside) > 0 {
+		what += fmt.Sprintf(" (found %s)", strings.Join(outside, ", "))
+	}
+	check(len(outside) == 0, what)
 	_, err = os.Stat(filepath.Join(d.desk, "workspace", "T-1043-notes.txt"))
 	check(err == nil, "the note inside the workspace was written")
 
