@@ -364,3 +364,18 @@ func FuzzReport(f *testing.F) {
 		}
 	})
 }
+
+func TestPackSource(t *testing.T) {
+	p, err := policy.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Policy: p, Tools: tools(t, `{"tools": [{"name": "send_email", "inputSchema": {"properties": {"to": {}, "cc": {}, "bcc": {}}}}]}`), ToolsFile: "t.json", Generated: t0}
+	pack := string(Write(in))
+	if !strings.Contains(pack, "| `send_email` | pack `gmail` |") {
+		t.Errorf("pack entry not named by its pack:\n%s", pack)
+	}
+	if !strings.Contains(pack, "- Policy: the built-in packs only") {
+		t.Error("inputs don't say that only packs apply")
+	}
+}
