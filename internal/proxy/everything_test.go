@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the relay of sampling, logging and roots is what these tests check
+
 package proxy
 
 import (

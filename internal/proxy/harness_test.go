@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -344,14 +343,4 @@ func groupGone(pgid int) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
-}
-
-// lines splits s into lines (for log assertions).
-func lines(s string) []string {
-	var out []string
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		out = append(out, sc.Text())
-	}
-	return out
 }
