@@ -94,19 +94,19 @@ func trim(b []byte) []byte {
 // is at least MinLen runes long. The destination side emits the same
 // variants of each form it checks, so the two meet.
 func (sc *scanner) canon(t []byte, flags uint16) {
-	if runeLen(t) < MinLen {
+	if !long(t, flags) {
 		return
 	}
 	sc.emit(t)
 	if t[len(t)-1] == '/' {
 		u := bytes.TrimRight(t, "/")
-		if runeLen(u) >= MinLen {
+		if long(u, flags) {
 			sc.emit(u)
 		}
 	}
 	if t[0] == '@' || t[0] == '#' {
 		u := trim(t[1:])
-		if runeLen(u) >= MinLen {
+		if long(u, flags) {
 			sc.emit(u)
 		}
 		t = u
@@ -114,9 +114,15 @@ func (sc *scanner) canon(t []byte, flags uint16) {
 	if flags&cPlus == 0 {
 		return
 	}
-	if u := sc.untag(t); u != nil && runeLen(u) >= MinLen {
+	if u := sc.untag(t); u != nil && long(u, flags) {
 		sc.emit(u)
 	}
+}
+
+// long reports whether b has at least MinLen runes; flags (the classes of
+// b's bytes, or more) saves counting runes in ASCII.
+func long(b []byte, flags uint16) bool {
+	return len(b) >= MinLen && (flags&cUni == 0 || runeLen(b) >= MinLen)
 }
 
 // untag returns local@domain for local+tag@domain, or nil. The result is in
@@ -165,7 +171,11 @@ func (sc *scanner) record(b []byte, depth int) {
 				}
 				w = sc.lower
 			}
-			sc.word(w, flags)
+			if flags&cSpecial == 0 && !leadEdge[w[0]] && !trailEdge[w[len(w)-1]] {
+				sc.emit(w) // the common case, kept out of word's call
+			} else {
+				sc.word(w, flags)
+			}
 		} else {
 			sc.unicodeChunk(raw)
 			flags |= sc.chunkFlags
@@ -429,7 +439,7 @@ func (sc *scanner) path(p []byte, flags uint16) {
 		if prev != nil {
 			sc.cat = append(append(append(sc.cat[:0], prev...), '/'), seg...)
 			pair := sc.cat
-			if runeLen(pair) >= MinLen {
+			if long(pair, flags) {
 				sc.emit(pair)
 			}
 		}
