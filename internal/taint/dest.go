@@ -72,7 +72,7 @@ func (sc *scanner) destWord(w []byte, depth int) {
 func (sc *scanner) destStructure(t []byte, depth int) {
 	if i := bytes.Index(t, []byte("://")); i > 0 {
 		rest := t[i+3:]
-		q := bytes.IndexAny(rest, "?#")
+		q := indexIn(rest, &setQF)
 		base := rest
 		if q >= 0 {
 			base = rest[:q]
@@ -88,7 +88,7 @@ func (sc *scanner) destStructure(t []byte, depth int) {
 		sc.destWord(t[i+1:], depth+1)
 		return
 	}
-	if q := bytes.IndexAny(t, "?#"); q > 0 {
+	if q := indexIn(t, &setQF); q > 0 {
 		sc.canon(trim(t[:q]), allFlags)
 		sc.destParams(t[q+1:], depth)
 	}
@@ -115,7 +115,7 @@ func labelEnd(t []byte) int {
 
 func (sc *scanner) destParams(q []byte, depth int) {
 	for len(q) > 0 {
-		j := bytes.IndexAny(q, "&#")
+		j := indexIn(q, &setParam)
 		param := q
 		if j >= 0 {
 			param, q = q[:j], q[j+1:]

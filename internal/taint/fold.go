@@ -36,6 +36,27 @@ var (
 	trailEdge [256]bool
 )
 
+// Byte sets for the structure of URLs and queries (bytes.IndexAny builds
+// such a set on every call).
+var setSep2, setQuery, setAuthEnd, setQF, setParam = byteSet(":/?&=#"), byteSet("?&=#"), byteSet("/?#"), byteSet("?#"), byteSet("&#")
+
+func byteSet(chars string) (t [256]bool) {
+	for i := 0; i < len(chars); i++ {
+		t[chars[i]] = true
+	}
+	return t
+}
+
+// indexIn returns the index of the first byte of b in set, or -1.
+func indexIn(b []byte, set *[256]bool) int {
+	for i, c := range b {
+		if set[c] {
+			return i
+		}
+	}
+	return -1
+}
+
 func init() {
 	for c := range 256 {
 		asciiLower[c] = byte(c)

@@ -304,7 +304,7 @@ func (sc *scanner) apos(p []byte, flags uint16) {
 // structure takes a part apart along URL, label:value, query and path
 // punctuation.
 func (sc *scanner) structure(p []byte, depth int, flags uint16) {
-	if flags&cSep2 == 0 || len(p) == 0 || depth > maxDepth || !bytes.ContainsAny(p, ":/?&=#") {
+	if flags&cSep2 == 0 || len(p) == 0 || depth > maxDepth || indexIn(p, &setSep2) < 0 {
 		return
 	}
 	if i := bytes.Index(p, []byte("://")); i > 0 {
@@ -319,7 +319,7 @@ func (sc *scanner) structure(p []byte, depth int, flags uint16) {
 		})
 		return
 	}
-	if i := bytes.IndexAny(p, "?&=#"); i >= 0 {
+	if i := indexIn(p, &setQuery); i >= 0 {
 		if i > 0 {
 			base := trim(p[:i])
 			sc.canon(base, flags)
@@ -335,7 +335,7 @@ func (sc *scanner) structure(p []byte, depth int, flags uint16) {
 // "://".
 func (sc *scanner) url(p []byte, i, depth int, flags uint16) {
 	rest := p[i+3:]
-	end := bytes.IndexAny(rest, "/?#")
+	end := indexIn(rest, &setAuthEnd)
 	if end < 0 {
 		end = len(rest)
 	}
@@ -348,7 +348,7 @@ func (sc *scanner) url(p []byte, i, depth int, flags uint16) {
 		auth = auth[at+1:]
 	}
 	sc.canon(trim(auth), flags)
-	q := bytes.IndexAny(rest, "?#")
+	q := indexIn(rest, &setQF)
 	base := rest
 	if q >= 0 {
 		base = rest[:q]
@@ -368,7 +368,7 @@ func (sc *scanner) url(p []byte, i, depth int, flags uint16) {
 // the value of each key=value, recursively.
 func (sc *scanner) params(q []byte, depth int, flags uint16) {
 	for len(q) > 0 {
-		j := bytes.IndexAny(q, "&#")
+		j := indexIn(q, &setParam)
 		param := q
 		if j >= 0 {
 			param, q = q[:j], q[j+1:]
