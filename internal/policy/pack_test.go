@@ -98,6 +98,9 @@ var ungated = map[string]map[string]string{
 		"get_or_create_label": "creates a label; sends nothing",
 		"update_label":        "renames a label; sends nothing",
 	},
+	"github": {
+		"update_pull_request_branch": "merges base into the pull request's branch in the same repository",
+	},
 }
 
 // writerWords in a tool's name mark a tool that acts rather than reads.

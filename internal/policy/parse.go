@@ -219,6 +219,9 @@ func (p *parser) keyName(k *yaml.Node, ctx, what string) (string, error) {
 	if strings.TrimSpace(k.Value) == "" {
 		return "", p.errf(k, ctx, "%s is empty", what)
 	}
+	if strings.TrimSpace(k.Value) != k.Value {
+		return "", p.errf(k, ctx, "%s %s has leading or trailing spaces, so it would never match", what, strconv.Quote(k.Value))
+	}
 	return k.Value, nil
 }
 
@@ -351,6 +354,12 @@ func (p *parser) strings(v *yaml.Node, key, what string) ([]string, error) {
 		}
 		if strings.TrimSpace(item.Value) == "" {
 			return nil, p.errf(item, key, "item %d is empty", i+1)
+		}
+		// Destinations are compared with surrounding space folded away;
+		// argument names and paths are exact, so a stray space would make
+		// the entry silently miss.
+		if what != "a destination" && strings.TrimSpace(item.Value) != item.Value {
+			return nil, p.errf(item, key, "item %d: %s has leading or trailing spaces", i+1, strconv.Quote(item.Value))
 		}
 		if strings.ContainsRune(item.Value, 0) {
 			return nil, p.errf(item, key, "item %d contains a NUL character", i+1)

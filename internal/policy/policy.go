@@ -164,7 +164,14 @@ func Load(files ...string) (*Policy, error) {
 // LoadSources is Load for documents already in memory (for example a policy
 // sent to `bouncer serve`). Packs still come first.
 func LoadSources(srcs ...Source) (*Policy, error) {
-	return load(srcs)
+	named := make([]Source, len(srcs))
+	for i, s := range srcs {
+		if s.Name == "" {
+			s.Name = "policy"
+		}
+		named[i] = s
+	}
+	return load(named)
 }
 
 func load(srcs []Source) (*Policy, error) {
