@@ -3,8 +3,10 @@ package taint
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -162,30 +164,13 @@ func BenchmarkRecordASCII(b *testing.B) { benchRecord(b, false) }
 // BenchmarkRecordUnicode records output where half the words are non-ASCII.
 func BenchmarkRecordUnicode(b *testing.B) { benchRecord(b, true) }
 
-// BenchmarkRecordFresh records output that is unique throughout, into one
-// store that grows from empty past the switch to the Bloom filter (64 MiB).
-func BenchmarkRecordFresh(b *testing.B) {
-	const chunk = 1 << 20
-	g := newGen(7, false)
-	buf := make([]byte, 0, chunk+256)
-	for b.Loop() {
-		s := NewStore()
-		for range 64 {
-			b.StopTimer()
-			buf = g.fill(buf[:0], chunk)
-			b.StartTimer()
-			s.Record(string(buf))
-		}
-	}
-	b.SetBytes(64 * chunk)
-}
-
 var (
 	bigOnce  sync.Once
 	bigStore *Store
 	bigHeap  uint64 // HeapInuse growth while recording
 	bigTotal uint64 // HeapInuse after, whole process
 	bigBytes int
+	bigCPU   time.Duration // CPU time spent in Record
 )
 
 // big records 256 MiB of mostly unique output once per test binary, and
@@ -200,7 +185,9 @@ func big() *Store {
 		buf := make([]byte, 0, 1<<20+256)
 		for bigBytes < 256<<20 {
 			buf = g.fill(buf[:0], 1<<20)
+			c0 := cpuClock()
 			s.Record(string(buf))
+			bigCPU += cpuClock() - c0
 			bigBytes += len(buf)
 		}
 		buf = nil
@@ -270,10 +257,21 @@ func BenchmarkMemory256MB(b *testing.B) {
 	}
 	for b.Loop() {
 	}
+	var rss uint64
+	if data, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				rss = kb << 10
+			}
+		}
+	}
+	b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
 	b.ReportMetric(float64(bigHeap)/(1<<20), "store-MiB")
 	b.ReportMetric(float64(bigTotal)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(fp)/probes, "false-seen-rate")
 	b.ReportMetric(float64(bigBytes)/(1<<20), "recorded-MiB")
+	b.ReportMetric(float64(bigBytes)/bigCPU.Seconds()/1e6, "record-cpu-MB/s")
 	st := s.Stats()
 	b.ReportMetric(float64(st.Hashes)/1e6, "hashes-M")
 	b.ReportMetric(float64(st.Bytes)*8/float64(st.Hashes), "bits/hash")
