@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -211,32 +212,37 @@ func cmdRun(args []string) int {
 }
 
 // resolveCommand finds the upstream program in PATH (the entry's PATH, if
-// it sets one) so that a missing program is reported before anything runs.
+// its env sets one, as the client would have used it) so that a missing
+// program is reported before anything runs.
 func resolveCommand(c *proxy.Command) error {
-	if filepath.Base(c.Path) != c.Path {
-		return nil // has a slash: exec uses it as is (relative to Dir)
+	if strings.Contains(c.Path, "/") {
+		return nil // exec uses it as is (relative to Dir)
 	}
-	if c.Env != nil {
-		for _, kv := range c.Env {
-			if len(kv) > 5 && kv[:5] == "PATH=" {
-				old := os.Getenv("PATH")
-				os.Setenv("PATH", kv[5:])
-				p, err := exec.LookPath(c.Path)
-				os.Setenv("PATH", old)
-				if err != nil {
-					return fmt.Errorf("upstream: %w", err)
-				}
-				c.Path = p
-				return nil
-			}
+	path, own := os.Getenv("PATH"), true
+	for _, kv := range c.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path, own = v, false // the last one wins, as in exec
 		}
 	}
-	p, err := exec.LookPath(c.Path)
-	if err != nil {
-		return fmt.Errorf("upstream: %w", err)
+	if own {
+		p, err := exec.LookPath(c.Path)
+		if err != nil {
+			return fmt.Errorf("upstream: %w", err)
+		}
+		c.Path = p
+		return nil
 	}
-	c.Path = p
-	return nil
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		cand := filepath.Join(dir, c.Path)
+		if fi, err := os.Stat(cand); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			c.Path = cand
+			return nil
+		}
+	}
+	return fmt.Errorf("upstream: %q not found in the entry's PATH", c.Path)
 }
 
 // newSessionID returns 16 random hex digits naming this session.
