@@ -64,7 +64,7 @@ func applyProxySandbox(mode string, pol *policy.Policy, stateDir string, up *pro
 	if err != nil {
 		return "", err
 	}
-	r, err := sandbox.Restrict(m, sandbox.Config{StateDir: stateDir})
+	r, err := sandbox.Restrict(m, sandbox.Config{StateDir: stateDir, Upstream: up.Pid()})
 	if err != nil {
 		return "", err
 	}

@@ -1,5 +1,3 @@
-//go:build linux
-
 package sandbox
 
 import (
@@ -341,15 +339,9 @@ func launch(args []string) error {
 	if len(args) < 3 || args[1] != "--" {
 		return errors.New("usage: " + LauncherName + " PLAN -- COMMAND [ARGS]")
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(args[0])
+	p, err := decodePlan(args[0])
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
-	}
-	var p launchPlan
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return err
 	}
 	argv := args[2:]
 	caps := Probe()
@@ -368,7 +360,11 @@ func launch(args []string) error {
 		}
 	}
 	if caps.Seccomp {
-		prog, err := upstreamFilter(len(p.TCP) == 0, caps.LandlockABI < 9)
+		info, err := nativeArch()
+		if err != nil {
+			return err
+		}
+		prog, err := upstreamFilter(info, len(p.TCP) == 0, caps.LandlockABI < 9)
 		if err != nil {
 			return err
 		}
@@ -380,6 +376,37 @@ func launch(args []string) error {
 		return fmt.Errorf("exec %s: %w", argv[0], err)
 	}
 	return nil
+}
+
+// decodePlan reads the launcher's first argument. Anything odd is refused:
+// unknown fields, trailing data, relative paths, ports out of range.
+func decodePlan(s string) (launchPlan, error) {
+	var p launchPlan
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return p, fmt.Errorf("plan: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return p, fmt.Errorf("plan: %w", err)
+	}
+	if dec.More() {
+		return p, errors.New("plan: trailing data")
+	}
+	for _, list := range [][]string{p.Exec, p.Read, p.Write} {
+		for _, path := range list {
+			if !filepath.IsAbs(path) {
+				return p, fmt.Errorf("plan: %q is not absolute", path)
+			}
+		}
+	}
+	for _, port := range p.TCP {
+		if port < 1 || port > 65535 {
+			return p, fmt.Errorf("plan: port %d out of range", port)
+		}
+	}
+	return p, nil
 }
 
 // upstreamLandlock handles all file-system rights, TCP, and both IPC

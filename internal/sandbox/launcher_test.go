@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -291,4 +292,58 @@ func TestFilesystemServerConfined(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(other, "no.txt")); err == nil {
 		t.Error("the write outside the sandbox landed")
 	}
+}
+
+// TestPlanRoundTrip: what LauncherArgs encodes, the launcher decodes.
+func TestPlanRoundTrip(t *testing.T) {
+	ws := t.TempDir()
+	l, err := LauncherArgs(Auto, Confinement{ReadWrite: []string{ws}, ConnectTCP: []int{443}}, "/bin/true", []string{"a"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Args[0] != LauncherName || l.Args[2] != "--" || l.Args[3] != "/bin/true" || l.Args[4] != "a" {
+		t.Fatalf("args %q", l.Args)
+	}
+	p, err := decodePlan(l.Args[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	has(t, p.Write, ws, true)
+	has(t, p.Write, "/dev/null", true)
+	if len(p.TCP) != 1 || p.TCP[0] != 443 {
+		t.Errorf("tcp %v", p.TCP)
+	}
+	for _, bad := range []string{"", "!!", "e30x", base64URL(`{"read":["rel"]}`), base64URL(`{"tcp":[0]}`), base64URL(`{"x":1}`), base64URL(`{}{}`)} {
+		if _, err := decodePlan(bad); err == nil && bad != "" {
+			t.Errorf("decodePlan(%q) accepted", bad)
+		}
+	}
+}
+
+func base64URL(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// FuzzDecodePlan: the launcher's argument never panics the decoder, and
+// whatever it accepts has only absolute paths and valid ports.
+func FuzzDecodePlan(f *testing.F) {
+	f.Add(base64URL(`{"exec":["/usr"],"read":["/etc"],"write":["/dev/null"],"tcp":[443]}`))
+	f.Add(base64URL(`{"strict":true}`))
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := decodePlan(s)
+		if err != nil {
+			return
+		}
+		for _, list := range [][]string{p.Exec, p.Read, p.Write} {
+			for _, path := range list {
+				if !filepath.IsAbs(path) {
+					t.Fatalf("accepted relative %q", path)
+				}
+			}
+		}
+		for _, port := range p.TCP {
+			if port < 1 || port > 65535 {
+				t.Fatalf("accepted port %d", port)
+			}
+		}
+	})
 }

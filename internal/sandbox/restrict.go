@@ -1,5 +1,3 @@
-//go:build linux
-
 package sandbox
 
 import (
@@ -22,6 +20,10 @@ type Config struct {
 	// ReadPaths are further files or directories the proxy may read
 	// (nothing else is readable). Missing ones are an error.
 	ReadPaths []string
+	// Upstream is the process ID (and process group) of the upstream
+	// server, the one process besides itself the proxy may still signal.
+	// 0: none.
+	Upstream int
 }
 
 // Report says what Restrict applied; String is the line the proxy prints.
@@ -98,7 +100,11 @@ func Restrict(m Mode, c Config) (Report, error) {
 		r.Skipped = append(r.Skipped, "landlock ("+caps.LandlockWhy+")")
 	}
 	if caps.Seccomp {
-		prog, err := proxyFilter()
+		info, err := nativeArch()
+		if err != nil {
+			return r, err
+		}
+		prog, err := proxyFilter(info, os.Getpid(), c.Upstream)
 		if err != nil {
 			return r, err
 		}

@@ -97,14 +97,15 @@ func proxyProbe(args []string) int {
 	switch layers {
 	case "all":
 		var r Report
-		r, err = Restrict(Strict, Config{StateDir: state, ReadPaths: []string{allowed}})
+		r, err = Restrict(Strict, Config{StateDir: state, ReadPaths: []string{allowed}, Upstream: sleeper.Process.Pid})
 		report("report "+r.String(), nil)
 	case "landlock":
 		var rules = mustRules(state, allowed)
 		err = proxyLandlock().Restrict(rules...)
 	case "seccomp":
 		var prog []unix.SockFilter
-		if prog, err = proxyFilter(); err == nil {
+		info, _ := nativeArch()
+		if prog, err = proxyFilter(info, os.Getpid(), sleeper.Process.Pid); err == nil {
 			err = loadFilter(prog)
 		}
 	}
@@ -132,6 +133,8 @@ func proxyProbe(args []string) int {
 	report("tcp bind", errnoOf(bindRaw()))
 	report("exec", errnoOf(exec.Command("/bin/true").Run()))
 	report("ptrace", errnoOf(ptraceAttach(os.Getppid())))
+	report("kill other", errnoOf(syscall.Kill(os.Getppid(), 0)))
+	report("kill cat", errnoOf(syscall.Kill(cat.Process.Pid, 0)))
 
 	// The stdio pump still works: a megabyte through cat.
 	report("pump", pump(catIn, catOut))
@@ -394,6 +397,8 @@ func TestRestrictStrict(t *testing.T) {
 	want(t, res, "tcp bind", unix.EPERM)
 	want(t, res, "exec", unix.EPERM)
 	want(t, res, "ptrace", unix.EPERM)
+	want(t, res, "kill other", unix.EPERM)
+	want(t, res, "kill cat", unix.EPERM) // not the upstream named in Config
 	want(t, res, "pump", 0)
 	want(t, res, "kill group", 0)
 	want(t, res, "wait", 0)

@@ -20,6 +20,9 @@ import (
 // amd64) fall through to the default action, which for a denylist is
 // allow. We use go-seccomp-bpf for its syscall tables only.
 
+// filter is an assembled seccomp program.
+type filter = []unix.SockFilter
+
 // seccomp_data layout (include/uapi/linux/seccomp.h).
 const (
 	offNr   = 0
@@ -176,20 +179,31 @@ var proxyAllowlist = []string{
 	"mmap", "munmap", "mprotect", "madvise", "brk", "mremap", "mincore",
 	// Threads and scheduling.
 	"clone", "clone3", "futex", "sched_yield", "sched_getaffinity", "gettid", "getpid",
-	"getppid", "tgkill", "tkill", "set_robust_list", "rseq", "set_tid_address",
+	"getppid", "set_robust_list", "rseq", "set_tid_address",
 	"arch_prctl", "membarrier",
 	// Signals.
 	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "restart_syscall",
 	// Time.
 	"nanosleep", "clock_gettime", "clock_nanosleep", "clock_getres", "gettimeofday", "time",
 	"timer_create", "timer_settime", "timer_delete", "setitimer", "getitimer",
-	// The upstream: signal its group, reap it.
-	"kill", "wait4", "waitid", "pidfd_open", "pidfd_send_signal",
+	// The upstream: reap it, signal it through the pidfd exec holds
+	// (kill, tgkill and pidfd_open are allowed for some targets only, see
+	// proxyFilter).
+	"wait4", "waitid", "pidfd_send_signal",
 	// Identity and limits (read only).
 	"getuid", "geteuid", "getgid", "getegid", "getrlimit", "prlimit64", "uname", "sysinfo",
 	// crypto/rand.
 	"getrandom",
 	"exit", "exit_group",
+}
+
+// nativeArch is the syscall table of the running architecture.
+func nativeArch() (*arch.Info, error) {
+	info, err := arch.GetInfo("")
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	return info, nil
 }
 
 // ioctlAllowed are the ioctl requests the proxy may make: terminal
@@ -242,14 +256,39 @@ func numbers(info *arch.Info, names []string) []uint32 {
 	return out
 }
 
-// proxyFilter is the default-deny filter for the proxy.
-func proxyFilter() ([]unix.SockFilter, error) {
-	info, err := arch.GetInfo("")
-	if err != nil {
-		return nil, fmt.Errorf("seccomp: %w", err)
+// argIn allows syscall name when the low 32 bits of argument arg are one
+// of values, and refuses it otherwise. It expects A = nr and leaves A = nr
+// for the rules after it.
+func argIn(p *bpfProg, info *arch.Info, name string, arg int, values []uint32) {
+	nr, ok := info.SyscallNames[name]
+	if !ok {
+		return
 	}
+	after := "after-" + name
+	p.jne(uint32(nr), after)
+	p.ldAbs(argLo(arg))
+	for _, v := range values {
+		p.jeq(v, "allow")
+	}
+	p.ret(retEPERM)
+	p.label(after)
+}
+
+// proxyFilter is the default-deny filter for the proxy, whose process ID
+// is self; upstream (when not 0) is the upstream's process ID, which is
+// also its process group. Signals may go to the proxy itself (the Go
+// runtime raises them on its own threads) and to the upstream and its
+// group, nowhere else.
+func proxyFilter(info *arch.Info, self, upstream int) (filter, error) {
 	p := newProg()
 	header(p, info)
+	pids := []uint32{uint32(int32(self))}
+	if upstream > 0 {
+		pids = append(pids, uint32(int32(upstream)), uint32(int32(-upstream)))
+	}
+	argIn(p, info, "kill", 0, pids)
+	argIn(p, info, "tgkill", 0, pids[:1])
+	argIn(p, info, "pidfd_open", 0, pids[:min(2, len(pids))])
 	// ioctl: only the harmless requests.
 	if nr, ok := info.SyscallNames["ioctl"]; ok {
 		p.jne(uint32(nr), "after-ioctl")
@@ -275,11 +314,7 @@ func proxyFilter() ([]unix.SockFilter, error) {
 // listed, and Landlock below ABI 10 does not cover UDP); with noUnix it
 // may not create UNIX sockets (Landlock below ABI 9 does not cover
 // connecting to a socket file such as /var/run/docker.sock).
-func upstreamFilter(noInet, noUnix bool) ([]unix.SockFilter, error) {
-	info, err := arch.GetInfo("")
-	if err != nil {
-		return nil, fmt.Errorf("seccomp: %w", err)
-	}
+func upstreamFilter(info *arch.Info, noInet, noUnix bool) (filter, error) {
 	p := newProg()
 	header(p, info)
 	var fams []uint32
@@ -304,7 +339,7 @@ func upstreamFilter(noInet, noUnix bool) ([]unix.SockFilter, error) {
 // loadFilter sets no_new_privs and installs the filter on every thread of
 // the process (SECCOMP_FILTER_FLAG_TSYNC), so no goroutine is left on an
 // unfiltered thread.
-func loadFilter(prog []unix.SockFilter) error {
+func loadFilter(prog filter) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
