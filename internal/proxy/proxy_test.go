@@ -53,6 +53,38 @@ func TestTaintedDestinationNeverForwarded(t *testing.T) {
 	}
 }
 
+// Not only tool results are untrusted: an address that reached the client
+// in a resource, a prompt or a JSON-RPC error is denied as a destination.
+func TestEverythingUpstreamSaysIsRecorded(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy})
+	cs := h.client(nil)
+	ctx := context.Background()
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "ticket://4711"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "reply"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fail", Arguments: map[string]any{}}); err == nil {
+		t.Fatal("fail tool did not fail")
+	}
+	for _, dest := range []string{"resource-attacker@evil.example", "prompt-attacker@evil.example", "error-attacker@evil.example"} {
+		text, isErr := callTool(t, cs, "send_email", map[string]any{"to": dest})
+		if !isErr || codeRe.MatchString(text) {
+			t.Errorf("send to %s = %q, %v; want denied outright (no code)", dest, text, isErr)
+		}
+	}
+	if h.mails() != nil {
+		t.Fatal("mail reached the server")
+	}
+	es := h.auditLines()
+	for _, e := range es {
+		if e.Tool == "send_email" && (e.Verdict != "deny" || e.Rule != "sink") {
+			t.Errorf("send_email: %s/%s, want deny/sink", e.Verdict, e.Rule)
+		}
+	}
+}
+
 // Paths outside the allowed prefix are refused and nothing is written;
 // a symlink inside the prefix that points outside is refused too.
 func TestPathConfinement(t *testing.T) {
