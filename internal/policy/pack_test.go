@@ -79,7 +79,6 @@ var readOnly = map[string]map[string]string{
 // "param.field") that a pack deliberately does not treat as sinks.
 var notSinks = map[string]map[string]string{
 	"gmail": {
-		"create_filter.action.forward":                       "covered: the whole action object is the sink",
 		"create_filter.criteria.to":                          "a match criterion (mail sent to this address), not where mail goes",
 		"create_filter_from_template.parameters.senderEmail": "a match criterion (mail from this sender)",
 	},
