@@ -617,3 +617,28 @@ func TestClientEOFDrains(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 }
+
+// A 2025-03-26 batch: a refused call inside it is answered inside the
+// batch's reply, next to the upstream's answers.
+func TestBatch(t *testing.T) {
+	h := newHarness(t, hopts{})
+	r := h.raw()
+	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	r.response(0)
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"pinned"}}}`)
+	r.response(1) // the pin is done
+	if _, err := h.clientW.Write([]byte(`[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope","arguments":{}}},{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"in a batch"}}}]` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	text, isErr := resultText(t, r.response(2))
+	if !isErr || !strings.HasPrefix(text, BlockedPrefix) {
+		t.Fatalf("refused call in a batch = %q, %v", text, isErr)
+	}
+	if resp := r.response(3); resp.Error != nil {
+		t.Fatalf("ping in a batch: %v", resp.Error)
+	}
+	if text, _ := resultText(t, r.response(4)); text != "in a batch" {
+		t.Fatalf("echo in a batch = %q", text)
+	}
+}
