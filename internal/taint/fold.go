@@ -168,7 +168,7 @@ func caseFoldSlow(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }
 const foldTableLen = 0x3000
 
 // bmpTables are lookup tables for the Basic Multilingual Plane, built on
-// first use (about 56 KiB) so that ASCII-only sessions never pay for them.
+// first use (40 KiB) so that ASCII-only sessions never pay for them.
 type bmpTables struct {
 	sep1 [0x10000 / 64]uint64
 	// stable marks runes that need no NFKC work in any context: already

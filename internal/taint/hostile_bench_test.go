@@ -18,17 +18,21 @@ func BenchmarkRecordHostile(b *testing.B) {
 		b.Run(c.name+"/one-word", func(b *testing.B) {
 			s := NewStore()
 			b.SetBytes(int64(len(text)))
+			cpu := cpuClock()
 			for b.Loop() {
 				s.Record(text)
 			}
+			reportCPU(b, cpu, int64(len(text)))
 		})
 		spaced := strings.Repeat(c.unit+" ", (64<<10)/(len(c.unit)+1))
 		b.Run(c.name+"/words", func(b *testing.B) {
 			s := NewStore()
 			b.SetBytes(int64(len(spaced)))
+			cpu := cpuClock()
 			for b.Loop() {
 				s.Record(spaced)
 			}
+			reportCPU(b, cpu, int64(len(spaced)))
 		})
 	}
 }
