@@ -149,6 +149,10 @@ func (p *parser) document(isPack bool) (*document, error) {
 	return doc, nil
 }
 
+// uriScheme matches "file:///srv" and "C:\\x": neither is a path this
+// platform's path checks can place.
+var uriScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 // yamlError turns yaml.v3's "yaml: line N: msg" into an *Error at line N.
@@ -377,6 +381,8 @@ func (p *parser) paths(v *yaml.Node, key string, raw []string) ([]string, error)
 	for i, r := range raw {
 		item := deref(v.Content[i])
 		switch {
+		case uriScheme.MatchString(r):
+			return nil, p.errf(item, key, "item %d: %s is a URI, not a path; write the absolute path", i+1, strconv.Quote(r))
 		case strings.HasPrefix(r, "~"):
 			return nil, p.errf(item, key, "item %d: %s: ~ is not expanded; write the absolute path", i+1, strconv.Quote(r))
 		case filepath.IsAbs(r):

@@ -109,6 +109,8 @@ func TestParseErrors(t *testing.T) {
 			"p.yaml:4: set_mode.arg_patterns.mode: set twice (first at line 3)"},
 		{"tilde prefix", "w:\n  write_params: [path]\n  allowed_path_prefixes: [~/out]\n",
 			`p.yaml:3: w.allowed_path_prefixes: item 1: "~/out": ~ is not expanded; write the absolute path`},
+		{"uri prefix", "w:\n  write_params: [path]\n  allowed_path_prefixes: [\"file:///srv\"]\n",
+			`p.yaml:3: w.allowed_path_prefixes: item 1: "file:///srv" is a URI, not a path; write the absolute path`},
 		{"prefixes without write_params", "w:\n  allowed_path_prefixes: [/srv/out]\n",
 			"p.yaml:2: w.allowed_path_prefixes: set without write_params, so no argument would be confined; name the path arguments in write_params"},
 		{"non-string tool name", "123:\n  max_calls: 1\n",
