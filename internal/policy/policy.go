@@ -207,6 +207,9 @@ func load(srcs []Source) (*Policy, error) {
 
 // Lookup returns the pack or user entry for tool, if there is one.
 func (p *Policy) Lookup(tool string) (*Tool, bool) {
+	if p == nil {
+		return nil, false
+	}
 	t, ok := p.tools[tool]
 	return t, ok
 }
@@ -216,7 +219,7 @@ func (p *Policy) Lookup(tool string) (*Tool, bool) {
 // call's argument names): destination-shaped names become sinks, matched as
 // whole names, never by substring.
 func (p *Policy) For(tool string, params []string) *Tool {
-	if t, ok := p.tools[tool]; ok {
+	if t, ok := p.Lookup(tool); ok {
 		return t
 	}
 	return fallback(tool, params)
@@ -224,6 +227,9 @@ func (p *Policy) For(tool string, params []string) *Tool {
 
 // Names lists the tools the policy configures, sorted.
 func (p *Policy) Names() []string {
+	if p == nil {
+		return nil
+	}
 	names := make([]string, 0, len(p.tools))
 	for n := range p.tools {
 		names = append(names, n)
