@@ -62,13 +62,16 @@ func benchSession(b *testing.B, proxied bool) (*mcp.ClientSession, *exec.Cmd) {
 		cmd = exec.Command(exe)
 	}
 	cmd.Env = env
-	cmd.Stderr = os.Stderr
+	// Kept off the benchmark's own output (it would break its lines),
+	// shown when the session fails.
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("%v\n%s", err, stderr.String())
 	}
 	b.Cleanup(func() { cs.Close() })
 	return cs, cmd
