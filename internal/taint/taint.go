@@ -10,7 +10,8 @@
 // is denied: fail closed); a recorded destination is never reported unseen.
 //
 // What counts as a token, and which forms of it are recorded, is described
-// in tokens.go; the memory and speed trade-offs in docs/performance.md.
+// in tokens.go and dest.go, and for users in docs/taint.md; the memory and
+// speed figures are in docs/performance.md.
 package taint
 
 import (
