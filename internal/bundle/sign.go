@@ -200,4 +200,3 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	}
 	return nil
 }
-
