@@ -504,7 +504,7 @@ func (d *demo) approve(code string) error {
 // checkState looks at the helpdesk's own files: what the server did, not
 // what bouncer said.
 func (d *demo) checkState() {
-	d.say("\n== Checking the server's state")
+	d.say("\n== Checking the server's state and the audit log")
 	check := func(ok bool, what string) {
 		mark := "ok  "
 		if !ok {
@@ -554,6 +554,30 @@ func (d *demo) checkState() {
 	check(len(outside) == 0, what)
 	_, err = os.Stat(filepath.Join(d.desk, "workspace", "T-1043-notes.txt"))
 	check(err == nil, "the note inside the workspace was written")
+
+	// The audit log says why each attack was stopped.
+	rules := map[string]int{}
+	if b, err := os.ReadFile(filepath.Join(d.home, "audit.jsonl")); err == nil {
+		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+			var e struct{ Tool, Verdict, Rule string }
+			if json.Unmarshal(line, &e) == nil && e.Verdict != "ask" {
+				rules[e.Tool+" "+e.Verdict+" "+e.Rule]++
+			}
+		}
+	}
+	for _, want := range []struct {
+		key  string
+		n    int
+		what string
+	}{
+		{"send_email deny sink", 1, "the mail to the attacker was denied by the sink gate"},
+		{"write_file deny path", 2, "both SSH key writes were denied by path confinement"},
+		{"delete_customer deny budget", 1, "the second delete was denied by the call budget"},
+		{"send_email deny approval", 1, "the send to a new address was held for a human"},
+		{"send_email allow approval", 1, "the retry was allowed by the human's approval"},
+	} {
+		check(rules[want.key] == want.n, fmt.Sprintf("audit: %s (%d lines, want %d)", want.what, rules[want.key], want.n))
+	}
 
 	var left []map[string]string
 	b, err := os.ReadFile(filepath.Join(d.desk, "customers.json"))
