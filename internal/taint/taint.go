@@ -231,6 +231,27 @@ func (s *Store) Seen(dest string) bool {
 	return false
 }
 
+// Match is Seen that also says which form of dest was found (for a verdict's
+// reason: "https://x.example/?to=a%40evil.com" is tainted through
+// "a@evil.com"). It allocates; use Seen on the hot path.
+func (s *Store) Match(dest string) (form string, ok bool) {
+	var forms []string
+	sc := s.scanner(false)
+	defer putScanner(sc)
+	sc.collect = &forms
+	if !sc.destHashes([]byte(dest)) {
+		return "", false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for i, h := range sc.hashes {
+		if s.has(h) {
+			return forms[i], true
+		}
+	}
+	return "", false
+}
+
 // Tokens returns the forms Record would keep for text, in order, without
 // duplicates. It is for tests and for explaining a verdict; the store itself
 // keeps only hashes.

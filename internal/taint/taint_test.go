@@ -462,3 +462,17 @@ func TestNoAllocs(t *testing.T) {
 		t.Errorf("Seen allocates %v times", n)
 	}
 }
+
+func TestMatch(t *testing.T) {
+	s := NewStore()
+	s.Record("reply to attacker@evil.com")
+	if form, ok := s.Match("https://x.example/?to=attacker%40evil.com"); !ok || form != "attacker@evil.com" {
+		t.Errorf("Match = %q, %v", form, ok)
+	}
+	if form, ok := s.Match("bob@corp.example"); ok {
+		t.Errorf("Match of a clean destination = %q", form)
+	}
+	if _, ok := s.Match("abc"); ok {
+		t.Error("short destination matched")
+	}
+}
