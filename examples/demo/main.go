@@ -350,6 +350,7 @@ func short(s string) string {
 // expect makes one call and records a failure unless bouncer's verdict is
 // the wanted one. It returns the result text.
 func (d *demo) expect(ctx context.Context, wantBlocked bool, tool string, args map[string]any, shown string) (string, error) {
+	shown = strings.ReplaceAll(shown, d.out, "out")
 	d.say("\nagent   -> %s(%s)", tool, shown)
 	text, blocked, err := d.call(ctx, tool, args)
 	if err != nil {
@@ -357,7 +358,7 @@ func (d *demo) expect(ctx context.Context, wantBlocked bool, tool string, args m
 	}
 	switch {
 	case blocked:
-		d.say("bouncer <- %s", short(text))
+		d.say("bouncer <- %s", short(strings.ReplaceAll(text, d.out, "out")))
 	default:
 		d.say("server  <- %s", short(text))
 	}
