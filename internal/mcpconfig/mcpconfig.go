@@ -405,10 +405,10 @@ func (c *Config) lineIndent(off int) string {
 	return ""
 }
 
-// render writes n in the file's style: one member or element a line (an
-// array of plain values on one line),
-// indented by the file's unit below base. Strings, numbers and keys are
-// copied as written, escapes included.
+// render writes n in the file's style: one member or element a line,
+// indented by the file's unit below base, except that an array of plain
+// values stays on one line. Strings, numbers and keys are copied as
+// written, escapes included.
 func (c *Config) render(b *strings.Builder, n *node, base string) {
 	in := base + c.indent
 	switch n.kind {
