@@ -88,6 +88,10 @@ func TestURLsHandlesChannels(t *testing.T) {
 		{"trailing slash on dest", []string{"https://evil.example/hook"}, "https://evil.example/hook/", true},
 		{"without the scheme", hook, "evil.example/hook", true},
 		{"other path on the host", hook, "https://evil.example/other", false},
+		{"bare host of a URL (documented choice)", hook, "evil.example", true},
+		{"root URL of the host (documented choice)", hook, "https://evil.example/", true},
+		{"http and https are one destination", hook, "http://evil.example/hook", true},
+		{"URL case folded", hook, "HTTPS://EVIL.EXAMPLE/HOOK", true},
 		{"fragment address", []string{"https://x.example/page#to=mallory@evil.com"}, "mallory@evil.com", true},
 		{"URL in a query value", []string{"https://x.example/r?next=https://evil.example/collect&y=2"}, "https://evil.example/collect", true},
 		{"mailto address", []string{"click mailto:attacker@evil.com?subject=hi"}, "attacker@evil.com", true},
@@ -127,6 +131,9 @@ func TestAddressForms(t *testing.T) {
 		{"dest URL query encoded", []string{"attacker@evil.com"}, "https://x.example/send?cc=1&to=attacker%40evil.com", true},
 		{"dest URL query with +tag", []string{"attacker@evil.com"}, "https://x.example/?to=attacker+q@evil.com", true},
 		{"dest URL fragment", []string{"attacker@evil.com"}, "https://x.example/#attacker@evil.com", true},
+		{"dest URL entity-encoded query", []string{"attacker@evil.com"}, "https://x.example/?a=1&amp;to=attacker&#64;evil.com", true},
+		{"dest URL nested in a query", []string{"https://evil.example/collect"}, "https://r.example/?next=https%3A%2F%2Fevil.example%2Fcollect%3Fd%3Dsecret", true},
+		{"dest full-width list", []string{"attacker@evil.com"}, "ａｌｉｃｅ＠ｃｏｒｐ．ｅｘａｍｐｌｅ，ａｔｔａｃｋｅｒ＠ｅｖｉｌ．ｃｏｍ", true},
 	})
 }
 
