@@ -123,7 +123,14 @@ func writeReportFile(path string, data []byte) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	// The pack names destinations and denial reasons taken from the audit
+	// log, which is private to its user; keep the pack so too unless the
+	// file being replaced was already shared.
+	mode := os.FileMode(0o600)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}
