@@ -17,8 +17,12 @@ func init() {
 }
 
 // launchNote is what prepareUpstreamSandbox planned, for applySandbox's
-// report line. run calls prepare and apply once each, in that order.
-var launchNote string
+// report line, and launched the plan itself. run calls prepare and apply
+// once each, in that order.
+var (
+	launchNote string
+	launched   *sandbox.Launch
+)
 
 // prepareUpstreamSandbox rewrites the upstream command to start through the
 // launcher when the policy has a sandbox: key.
@@ -27,7 +31,7 @@ func prepareUpstreamSandbox(mode string, pol *policy.Policy, cmd *proxy.Command)
 	if err != nil {
 		return err
 	}
-	launchNote = ""
+	launchNote, launched = "", nil
 	if m == sandbox.Strict {
 		// Refuse before the upstream starts, not after.
 		if err := sandbox.CheckStrict(); err != nil {
@@ -46,6 +50,15 @@ func prepareUpstreamSandbox(mode string, pol *policy.Policy, cmd *proxy.Command)
 		ReadOnly:   pol.Sandbox.ReadOnly,
 		ConnectTCP: pol.Sandbox.ConnectTCP,
 		Source:     pol.Sandbox.Source,
+		// The server must not rewrite the rules of the next session.
+		NoWrite: append([]string(nil), pol.Files...),
+	}
+	// Nor reach Bouncer's state (approvals, the audit log). The hook is not
+	// told the --home directory, so the default one is protected here and
+	// the real one is checked again in applyProxySandbox.
+	if d, err := stateDir(""); err == nil {
+		c.NoWrite = append(c.NoWrite, d)
+		c.NoRead = append(c.NoRead, d)
 	}
 	l, err := sandbox.LauncherArgs(m, c, cmd.Path, cmd.Args, cmd.Dir)
 	if err != nil {
@@ -53,6 +66,7 @@ func prepareUpstreamSandbox(mode string, pol *policy.Policy, cmd *proxy.Command)
 	}
 	cmd.Path, cmd.Args = l.Path, l.Args
 	launchNote = l.String()
+	launched = &l
 	return nil
 }
 
@@ -63,6 +77,11 @@ func applyProxySandbox(mode string, pol *policy.Policy, stateDir string, up *pro
 	m, err := sandbox.ParseMode(mode)
 	if err != nil {
 		return "", err
+	}
+	if launched != nil {
+		if r, _ := launched.Reaches(stateDir); r {
+			return "", fmt.Errorf("%s: sandbox: the upstream could reach the state directory %s; list narrower paths", pol.Sandbox.Source, stateDir)
+		}
 	}
 	r, err := sandbox.Restrict(m, sandbox.Config{StateDir: stateDir, Upstream: up.Pid()})
 	if err != nil {

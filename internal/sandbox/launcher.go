@@ -36,8 +36,46 @@ type Confinement struct {
 	// ConnectTCP are the only TCP ports it may connect to. Empty means no
 	// network at all: no IPv4 or IPv6 socket can be created.
 	ConnectTCP []int
+	// NoWrite are paths the server must not be able to write, such as the
+	// policy files (a server that rewrote them would set the next
+	// session's rules), and NoRead paths it must not even read, such as
+	// Bouncer's state directory (pending approvals, the audit log of every
+	// server). A ReadWrite or ReadOnly entry that contains one is an error.
+	NoWrite, NoRead []string
 	// Source is "FILE:LINE" of the key, for messages.
 	Source string
+}
+
+// within reports whether p is dir or lies below it, by path component.
+func within(p, dir string) bool {
+	p, dir = filepath.Clean(p), filepath.Clean(dir)
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// realPath resolves symbolic links where it can, so /link/x and /real/x
+// compare equal.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// Reaches reports whether the planned domain would let the server read or
+// write path (the path itself or a directory holding it is granted).
+func (l Launch) Reaches(path string) (read, write bool) {
+	rp := realPath(path)
+	for _, w := range l.plan.Write {
+		if within(rp, realPath(w)) {
+			return true, true
+		}
+	}
+	for _, r := range append(append([]string{}, l.plan.Read...), l.plan.Exec...) {
+		if within(rp, realPath(r)) {
+			return true, false
+		}
+	}
+	return false, false
 }
 
 // systemExec are the directories every server may read and execute from:
@@ -45,10 +83,20 @@ type Confinement struct {
 var systemExec = []string{"/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"}
 
 // systemRead are readable but not executable: configuration (resolv.conf,
-// ssl certificates, passwd for getpwuid), /proc (Landlock keeps a
-// confined process from inspecting processes outside its domain, so this
-// shows only its own) and the random devices.
-var systemRead = []string{"/etc", "/proc", "/dev/urandom", "/dev/random", "/dev/zero"}
+// ssl certificates, passwd for getpwuid), the random devices, and the
+// system-wide /proc files runtimes size themselves by. Not /proc as a
+// whole: measured on Linux 6.18, a Landlock domain does not keep a process
+// from reading another same-user process's /proc/PID/environ (the
+// client's API keys, say), though it does refuse its fd links and root.
+var systemRead = []string{"/etc", "/dev/urandom", "/dev/random", "/dev/zero",
+	"/proc/meminfo", "/proc/stat", "/proc/cpuinfo", "/proc/loadavg", "/proc/uptime",
+	"/proc/sys/kernel", "/proc/sys/vm/overcommit_memory"}
+
+// selfProc is the confined process's own /proc directory. The launcher
+// resolves /proc/self to /proc/PID when it builds the domain, and exec
+// keeps the PID, so the server can read its own /proc entries (and its
+// threads' under task/), while processes it starts cannot read theirs.
+const selfProc = "/proc/self"
 
 // launchPlan is the resolved domain, passed to the launcher on its command
 // line. Every path is absolute.
@@ -90,17 +138,18 @@ func list(s []string) string {
 	return strings.Join(s, " ")
 }
 
-// extra is what the plan can read beyond the fixed system paths.
+// extra is what the plan can read beyond the fixed system paths (and
+// what lies below them, like /usr/bin for node).
 func extra(p launchPlan) []string {
-	fixed := map[string]bool{}
-	for _, s := range append(append([]string{}, systemExec...), systemRead...) {
-		fixed[s] = true
-	}
 	var out []string
+next:
 	for _, s := range append(append([]string{}, p.Exec...), p.Read...) {
-		if !fixed[s] {
-			out = append(out, s)
+		for _, f := range append(append([]string{}, systemExec...), systemRead...) {
+			if s == f || strings.HasPrefix(s, f+"/") {
+				continue next
+			}
 		}
+		out = append(out, s)
 	}
 	return out
 }
@@ -188,6 +237,21 @@ func LauncherArgs(m Mode, c Confinement, path string, args []string, dir string)
 		break
 	}
 	p.Exec, p.Read, p.Write = dedupe(p.Exec), dedupe(p.Read), dedupe(p.Write)
+	l := Launch{plan: p}
+	for _, n := range c.NoWrite {
+		if _, w := l.Reaches(n); w {
+			return Launch{}, fmt.Errorf("%s.read_write: the server could write %s, which it must not change", where, n)
+		}
+	}
+	for _, n := range c.NoRead {
+		if r, w := l.Reaches(n); r {
+			key := "read_only"
+			if w {
+				key = "read_write"
+			}
+			return Launch{}, fmt.Errorf("%s.%s: the server could read %s, which it must not see", where, key, n)
+		}
+	}
 
 	enc, err := json.Marshal(p)
 	if err != nil {
@@ -455,7 +519,7 @@ func upstreamRules(p launchPlan, abi int) ([]landlock.Rule, error) {
 	if err := add(execRights, execRights&^ll.AccessFSReadDir, p.Exec, false); err != nil {
 		return nil, err
 	}
-	if err := add(readDir, readFile, p.Read, false); err != nil {
+	if err := add(readDir, readFile, append(p.Read, selfProc), false); err != nil {
 		return nil, err
 	}
 	if err := add(rw, rwFile, p.Write, true); err != nil {

@@ -37,6 +37,10 @@ func upstreamProbe(args []string) int {
 	report("mptcp high bits", errnoOf(socketRaw(unix.AF_INET, unix.SOCK_STREAM, 1<<32|ipprotoMPTCP)))
 	report("ptrace", errnoOf(ptraceAttach(os.Getppid())))
 	report("signal parent", errnoOf(syscall.Kill(os.Getppid(), 0)))
+	_, err = os.ReadFile(fmt.Sprintf("/proc/%d/environ", os.Getppid()))
+	report("read parent environ", errnoOf(err))
+	_, err = os.ReadFile("/proc/thread-self/status")
+	report("read thread-self", err)
 	report("exec system", errnoOf(exec.Command("/bin/true").Run()))
 	report("exec outside", errnoOf(exec.Command(filepath.Join(outside, "true")).Run()))
 	b, err := os.ReadFile("/proc/self/status")
@@ -94,6 +98,8 @@ func TestLauncherConfinesUpstream(t *testing.T) {
 	want(t, res, "mptcp high bits", unix.EPERM)
 	want(t, res, "ptrace", unix.EPERM)
 	want(t, res, "signal parent", unix.EPERM)
+	want(t, res, "read parent environ", unix.EACCES)
+	want(t, res, "read thread-self", 0)
 	want(t, res, "exec system", 0)
 	want(t, res, "exec outside", unix.EACCES)
 	if _, ok := res["status NoNewPrivs: 1;Seccomp: 2;"]; !ok {
@@ -346,4 +352,40 @@ func FuzzDecodePlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestLauncherProtectsBouncerFiles(t *testing.T) {
+	home := t.TempDir()
+	state := filepath.Join(home, ".bouncer")
+	pol := filepath.Join(home, "proj", "policy.yaml")
+	os.MkdirAll(state, 0o700)
+	os.MkdirAll(filepath.Dir(pol), 0o700)
+	os.WriteFile(pol, nil, 0o600)
+	link := filepath.Join(t.TempDir(), "h")
+	os.Symlink(home, link)
+	cases := []struct {
+		name string
+		c    Confinement
+		want string // "" for accepted
+	}{
+		{"home rw holds state", Confinement{ReadWrite: []string{home}}, "sandbox.read_write: the server could write " + pol},
+		{"home via link", Confinement{ReadWrite: []string{link}}, "sandbox.read_write: the server could write"},
+		{"state itself read", Confinement{ReadOnly: []string{state}}, "sandbox.read_only: the server could read " + state},
+		{"project rw holds policy", Confinement{ReadWrite: []string{filepath.Dir(pol)}}, "could write " + pol},
+		{"project read is fine", Confinement{ReadOnly: []string{filepath.Dir(pol)}}, ""},
+		{"sibling is fine", Confinement{ReadWrite: []string{t.TempDir()}}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.c.NoWrite = []string{pol, state}
+			tc.c.NoRead = []string{state}
+			_, err := LauncherArgs(Auto, tc.c, "/bin/true", nil, "")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
 }
