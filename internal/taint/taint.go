@@ -93,10 +93,11 @@ func (s *Store) scanner(record bool) *scanner {
 }
 
 func putScanner(sc *scanner) {
-	if cap(sc.lower) > maxPooled || cap(sc.f.a) > maxPooled || cap(sc.f.b) > maxPooled ||
-		cap(sc.pf.a) > maxPooled || cap(sc.pf.b) > maxPooled || cap(sc.dec[0]) > maxPooled ||
-		cap(sc.dec[1]) > maxPooled || cap(sc.dec[2]) > maxPooled || cap(sc.cat) > maxPooled {
-		return
+	for _, b := range [...][]byte{sc.lower, sc.f.a, sc.f.b, sc.pf.a, sc.pf.b, sc.phr.a, sc.phr.b,
+		sc.dec[0], sc.dec[1], sc.dec[2], sc.cat, sc.jbuf, sc.plus} {
+		if cap(b) > maxPooled {
+			return
+		}
 	}
 	sc.store = nil
 	sc.collect = nil
