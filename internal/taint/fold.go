@@ -113,10 +113,27 @@ func ignorable(r rune) bool {
 // isSpace is Unicode whitespace plus every control character (the reference
 // tool also counted U+001C..U+001F as whitespace): all of them end a token.
 func isSpace(r rune) bool {
-	if r < 0x80 {
+	switch {
+	case r < 0x80:
 		return asciiClass[r]&cSpace != 0
+	case r <= 0xa0:
+		return r <= 0x9f || r == 0xa0 // C1 controls (U+0085 among them), NBSP
+	case r < 0x1680:
+		return false
 	}
-	return r <= 0x9f || unicode.IsSpace(r)
+	// The rest of unicode.IsSpace (White_Space), spelled out: this runs for
+	// every non-ASCII rune.
+	return r == 0x1680 || r >= 0x2000 && r <= 0x200a || r == 0x2028 || r == 0x2029 ||
+		r == 0x202f || r == 0x205f || r == 0x3000
+}
+
+// decodeRune is utf8.DecodeRune with the two-byte case (Latin, Greek,
+// Cyrillic, ...) inline.
+func decodeRune(b []byte) (rune, int) {
+	if len(b) >= 2 && b[0] >= 0xc2 && b[0] < 0xe0 && b[1]&0xc0 == 0x80 {
+		return rune(b[0]&0x1f)<<6 | rune(b[1]&0x3f), 2
+	}
+	return utf8.DecodeRune(b)
 }
 
 // isSep1Rune reports non-ASCII runes a reader takes as the edge of a
@@ -187,6 +204,10 @@ func bmp() *bmpTables {
 	if t := bmpTab.Load(); t != nil {
 		return t
 	}
+	return buildBMP()
+}
+
+func buildBMP() *bmpTables {
 	bmpOnce.Do(func() {
 		t := new(bmpTables)
 		for _, tab := range []*unicode.RangeTable{unicode.P, unicode.S, unicode.Han, unicode.Hiragana,
@@ -252,7 +273,7 @@ func prepass(dst, src []byte, lower bool) (out []byte, uni, stable bool) {
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRune(src[i:])
+		r, n := decodeRune(src[i:])
 		i += n
 		switch {
 		case ignorable(r):

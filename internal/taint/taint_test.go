@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 type seenCase struct {
@@ -351,6 +353,18 @@ func TestTables(t *testing.T) {
 	for r := rune(0x80); r < 0x10000; r++ {
 		if got, want := isSep1Rune(r), isSep1Slow(r); got != want {
 			t.Fatalf("separator table wrong at %U: %v, want %v", r, got, want)
+		}
+	}
+	for r := rune(0); r <= 0x10ffff; r++ {
+		if got, want := isSpace(r), r < 0x20 || r >= 0x7f && r <= 0x9f || unicode.IsSpace(r); got != want {
+			t.Fatalf("isSpace(%U) = %v, want %v", r, got, want)
+		}
+	}
+	for _, b := range []string{"é", "ж", "\u07ff", "\xc2", "\xc2\x41", "\xc0\x80", "\xe2\x82\xac", "\xf0\x9f\x93\xa7"} {
+		r1, n1 := decodeRune([]byte(b))
+		r2, n2 := utf8.DecodeRune([]byte(b))
+		if r1 != r2 || n1 != n2 {
+			t.Errorf("decodeRune(%q) = %U %d, want %U %d", b, r1, n1, r2, n2)
 		}
 	}
 	for _, r := range []rune{'。', '»', '—', '请', '📧'} {

@@ -206,7 +206,7 @@ func (sc *scanner) unicodeChunk(raw []byte) {
 				i++
 				continue
 			}
-			r, n := utf8.DecodeRune(folded[i:])
+			r, n := decodeRune(folded[i:])
 			i += n
 			flags |= cUni
 			if isApos(r) {
@@ -454,7 +454,7 @@ func isSep1At(b []byte, i int) (bool, int) {
 	if c < utf8.RuneSelf {
 		return asciiClass[c]&cSep1 != 0, 1
 	}
-	r, n := utf8.DecodeRune(b[i:])
+	r, n := decodeRune(b[i:])
 	return isSep1Rune(r), n
 }
 
