@@ -1,7 +1,57 @@
 package main
 
-// cmdServe is not built yet.
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/serve"
+)
+
+const serveSynopsis = "bouncer serve [--policy FILE]... [--audit FILE]\n\n" +
+	"Serves Bouncer's own MCP server on stdio, for writing and testing policy: check_call (a dry run\n" +
+	"of the proxy's decision that writes no audit line), validate_policy, list_packs, audit_summary.\n" +
+	"It never proxies anything. `bouncer` with no command runs this."
+
+// cmdServe runs Bouncer's own MCP server. It only reads the state directory
+// (the audit log), so it creates nothing there.
 func cmdServe(args []string) int {
-	errorf("serve: not implemented yet")
-	return exitFail
+	fs, home := newFlags("serve", serveSynopsis)
+	var policies multiFlag
+	fs.Var(&policies, "policy", "policy file layered over the built-in packs for check_call (repeatable; re-read on every check)")
+	auditFile := fs.String("audit", "", "the audit log audit_summary reads (default STATE_DIR/audit.jsonl)")
+	if done, st := parseFlags(fs, args); done {
+		return st
+	}
+	if fs.NArg() > 0 {
+		return usageError("serve takes no arguments")
+	}
+	path := *auditFile
+	if path == "" {
+		dir, err := stateDir(*home)
+		if err != nil {
+			errorf("%v", err)
+			return exitUsage
+		}
+		path = filepath.Join(dir, "audit.jsonl")
+	}
+	wd, _ := os.Getwd()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := serve.Run(ctx, serve.Options{Policies: policies, AuditPath: path, WorkDir: wd, Version: version})
+	var pe *policy.Error
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return exitOK
+	case errors.As(err, &pe):
+		errorf("%v", err)
+		return exitUsage
+	default:
+		errorf("serve: %v", err)
+		return exitFail
+	}
 }
