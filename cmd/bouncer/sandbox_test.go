@@ -156,7 +156,7 @@ edit_file:
 	case <-time.After(20 * time.Second):
 		t.Fatal("bouncer run did not stop after stdin closed")
 	}
-	if !strings.Contains(stderr.String(), "bouncer: sandbox: landlock ABI") || !strings.Contains(stderr.String(), "seccomp allowlist; upstream confined: read-write "+ws) {
+	if !strings.Contains(stderr.String(), "bouncer: sandbox: landlock ABI") || !strings.Contains(stderr.String(), "seccomp allowlist; upstream confined (landlock, seccomp denylist): read-write "+ws) {
 		t.Errorf("stderr does not say what was applied:\n%s", stderr.String())
 	}
 	audit, _ := os.ReadFile(filepath.Join(home, "audit.jsonl"))

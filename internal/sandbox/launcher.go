@@ -115,6 +115,7 @@ type Launch struct {
 	Path string
 	Args []string
 	plan launchPlan
+	caps Capabilities // what the launcher will find, for String
 }
 
 // String says what the server will be allowed, for the proxy's stderr line.
@@ -127,8 +128,17 @@ func (l Launch) String() string {
 		}
 		tcp = strings.Join(ports, ",")
 	}
-	return fmt.Sprintf("upstream confined: read-write %s; read-only extra %s; tcp connect %s",
-		list(l.plan.Write), list(extra(l.plan)), tcp)
+	layers := "landlock, seccomp denylist"
+	switch {
+	case l.caps.LandlockABI == 0 && !l.caps.Seccomp:
+		return "upstream NOT confined: this kernel offers neither Landlock nor seccomp"
+	case l.caps.LandlockABI == 0:
+		layers = "seccomp denylist only, NO landlock: files and TCP are not confined"
+	case !l.caps.Seccomp:
+		layers = "landlock only, NO seccomp: MPTCP and raw IP sockets are not refused"
+	}
+	return fmt.Sprintf("upstream confined (%s): read-write %s; read-only extra %s; tcp connect %s",
+		layers, list(l.plan.Write), list(extra(l.plan)), tcp)
 }
 
 func list(s []string) string {
@@ -171,8 +181,9 @@ func LauncherArgs(m Mode, c Confinement, path string, args []string, dir string)
 	if c.Source != "" {
 		where = c.Source + ": sandbox"
 	}
+	caps := Probe()
 	if m == Strict {
-		if err := Probe().strictError(); err != nil {
+		if err := caps.strictError(); err != nil {
 			return Launch{}, err
 		}
 	}
@@ -261,6 +272,7 @@ func LauncherArgs(m Mode, c Confinement, path string, args []string, dir string)
 		Path: "/proc/self/exe", // this very binary, even if it was replaced on disk since
 		Args: append([]string{LauncherName, base64.RawURLEncoding.EncodeToString(enc), "--", path}, args...),
 		plan: p,
+		caps: caps,
 	}, nil
 }
 
