@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Builds the container images of container/ without a container engine and
+# runs them, on a machine that can pull no base image:
+#   1. fake bases made locally (a distroless-like static base, and Node and
+#      Python runtimes copied from this machine), pushed to a local registry
+#      (crane registry serve);
+#   2. container/Dockerfile, container/node/Dockerfile and
+#      container/python/Dockerfile built with buildah (vfs storage, chroot
+#      isolation) against those bases and pushed to the local registry;
+#   3. for each image: the config says user 65532:65532 and BOUNCER_HOME, the
+#      filesystem holds no shell, and the entrypoint, run from the exported
+#      filesystem with chroot --userspec=65532:65532, answers initialize,
+#      tools/list and a tools/call through bouncer, whose audit line lands
+#      in the image's state directory.
+# Installs what it needs (buildah from apt, crane with go install) and can be
+# run again: all its state lives in a temporary directory it removes.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+export PATH="$PATH:$(go env GOPATH)/bin"
+
+CRANE_VERSION=v0.22.1
+step() { echo "-- images: $*"; }
+
+if ! command -v buildah >/dev/null; then
+  step "installing buildah"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah >/dev/null
+fi
+if ! command -v crane >/dev/null; then
+  step "installing crane $CRANE_VERSION"
+  go install "github.com/google/go-containerregistry/cmd/crane@$CRANE_VERSION"
+fi
+
+work=$(mktemp -d /tmp/bouncer-images.XXXXXX)
+reg_pid=
+cleanup() {
+  if [ -n "$reg_pid" ]; then kill "$reg_pid" 2>/dev/null || true; wait "$reg_pid" 2>/dev/null || true; fi
+  # vfs layers are plain directories; buildah's own rm keeps its lock files sane.
+  buildah "${BUILDAH_STORE[@]}" rm --all >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+BUILDAH_STORE=(--storage-driver vfs --root "$work/storage" --runroot "$work/run")
+
+# A free port for the registry: ask the kernel, then hand it over.
+port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+reg=127.0.0.1:$port
+mkdir -p "$work/registry"
+crane registry serve --address "$reg" --disk "$work/registry" >"$work/registry.log" 2>&1 &
+reg_pid=$!
+for _ in $(seq 50); do crane catalog --insecure "$reg" >/dev/null 2>&1 && break; sleep 0.1; done
+crane catalog --insecure "$reg" >/dev/null
+
+# --- fake bases --------------------------------------------------------------
+
+# base_rootfs DIR: what distroless static-debian12:nonroot offers that the
+# images rely on: the nonroot user (65532) with a private home, /tmp, and no
+# shell.
+base_rootfs() {
+  local d=$1
+  mkdir -p "$d/etc" "$d/tmp" "$d/home/nonroot"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$d/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:65532:\n' >"$d/etc/group"
+  chmod 1777 "$d/tmp"
+  chown 65532:65532 "$d/home/nonroot"
+  chmod 0700 "$d/home/nonroot"
+}
+
+# copy_prog DIR SRC DEST: a dynamically linked program and the libraries it
+# loads, at the paths the loader will look for them.
+copy_prog() {
+  local d=$1 src=$2 dest=$3
+  mkdir -p "$d$(dirname "$dest")"
+  cp -L "$src" "$d$dest"
+  ldd "$src" | awk '/=>/ {print $3} /^[ \t]*\/.*ld-linux/ {print $1}' | while read -r lib; do
+    [ -e "$lib" ] || continue
+    mkdir -p "$d$(dirname "$lib")"
+    cp -L "$lib" "$d$lib"
+  done
+}
+
+# push_base DIR REF: the directory as a one-layer image running as nonroot.
+push_base() {
+  local d=$1 ref=$2
+  tar --numeric-owner -C "$d" -cf "$d.tar" .
+  crane append --insecure --oci-empty-base -f "$d.tar" -t "$ref" >/dev/null
+  crane mutate --insecure --user 65532:65532 "$ref" >/dev/null
+}
+
+step "making fake bases"
+base_rootfs "$work/static"
+push_base "$work/static" "$reg/base/static:nonroot"
+
+base_rootfs "$work/nodejs"
+copy_prog "$work/nodejs" "$(command -v node)" /nodejs/bin/node
+push_base "$work/nodejs" "$reg/base/nodejs:nonroot"
+
+# Debian 12's own python3 (as distroless python3-debian12 ships), with its
+# standard library but without the test suite.
+base_rootfs "$work/python"
+copy_prog "$work/python" /usr/bin/python3.11 /usr/bin/python3.11
+ln -s python3.11 "$work/python/usr/bin/python3"
+mkdir -p "$work/python/usr/lib"
+tar -C /usr/lib --exclude=python3.11/test --exclude='__pycache__' -cf - python3.11 | tar -C "$work/python/usr/lib" -xf -
+push_base "$work/python" "$reg/base/python:nonroot"
+
+# --- builds ------------------------------------------------------------------
+
+bud() {
+  # bud CONTEXT DOCKERFILE REF [BUILD-ARG]...
+  local ctx=$1 file=$2 ref=$3
+  shift 3
+  local args=()
+  for a in "$@"; do args+=(--build-arg "$a"); done
+  buildah "${BUILDAH_STORE[@]}" bud --quiet --isolation chroot --tls-verify=false --pull=always \
+    --platform linux/amd64 "${args[@]}" -f "$file" -t "$ref" "$ctx" >"$work/bud.log" 2>&1 || {
+    cat "$work/bud.log" >&2
+    return 1
+  }
+  buildah "${BUILDAH_STORE[@]}" push --quiet --tls-verify=false "$ref" "docker://$ref" >/dev/null
+}
+
+step "building bouncer (static)"
+mkdir -p "$work/ctx-bouncer/linux/amd64"
+CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-s -w -X main.version=image-check" \
+  -o "$work/ctx-bouncer/linux/amd64/bouncer" ./cmd/bouncer
+
+step "buildah: container/Dockerfile"
+bud "$work/ctx-bouncer" container/Dockerfile "$reg/bouncer:ci" \
+  "BASE=$reg/base/static:nonroot" TARGETPLATFORM=linux/amd64
+
+step "buildah: container/node/Dockerfile (server-everything from container/test/node-server)"
+mkdir -p "$work/ctx-node/server"
+cp container/test/node-server/package.json container/test/node-server/package-lock.json "$work/ctx-node/server/"
+(cd "$work/ctx-node/server" && npm ci --omit=dev --no-audit --no-fund --loglevel=error)
+cp container/node/policy.yaml "$work/ctx-node/policy.yaml"
+bud "$work/ctx-node" container/node/Dockerfile "$reg/node-everything:ci" \
+  "BOUNCER_IMAGE=$reg/bouncer:ci" "NODE_IMAGE=$reg/base/nodejs:nonroot"
+
+step "buildah: container/python/Dockerfile (container/test/python-server)"
+mkdir -p "$work/ctx-python/server"
+cp container/test/python-server/server.py "$work/ctx-python/server/"
+cp container/python/policy.yaml "$work/ctx-python/policy.yaml"
+bud "$work/ctx-python" container/python/Dockerfile "$reg/python-echo:ci" \
+  "BOUNCER_IMAGE=$reg/bouncer:ci" "PYTHON_IMAGE=$reg/base/python:nonroot"
+
+# --- checks ------------------------------------------------------------------
+
+fail() { echo "images: FAIL: $*" >&2; exit 1; }
+
+# check_image NAME REF: config, filesystem and state directory.
+check_image() {
+  local name=$1 ref=$2 dir=$work/check-$1
+  mkdir -p "$dir/rootfs"
+  crane config --insecure "$ref" >"$dir/config.json"
+  node -e '
+    const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).config || {};
+    const env = c.Env || [];
+    const bad = [];
+    if (c.User !== "65532:65532") bad.push(`User is ${JSON.stringify(c.User)}, want "65532:65532"`);
+    if (!env.includes("BOUNCER_HOME=/var/lib/bouncer")) bad.push("BOUNCER_HOME=/var/lib/bouncer not in Env");
+    if (!(c.Entrypoint || [])[0] || c.Entrypoint[0] !== "/usr/local/bin/bouncer") bad.push(`Entrypoint ${JSON.stringify(c.Entrypoint)} does not start with /usr/local/bin/bouncer`);
+    if (!c.Volumes || !("/var/lib/bouncer" in c.Volumes)) bad.push("/var/lib/bouncer is not a volume");
+    if (bad.length) { console.error(bad.join("\n")); process.exit(1); }
+  ' "$dir/config.json" || fail "$name: image config"
+  crane export --insecure "$ref" - | tar -C "$dir/rootfs" -xf -
+  local shells
+  shells=$(find "$dir/rootfs" \( -name sh -o -name bash -o -name dash -o -name ash -o -name busybox \) -print)
+  [ -z "$shells" ] || fail "$name: the image holds a shell: $shells"
+  [ -x "$dir/rootfs/usr/local/bin/bouncer" ] || fail "$name: no /usr/local/bin/bouncer"
+  [ "$(stat -c %u:%g "$dir/rootfs/var/lib/bouncer")" = 65532:65532 ] || fail "$name: /var/lib/bouncer is not owned by 65532"
+  [ "$(stat -c %a "$dir/rootfs/var/lib/bouncer")" = 700 ] || fail "$name: /var/lib/bouncer is not 0700"
+  echo "   $name: user 65532:65532, no shell, state dir 65532 0700"
+}
+
+# run_image NAME TOOL ARGS [noaudit]: the entrypoint end to end, then (for a
+# wrapper) its audit line.
+run_image() {
+  local name=$1 tool=$2 args=$3 audited=${4:-audit} dir=$work/check-$1
+  node container/test/drive.mjs "$dir/config.json" "$dir/rootfs" "$tool" "$args" >"$dir/drive.out" 2>"$dir/drive.err" || {
+    cat "$dir/drive.out" "$dir/drive.err" >&2
+    fail "$name: driving the entrypoint"
+  }
+  sed 's/^/   /' "$dir/drive.out"
+  grep -q '^tools: ' "$dir/drive.out" || fail "$name: no tools listed"
+  grep -q "^call $tool: " "$dir/drive.out" || fail "$name: $tool was not answered"
+  if grep -q "^call $tool: .*\"isError\":true" "$dir/drive.out"; then fail "$name: $tool failed"; fi
+  [ "$audited" = audit ] || return 0
+  local log=$dir/rootfs/var/lib/bouncer/audit.jsonl
+  [ -s "$log" ] || fail "$name: no audit line in /var/lib/bouncer/audit.jsonl"
+  [ "$(stat -c %u "$log")" = 65532 ] || fail "$name: audit log not owned by 65532"
+  grep -q "\"tool\":\"$tool\"" "$log" || fail "$name: audit log does not name $tool"
+  echo "   $name: audit line written as 65532"
+}
+
+step "checking bouncer:ci"
+check_image bouncer "$reg/bouncer:ci"
+"$work/check-bouncer/rootfs/usr/local/bin/bouncer" version
+# With no arguments the image serves Bouncer's own MCP server.
+run_image bouncer list_packs '{"name":"gmail"}' noaudit
+
+step "checking node-everything:ci"
+check_image node "$reg/node-everything:ci"
+run_image node echo '{"message":"hello from the image check"}'
+
+step "checking python-echo:ci"
+check_image python "$reg/python-echo:ci"
+run_image python echo '{"message":"hello from the image check"}'
+
+step "ok"
