@@ -154,11 +154,6 @@ func eligible(dest string) bool {
 	if hasSep1([]byte(f)) || hasApos([]byte(f)) {
 		return false
 	}
-	if strings.ContainsAny(f, `%&\`) {
-		// Escapes inside the destination itself change meaning under
-		// the encoders; covered by TestDecoding instead.
-		return false
-	}
 	r, _ := utf8.DecodeRuneInString(f)
 	p := norm.NFKC.PropertiesString(string(r))
 	return p.BoundaryBefore() && p.CCC() == 0
@@ -177,9 +172,10 @@ func FuzzRecordedIsSeen(f *testing.F) {
 			t.Skip()
 		}
 		wr := wrappers[int(wrap)%len(wrappers)]
-		if strings.Contains(wr[0], ":") && strings.ContainsAny(Fold(dest), ":?&=#") {
+		if strings.Contains(wr[0], ":") && (strings.ContainsAny(Fold(dest), ":?&=#") || strings.HasPrefix(Fold(dest), "/")) {
 			// Inside mailto: or a URL query these are URI syntax
-			// (mailto:a#b is the address a), not part of a value.
+			// (mailto:a#b is the address a, mailto://x is a URL with
+			// host x), not part of a value.
 			t.Skip()
 		}
 		d := dest
@@ -188,6 +184,12 @@ func FuzzRecordedIsSeen(f *testing.F) {
 		}
 		e1 := encoders[int(enc)%len(encoders)]
 		e2 := encoders[int(enc/16)%len(encoders)]
+		if strings.ContainsAny(Fold(dest), `%&\`) {
+			// A destination that itself holds escape syntax is found in
+			// its raw form (always recorded); encoding it on top would
+			// make the escapes ambiguous.
+			e1, e2 = encoders[0], encoders[0]
+		}
 		wrapped := transforms[int(tr)%len(transforms)](e2(e1(d)))
 		text := wr[0] + wrapped + wr[1]
 		s := NewStore()
