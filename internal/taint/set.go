@@ -28,9 +28,12 @@ const (
 type hashSet struct {
 	slots []uint64
 	n     int
+	max   int // exactSlotsMax; smaller in tests, to reach the switch quickly
 }
 
-func newHashSet() *hashSet { return &hashSet{slots: make([]uint64, exactSlotsMin)} }
+func newHashSet() *hashSet {
+	return &hashSet{slots: make([]uint64, exactSlotsMin), max: exactSlotsMax}
+}
 
 // fixHash keeps zero free as the empty-slot marker.
 func fixHash(h uint64) uint64 {
@@ -72,7 +75,7 @@ func (s *hashSet) add(h uint64) bool {
 	if 2*s.n <= len(s.slots) {
 		return true
 	}
-	if len(s.slots) >= exactSlotsMax {
+	if len(s.slots) >= s.max {
 		return false
 	}
 	s.grow()

@@ -412,6 +412,53 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
+// TestConcurrentSwitch records from several goroutines while others check,
+// across the switch from the exact set to the Bloom filter (run with -race).
+func TestConcurrentSwitch(t *testing.T) {
+	s := NewStore()
+	s.set.max = exactSlotsMin // switch after 512 hashes
+	var wg sync.WaitGroup
+	const writers, per = 4, 2000
+	stop := make(chan struct{})
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				s.Record(fmt.Sprintf("note w%dtoken%05d here", w, i))
+			}
+		}()
+	}
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s.Seen(fmt.Sprintf("w0token%05d", i%per))
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	if !s.Stats().Bloom {
+		t.Fatal("no switch happened")
+	}
+	for w := range writers {
+		for i := range per {
+			if d := fmt.Sprintf("w%dtoken%05d", w, i); !s.Seen(d) {
+				t.Fatalf("%s recorded but not seen", d)
+			}
+		}
+	}
+}
+
 // TestLarge records enough unique tokens to switch the store to its Bloom
 // filter, then checks that every recorded destination is still seen and
 // that fresh ones mostly are not.
