@@ -218,8 +218,8 @@ func consumed(ref, s string) (int, string) {
 }
 
 // backslash decodes one JSON escape (\" \\ \/ \b \f \n \r \t \uXXXX, with
-// surrogate pairs) or a JavaScript \xHH at the start of b. It returns the
-// bytes consumed, or 0.
+// surrogate pairs), or the JavaScript and Python forms \xHH, \u{H..} and
+// \UHHHHHHHH, at the start of b. It returns the bytes consumed, or 0.
 func backslash(b []byte) (int, rune) {
 	if len(b) < 2 {
 		return 0, 0
@@ -245,7 +245,40 @@ func backslash(b []byte) (int, rune) {
 				return 4, rune(h<<4 | l)
 			}
 		}
+	case 'U':
+		// Python and C: \U0001F4E7.
+		if len(b) >= 10 {
+			hi, ok1 := hex4(b[2:])
+			lo, ok2 := hex4(b[6:])
+			if r := hi<<16 | lo; ok1 && ok2 && r <= 0x10ffff {
+				if r >= 0xd800 && r < 0xe000 {
+					return 10, utf8.RuneError
+				}
+				return 10, r
+			}
+		}
 	case 'u':
+		if len(b) >= 4 && b[2] == '{' {
+			// JavaScript: \u{40}.
+			var r rune
+			for j := 3; j < len(b) && j < 10; j++ {
+				if b[j] == '}' {
+					if j == 3 || r > 0x10ffff {
+						return 0, 0
+					}
+					if r >= 0xd800 && r < 0xe000 {
+						return j + 1, utf8.RuneError
+					}
+					return j + 1, r
+				}
+				v, ok := unhex(b[j])
+				if !ok {
+					return 0, 0
+				}
+				r = r<<4 | rune(v)
+			}
+			return 0, 0
+		}
 		r, ok := hex4(b[2:])
 		if !ok {
 			return 0, 0

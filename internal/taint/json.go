@@ -95,7 +95,7 @@ func (sc *scanner) jsonString(doc []byte, i int) (int, []byte, bool) {
 			continue
 		}
 		n, r := backslash(doc[i:])
-		if n == 0 || doc[i+1] == 'x' || doc[i+1] == '\'' {
+		if n == 0 || !jsonEscape(doc[i:]) {
 			ok = false
 			if n == 0 {
 				buf = append(buf, c)
@@ -108,4 +108,17 @@ func (sc *scanner) jsonString(doc []byte, i int) (int, []byte, bool) {
 	}
 	sc.jbuf = buf
 	return i, buf, ok && closed
+}
+
+// jsonEscape reports whether the escape at the start of b (a backslash with
+// at least one byte after it) is one JSON allows; backslash also decodes
+// JavaScript and Python forms, which make the document not JSON.
+func jsonEscape(b []byte) bool {
+	switch b[1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return true
+	case 'u':
+		return len(b) < 3 || b[2] != '{'
+	}
+	return false
 }

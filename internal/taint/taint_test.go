@@ -202,6 +202,8 @@ func TestDecoding(t *testing.T) {
 		"entity named upper":     "attacker&COMMAT;evil.com",
 		"JSON \\u":               `attacker\u0040evil.com`,
 		"JS \\x":                 `attacker\x40evil.com`,
+		"JS \\u{}":               `attacker\u{40}evil.com`,
+		"Python \\U":             `attacker\U00000040evil.com`,
 		"nested percent-entity":  "attacker%26%2364%3Bevil.com",
 		"nested entity-percent":  "attacker&#37;40evil.com",
 		"nested percent-percent": "attacker%2540evil.com",
