@@ -23,10 +23,7 @@ func init() {
 // The state directory comes from $BOUNCER_HOME (else ~/.bouncer): the hook
 // is not given run's --home.
 func checkPolicies(trustFile string, files []string) error {
-	dir, err := stateDir("")
-	if err != nil && trustFile == "" {
-		dir = ""
-	}
+	dir, _ := stateDir("") // no home directory: only --trust and /etc apply
 	t, err := bundle.LoadTrust(trustFile, dir)
 	if errors.Is(err, bundle.ErrNoTrust) {
 		return nil

@@ -179,7 +179,7 @@ func TestKeyless(t *testing.T) {
 				if err != nil {
 					t.Fatalf("VerifyFile: %v", err)
 				}
-				if want := "identity " + c.subject + " (issuer " + c.issuer + ")"; res.Signer() != want {
+				if want := "identity " + c.subject + ", issuer " + c.issuer; res.Signer() != want {
 					t.Fatalf("signer %q, want %q", res.Signer(), want)
 				}
 				return
@@ -535,3 +535,20 @@ func TestVerifyWithoutSigners(t *testing.T) {
 type noCT struct{ *ca.VirtualSigstore }
 
 func (noCT) CTLogs() map[string]*root.TransparencyLog { return nil }
+
+// TestAttestationRefused checks that a DSSE attestation by a trusted
+// identity is not taken as a signature over the policy file.
+func TestAttestationRefused(t *testing.T) {
+	dir := t.TempDir()
+	kl := newKeyless(t, dir, false)
+	tr := loadTrustFile(t, dir, "identities:\n  - issuer: "+testIssuer+"\n    subject: "+testSubject+"\ntrusted_root: trusted_root.json\n")
+	tr.layers[0].root = noCT{kl.vs}
+	statement := []byte(`{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":"p.yaml","digest":{"sha256":"00"}}],"predicateType":"https://example.com/x","predicate":{}}`)
+	e, err := kl.vs.Attest(testSubject, testIssuer, statement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.verifyEntity(e, []byte(policyYAML)); err == nil || !strings.Contains(err.Error(), "DSSE") {
+		t.Fatalf("attestation: err = %v, want a DSSE refusal", err)
+	}
+}

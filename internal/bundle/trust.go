@@ -55,6 +55,7 @@ type Error struct {
 	Msg  string
 }
 
+// Error formats the problem as FILE:LINE: KEY: problem.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
@@ -169,9 +170,9 @@ func LoadTrust(flagPath, stateDir string) (*Trust, error) {
 	if len(t.layers) == 0 {
 		where := systemTrustFile
 		if stateDir != "" {
-			where = filepath.Join(stateDir, UserTrustFileName) + " nor " + where
+			where = filepath.Join(stateDir, UserTrustFileName) + " or " + where
 		}
-		return t, fmt.Errorf("%w: give --trust FILE, or create %s", ErrNoTrust, strings.Replace(where, " nor ", " or ", 1))
+		return t, fmt.Errorf("%w: give --trust FILE, or create %s", ErrNoTrust, where)
 	}
 	return t, nil
 }

@@ -32,8 +32,8 @@ type Result struct {
 	File   string
 	Bundle string
 	// Signers describes, per trust layer that names signers, what the
-	// bundle matched: "key team-policy.pub" or "identity SUBJECT (issuer
-	// ISSUER)".
+	// bundle matched: "key team-policy.pub" or "identity SUBJECT, issuer
+	// ISSUER".
 	Signers []string
 }
 
@@ -92,8 +92,16 @@ func (t *Trust) verifyEntity(e verify.SignedEntity, data []byte) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.SignatureContent(); err != nil {
+	sc, err := e.SignatureContent()
+	if err != nil {
 		return nil, err
+	}
+	// Only a plain signature over the file counts. A DSSE attestation
+	// (cosign attest-blob) whose subject digest matches would verify too,
+	// but it states something about the file (its predicate), which is not
+	// the same as the signer vouching for it as policy.
+	if sc.MessageSignatureContent() == nil {
+		return nil, errors.New("bundle holds a DSSE envelope (an attestation), not a signature over the file; sign with cosign sign-blob or bouncer sign")
 	}
 	var signers []string
 	for _, l := range t.layers {
@@ -194,7 +202,7 @@ func (l *layer) verifyKeyless(e verify.SignedEntity, data []byte) (string, error
 		subject = res.Signature.Certificate.SubjectAlternativeName
 		issuer = res.Signature.Certificate.Issuer
 	}
-	return fmt.Sprintf("identity %s (issuer %s)", subject, issuer), nil
+	return fmt.Sprintf("identity %s, issuer %s", subject, issuer), nil
 }
 
 // CheckPolicies is what `bouncer run` calls before it starts the upstream.
