@@ -167,7 +167,7 @@ func socketRule(p *bpfProg, info *arch.Info, denyFamilies []uint32, allowRest bo
 var proxyAllowlist = []string{
 	// I/O on descriptors we already hold or open under Landlock.
 	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
-	"close", "close_range", "fcntl", "fstat", "newfstatat", "statx", "lseek",
+	"close", "close_range", "fcntl", "fstat", "newfstatat", "fstatat", "statx", "lseek",
 	"dup", "dup2", "dup3", "pipe2", "copy_file_range", "splice", "sendfile",
 	"epoll_create1", "epoll_ctl", "epoll_pwait", "epoll_pwait2", "epoll_wait", "eventfd2",
 	"poll", "ppoll", "pselect6", "select",
@@ -240,6 +240,11 @@ var upstreamDenylist = []string{
 	"acct", "quotactl", "syslog", "vhangup", "iopl", "ioperm", "lookup_dcookie",
 	"personality",
 }
+
+// Names differ between architectures: arm64 has no open, dup2, poll or
+// epoll_wait (Go uses openat, dup3, ppoll, epoll_pwait there), and its
+// table calls newfstatat "fstatat"; both spellings are listed above, and
+// TestGoRuntimeCallsAllowed checks each architecture.
 
 // numbers maps names to this architecture's syscall numbers, skipping
 // names it does not have (open on arm64, say), sorted for a stable program.

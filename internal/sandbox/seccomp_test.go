@@ -174,3 +174,26 @@ func TestAllowlistNames(t *testing.T) {
 		}
 	}
 }
+
+// TestGoRuntimeCallsAllowed: on each architecture we ship, the calls the
+// Go runtime and the proxy's file handling make after the filter is on
+// (spelled as that architecture's table spells them) are allowed. A name
+// missing here would make os.Lstat fail on arm64, and every path check
+// with it.
+func TestGoRuntimeCallsAllowed(t *testing.T) {
+	need := map[string][]string{
+		"amd64": {"newfstatat", "epoll_pwait", "openat", "readlinkat", "futex", "clone", "mmap", "rt_sigreturn", "getrandom", "renameat", "unlinkat", "flock", "fdatasync", "waitid", "pidfd_send_signal", "nanosleep"},
+		"arm64": {"fstatat", "epoll_pwait", "openat", "readlinkat", "futex", "clone", "mmap", "rt_sigreturn", "getrandom", "renameat", "unlinkat", "flock", "fdatasync", "waitid", "pidfd_send_signal", "nanosleep"},
+	}
+	for goarch, info := range map[string]*arch.Info{"amd64": arch.X86_64, "arm64": arch.AARCH64} {
+		prog, err := proxyFilter(info, self, upstream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range need[goarch] {
+			if got := run(t, prog, info, call{name: n}); got != retAllow {
+				t.Errorf("%s: %s refused", goarch, n)
+			}
+		}
+	}
+}
