@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 			os.Exit(proxyProbe(os.Args[2:]))
 		case "upstream-probe":
 			os.Exit(upstreamProbe(os.Args[2:]))
+		case "bench-child":
+			os.Exit(benchChild(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())
