@@ -66,8 +66,9 @@ case $out in
   "bouncer 0."*"-snapshot-"*" (commit "[0-9a-f]*", built "2*")") ;;
   *) echo "goreleaser: bouncer version did not print the injected version, commit and date" >&2; exit 1 ;;
 esac
-# Static, as the contract says: no program interpreter.
-if readelf -l x/bouncer 2>/dev/null | grep -q 'Requesting program interpreter'; then
+# Static, as the contract says: ldd fails on a binary with no program
+# interpreter ("not a dynamic executable").
+if ldd x/bouncer >/dev/null 2>&1; then
   echo "goreleaser: the linux binary is dynamically linked" >&2
   exit 1
 fi
