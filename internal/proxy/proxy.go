@@ -351,7 +351,8 @@ func (p *Proxy) fromClientRequest(m *jsonrpc.Request) error {
 		return p.clientInitialize(m)
 	case "notifications/initialized":
 		if err := p.writeUp(m); err != nil {
-			return err
+			p.logf("%v", err)
+			return nil
 		}
 		p.mu.Lock()
 		p.initialized = true
@@ -383,7 +384,31 @@ func (p *Proxy) fromClientRequest(m *jsonrpc.Request) error {
 		p.fwd[m.ID] = m.Method
 		p.mu.Unlock()
 	}
-	return p.writeUp(m)
+	p.relay(m)
+	return nil
+}
+
+// relay forwards a client request upstream. If that fails (the upstream is
+// gone; its read side will end the session), a call is answered with an
+// error at once instead of waiting for an answer that can't come.
+func (p *Proxy) relay(m *jsonrpc.Request) {
+	err := p.writeUp(m)
+	if err == nil {
+		return
+	}
+	p.logf("%v", err)
+	if !m.IsCall() {
+		return
+	}
+	p.mu.Lock()
+	_, owed := p.fwd[m.ID]
+	delete(p.fwd, m.ID)
+	p.mu.Unlock()
+	if owed {
+		p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
+			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + err.Error(),
+		}})
+	}
 }
 
 // methodNotFound answers a request with -32601 (notifications get nothing).
@@ -441,7 +466,8 @@ func (p *Proxy) clientInitialize(m *jsonrpc.Request) error {
 		p.fwd[m.ID] = m.Method
 	}
 	p.mu.Unlock()
-	return p.writeUp(m)
+	p.relay(m)
+	return nil
 }
 
 // setField returns the JSON object doc with key set to value; other members
