@@ -16,7 +16,6 @@ package taint
 
 import (
 	"bytes"
-	"hash/maphash"
 	"sync"
 	"unsafe"
 )
@@ -37,7 +36,7 @@ const (
 // Store records untrusted output. It is safe for concurrent use, so the
 // proxies of one client may share one store.
 type Store struct {
-	seed maphash.Seed
+	seed keyed
 
 	mu    sync.RWMutex
 	set   *hashSet // exact form, until it would outgrow exactSlotsMax
@@ -71,7 +70,7 @@ func (s *Store) Stats() Stats {
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{seed: maphash.MakeSeed(), set: newHashSet()}
+	return &Store{seed: newKeyed(), set: newHashSet()}
 }
 
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
@@ -258,7 +257,7 @@ func (s *Store) Match(dest string) (form string, ok bool) {
 // keeps only hashes.
 func Tokens(text string) []string {
 	var out []string
-	sc := &scanner{seed: maphash.MakeSeed(), collect: &out}
+	sc := &scanner{seed: newKeyed(), collect: &out}
 	sc.piece([]byte(text))
 	return dedupe(out)
 }
@@ -267,7 +266,7 @@ func Tokens(text string) []string {
 // duplicates (nil when dest is shorter than MinLen).
 func DestForms(dest string) []string {
 	var out []string
-	sc := &scanner{seed: maphash.MakeSeed(), collect: &out}
+	sc := &scanner{seed: newKeyed(), collect: &out}
 	sc.destHashes([]byte(dest))
 	return dedupe(out)
 }

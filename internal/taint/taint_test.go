@@ -546,3 +546,34 @@ func TestMatch(t *testing.T) {
 		t.Error("short destination matched")
 	}
 }
+
+// TestKeyedHash: the inline hash spreads short tokens without collisions
+// (a million of them, where 64 bits expect none), depends on the length
+// (so "a" and "a\x00" differ), and differs between stores.
+func TestKeyedHash(t *testing.T) {
+	k := newKeyed()
+	seen := make(map[uint64]string, 1<<20)
+	g := newGen(9, false)
+	var buf []byte
+	for i := range 1 << 20 {
+		buf = g.word(buf[:0])
+		buf = fmt.Appendf(buf, "%d", i) // distinct
+		n := 1 + i%24
+		if len(buf) > n {
+			buf = buf[len(buf)-n:]
+		}
+		w := string(buf)
+		h := k.sum(buf)
+		if prev, ok := seen[h]; ok && prev != w {
+			t.Fatalf("collision: %q and %q", prev, w)
+		}
+		seen[h] = w
+	}
+	if k.sum([]byte("a")) == k.sum([]byte("a\x00")) || k.sum([]byte("abcdefgh")) == k.sum([]byte("abcdefgh\x00")) {
+		t.Error("length not mixed in")
+	}
+	k2 := newKeyed()
+	if k.sum([]byte("attacker@evil.com")) == k2.sum([]byte("attacker@evil.com")) || k.sum([]byte("octocat")) == k2.sum([]byte("octocat")) {
+		t.Error("two stores share hashes")
+	}
+}

@@ -2,7 +2,6 @@ package taint
 
 import (
 	"bytes"
-	"hash/maphash"
 	"unicode/utf8"
 )
 
@@ -49,7 +48,7 @@ const batchSize = 512
 // concurrent use; Store hands one out per call from a pool.
 type scanner struct {
 	store   *Store
-	seed    maphash.Seed
+	seed    keyed
 	hashes  []uint64
 	collect *[]string // when set, forms are also kept as text (Tokens)
 
@@ -71,7 +70,7 @@ func (sc *scanner) emit(t []byte) {
 	if sc.collect != nil {
 		*sc.collect = append(*sc.collect, string(t))
 	}
-	sc.hashes = append(sc.hashes, fixHash(maphash.Bytes(sc.seed, t)))
+	sc.hashes = append(sc.hashes, fixHash(sc.seed.sum(t)))
 	if len(sc.hashes) >= batchSize && sc.store != nil {
 		sc.store.insert(sc.hashes)
 		sc.hashes = sc.hashes[:0]
