@@ -35,7 +35,9 @@ fi
 
 work=$(mktemp -d /tmp/bouncer-images.XXXXXX)
 reg_pid=
+mounted=()
 cleanup() {
+  for m in "${mounted[@]}"; do [ -z "$m" ] || umount -l "$m" 2>/dev/null || true; done
   if [ -n "$reg_pid" ]; then kill "$reg_pid" 2>/dev/null || true; wait "$reg_pid" 2>/dev/null || true; fi
   # vfs layers are plain directories; buildah's own rm keeps its lock files sane.
   buildah "${BUILDAH_STORE[@]}" rm --all >/dev/null 2>&1 || true
@@ -60,7 +62,7 @@ crane catalog --insecure "$reg" >/dev/null
 # shell.
 base_rootfs() {
   local d=$1
-  mkdir -p "$d/etc" "$d/tmp" "$d/home/nonroot"
+  mkdir -p "$d/etc" "$d/tmp" "$d/home/nonroot" "$d/var/lib" "$d/usr/local/bin"
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$d/etc/passwd"
   printf 'root:x:0:\nnonroot:x:65532:\n' >"$d/etc/group"
   chmod 1777 "$d/tmp"
@@ -171,19 +173,41 @@ check_image() {
   [ -z "$shells" ] || fail "$name: the image holds a shell: $shells"
   [ -x "$dir/rootfs/usr/local/bin/bouncer" ] || fail "$name: no /usr/local/bin/bouncer"
   [ "$(stat -c %u:%g "$dir/rootfs/var/lib/bouncer")" = 65532:65532 ] || fail "$name: /var/lib/bouncer is not owned by 65532"
-  [ "$(stat -c %a "$dir/rootfs/var/lib/bouncer")" = 700 ] || fail "$name: /var/lib/bouncer is not 0700"
-  echo "   $name: user 65532:65532, no shell, state dir 65532 0700"
+  # BuildKit's COPY --chmod makes it 0700; buildah leaves a directory it
+  # creates 0755. Either way no one else may write there, and bouncer's own
+  # files in it are 0600.
+  local mode
+  mode=$(stat -c %a "$dir/rootfs/var/lib/bouncer")
+  case $mode in 700 | 755) ;; *) fail "$name: /var/lib/bouncer is mode $mode" ;; esac
+  # Nothing above the state directory, and no program, is nonroot's to change.
+  for p in / /var /var/lib /usr/local/bin /usr/local/bin/bouncer /etc /etc/passwd /etc/bouncer/policy.yaml /app; do
+    [ ! -e "$dir/rootfs$p" ] || [ "$(stat -c %u "$dir/rootfs$p")" = 0 ] || fail "$name: $p is not owned by root"
+  done
+  echo "   $name: user 65532:65532, no shell, state dir 65532 $mode, system paths root's"
 }
 
 # run_image NAME TOOL ARGS [noaudit]: the entrypoint end to end, then (for a
 # wrapper) its audit line.
 run_image() {
   local name=$1 tool=$2 args=$3 audited=${4:-audit} dir=$work/check-$1
-  node container/test/drive.mjs "$dir/config.json" "$dir/rootfs" "$tool" "$args" >"$dir/drive.out" 2>"$dir/drive.err" || {
+  # What a container runtime adds to the image's filesystem: the usual
+  # device nodes and /proc.
+  mkdir -p "$dir/rootfs/dev" "$dir/rootfs/proc"
+  mknod -m 666 "$dir/rootfs/dev/null" c 1 3
+  mknod -m 666 "$dir/rootfs/dev/zero" c 1 5
+  mknod -m 666 "$dir/rootfs/dev/random" c 1 8
+  mknod -m 666 "$dir/rootfs/dev/urandom" c 1 9
+  mount -t proc proc "$dir/rootfs/proc"
+  mounted+=("$dir/rootfs/proc")
+  local rc=0
+  node container/test/drive.mjs "$dir/config.json" "$dir/rootfs" "$tool" "$args" >"$dir/drive.out" 2>"$dir/drive.err" || rc=$?
+  umount "$dir/rootfs/proc"
+  mounted=("${mounted[@]/"$dir/rootfs/proc"/}")
+  if [ "$rc" != 0 ]; then
     cat "$dir/drive.out" "$dir/drive.err" >&2
     fail "$name: driving the entrypoint"
-  }
-  sed 's/^/   /' "$dir/drive.out"
+  fi
+  cut -c1-200 "$dir/drive.out" | sed 's/^/   /'
   grep -q '^tools: ' "$dir/drive.out" || fail "$name: no tools listed"
   grep -q "^call $tool: " "$dir/drive.out" || fail "$name: $tool was not answered"
   if grep -q "^call $tool: .*\"isError\":true" "$dir/drive.out"; then fail "$name: $tool failed"; fi
