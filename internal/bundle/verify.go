@@ -70,16 +70,21 @@ func (t *Trust) VerifyBytes(file string, data []byte, bundlePath string) (Result
 	if err != nil {
 		return res, fmt.Errorf("bundle %s: %w", bundlePath, err)
 	}
-	b := &sgbundle.Bundle{}
-	if err := b.UnmarshalJSON(raw); err != nil {
-		return res, fmt.Errorf("bundle %s: not a Sigstore bundle: %w", bundlePath, err)
-	}
-	signers, err := t.verifyEntity(b, data)
+	signers, err := t.verifyBundleJSON(raw, data)
 	if err != nil {
 		return res, fmt.Errorf("bundle %s: %w", bundlePath, err)
 	}
 	res.Signers = signers
 	return res, nil
+}
+
+// verifyBundleJSON parses a bundle and verifies it over data.
+func (t *Trust) verifyBundleJSON(raw, data []byte) ([]string, error) {
+	b := &sgbundle.Bundle{}
+	if err := b.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("not a Sigstore bundle: %w", err)
+	}
+	return t.verifyEntity(b, data)
 }
 
 // verifyEntity checks one signed entity over data against every layer that
