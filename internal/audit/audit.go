@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -71,6 +72,16 @@ type Log struct {
 	mu   sync.Mutex // flock does not exclude goroutines sharing one fd
 	f    *os.File
 	now  func() time.Time
+
+	// Lines reach the kernel (write) before Append returns; the syncer
+	// then flushes them to disk in the background, one fdatasync for every
+	// batch of lines, so a call does not wait for the disk. fmu keeps the
+	// file from being closed under a sync; syncErr, once set, fails every
+	// later Append, which denies the calls.
+	fmu     sync.Mutex
+	kick    chan struct{}
+	done    chan struct{}
+	syncErr atomic.Pointer[error]
 }
 
 // Open opens (creating 0600, and its directory 0700) the audit file at path.
@@ -88,7 +99,44 @@ func Open(path string) (*Log, error) {
 		return nil, err
 	}
 	l.f = f
+	l.kick = make(chan struct{}, 1)
+	l.done = make(chan struct{})
+	go l.syncer()
 	return l, nil
+}
+
+// syncer flushes written lines to disk until Close.
+func (l *Log) syncer() {
+	defer close(l.done)
+	for range l.kick {
+		l.fmu.Lock()
+		if l.f != nil {
+			if err := unix.Fdatasync(int(l.f.Fd())); err != nil {
+				err = fmt.Errorf("audit %s: syncing to disk: %w", l.path, err)
+				l.syncErr.Store(&err)
+			}
+		}
+		l.fmu.Unlock()
+	}
+}
+
+// Sync waits until every line appended so far is on disk.
+func (l *Log) Sync() error {
+	if l == nil {
+		return errors.New("audit: log is not open")
+	}
+	l.fmu.Lock()
+	defer l.fmu.Unlock()
+	if l.f == nil {
+		return errors.New("audit: log is closed")
+	}
+	if err := unix.Fdatasync(int(l.f.Fd())); err != nil {
+		return fmt.Errorf("audit %s: syncing to disk: %w", l.path, err)
+	}
+	if p := l.syncErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // openFile opens the log for appending and checks who may touch it.
@@ -122,7 +170,9 @@ func checkMode(f *os.File) error {
 }
 
 // Append writes e as one line, chained to the last line in the file, and
-// returns only after the line is written (and synced). If it returns an
+// returns only after the line is written to the file (in the kernel, so it
+// survives the proxy being killed); the flush to disk follows in the
+// background, and a failed flush fails every later Append. If it returns an
 // error the caller must deny the call it describes.
 //
 // A zero TS is set to the current time; e.Prev is ignored and computed. If
@@ -131,7 +181,7 @@ func checkMode(f *os.File) error {
 // the damage stays visible to VerifyFile as one bad line, and the log keeps
 // working instead of denying every call from then on.
 func (l *Log) Append(e Entry) error {
-	if l == nil || l.f == nil {
+	if l == nil {
 		return errors.New("audit: log is not open")
 	}
 	if e.TS.IsZero() {
@@ -142,8 +192,14 @@ func (l *Log) Append(e Entry) error {
 		// which denies the call.
 		return fmt.Errorf("audit %s: verdict %q is not allow, deny or ask", l.path, e.Verdict)
 	}
+	if p := l.syncErr.Load(); p != nil {
+		return *p
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.f == nil {
+		return fmt.Errorf("audit %s: log is closed", l.path)
+	}
 	f, err := l.lock()
 	if err != nil {
 		return fmt.Errorf("audit %s: %w", l.path, err)
@@ -174,8 +230,9 @@ func (l *Log) Append(e Entry) error {
 	if err != nil {
 		return fmt.Errorf("audit %s: writing: %w", l.path, err)
 	}
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
-		return fmt.Errorf("audit %s: syncing: %w", l.path, err)
+	select {
+	case l.kick <- struct{}{}:
+	default: // a sync is already due; it covers this line too
 	}
 	return nil
 }
@@ -208,8 +265,11 @@ func (l *Log) lock() (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
+		l.fmu.Lock()
+		unix.Fdatasync(int(l.f.Fd())) // the old file's last lines reach the disk
 		l.f.Close()
 		l.f = f
+		l.fmu.Unlock()
 	}
 }
 
@@ -274,7 +334,7 @@ func lastLineHash(f *os.File) (prev string, partial bool, err error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), partial, nil
 }
 
-// Close releases the file.
+// Close flushes every line to disk and releases the file.
 func (l *Log) Close() error {
 	if l == nil {
 		return nil
@@ -284,8 +344,18 @@ func (l *Log) Close() error {
 	if l.f == nil {
 		return nil
 	}
-	err := l.f.Close()
+	close(l.kick)
+	<-l.done
+	l.fmu.Lock()
+	defer l.fmu.Unlock()
+	err := unix.Fdatasync(int(l.f.Fd()))
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
 	l.f = nil
+	if p := l.syncErr.Load(); err == nil && p != nil {
+		err = *p
+	}
 	return err
 }
 

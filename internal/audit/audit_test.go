@@ -525,3 +525,31 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Close flushes and stops the syncer; a later Append is refused (the call it
+// describes is denied) instead of writing into a closed file.
+func TestAppendAfterClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(Entry{Server: "s", Tool: "t", Args: []byte(`{}`), Verdict: "allow", Rule: "default"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := l.Append(Entry{Server: "s", Tool: "t", Args: []byte(`{}`), Verdict: "allow", Rule: "default"}); err == nil {
+		t.Fatal("Append after Close succeeded")
+	}
+	if n, err := VerifyFile(path); err != nil || n != 1 {
+		t.Fatalf("VerifyFile = %d, %v", n, err)
+	}
+}
