@@ -95,7 +95,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	return s.Run(ctx, &mcp.StdioTransport{})
+	rw := newStdio(os.Stdin, os.Stdout)
+	return s.Run(ctx, &mcp.IOTransport{Reader: rw, Writer: rw})
 }
 
 type handlers struct{ opts Options }
