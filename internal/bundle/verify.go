@@ -232,22 +232,21 @@ func (t *Trust) CheckPolicies(files []string) error {
 // CheckPolicy applies CheckPolicies' rule to one file whose exact bytes the
 // caller has already read.
 func (t *Trust) CheckPolicy(file string, data []byte) error {
+	if !t.RequireSigned() && !t.HasSigners() {
+		return nil
+	}
 	bp := BundlePath(file)
-	if !t.RequireSigned() {
-		if !t.HasSigners() {
+	_, err := t.VerifyBytes(file, data, bp)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNoBundle):
+		if !t.RequireSigned() {
 			return nil
 		}
-		if _, err := os.Lstat(bp); errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
+		return fmt.Errorf("%s: not signed: %s is missing, and %s requires signed policy", file, bp, t.requiredBy())
 	}
-	if _, err := t.VerifyBytes(file, data, bp); err != nil {
-		if errors.Is(err, ErrNoBundle) {
-			return fmt.Errorf("%s: not signed: %s is missing, and %s requires signed policy", file, bp, t.requiredBy())
-		}
-		return fmt.Errorf("%s: signature check failed: %w", file, err)
-	}
-	return nil
+	return fmt.Errorf("%s: signature check failed: %w", file, err)
 }
 
 // requiredBy names the trust files that set require_signed.
