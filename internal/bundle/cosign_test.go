@@ -12,7 +12,9 @@ import (
 // (go install github.com/sigstore/cosign/v3/cmd/cosign@v3.1.3): cosign
 // verify-blob --key accepts bundles from SignFile, and VerifyFile accepts
 // bundles from cosign sign-blob --key. It runs only when cosign is on PATH,
-// and offline: no signing config, no transparency-log upload.
+// and offline: no signing config, no transparency-log upload. The keyless
+// fixture is checked by cosign too, so the tests' virtual Sigstore bundles
+// are ones the reference tool accepts.
 func TestCosignInterop(t *testing.T) {
 	cosign, err := exec.LookPath("cosign")
 	if err != nil {
@@ -67,6 +69,27 @@ func TestCosignInterop(t *testing.T) {
 		writeFile(t, f, []byte(policyYAML+"#\n"))
 		if _, err := tr.VerifyFile(f); err == nil {
 			t.Fatal("tampered file verified against cosign's bundle")
+		}
+	})
+
+	t.Run("keyless fixture: cosign agrees on identity", func(t *testing.T) {
+		dir := t.TempDir()
+		kl := newKeyless(t, dir, false)
+		f := writeFile(t, filepath.Join(dir, "policy.yaml"), []byte(policyYAML))
+		kl.sign(t, f, testSubject, testIssuer)
+		verify := func(identity string) error {
+			cmd := exec.Command(cosign, "verify-blob", "--bundle", "policy.yaml.sigstore.json", "--trusted-root", "trusted_root.json",
+				"--certificate-identity", identity, "--certificate-oidc-issuer", testIssuer,
+				"--insecure-ignore-sct", "--insecure-ignore-tlog=true", "--use-signed-timestamps", "policy.yaml")
+			cmd.Dir = dir
+			_, err := cmd.CombinedOutput()
+			return err
+		}
+		if err := verify(testSubject); err != nil {
+			t.Fatalf("cosign refused the keyless fixture: %v", err)
+		}
+		if err := verify(testSubject + "x"); err == nil {
+			t.Fatal("cosign accepted a different identity")
 		}
 	})
 }
