@@ -137,7 +137,9 @@ step "buildah: container/node/Dockerfile (server-everything from container/test/
 mkdir -p "$work/ctx-node/server"
 cp container/test/node-server/package.json container/test/node-server/package-lock.json "$work/ctx-node/server/"
 (cd "$work/ctx-node/server" && npm ci --omit=dev --no-audit --no-fund --loglevel=error)
-cp container/node/policy.yaml "$work/ctx-node/policy.yaml"
+# The image check's own policy: one tool allowed with a budget, one forbidden,
+# to see the gate work inside the image.
+printf 'echo:\n  max_calls: 5\nget-sum:\n  max_calls: 0\n' >"$work/ctx-node/policy.yaml"
 bud "$work/ctx-node" container/node/Dockerfile "$reg/node-everything:ci" \
   "BOUNCER_IMAGE=$reg/bouncer:ci" "NODE_IMAGE=$reg/base/nodejs:nonroot"
 
@@ -145,6 +147,7 @@ step "buildah: container/python/Dockerfile (container/test/python-server)"
 mkdir -p "$work/ctx-python/server"
 cp container/test/python-server/server.py "$work/ctx-python/server/"
 cp container/python/policy.yaml "$work/ctx-python/policy.yaml"
+# The example policy must load; the check runs against it as shipped.
 bud "$work/ctx-python" container/python/Dockerfile "$reg/python-echo:ci" \
   "BOUNCER_IMAGE=$reg/bouncer:ci" "PYTHON_IMAGE=$reg/base/python:nonroot"
 
@@ -187,9 +190,12 @@ check_image() {
 }
 
 # run_image NAME TOOL ARGS [noaudit]: the entrypoint end to end, then (for a
-# wrapper) its audit line.
+# wrapper) its audit line. BLOCK="TOOL ARGS" adds a call the image's policy
+# must block.
 run_image() {
   local name=$1 tool=$2 args=$3 audited=${4:-audit} dir=$work/check-$1
+  local extra=()
+  if [ -n "${BLOCK:-}" ]; then extra=(${BLOCK%% *} "${BLOCK#* }"); fi
   # What a container runtime adds to the image's filesystem: the usual
   # device nodes and /proc.
   mkdir -p "$dir/rootfs/dev" "$dir/rootfs/proc"
@@ -200,7 +206,7 @@ run_image() {
   mount -t proc proc "$dir/rootfs/proc"
   mounted+=("$dir/rootfs/proc")
   local rc=0
-  node container/test/drive.mjs "$dir/config.json" "$dir/rootfs" "$tool" "$args" >"$dir/drive.out" 2>"$dir/drive.err" || rc=$?
+  node container/test/drive.mjs "$dir/config.json" "$dir/rootfs" "$tool" "$args" "${extra[@]}" >"$dir/drive.out" 2>"$dir/drive.err" || rc=$?
   umount "$dir/rootfs/proc"
   mounted=("${mounted[@]/"$dir/rootfs/proc"/}")
   if [ "$rc" != 0 ]; then
@@ -211,6 +217,13 @@ run_image() {
   grep -q '^tools: ' "$dir/drive.out" || fail "$name: no tools listed"
   grep -q "^call $tool: " "$dir/drive.out" || fail "$name: $tool was not answered"
   if grep -q "^call $tool: .*\"isError\":true" "$dir/drive.out"; then fail "$name: $tool failed"; fi
+  if [ -n "${BLOCK:-}" ]; then
+    local b=${BLOCK%% *}
+    { grep "^call $b: " "$dir/drive.out" | grep -F '[bouncer blocked] ' | grep -qF '"isError":true'; } ||
+      fail "$name: $b was not blocked by the image's policy"
+    grep -q "\"tool\":\"$b\".*\"verdict\":\"deny\"" "$dir/rootfs/var/lib/bouncer/audit.jsonl" || fail "$name: no deny line for $b"
+    echo "   $name: $b blocked by the baked-in policy, deny line written"
+  fi
   [ "$audited" = audit ] || return 0
   local log=$dir/rootfs/var/lib/bouncer/audit.jsonl
   [ -s "$log" ] || fail "$name: no audit line in /var/lib/bouncer/audit.jsonl"
@@ -227,7 +240,7 @@ run_image bouncer list_packs '{"name":"gmail"}' noaudit
 
 step "checking node-everything:ci"
 check_image node "$reg/node-everything:ci"
-run_image node echo '{"message":"hello from the image check"}'
+BLOCK='get-sum {"a":1,"b":2}' run_image node echo '{"message":"hello from the image check"}'
 
 step "checking python-echo:ci"
 check_image python "$reg/python-echo:ci"

@@ -4,17 +4,18 @@
 // tools/call. It is what .ci/checks/images.sh uses instead of a container
 // engine, which these machines do not have.
 //
-//   node drive.mjs CONFIG.json ROOTFS [TOOL [ARGS_JSON]]
+//   node drive.mjs CONFIG.json ROOTFS [TOOL ARGS_JSON]...
 //
 // CONFIG.json is the image config (`crane config IMAGE`): its Entrypoint, Cmd,
-// Env and User are honoured. Exits 0 when every request got a result, and
-// prints the tool names and the call's result on stdout.
+// Env and User are honoured. Each TOOL ARGS_JSON pair is one tools/call, in
+// order. Exits 0 when every request got a result, and prints the tool names
+// and each call's result ("call TOOL: RESULT") on stdout.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 
-const [configPath, rootfs, tool, toolArgs] = process.argv.slice(2);
-if (!configPath || !rootfs) {
-  console.error("usage: node drive.mjs CONFIG.json ROOTFS [TOOL [ARGS_JSON]]");
+const [configPath, rootfs, ...callArgs] = process.argv.slice(2);
+if (!configPath || !rootfs || callArgs.length % 2 !== 0) {
+  console.error("usage: node drive.mjs CONFIG.json ROOTFS [TOOL ARGS_JSON]...");
   process.exit(2);
 }
 const cfg = JSON.parse(readFileSync(configPath, "utf8")).config ?? {};
@@ -101,8 +102,9 @@ do {
 if (names.length === 0) fail("tools/list returned no tools");
 console.log(`tools: ${names.join(" ")}`);
 
-if (tool) {
-  const res = await request("tools/call", { name: tool, arguments: JSON.parse(toolArgs ?? "{}") });
+for (let i = 0; i < callArgs.length; i += 2) {
+  const [tool, args] = [callArgs[i], callArgs[i + 1]];
+  const res = await request("tools/call", { name: tool, arguments: JSON.parse(args) });
   console.log(`call ${tool}: ${JSON.stringify(res)}`);
 }
 
