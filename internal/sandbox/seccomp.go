@@ -72,6 +72,11 @@ func (p *bpfProg) jne(k uint32, label string) {
 	p.ins = append(p.ins, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k})
 }
 
+// and sets A &= k.
+func (p *bpfProg) and(k uint32) {
+	p.ins = append(p.ins, unix.SockFilter{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: k})
+}
+
 func (p *bpfProg) ret(v uint32) {
 	p.ins = append(p.ins, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: v})
 }
@@ -175,8 +180,9 @@ var proxyAllowlist = []string{
 	"openat", "getdents64", "readlinkat", "unlinkat", "renameat", "renameat2",
 	"flock", "fsync", "fdatasync", "ftruncate", "faccessat", "faccessat2", "getcwd",
 	"fadvise64",
-	// Memory.
-	"mmap", "munmap", "mprotect", "madvise", "brk", "mremap", "mincore",
+	// Memory (mmap and mprotect are allowed without PROT_EXEC only, see
+	// proxyFilter).
+	"munmap", "madvise", "brk", "mremap", "mincore",
 	// Threads and scheduling.
 	"clone", "clone3", "futex", "sched_yield", "sched_getaffinity", "gettid", "getpid",
 	"getppid", "set_robust_list", "rseq", "set_tid_address",
@@ -294,6 +300,19 @@ func proxyFilter(info *arch.Info, self, upstream int) (filter, error) {
 	argIn(p, info, "kill", 0, pids)
 	argIn(p, info, "tgkill", 0, pids[:1])
 	argIn(p, info, "pidfd_open", 0, pids[:min(2, len(pids))])
+	// No new executable memory: the Go runtime never maps code after
+	// start, so an exploit could not load any either.
+	for _, name := range []string{"mmap", "mprotect"} {
+		if nr, ok := info.SyscallNames[name]; ok {
+			after := "after-" + name
+			p.jne(uint32(nr), after)
+			p.ldAbs(argLo(2))
+			p.and(unix.PROT_EXEC)
+			p.jeq(0, "allow")
+			p.ret(retEPERM)
+			p.label(after)
+		}
+	}
 	// ioctl: only the harmless requests.
 	if nr, ok := info.SyscallNames["ioctl"]; ok {
 		p.jne(uint32(nr), "after-ioctl")

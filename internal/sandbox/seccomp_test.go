@@ -99,6 +99,10 @@ func TestProxyFilterDecisions(t *testing.T) {
 		{call{name: "tgkill", args: [6]uint64{upstream, 5, 23}}, retEPERM},
 		{call{name: "pidfd_open", args: [6]uint64{upstream}}, retAllow},
 		{call{name: "pidfd_open", args: [6]uint64{1}}, retEPERM},
+		{call{name: "mmap", args: [6]uint64{0, 4096, unix.PROT_READ | unix.PROT_WRITE}}, retAllow},
+		{call{name: "mmap", args: [6]uint64{0, 4096, unix.PROT_READ | unix.PROT_EXEC}}, retEPERM},
+		{call{name: "mprotect", args: [6]uint64{0, 4096, unix.PROT_NONE}}, retAllow},
+		{call{name: "mprotect", args: [6]uint64{0, 4096, unix.PROT_EXEC}}, retEPERM},
 		// Another architecture's numbers mean other calls: refused.
 		{call{name: "read", arch: arch.I386.ID}, retEPERM},
 	}
