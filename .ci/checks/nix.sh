@@ -5,6 +5,8 @@
 #   - flake.nix, nix/*.nix and flake.lock parse, flake.lock pins nixpkgs;
 #   - `nix flake show` and `nix flake check --no-build` evaluate every output;
 #   - packages.default is bouncer-VERSION with the ldflags the release uses;
+#   - with a Go older than go.mod's, package.nix stops at evaluation and
+#     says why;
 #   - vendorHash in nix/package.nix matches `go mod vendor` for the current
 #     go.mod (a stale hash fails here, with the command that fixes it);
 #   - the wrapMcpServer check builds, and its launcher execs
@@ -68,6 +70,16 @@ done
 case $(ev ".#apps.$sys.default.program") in */bin/bouncer) ;; *) fail "apps.default does not run bin/bouncer" ;; esac
 nix eval ".#packages.$sys.image.drvPath" "${stub[@]}" >/dev/null 2>&1 || fail "packages.image does not evaluate"
 nix eval ".#devShells.$sys.default.drvPath" "${stub[@]}" >/dev/null 2>&1 || fail "devShells.default does not evaluate"
+
+# With a Go older than go.mod's, evaluation stops with a message that says
+# so and how to get a newer nixpkgs, instead of failing deep in a build.
+old_go=$(nix eval --raw --impure --expr '
+  let pkgs = (builtins.getFlake (toString ./nix/stub-nixpkgs)).legacyPackages.x86_64-linux;
+  in (pkgs.callPackage ./nix/package.nix { src = null; go = pkgs.go; version = "0"; commit = "x"; date = "d"; }).name' 2>&1 || true)
+case $old_go in
+  *"bouncer needs Go 1.26 or newer; this nixpkgs has Go 1.24"*) echo "   an old Go is refused at evaluation" ;;
+  *) fail "package.nix with Go 1.24 did not stop with the Go version message: $old_go" ;;
+esac
 
 step "vendorHash against go mod vendor"
 have=$(ev ".#packages.$sys.default.vendorHash")
