@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
@@ -54,7 +53,7 @@ func cmdApprove(args []string) int {
 	showCode(os.Stdout, c, time.Now())
 	// Drop anything typed before the question was on screen: only an
 	// answer to this question counts.
-	_ = unix.IoctlSetInt(int(os.Stdin.Fd()), unix.TCFLSH, unix.TCIFLUSH)
+	flushTypeAhead(os.Stdin)
 	fmt.Print("Approve? [y/N] ")
 	answer, err := bufio.NewReader(os.Stdin).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {

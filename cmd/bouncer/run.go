@@ -38,20 +38,23 @@ const stopGrace = 2 * time.Second
 // an init function in their own cmd file; the defaults below fail closed
 // where doing nothing would be a silent weakening.
 var (
-	// verifyPolicies checks the policy files against their Sigstore bundles
-	// under the trust configuration (--trust FILE, else the default
-	// locations). A non-nil error stops run with exit status 2 before the
-	// upstream starts; the message should name the file and why.
-	verifyPolicies = func(trustFile string, files []string) error {
+	// policyCheck returns the check that each policy file's exact bytes
+	// must pass before they are parsed (their Sigstore bundles under the
+	// trust configuration: --trust FILE, else stateDir's trust.yaml, with
+	// /etc/bouncer/trust.yaml always applied), or nil when no trust
+	// configuration exists. An error, or a file that fails the check, stops
+	// run with exit status 2 before the upstream starts.
+	policyCheck = func(trustFile, stateDir string) (func(file string, data []byte) error, error) {
 		if trustFile != "" {
-			return fmt.Errorf("%s: signed policy verification is not available in this build", trustFile)
+			return nil, fmt.Errorf("%s: signed policy verification is not available in this build", trustFile)
 		}
-		return nil
+		return nil, nil
 	}
 
 	// prepareSandbox may rewrite the upstream command before it starts
-	// (the sandbox launcher re-execs itself around it). An error exits 2.
-	prepareSandbox = func(mode string, pol *policy.Policy, cmd *proxy.Command) error { return nil }
+	// (the sandbox launcher re-execs itself around it), keeping the
+	// upstream away from stateDir. An error exits 2.
+	prepareSandbox = func(mode string, pol *policy.Policy, stateDir string, cmd *proxy.Command) error { return nil }
 
 	// applySandbox confines the proxy itself once the upstream runs. It
 	// returns what it applied, for one line on stderr. An error exits 2
@@ -110,17 +113,18 @@ func cmdRun(args []string) int {
 		}
 	}
 
-	// All policy is loaded and verified before anything starts.
-	pol, err := policy.Load(policies...)
+	// All policy is verified and loaded before anything starts.
+	dir, err := stateDir(*home)
 	if err != nil {
 		errorf("%v", err)
 		return exitUsage
 	}
-	if err := verifyPolicies(*trust, pol.Files); err != nil {
+	check, err := policyCheck(*trust, dir)
+	if err != nil {
 		errorf("%v", err)
 		return exitUsage
 	}
-	dir, err := stateDir(*home)
+	pol, err := policy.LoadChecked(check, policies...)
 	if err != nil {
 		errorf("%v", err)
 		return exitUsage
@@ -140,7 +144,7 @@ func cmdRun(args []string) int {
 		errorf("%v", err)
 		return exitUsage
 	}
-	if err := prepareSandbox(*sandbox, pol, &upCmd); err != nil {
+	if err := prepareSandbox(*sandbox, pol, dir, &upCmd); err != nil {
 		errorf("%v", err)
 		return exitUsage
 	}

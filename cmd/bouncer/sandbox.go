@@ -26,7 +26,7 @@ var (
 
 // prepareUpstreamSandbox rewrites the upstream command to start through the
 // launcher when the policy has a sandbox: key.
-func prepareUpstreamSandbox(mode string, pol *policy.Policy, cmd *proxy.Command) error {
+func prepareUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, cmd *proxy.Command) error {
 	m, err := sandbox.ParseMode(mode)
 	if err != nil {
 		return err
@@ -53,13 +53,9 @@ func prepareUpstreamSandbox(mode string, pol *policy.Policy, cmd *proxy.Command)
 		// The server must not rewrite the rules of the next session.
 		NoWrite: append([]string(nil), pol.Files...),
 	}
-	// Nor reach Bouncer's state (approvals, the audit log). The hook is not
-	// told the --home directory, so the default one is protected here and
-	// the real one is checked again in applyProxySandbox.
-	if d, err := stateDir(""); err == nil {
-		c.NoWrite = append(c.NoWrite, d)
-		c.NoRead = append(c.NoRead, d)
-	}
+	// Nor reach Bouncer's state (approvals, the audit log).
+	c.NoWrite = append(c.NoWrite, stateDir)
+	c.NoRead = append(c.NoRead, stateDir)
 	l, err := sandbox.LauncherArgs(m, c, cmd.Path, cmd.Args, cmd.Dir)
 	if err != nil {
 		return err

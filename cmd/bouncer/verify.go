@@ -11,29 +11,18 @@ import (
 const verifySynopsis = `bouncer verify [--trust FILE] [--bundle BUNDLE] FILE...`
 
 func init() {
-	// bouncer run checks its policy files through this hook before the
-	// upstream starts (see run.go). The hook is not given run's --home, so
-	// the state directory here is $BOUNCER_HOME, else ~/.bouncer.
-	verifyPolicies = func(trustFile string, files []string) error {
-		dir, _ := stateDir("") // no home directory: only --trust and /etc apply
-		return checkPolicies(trustFile, dir, files)
+	// bouncer run verifies its policy files' exact bytes through this hook
+	// before it parses them (see run.go).
+	policyCheck = func(trustFile, stateDir string) (func(string, []byte) error, error) {
+		t, err := bundle.LoadTrust(trustFile, stateDir)
+		if errors.Is(err, bundle.ErrNoTrust) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return t.CheckPolicy, nil
 	}
-}
-
-// checkPolicies loads the trust configuration (--trust FILE, else
-// stateDir/trust.yaml, with /etc/bouncer/trust.yaml always applied when it
-// exists) and checks files under it. No trust file anywhere means signing is
-// not in use and nothing is checked; a --trust FILE that is missing, or any
-// malformed trust file, is an error.
-func checkPolicies(trustFile, stateDir string, files []string) error {
-	t, err := bundle.LoadTrust(trustFile, stateDir)
-	if errors.Is(err, bundle.ErrNoTrust) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return t.CheckPolicies(files)
 }
 
 // cmdVerify checks each file against its Sigstore bundle and prints one line

@@ -111,7 +111,7 @@ func (l *Log) syncer() {
 	for range l.kick {
 		l.fmu.Lock()
 		if l.f != nil {
-			if err := unix.Fdatasync(int(l.f.Fd())); err != nil {
+			if err := datasync(l.f); err != nil {
 				err = fmt.Errorf("audit %s: syncing to disk: %w", l.path, err)
 				l.syncErr.Store(&err)
 			}
@@ -130,7 +130,7 @@ func (l *Log) Sync() error {
 	if l.f == nil {
 		return errors.New("audit: log is closed")
 	}
-	if err := unix.Fdatasync(int(l.f.Fd())); err != nil {
+	if err := datasync(l.f); err != nil {
 		return fmt.Errorf("audit %s: syncing to disk: %w", l.path, err)
 	}
 	if p := l.syncErr.Load(); p != nil {
@@ -266,7 +266,7 @@ func (l *Log) lock() (*os.File, error) {
 			return nil, err
 		}
 		l.fmu.Lock()
-		unix.Fdatasync(int(l.f.Fd())) // the old file's last lines reach the disk
+		datasync(l.f) // the old file's last lines reach the disk
 		l.f.Close()
 		l.f = f
 		l.fmu.Unlock()
@@ -348,7 +348,7 @@ func (l *Log) Close() error {
 	<-l.done
 	l.fmu.Lock()
 	defer l.fmu.Unlock()
-	err := unix.Fdatasync(int(l.f.Fd()))
+	err := datasync(l.f)
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}

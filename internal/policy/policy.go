@@ -145,7 +145,13 @@ type Pack struct {
 
 // Load layers the built-in packs and then each user file in order. Any
 // problem in any file is an *Error and no policy is returned.
-func Load(files ...string) (*Policy, error) {
+func Load(files ...string) (*Policy, error) { return LoadChecked(nil, files...) }
+
+// LoadChecked is Load with check called on each file's absolute path and
+// exact bytes before they are parsed (bouncer run verifies signatures here), so the bytes that
+// were checked are the bytes that take effect, even if the file is replaced
+// meanwhile. An error from check is returned as it is.
+func LoadChecked(check func(file string, data []byte) error, files ...string) (*Policy, error) {
 	srcs := make([]Source, 0, len(files))
 	for _, f := range files {
 		data, err := readLimited(f)
@@ -155,6 +161,11 @@ func Load(files ...string) (*Policy, error) {
 		abs, err := filepath.Abs(f)
 		if err != nil {
 			return nil, &Error{File: f, Msg: err.Error()}
+		}
+		if check != nil {
+			if err := check(abs, data); err != nil {
+				return nil, err
+			}
 		}
 		srcs = append(srcs, Source{Name: f, Dir: filepath.Dir(abs), Data: data, abs: abs})
 	}

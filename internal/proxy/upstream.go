@@ -55,10 +55,7 @@ func Start(c Command, stderr io.Writer) (*Process, error) {
 	cmd.Stdin = inR
 	cmd.Stdout = outW
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,            // signal the whole group on stop
-		Pdeathsig: syscall.SIGKILL, // nothing outlives a killed proxy
-	}
+	cmd.SysProcAttr = procAttr()
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()

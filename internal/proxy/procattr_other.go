@@ -1,0 +1,9 @@
+//go:build !linux
+
+package proxy
+
+import "syscall"
+
+// procAttr puts the upstream in its own process group. Only Linux can also
+// have the kernel kill it when the proxy dies.
+func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
