@@ -154,7 +154,7 @@ func Load(files ...string) (*Policy, error) { return LoadChecked(nil, files...) 
 func LoadChecked(check func(file string, data []byte) error, files ...string) (*Policy, error) {
 	srcs := make([]Source, 0, len(files))
 	for _, f := range files {
-		data, err := readLimited(f)
+		data, err := ReadFile(f)
 		if err != nil {
 			return nil, &Error{File: f, Msg: err.Error()}
 		}
@@ -309,11 +309,14 @@ func loadPacks() ([]loadedPack, error) {
 	return packsList, packsErr
 }
 
-// maxPolicyBytes bounds a policy file: a real one is a few kilobytes, and the
-// parser should not be handed a disk image by a typo in --policy.
-const maxPolicyBytes = 4 << 20
+// MaxFileSize bounds a policy document: a real one is a few kilobytes, and
+// the parser should not be handed a disk image by a typo in --policy.
+const MaxFileSize = 4 << 20
 
-func readLimited(path string) ([]byte, error) {
+const maxPolicyBytes = MaxFileSize
+
+// ReadFile reads a policy file, refusing one larger than MaxFileSize.
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

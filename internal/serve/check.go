@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -181,7 +179,7 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 func (h *handlers) policySources(text *string, wd string) ([]policy.Source, error) {
 	var srcs []policy.Source
 	for _, f := range h.opts.Policies {
-		data, err := readPolicyFile(f)
+		data, err := policy.ReadFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("--policy %s: %w", f, err)
 		}
@@ -201,24 +199,7 @@ func (h *handlers) policySources(text *string, wd string) ([]policy.Source, erro
 }
 
 // maxPolicyBytes bounds a policy document, as policy.Load bounds a file.
-const maxPolicyBytes = 4 << 20
-
-// readPolicyFile reads a --policy file, refusing one too large to be policy.
-func readPolicyFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxPolicyBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxPolicyBytes {
-		return nil, fmt.Errorf("larger than %d bytes; not a policy file", maxPolicyBytes)
-	}
-	return data, nil
-}
+const maxPolicyBytes = policy.MaxFileSize
 
 func isObject(raw json.RawMessage) bool {
 	s := strings.TrimSpace(string(raw))
