@@ -197,6 +197,7 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 // decide runs the engine on a call and acts on the verdict. The audit line
 // comes first: if it can't be written, the call is denied.
 func (p *Proxy) decide(c *call) {
+	p.settled()
 	d := p.cfg.Engine.Decide(engine.Call{Tool: c.tool, Args: c.args})
 	if err := p.auditLine(c, d.Verdict, d.Reason, d.Rule, ""); err != nil {
 		p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
@@ -504,6 +505,7 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 	for _, a := range d.Asks {
 		p.cfg.Engine.Approve(c.tool, a.Param, a.Value)
 	}
+	p.settled()
 	d2 := p.cfg.Engine.Recheck(engine.Call{Tool: c.tool, Args: c.args})
 	if d2.Verdict != engine.Allow {
 		reason := d2.Reason

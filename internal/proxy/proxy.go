@@ -114,6 +114,11 @@ type Proxy struct {
 	nextID   atomic.Int64
 	wg       sync.WaitGroup
 
+	// recording is read-held while a large result is recorded as untrusted
+	// in parallel with its write to the client; every decision takes it
+	// for writing first, so no call is decided on a half-recorded history.
+	recording sync.RWMutex
+
 	mu           sync.Mutex
 	initID       *jsonrpc.ID // the client's initialize request, until answered
 	initResult   bool        // the upstream answered initialize
@@ -545,8 +550,37 @@ func (p *Proxy) recordResponse(m *jsonrpc.Response) {
 	}
 }
 
+// parallelRecord is the result size from which recording runs alongside
+// the write to the client instead of before it.
+const parallelRecord = 64 << 10
+
+// slowRecord, set only by tests, delays parallel recording so that a test
+// can show no decision overtakes it.
+var slowRecord func()
+
+// settled waits until every result the client may have seen is recorded.
+func (p *Proxy) settled() {
+	p.recording.Lock()
+	//lint:ignore SA2001 an empty critical section is the point: a barrier behind every recording in flight
+	p.recording.Unlock()
+}
+
 func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
-	p.recordResponse(m)
+	if len(m.Result) >= parallelRecord && m.Error == nil && !ours(m.ID) {
+		// The read lock is taken here, before the client can see the
+		// result, so a call it sends after seeing it waits in settled()
+		// until the result is recorded.
+		p.recording.RLock()
+		go func() {
+			defer p.recording.RUnlock()
+			if slowRecord != nil {
+				slowRecord()
+			}
+			p.record(m.Result)
+		}()
+	} else {
+		p.recordResponse(m)
+	}
 	if ours(m.ID) {
 		p.mu.Lock()
 		ch, ok := p.waitUp[m.ID]
