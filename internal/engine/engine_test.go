@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
@@ -338,6 +339,27 @@ func TestDeterministic(t *testing.T) {
 			if fmt.Sprint(got[i]) != fmt.Sprint(first[i]) {
 				t.Fatalf("run %d call %d: %v != %v", run, i, got[i], first[i])
 			}
+		}
+	}
+}
+
+// The allowlist and session approvals compare destinations by the same rule
+// as one-time codes: ASCII case and surrounding ASCII whitespace only.
+func TestVouchRuleMatchesApprovalCodes(t *testing.T) {
+	const vouched = "boss@corp.example"
+	for _, dest := range []string{
+		"boss@corp.example", " BOSS@Corp.Example\t", "\nboss@corp.example\r\n",
+		"boss@corp.example\u00a0", "\u2003boss@corp.example", "boss@corp.exampl\u212a", // NBSP, em space, Kelvin sign
+		"bosß@corp.example", "boss@corp.example.", "boss @corp.example",
+	} {
+		codes := approval.SameDestination(vouched, dest)
+		if got := vouchFold(dest) == vouchFold(vouched); got != codes {
+			t.Errorf("%q: allowlist says %v, approval codes say %v", dest, got, codes)
+		}
+		e, _ := newEngine(t, "send_email:\n  exfiltrating: true\n  sink_params: [to]\n  trusted_destinations: [boss@corp.example]\n", Options{})
+		d := e.Decide(call("send_email", fmt.Sprintf(`{"to":%q}`, dest)))
+		if (d.Verdict == Allow) != codes {
+			t.Errorf("%q: verdict %s, want allow=%v", dest, d.Verdict, codes)
 		}
 	}
 }
