@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/engine"
@@ -133,13 +131,6 @@ func cmdRun(args []string) int {
 		errorf("%v", err)
 		return exitFail
 	}
-	auditLog, err := audit.Open(filepath.Join(dir, "audit.jsonl"))
-	if err != nil {
-		errorf("%v", err)
-		return exitFail
-	}
-	defer auditLog.Close()
-
 	if err := resolveCommand(&upCmd); err != nil {
 		errorf("%v", err)
 		return exitUsage
@@ -165,6 +156,14 @@ func cmdRun(args []string) int {
 		return exitFail
 	}
 	defer up.Stop(stopGrace)
+	// Opened while the upstream starts up (nothing is forwarded before the
+	// log is open, and a log that can't be opened stops the session).
+	auditLog, err := audit.Open(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		errorf("%v", err)
+		return exitFail
+	}
+	defer auditLog.Close()
 	applied, err := applySandbox(*sandbox, pol, dir, up)
 	if err != nil {
 		errorf("%v", err)
@@ -185,12 +184,7 @@ func cmdRun(args []string) int {
 		Session:   newSessionID(),
 		Log:       os.Stderr,
 	})
-	down, err := (&mcp.StdioTransport{MaxLineLength: -1}).Connect(ctx)
-	if err != nil {
-		errorf("stdio: %v", err)
-		return exitFail
-	}
-	runErr := p.Run(ctx, down, up)
+	runErr := p.Run(ctx, proxy.Stdio(), up)
 	switch {
 	case runErr == nil:
 		return exitOK // the client closed stdin

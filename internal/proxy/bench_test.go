@@ -34,7 +34,11 @@ func bouncerBinary(b *testing.B) string {
 			return
 		}
 		bouncerPath = filepath.Join(dir, "bouncer")
-		out, err := exec.Command("go", "build", "-o", bouncerPath, "../../cmd/bouncer").CombinedOutput()
+		// Built as the release is: static, so no dynamic loader runs at
+		// each start (see .goreleaser.yaml).
+		build := exec.Command("go", "build", "-trimpath", "-o", bouncerPath, "../../cmd/bouncer")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
 		if err != nil {
 			bouncerErr = &buildError{out: string(out), err: err}
 		}
@@ -91,6 +95,70 @@ func benchCall(b *testing.B, proxied bool, tool string, args map[string]any) {
 			b.Fatalf("%s: %v %+v", tool, err, res)
 		}
 	}
+}
+
+// benchPaired alternates one call on a direct session with one on a proxied
+// session and reports each side's mean and their ratio. The machine's speed
+// drifts between runs (a shared virtual machine, here by ±30%), which moves
+// separate direct and proxied benchmarks apart; calls taken in turn share
+// the drift, so the ratio is what this one is for.
+func benchPaired(b *testing.B, tool string, args map[string]any) {
+	direct, _ := benchSession(b, false)
+	proxied, _ := benchSession(b, true)
+	ctx := context.Background()
+	call := func(cs *mcp.ClientSession) time.Duration {
+		start := time.Now()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatalf("%s: %v %+v", tool, err, res)
+		}
+		return time.Since(start)
+	}
+	call(direct)
+	call(proxied) // waits for the pin
+	b.ResetTimer()
+	var d, p time.Duration
+	for i := 0; i < b.N; i++ {
+		d += call(direct)
+		p += call(proxied)
+	}
+	b.ReportMetric(float64(d.Microseconds())/float64(b.N), "direct-µs")
+	b.ReportMetric(float64(p.Microseconds())/float64(b.N), "proxied-µs")
+	b.ReportMetric(float64(p)/float64(d), "ratio")
+}
+
+// BenchmarkPairedTrivial and BenchmarkPairedCall1MiB are the ratios of
+// BenchmarkCallTrivial and BenchmarkCall1MiB, measured in turn.
+func BenchmarkPairedTrivial(b *testing.B) {
+	benchPaired(b, "echo", map[string]any{"text": "hello"})
+}
+
+func BenchmarkPairedCall1MiB(b *testing.B) {
+	benchPaired(b, "big", map[string]any{"n": 1 << 20})
+}
+
+// BenchmarkPairedStartup alternates a direct and a proxied start (spawn and
+// initialize) and reports the time the proxy adds.
+func BenchmarkPairedStartup(b *testing.B) {
+	bouncerBinary(b)
+	start := func(proxied bool) time.Duration {
+		t := time.Now()
+		cs, _ := benchSession(b, proxied)
+		d := time.Since(t)
+		cs.Close()
+		return d
+	}
+	start(false)
+	start(true)
+	b.ResetTimer()
+	var d, p time.Duration
+	for i := 0; i < b.N; i++ {
+		d += start(false)
+		p += start(true)
+	}
+	b.ReportMetric(float64(d.Microseconds())/1000/float64(b.N), "direct-ms")
+	b.ReportMetric(float64(p.Microseconds())/1000/float64(b.N), "proxied-ms")
+	b.ReportMetric((p-d).Seconds()*1000/float64(b.N), "added-ms")
 }
 
 // BenchmarkCallTrivial is one small tools/call round trip.

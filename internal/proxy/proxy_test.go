@@ -261,7 +261,10 @@ func TestCancelHeldCall(t *testing.T) {
 	for !strings.Contains(verdicts(h.auditLines()), "send_email:deny/approval") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := verdicts(h.auditLines()); !strings.HasPrefix(got, "send_email:ask/sink send_email:deny/approval") {
+	// The withdrawn question's deny line may land before or after the
+	// echo's: the client does not wait for it.
+	if got := verdicts(h.auditLines()); !strings.HasPrefix(got, "send_email:ask/sink") ||
+		!strings.Contains(got, "send_email:deny/approval") || strings.Contains(got, "send_email:allow") {
 		t.Fatalf("audit = %s", got)
 	}
 }

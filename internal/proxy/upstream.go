@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Command describes how to start the upstream server.
@@ -29,7 +28,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	stdin  *os.File // our end of the server's stdin
 	stdout *os.File // our end of the server's stdout
-	conn   mcp.Connection
+	conn   *Conn
 	done   chan struct{}
 	err    error // cmd.Wait's result, once done is closed
 }
@@ -64,7 +63,7 @@ func Start(c Command, stderr io.Writer) (*Process, error) {
 		outR.Close()
 		return nil, fmt.Errorf("starting %s: %w", c.Path, err)
 	}
-	conn, _ := (&mcp.IOTransport{Reader: outR, Writer: inW, MaxLineLength: -1}).Connect(context.Background())
+	conn := NewConn(outR, inW)
 	p := &Process{cmd: cmd, stdin: inW, stdout: outR, conn: conn, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
