@@ -82,6 +82,7 @@ type Log struct {
 	kick    chan struct{}
 	done    chan struct{}
 	syncErr atomic.Pointer[error]
+	syncs   atomic.Int64 // background syncs done, for tests
 }
 
 // Open opens (creating 0600, and its directory 0700) the audit file at path.
@@ -130,6 +131,7 @@ func (l *Log) syncer() {
 			}
 		}
 		l.fmu.Unlock()
+		l.syncs.Add(1)
 		last = time.Now()
 	}
 }

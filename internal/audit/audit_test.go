@@ -553,3 +553,49 @@ func TestAppendAfterClose(t *testing.T) {
 		t.Fatalf("VerifyFile = %d, %v", n, err)
 	}
 }
+
+// A burst of lines shares background syncs, at most one per SyncInterval;
+// a line after a quiet spell is synced within an interval; Close does not
+// wait out a pause and leaves every line on disk.
+func TestSyncInterval(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := range 200 {
+		if err := l.Append(entry(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	time.Sleep(3 * SyncInterval)
+	n := l.syncs.Load()
+	if max := int64(elapsed/SyncInterval) + 2; n < 1 || n > max {
+		t.Fatalf("%d background syncs for 200 lines in %v, want 1 to %d", n, elapsed, max)
+	}
+	if err := l.Append(entry(200)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for l.syncs.Load() == n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if l.syncs.Load() == n {
+		t.Fatal("a line after a quiet spell was never synced")
+	}
+	if err := l.Append(entry(201)); err != nil {
+		t.Fatal(err)
+	}
+	closeStart := time.Now()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(closeStart); d > 10*SyncInterval {
+		t.Errorf("Close took %v", d)
+	}
+	if n, err := VerifyFile(path); err != nil || n != 202 {
+		t.Fatalf("verify: %d lines, %v", n, err)
+	}
+}
