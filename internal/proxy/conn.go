@@ -156,14 +156,11 @@ func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 			}
 			data = append(data, '[')
 			for i, r := range batch {
-				if r == nil {
-					continue // never answered; cannot happen once complete
-				}
 				enc, err := jsonrpc.EncodeMessage(r)
 				if err != nil {
 					return fmt.Errorf("encoding batch message: %w", err)
 				}
-				if i > 0 && len(data) > 1 {
+				if i > 0 {
 					data = append(data, ',')
 				}
 				data = append(data, enc...)
