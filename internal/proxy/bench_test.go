@@ -81,19 +81,29 @@ func benchSession(b *testing.B, proxied bool) (*mcp.ClientSession, *exec.Cmd) {
 	return cs, cmd
 }
 
-func benchCall(b *testing.B, proxied bool, tool string, args map[string]any) {
-	cs, _ := benchSession(b, proxied)
-	ctx := context.Background()
-	// The first call waits for the pin; keep it out of the timing.
-	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args}); err != nil || res.IsError {
+// Arguments of the two benchmarked calls: a one-word echo, and a result of
+// 1 MiB of text.
+var (
+	trivialArgs = map[string]any{"text": "hello"}
+	bigArgs     = map[string]any{"n": 1 << 20}
+)
+
+// timedCall makes one call that must succeed and returns how long it took.
+func timedCall(b *testing.B, cs *mcp.ClientSession, tool string, args map[string]any) time.Duration {
+	start := time.Now()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil || res.IsError {
 		b.Fatalf("%s: %v %+v", tool, err, res)
 	}
+	return time.Since(start)
+}
+
+func benchCall(b *testing.B, proxied bool, tool string, args map[string]any) {
+	cs, _ := benchSession(b, proxied)
+	timedCall(b, cs, tool, args) // the first call waits for the pin; keep it out of the timing
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		if err != nil || res.IsError {
-			b.Fatalf("%s: %v %+v", tool, err, res)
-		}
+		timedCall(b, cs, tool, args)
 	}
 }
 
@@ -105,22 +115,13 @@ func benchCall(b *testing.B, proxied bool, tool string, args map[string]any) {
 func benchPaired(b *testing.B, tool string, args map[string]any) {
 	direct, _ := benchSession(b, false)
 	proxied, _ := benchSession(b, true)
-	ctx := context.Background()
-	call := func(cs *mcp.ClientSession) time.Duration {
-		start := time.Now()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		if err != nil || res.IsError {
-			b.Fatalf("%s: %v %+v", tool, err, res)
-		}
-		return time.Since(start)
-	}
-	call(direct)
-	call(proxied) // waits for the pin
+	timedCall(b, direct, tool, args)
+	timedCall(b, proxied, tool, args) // waits for the pin
 	b.ResetTimer()
 	var d, p time.Duration
 	for i := 0; i < b.N; i++ {
-		d += call(direct)
-		p += call(proxied)
+		d += timedCall(b, direct, tool, args)
+		p += timedCall(b, proxied, tool, args)
 	}
 	b.ReportMetric(float64(d.Microseconds())/float64(b.N), "direct-µs")
 	b.ReportMetric(float64(p.Microseconds())/float64(b.N), "proxied-µs")
@@ -130,11 +131,11 @@ func benchPaired(b *testing.B, tool string, args map[string]any) {
 // BenchmarkPairedTrivial and BenchmarkPairedCall1MiB are the ratios of
 // BenchmarkCallTrivial and BenchmarkCall1MiB, measured in turn.
 func BenchmarkPairedTrivial(b *testing.B) {
-	benchPaired(b, "echo", map[string]any{"text": "hello"})
+	benchPaired(b, "echo", trivialArgs)
 }
 
 func BenchmarkPairedCall1MiB(b *testing.B) {
-	benchPaired(b, "big", map[string]any{"n": 1 << 20})
+	benchPaired(b, "big", bigArgs)
 }
 
 // BenchmarkPairedStartup alternates a direct and a proxied start (spawn and
@@ -163,17 +164,15 @@ func BenchmarkPairedStartup(b *testing.B) {
 
 // BenchmarkCallTrivial is one small tools/call round trip.
 func BenchmarkCallTrivial(b *testing.B) {
-	args := map[string]any{"text": "hello"}
-	b.Run("direct", func(b *testing.B) { benchCall(b, false, "echo", args) })
-	b.Run("proxied", func(b *testing.B) { benchCall(b, true, "echo", args) })
+	b.Run("direct", func(b *testing.B) { benchCall(b, false, "echo", trivialArgs) })
+	b.Run("proxied", func(b *testing.B) { benchCall(b, true, "echo", trivialArgs) })
 }
 
 // BenchmarkCall1MiB is a tools/call whose result carries 1 MiB of text,
 // which the proxy records as untrusted before relaying.
 func BenchmarkCall1MiB(b *testing.B) {
-	args := map[string]any{"n": 1 << 20}
-	b.Run("direct", func(b *testing.B) { b.SetBytes(1 << 20); benchCall(b, false, "big", args) })
-	b.Run("proxied", func(b *testing.B) { b.SetBytes(1 << 20); benchCall(b, true, "big", args) })
+	b.Run("direct", func(b *testing.B) { b.SetBytes(1 << 20); benchCall(b, false, "big", bigArgs) })
+	b.Run("proxied", func(b *testing.B) { b.SetBytes(1 << 20); benchCall(b, true, "big", bigArgs) })
 }
 
 // BenchmarkStartup starts the server and completes initialize, directly or
@@ -206,9 +205,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 	var rss, anon float64
 	for i := 0; i < b.N; i++ {
 		cs, cmd := benchSession(b, true)
-		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
-			b.Fatal(err)
-		}
+		timedCall(b, cs, "echo", trivialArgs)
 		time.Sleep(200 * time.Millisecond)
 		st, err := procStatus(cmd.Process.Pid)
 		if err != nil {

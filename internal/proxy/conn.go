@@ -121,20 +121,9 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 	}
 	if b != nil {
-		c.batchMu.Lock()
-		for id := range b.unresolved {
-			if _, seen := c.batches[id]; seen {
-				c.batchMu.Unlock()
-				return nil, fmt.Errorf("invalid request: batch contains previously seen request %v", id.Raw())
-			}
+		if err := c.addBatch(b); err != nil {
+			return nil, err
 		}
-		if c.batches == nil {
-			c.batches = map[jsonrpc.ID]*msgBatch{}
-		}
-		for id := range b.unresolved {
-			c.batches[id] = b
-		}
-		c.batchMu.Unlock()
 	}
 	c.queue = msgs[1:]
 	return msgs[0], nil
@@ -177,6 +166,25 @@ func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 	data = append(data, '\n')
 	_, err = c.w.Write(data)
 	return err
+}
+
+// addBatch records the calls of a batch just read, so that their answers
+// can be gathered; a call whose ID is still owed an answer is refused.
+func (c *Conn) addBatch(b *msgBatch) error {
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
+	for id := range b.unresolved {
+		if _, seen := c.batches[id]; seen {
+			return fmt.Errorf("invalid request: batch contains previously seen request %v", id.Raw())
+		}
+	}
+	if c.batches == nil {
+		c.batches = map[jsonrpc.ID]*msgBatch{}
+	}
+	for id := range b.unresolved {
+		c.batches[id] = b
+	}
+	return nil
 }
 
 // completeBatch records resp in the batch its call came in, if any. It
