@@ -10,8 +10,7 @@ import (
 	"os"
 
 	"github.com/bouncer-mcp/bouncer/internal/engine"
-	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
-	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
 )
 
@@ -23,7 +22,7 @@ const checkSynopsis = "bouncer check [--policy FILE]... [--tools FILE] [--name N
 	"and each call prints {\"tool\",\"verdict\",\"reason\",\"rule\"}. Reads stdin without SESSION."
 
 func cmdCheck(args []string) int {
-	fs, _ := newFlags("check", checkSynopsis)
+	fs, home := newFlags("check", checkSynopsis)
 	var policies multiFlag
 	fs.Var(&policies, "policy", "policy file layered over the built-in packs (repeatable)")
 	toolsFile := fs.String("tools", "", "a saved tools/list result ({\"tools\": [...]}) to pin; without it every tool counts as pinned")
@@ -35,14 +34,18 @@ func cmdCheck(args []string) int {
 		return usageError("check takes at most one session file")
 	}
 
-	pol, err := policy.Load(policies...)
+	dir, err := stateDir(*home)
 	if err != nil {
 		errorf("%v", err)
 		return exitUsage
 	}
 	wd, _ := os.Getwd()
-	store := taint.NewStore()
-	eng := engine.New(pol, store, engine.Options{Resolve: fsresolve.Existing, WorkDir: wd})
+	dec, err := setup.Load(setup.Config{Policies: policies, StateDir: dir, WorkDir: wd})
+	if err != nil {
+		errorf("%v", err)
+		return exitUsage
+	}
+	eng, store := dec.Engine, dec.Store
 	if *toolsFile != "" {
 		tools, err := readToolsFile(*toolsFile)
 		if err != nil {
@@ -79,14 +82,11 @@ func cmdCheck(args []string) int {
 
 // sessionLine is one line of a session file; exactly one field is set.
 type sessionLine struct {
-	Output  json.RawMessage `json:"output"`
-	Call    *checkCall      `json:"call"`
+	Output json.RawMessage `json:"output"`
+	// Call is the tools/call params, parsed by engine.ParseCall exactly as
+	// the proxy parses them.
+	Call    json.RawMessage `json:"call"`
 	Approve *checkApprove   `json:"approve"`
-}
-
-type checkCall struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
 }
 
 type checkApprove struct {
@@ -155,11 +155,17 @@ func replayLine(eng *engine.Engine, store *taint.Store, raw []byte, enc *json.En
 			store.RecordJSON(l.Output)
 		}
 	case l.Call != nil:
-		if l.Call.Name == "" {
-			return fmt.Errorf("call has no \"name\"")
+		c, err := engine.ParseCall(l.Call)
+		var ce *engine.CallError
+		switch {
+		case errors.As(err, &ce) && ce.Invalid:
+			return fmt.Errorf("call: %v", err)
+		case err != nil:
+			// Well-formed JSON that run refuses to judge: the same deny.
+			return enc.Encode(checkVerdict{Tool: c.Tool, Verdict: string(engine.Deny), Reason: "malformed tools/call: " + err.Error(), Rule: string(engine.RuleDefault)})
 		}
-		d := eng.Decide(engine.Call{Tool: l.Call.Name, Args: l.Call.Arguments})
-		return enc.Encode(checkVerdict{Tool: l.Call.Name, Verdict: string(d.Verdict), Reason: d.Reason, Rule: string(d.Rule)})
+		d := eng.Decide(c)
+		return enc.Encode(checkVerdict{Tool: c.Tool, Verdict: string(d.Verdict), Reason: d.Reason, Rule: string(d.Rule)})
 	case l.Approve != nil:
 		if l.Approve.Tool == "" {
 			return fmt.Errorf("approve has no \"tool\"")

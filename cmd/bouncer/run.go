@@ -17,12 +17,10 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
-	"github.com/bouncer-mcp/bouncer/internal/engine"
-	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
-	"github.com/bouncer-mcp/bouncer/internal/taint"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
 const runSynopsis = `bouncer run [--policy FILE]... [--name NAME] [--sandbox auto|strict|off] [--trust FILE] -- COMMAND [ARG]...
@@ -122,11 +120,16 @@ func cmdRun(args []string) int {
 		errorf("%v", err)
 		return exitUsage
 	}
-	pol, err := policy.LoadChecked(check, policies...)
+	workDir := upCmd.Dir
+	if workDir == "" {
+		workDir, _ = os.Getwd()
+	}
+	dec, err := setup.Load(setup.Config{Policies: policies, Verify: check, StateDir: dir, WorkDir: workDir})
 	if err != nil {
 		errorf("%v", err)
 		return exitUsage
 	}
+	pol := dec.Policy
 	if err := ensureStateDir(dir); err != nil {
 		errorf("%v", err)
 		return exitFail
@@ -139,11 +142,6 @@ func cmdRun(args []string) int {
 		errorf("%v", err)
 		return exitUsage
 	}
-	workDir := upCmd.Dir
-	if workDir == "" {
-		workDir, _ = os.Getwd()
-	}
-
 	// A client that vanishes must not kill us with SIGPIPE before the
 	// upstream is stopped; a client that signals us stops the session.
 	signal.Ignore(syscall.SIGPIPE)
@@ -173,12 +171,10 @@ func cmdRun(args []string) int {
 		errorf("sandbox: %s", applied)
 	}
 
-	store := taint.NewStore()
-	eng := engine.New(pol, store, engine.Options{Resolve: fsresolve.Existing, WorkDir: workDir})
 	p := proxy.New(proxy.Config{
 		Server:    *name,
-		Engine:    eng,
-		Store:     store,
+		Engine:    dec.Engine,
+		Store:     dec.Store,
 		Audit:     auditLog,
 		Approvals: approval.Open(filepath.Join(dir, "pending.json"), nil),
 		Session:   newSessionID(),

@@ -6,6 +6,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
 // This file wires internal/sandbox into `bouncer run` through the hooks
@@ -45,17 +46,7 @@ func prepareUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, cm
 		launchNote = fmt.Sprintf("the upstream is NOT confined: --sandbox off overrides the sandbox key at %s", pol.Sandbox.Source)
 		return nil
 	}
-	c := sandbox.Confinement{
-		ReadWrite:  pol.Sandbox.ReadWrite,
-		ReadOnly:   pol.Sandbox.ReadOnly,
-		ConnectTCP: pol.Sandbox.ConnectTCP,
-		Source:     pol.Sandbox.Source,
-		// The server must not rewrite the rules of the next session.
-		NoWrite: append([]string(nil), pol.Files...),
-	}
-	// Nor reach Bouncer's state (approvals, the audit log).
-	c.NoWrite = append(c.NoWrite, stateDir)
-	c.NoRead = append(c.NoRead, stateDir)
+	c := setup.Confinement(pol, stateDir)
 	l, err := sandbox.LauncherArgs(m, c, cmd.Path, cmd.Args, cmd.Dir)
 	if err != nil {
 		return err

@@ -30,19 +30,19 @@ func cmdServe(args []string) int {
 	if fs.NArg() > 0 {
 		return usageError("serve takes no arguments")
 	}
+	dir, err := stateDir(*home)
+	if err != nil {
+		errorf("%v", err)
+		return exitUsage
+	}
 	path := *auditFile
 	if path == "" {
-		dir, err := stateDir(*home)
-		if err != nil {
-			errorf("%v", err)
-			return exitUsage
-		}
 		path = filepath.Join(dir, "audit.jsonl")
 	}
 	wd, _ := os.Getwd()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := serve.Run(ctx, serve.Options{Policies: policies, AuditPath: path, WorkDir: wd, Version: version})
+	err = serve.Run(ctx, serve.Options{Policies: policies, AuditPath: path, WorkDir: wd, Version: version, StateDir: dir})
 	var pe *policy.Error
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):

@@ -43,13 +43,6 @@ const (
 	RuleDefault  Rule = "default"
 )
 
-// Call is one tools/call: the tool's name and its arguments as sent (a JSON
-// object; null or absent is an empty object).
-type Call struct {
-	Tool string
-	Args json.RawMessage
-}
-
 // Destination is one destination value the sink gate looked at.
 type Destination struct {
 	Param string // the argument it came from ("to", "recipients[1].email")
@@ -64,6 +57,15 @@ type Decision struct {
 	// Asks lists every destination that needs a human (Verdict Ask, rule
 	// sink): approving all of them allows the call.
 	Asks []Destination
+	// Args is the arguments as judged, re-encoded (with the paths the
+	// path check canonicalised): what the audit line records. Nil when the
+	// arguments could not be read.
+	Args []byte
+	// Forward is the tools/call params to send upstream when the call is
+	// allowed: the name, Args and the protocol members that were read, and
+	// nothing else. A proxy forwards these bytes, never the ones the client
+	// sent, so the server reads exactly what was judged.
+	Forward []byte
 }
 
 // Options are what the caller hands the engine from the outside world.
@@ -137,12 +139,26 @@ func (e *Engine) Decide(c Call) Decision { return e.decide(c, true) }
 func (e *Engine) Recheck(c Call) Decision { return e.decide(c, false) }
 
 func (e *Engine) decide(c Call, countBudget bool) Decision {
-	args, err := parseArgs(c.Args)
+	args, err := c.parsed()
 	if err != nil {
 		return Decision{Verdict: Deny, Rule: RuleDefault,
-			Reason: fmt.Sprintf("arguments of %s are not a JSON object: %v", quote(c.Tool), err)}
+			Reason: fmt.Sprintf("arguments of %s are not a JSON object Bouncer can judge: %v", quote(c.Tool), err)}
 	}
-	params, d, ok := e.checkPinned(c.Tool)
+	d := e.judge(c, args, countBudget)
+	fwdArgs, params, err := c.forward(args)
+	if err != nil {
+		return Decision{Verdict: Deny, Rule: RuleDefault,
+			Reason: fmt.Sprintf("arguments of %s can't be re-encoded for the server: %v", quote(c.Tool), err)}
+	}
+	d.Args = fwdArgs
+	if d.Verdict != Deny {
+		d.Forward = params
+	}
+	return d
+}
+
+func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
+	params, schema, d, ok := e.checkPinned(c.Tool)
 	if !ok {
 		return d
 	}
@@ -150,6 +166,9 @@ func (e *Engine) decide(c Call, countBudget bool) Decision {
 		params = append(params, name)
 	}
 	t := e.pol.For(c.Tool, params)
+	if d, ok := checkDeclared(t, schema, args); !ok {
+		return d
+	}
 
 	if d, ok := e.checkBudget(t, countBudget); !ok {
 		return d
@@ -161,31 +180,9 @@ func (e *Engine) decide(c Call, countBudget bool) Decision {
 		return d
 	}
 	if t.Exfiltrating {
-		return e.sinkGate(t, args)
+		return e.sinkGate(t, schema, args)
 	}
 	return Decision{Verdict: Allow, Rule: RuleDefault}
-}
-
-// parseArgs decodes call arguments, keeping numbers as written.
-func parseArgs(raw json.RawMessage) (map[string]any, error) {
-	trimmed := strings.TrimSpace(string(raw))
-	if trimmed == "" || trimmed == "null" {
-		return map[string]any{}, nil
-	}
-	dec := json.NewDecoder(strings.NewReader(trimmed))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("trailing data after the object")
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("got %s", jsonKind(v))
-	}
-	return m, nil
 }
 
 func jsonKind(v any) string {

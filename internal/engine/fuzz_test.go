@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/bouncer-mcp/bouncer/internal/policy"
@@ -37,15 +38,38 @@ func FuzzDecide(f *testing.F) {
 		if d.Verdict != Allow {
 			return
 		}
-		// Allowed: then no string anywhere in the arguments is the attacker.
+		// Allowed: then no string anywhere in what is forwarded, key or
+		// value, is the attacker.
 		var v any
-		if json.Unmarshal([]byte(args), &v) != nil {
+		if json.Unmarshal(d.Args, &v) != nil {
 			t.Fatalf("allowed unparsable arguments %q", args)
 		}
-		for _, s := range flatten(v, nil) {
+		for _, s := range allStrings(v, nil) {
 			if store.Seen(s) {
 				t.Fatalf("allowed %q carrying tainted %q: %+v", args, s, d)
 			}
 		}
 	})
+}
+
+// allStrings lists every key and scalar in a decoded JSON value: the
+// fuzz oracle, independent of flatten.
+func allStrings(v any, out []string) []string {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, el := range x {
+			out = append(out, k)
+			out = allStrings(el, out)
+		}
+	case []any:
+		for _, el := range x {
+			out = allStrings(el, out)
+		}
+	case string:
+		out = append(out, x)
+	case nil:
+	default:
+		out = append(out, fmt.Sprint(x))
+	}
+	return out
 }

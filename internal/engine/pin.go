@@ -13,7 +13,8 @@ import (
 // top-level fields, so a later list can say which field changed.
 type pinnedTool struct {
 	fields map[string][32]byte
-	params []string // inputSchema property names, for the fallback policy
+	params []string       // inputSchema property names, for the fallback policy
+	schema map[string]any // the inputSchema, for the names declared at each depth
 }
 
 // parseTool canonicalises one tools/list element.
@@ -39,6 +40,7 @@ func parseTool(raw json.RawMessage) (string, *pinnedTool, error) {
 		p.fields[k] = sha256.Sum256(b)
 	}
 	if schema, ok := obj["inputSchema"].(map[string]any); ok {
+		p.schema = schema
 		if props, ok := schema["properties"].(map[string]any); ok {
 			for k := range props {
 				p.params = append(p.params, k)
@@ -131,20 +133,20 @@ func diffFields(old, cur *pinnedTool) []string {
 	return diff
 }
 
-// checkPinned returns the pinned schema's parameter names, or a deny.
-func (e *Engine) checkPinned(tool string) ([]string, Decision, bool) {
+// checkPinned returns the pinned schema and its parameter names, or a deny.
+func (e *Engine) checkPinned(tool string) ([]string, map[string]any, Decision, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if why, ok := e.changed[tool]; ok {
-		return nil, Decision{Verdict: Deny, Rule: RulePinning, Reason: why}, false
+		return nil, nil, Decision{Verdict: Deny, Rule: RulePinning, Reason: why}, false
 	}
 	p, ok := e.pinned[tool]
 	if !ok {
 		if e.pinAll {
-			return nil, Decision{}, true
+			return nil, nil, Decision{}, true
 		}
-		return nil, Decision{Verdict: Deny, Rule: RulePinning,
+		return nil, nil, Decision{Verdict: Deny, Rule: RulePinning,
 			Reason: fmt.Sprintf("tool %s was not in the tool list pinned at startup", quote(tool))}, false
 	}
-	return append([]string(nil), p.params...), Decision{}, true
+	return append([]string(nil), p.params...), p.schema, Decision{}, true
 }

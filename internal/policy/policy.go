@@ -152,7 +152,13 @@ func Load(files ...string) (*Policy, error) { return LoadChecked(nil, files...) 
 // were checked are the bytes that take effect, even if the file is replaced
 // meanwhile. An error from check is returned as it is.
 func LoadChecked(check func(file string, data []byte) error, files ...string) (*Policy, error) {
-	srcs := make([]Source, 0, len(files))
+	return LoadFiles(check, files)
+}
+
+// LoadFiles is LoadChecked with documents already in memory layered after
+// the files (the policy text sent to `bouncer serve`).
+func LoadFiles(check func(file string, data []byte) error, files []string, extra ...Source) (*Policy, error) {
+	srcs := make([]Source, 0, len(files)+len(extra))
 	for _, f := range files {
 		data, err := ReadFile(f)
 		if err != nil {
@@ -168,6 +174,12 @@ func LoadChecked(check func(file string, data []byte) error, files ...string) (*
 			}
 		}
 		srcs = append(srcs, Source{Name: f, Dir: filepath.Dir(abs), Data: data, abs: abs})
+	}
+	for _, s := range extra {
+		if s.Name == "" {
+			s.Name = "policy"
+		}
+		srcs = append(srcs, s)
 	}
 	return load(srcs)
 }

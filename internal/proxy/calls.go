@@ -1,15 +1,12 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -33,7 +30,8 @@ const (
 type call struct {
 	req  *jsonrpc.Request
 	tool string
-	args json.RawMessage
+	args json.RawMessage // as judged (re-encoded) once decided; as sent before
+	ec   engine.Call     // the parsed call the engine judges
 
 	mu     sync.Mutex // held while forwarding or answering, so a cancellation can't slip in between
 	state  int
@@ -58,99 +56,12 @@ func (c *call) withdraw() bool {
 	return false
 }
 
-// parseCall reads tools/call params. Anything the engine and the upstream
-// might read differently is refused: invalid UTF-8, duplicate keys at any
-// depth, a name that isn't a string, arguments that aren't an object.
-func parseCall(params json.RawMessage) (tool string, args json.RawMessage, err error) {
-	// A map, not a struct: encoding/json matches struct fields ignoring
-	// case, so {"name":"send_email","NAME":"echo"} would be judged as echo
-	// while the server runs send_email.
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(params, &obj); err != nil || obj == nil {
-		return "", nil, errors.New("the params are not a JSON object")
-	}
-	rawName, hasName := obj["name"]
-	if hasName {
-		if json.Unmarshal(rawName, &tool) != nil {
-			hasName = false
-		}
-	}
-	args = bytes.TrimSpace(obj["arguments"])
-	switch {
-	case !utf8.Valid(params):
-		return tool, args, errors.New("the request is not valid UTF-8")
-	case !hasName:
-		return tool, args, errors.New("the params have no tool name string")
-	case len(args) > 0 && string(args) != "null" && args[0] != '{':
-		return tool, args, errors.New("the arguments are not a JSON object")
-	}
-	if err := checkDuplicateKeys(params); err != nil {
-		return tool, args, err
-	}
-	return tool, args, nil
-}
-
-// checkDuplicateKeys reports an object with the same key twice anywhere in
-// doc, or two keys that differ only in case: parsers disagree on which one
-// wins (and some match keys ignoring case), so the engine could judge one
-// value while the server acts on the other.
-func checkDuplicateKeys(doc []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	type frame struct {
-		obj  bool
-		keys map[string]string // folded key → key as written
-		key  bool              // next token in an object is a key
-	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("invalid JSON: %v", err)
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.obj && top.key {
-			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			k, _ := tok.(string)
-			folded := strings.ToLower(k)
-			if prev, ok := top.keys[folded]; ok {
-				if prev == k {
-					return fmt.Errorf("key %q appears twice in one object", k)
-				}
-				return fmt.Errorf("keys %q and %q in one object differ only in case", prev, k)
-			}
-			top.keys[folded] = k
-			top.key = false
-			continue
-		}
-		if top != nil && top.obj {
-			top.key = true // after this value, a key comes
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{obj: true, keys: map[string]string{}, key: true})
-		case json.Delim('['):
-			stack = append(stack, &frame{})
-		case json.Delim(']'), json.Delim('}'):
-			stack = stack[:len(stack)-1]
-		}
-	}
-}
-
 // clientCall handles a tools/call from the client. It runs in the read loop,
 // so the decision (and its audit line) happens before the next message is
 // read: a cancellation can never overtake the call it cancels.
 func (p *Proxy) clientCall(m *jsonrpc.Request) error {
-	tool, args, perr := parseCall(m.Params)
+	ec, perr := engine.ParseCall(m.Params)
+	tool, args := ec.Tool, ec.Args
 	if !m.IsCall() {
 		// A tools/call without an ID gets no answer, so it can't be told
 		// it was refused; it is never forwarded.
@@ -158,10 +69,21 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 		p.logf("refused a tools/call notification for %q", tool)
 		return nil
 	}
-	c := &call{req: m, tool: tool, args: args}
+	c := &call{req: m, tool: tool, args: args, ec: ec}
 	if perr != nil {
 		reason := "malformed tools/call: " + perr.Error()
 		p.auditLine(c, engine.Deny, reason, engine.RuleDefault, "")
+		var ce *engine.CallError
+		if errors.As(perr, &ce) && ce.Invalid {
+			// Broken params are a JSON-RPC error, as a server gives them.
+			c.mu.Lock()
+			c.state = stateAnswered
+			c.mu.Unlock()
+			p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
+				Code: jsonrpc.CodeInvalidParams, Message: "bouncer: " + reason,
+			}})
+			return nil
+		}
 		p.block(c, reason)
 		return nil
 	}
@@ -194,11 +116,26 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	return nil
 }
 
+// judged takes what the engine judged: the arguments as re-encoded, for the
+// audit line, and the params to forward. The upstream gets those bytes, not
+// the ones the client sent.
+func (c *call) judged(d engine.Decision) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d.Args != nil {
+		c.args = d.Args
+	}
+	if d.Forward != nil {
+		c.req = &jsonrpc.Request{ID: c.req.ID, Method: c.req.Method, Params: d.Forward}
+	}
+}
+
 // decide runs the engine on a call and acts on the verdict. The audit line
 // comes first: if it can't be written, the call is denied.
 func (p *Proxy) decide(c *call) {
 	p.settled()
-	d := p.cfg.Engine.Decide(engine.Call{Tool: c.tool, Args: c.args})
+	d := p.cfg.Engine.Decide(c.ec)
+	c.judged(d)
 	if err := p.auditLine(c, d.Verdict, d.Reason, d.Rule, ""); err != nil {
 		p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
 		return
@@ -506,7 +443,8 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		p.cfg.Engine.Approve(c.tool, a.Param, a.Value)
 	}
 	p.settled()
-	d2 := p.cfg.Engine.Recheck(engine.Call{Tool: c.tool, Args: c.args})
+	d2 := p.cfg.Engine.Recheck(c.ec)
+	c.judged(d2)
 	if d2.Verdict != engine.Allow {
 		reason := d2.Reason
 		if reason == "" {

@@ -542,16 +542,22 @@ func TestWireRules(t *testing.T) {
 	if text, isErr := resultText(t, r.response(2)); !isErr || !strings.Contains(text, "twice") {
 		t.Fatalf("duplicate key call = %q, %v", text, isErr)
 	}
+	// Params that break the schema get -32602, as a server answers them.
 	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"send_email","arguments":["boss@corp.example"]}}`)
-	if text, isErr := resultText(t, r.response(3)); !isErr {
-		t.Fatalf("array arguments = %q, allowed", text)
+	if resp := r.response(3); resp.Error == nil || !strings.Contains(resp.Error.Error(), "not an object") {
+		t.Fatalf("array arguments = %v %s", resp.Error, resp.Result)
+	}
+	r.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"arguments":{"to":"boss@corp.example"}}}`)
+	var werr *jsonrpc.Error
+	if resp := r.response(5); !errors.As(resp.Error, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "no tool name") {
+		t.Fatalf("a call with no tool name = %v %s", resp.Error, resp.Result)
 	}
 	r.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
 	r.response(4)
 	if h.mails() != nil {
 		t.Fatalf("mail reached the server: %v", h.mails())
 	}
-	if got := verdicts(h.auditLines()); got != "send_email:deny/default send_email:deny/default send_email:deny/default" {
+	if got := verdicts(h.auditLines()); got != "send_email:deny/default send_email:deny/default send_email:deny/default :deny/default" {
 		t.Fatalf("audit = %s", got)
 	}
 }

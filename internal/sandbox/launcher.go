@@ -187,25 +187,11 @@ func LauncherArgs(m Mode, c Confinement, path string, args []string, dir string)
 			return Launch{}, err
 		}
 	}
-	p := launchPlan{Strict: m == Strict}
-	for _, s := range c.ReadWrite {
-		if err := checkListed(s); err != nil {
-			return Launch{}, fmt.Errorf("%s.read_write: %w", where, err)
-		}
-		p.Write = append(p.Write, filepath.Clean(s))
+	p, err := listedPlan(c, where)
+	if err != nil {
+		return Launch{}, err
 	}
-	for _, s := range c.ReadOnly {
-		if err := checkListed(s); err != nil {
-			return Launch{}, fmt.Errorf("%s.read_only: %w", where, err)
-		}
-		p.Read = append(p.Read, filepath.Clean(s))
-	}
-	for _, port := range c.ConnectTCP {
-		if port < 1 || port > 65535 {
-			return Launch{}, fmt.Errorf("%s.connect_tcp: port %d is out of range 1-65535", where, port)
-		}
-		p.TCP = append(p.TCP, port)
-	}
+	p.Strict = m == Strict
 	p.Write = append(p.Write, "/dev/null")
 	p.Exec = append(p.Exec, systemExec...)
 	p.Read = append(p.Read, systemRead...)
@@ -249,19 +235,8 @@ func LauncherArgs(m Mode, c Confinement, path string, args []string, dir string)
 	}
 	p.Exec, p.Read, p.Write = dedupe(p.Exec), dedupe(p.Read), dedupe(p.Write)
 	l := Launch{plan: p}
-	for _, n := range c.NoWrite {
-		if _, w := l.Reaches(n); w {
-			return Launch{}, fmt.Errorf("%s.read_write: the server could write %s, which it must not change", where, n)
-		}
-	}
-	for _, n := range c.NoRead {
-		if r, w := l.Reaches(n); r {
-			key := "read_only"
-			if w {
-				key = "read_write"
-			}
-			return Launch{}, fmt.Errorf("%s.%s: the server could read %s, which it must not see", where, key, n)
-		}
+	if err := l.keepsOff(c, where); err != nil {
+		return Launch{}, err
 	}
 
 	enc, err := json.Marshal(p)
@@ -274,6 +249,67 @@ func LauncherArgs(m Mode, c Confinement, path string, args []string, dir string)
 		plan: p,
 		caps: caps,
 	}, nil
+}
+
+// Validate checks a policy's confinement on its own, without an upstream
+// command: every listed path absolute and existing, every port in range,
+// and no listed path reaching c.NoWrite or c.NoRead. bouncer check and
+// serve call it so that they refuse what bouncer run refuses; run's
+// LauncherArgs makes the same checks and more.
+func Validate(c Confinement) error {
+	where := "sandbox"
+	if c.Source != "" {
+		where = c.Source + ": sandbox"
+	}
+	p, err := listedPlan(c, where)
+	if err != nil {
+		return err
+	}
+	return Launch{plan: p}.keepsOff(c, where)
+}
+
+// listedPlan is the part of a plan that the policy lists.
+func listedPlan(c Confinement, where string) (launchPlan, error) {
+	var p launchPlan
+	for _, s := range c.ReadWrite {
+		if err := checkListed(s); err != nil {
+			return p, fmt.Errorf("%s.read_write: %w", where, err)
+		}
+		p.Write = append(p.Write, filepath.Clean(s))
+	}
+	for _, s := range c.ReadOnly {
+		if err := checkListed(s); err != nil {
+			return p, fmt.Errorf("%s.read_only: %w", where, err)
+		}
+		p.Read = append(p.Read, filepath.Clean(s))
+	}
+	for _, port := range c.ConnectTCP {
+		if port < 1 || port > 65535 {
+			return p, fmt.Errorf("%s.connect_tcp: port %d is out of range 1-65535", where, port)
+		}
+		p.TCP = append(p.TCP, port)
+	}
+	return p, nil
+}
+
+// keepsOff refuses a plan that reaches what c says the server must not
+// write or read.
+func (l Launch) keepsOff(c Confinement, where string) error {
+	for _, n := range c.NoWrite {
+		if _, w := l.Reaches(n); w {
+			return fmt.Errorf("%s.read_write: the server could write %s, which it must not change", where, n)
+		}
+	}
+	for _, n := range c.NoRead {
+		if r, w := l.Reaches(n); r {
+			key := "read_only"
+			if w {
+				key = "read_write"
+			}
+			return fmt.Errorf("%s.%s: the server could read %s, which it must not see", where, key, n)
+		}
+	}
+	return nil
 }
 
 // checkListed accepts an absolute path that exists.

@@ -3,8 +3,6 @@ package serve
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -12,9 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bouncer-mcp/bouncer/internal/engine"
-	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
-	"github.com/bouncer-mcp/bouncer/internal/taint"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
 const checkDescription = "Dry run: decides one tool call the way `bouncer run` would, and returns verdict (allow, deny or ask), " +
@@ -123,16 +120,18 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 
 	wd := workDir(h.opts)
-	srcs, err := h.policySources(in.PolicyYAML, wd)
-	if err != nil {
-		return toolError("check_call: %v", err)
+	var extra []policy.Source
+	if in.PolicyYAML != nil {
+		if len(*in.PolicyYAML) > maxPolicyBytes {
+			return toolError("check_call: policy_yaml is larger than %d bytes", maxPolicyBytes)
+		}
+		extra = append(extra, policy.Source{Name: "policy_yaml", Dir: wd, Data: []byte(*in.PolicyYAML)})
 	}
-	pol, err := policy.LoadSources(srcs...)
+	dec, err := setup.Load(setup.Config{Policies: h.opts.Policies, Extra: extra, StateDir: h.opts.StateDir, WorkDir: wd})
 	if err != nil {
 		return toolError("check_call: policy: %v", err)
 	}
-
-	store := taint.NewStore()
+	pol, store, eng := dec.Policy, dec.Store, dec.Engine
 	for i, out := range in.UntrustedOutput {
 		var s string
 		switch {
@@ -145,7 +144,6 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 	}
 
-	eng := engine.New(pol, store, engine.Options{Resolve: fsresolve.Existing, WorkDir: wd})
 	var schemaParams []string
 	if len(in.ToolDefinition) > 0 {
 		if err := eng.Pin([]json.RawMessage{in.ToolDefinition}); err != nil {
@@ -159,7 +157,15 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 		eng.Approve(in.Tool, a.Param, a.Destination)
 	}
 
-	d := eng.Decide(engine.Call{Tool: in.Tool, Args: args})
+	// The call is parsed as the proxy parses a client's tools/call params.
+	name, _ := json.Marshal(in.Tool)
+	c, err := engine.ParseCall(json.RawMessage(`{"name":` + string(name) + `,"arguments":` + string(args) + `}`))
+	var d engine.Decision
+	if err != nil {
+		d = engine.Decision{Verdict: engine.Deny, Rule: engine.RuleDefault, Reason: "malformed tools/call: " + err.Error()}
+	} else {
+		d = eng.Decide(c)
+	}
 	out := CheckResult{
 		Tool:    in.Tool,
 		Verdict: string(d.Verdict),
@@ -171,31 +177,6 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 		out.Asks = append(out.Asks, Dest{Param: a.Param, Value: a.Value})
 	}
 	return result(out)
-}
-
-// policySources reads the --policy files afresh and appends the text sent
-// with the call. Relative path prefixes in that text resolve against the
-// server's working directory, as they would in a file there.
-func (h *handlers) policySources(text *string, wd string) ([]policy.Source, error) {
-	var srcs []policy.Source
-	for _, f := range h.opts.Policies {
-		data, err := policy.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("--policy %s: %w", f, err)
-		}
-		abs, err := filepath.Abs(f)
-		if err != nil {
-			return nil, fmt.Errorf("--policy %s: %w", f, err)
-		}
-		srcs = append(srcs, policy.Source{Name: f, Dir: filepath.Dir(abs), Data: data})
-	}
-	if text != nil {
-		if len(*text) > maxPolicyBytes {
-			return nil, fmt.Errorf("policy_yaml is larger than %d bytes", maxPolicyBytes)
-		}
-		srcs = append(srcs, policy.Source{Name: "policy_yaml", Dir: wd, Data: []byte(*text)})
-	}
-	return srcs, nil
 }
 
 // maxPolicyBytes bounds a policy document, as policy.Load bounds a file.

@@ -37,6 +37,9 @@ type Options struct {
 	WorkDir string
 	// Version is reported in the initialize result.
 	Version string
+	// StateDir is Bouncer's state directory, which no sandbox key may let
+	// the upstream reach (checked as bouncer run checks it).
+	StateDir string
 }
 
 // maxLimit bounds audit_summary's recent entries, so one call can't pull a
