@@ -173,6 +173,9 @@ func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
 	if d, ok := e.checkBudget(t, countBudget); !ok {
 		return d
 	}
+	if d, ok := e.checkCountsAs(t, args, countBudget); !ok {
+		return d
+	}
 	if d, ok := e.checkPaths(t, args); !ok {
 		return d
 	}
@@ -221,6 +224,83 @@ func (e *Engine) checkBudget(t *policy.Tool, count bool) (Decision, bool) {
 			Reason: fmt.Sprintf("call budget %d for %s exceeded (attempt %d)", max, quote(t.Name), n)}, false
 	}
 	return Decision{}, true
+}
+
+// checkCountsAs takes a slot of each other tool's budget that the call
+// counts as (counts_as): a relabel to TRASH uses the delete budget, so a
+// hijacked agent can't delete mail without limit by relabelling it.
+func (e *Engine) checkCountsAs(t *policy.Tool, args map[string]any, count bool) (Decision, bool) {
+	for _, ca := range t.CountsAs {
+		if !matchesAny(ca.When, args) {
+			continue
+		}
+		other := e.pol.For(ca.Tool, nil)
+		if other.MaxCalls == nil {
+			continue
+		}
+		max := *other.MaxCalls
+		e.mu.Lock()
+		if count {
+			e.calls[other.Name]++
+		}
+		n := e.calls[other.Name]
+		e.mu.Unlock()
+		if n > max {
+			return Decision{Verdict: Deny, Rule: RuleBudget,
+				Reason: fmt.Sprintf("%s with %s counts as %s, whose call budget %d is used up (attempt %d)",
+					quote(t.Name), describeWhen(ca.When), quote(other.Name), max, n)}, false
+		}
+	}
+	return Decision{}, true
+}
+
+// matchesAny reports whether some pattern matches its argument: the whole
+// scalar value, or any element of a list. A missing argument does not match.
+func matchesAny(pats []policy.ArgPattern, args map[string]any) bool {
+	for _, ap := range pats {
+		if matchesValue(ap, lookup(args, ap.Arg)) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup finds an argument by name, or by a dotted path into object
+// arguments ("parameters.labelIds") when no argument has the whole name.
+func lookup(args map[string]any, name string) any {
+	if v, ok := args[name]; ok {
+		return v
+	}
+	head, rest, ok := strings.Cut(name, ".")
+	if !ok {
+		return nil
+	}
+	sub, _ := args[head].(map[string]any)
+	if sub == nil {
+		return nil
+	}
+	return lookup(sub, rest)
+}
+
+func matchesValue(ap policy.ArgPattern, v any) bool {
+	if list, ok := v.([]any); ok {
+		for _, el := range list {
+			if matchesValue(ap, el) {
+				return true
+			}
+		}
+		return false
+	}
+	s, ok := scalarString(v)
+	return ok && v != nil && ap.Re != nil && ap.Re.MatchString(s)
+}
+
+func describeWhen(pats []policy.ArgPattern) string {
+	parts := make([]string, 0, len(pats))
+	for _, ap := range pats {
+		parts = append(parts, fmt.Sprintf("%s matching /%s/", ap.Arg, ap.Pattern))
+	}
+	return strings.Join(parts, " or ")
 }
 
 func checkPatterns(t *policy.Tool, args map[string]any) (Decision, bool) {

@@ -363,3 +363,22 @@ func TestVouchRuleMatchesApprovalCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestCountsAs: with the gmail pack, relabelling mail to TRASH or SPAM uses
+// the delete budget, however the label is spelled or passed.
+func TestCountsAs(t *testing.T) {
+	e, _ := newEngine(t, "", Options{})
+	check(t, e.Decide(call("modify_email", `{"messageId":"1","addLabelIds":["STARRED"]}`)), want{Allow, RuleDefault, ""})
+	check(t, e.Decide(call("modify_email", `{"messageId":"1","addLabelIds":["TRASH"]}`)), want{Allow, RuleDefault, ""})
+	check(t, e.Decide(call("modify_email", `{"messageId":"2","labelIds":["spam"]}`)), want{Allow, RuleDefault, ""})
+	check(t, e.Decide(call("modify_email", `{"messageId":"3","addLabelIds":["INBOX","Trash"]}`)),
+		want{Deny, RuleBudget, "counts as 'delete_email', whose call budget 2 is used up (attempt 3)"})
+	check(t, e.Decide(call("delete_email", `{"messageId":"4"}`)), want{Deny, RuleBudget, "call budget 2 for 'delete_email' exceeded"})
+	// A relabel that deletes nothing is not counted.
+	check(t, e.Decide(call("modify_email", `{"messageId":"5","removeLabelIds":["TRASH"]}`)), want{Allow, RuleDefault, ""})
+
+	e2, _ := newEngine(t, "", Options{})
+	check(t, e2.Decide(call("create_filter_from_template", `{"template":"fromSender","parameters":{"senderEmail":"a@b.example","labelIds":["TRASH"]}}`)), want{Allow, RuleDefault, ""})
+	check(t, e2.Decide(call("batch_modify_emails", `{"messageIds":["1","2"],"addLabelIds":["SPAM"]}`)),
+		want{Deny, RuleBudget, "counts as 'batch_delete_emails'"})
+}

@@ -318,6 +318,17 @@ func TestPacksCoverRecordedServers(t *testing.T) {
 						t.Errorf("%s: write_params names %s, which its schema does not have %v", name, p, top)
 					}
 				}
+				for _, ca := range e.CountsAs {
+					other, ok := pol.Lookup(ca.Tool)
+					if !ok || other.MaxCalls == nil {
+						t.Errorf("%s: counts_as %s, which the pack gives no max_calls", name, ca.Tool)
+					}
+					for _, w := range ca.When {
+						if !params[w.Arg] && !nestedHas(nested, w.Arg) {
+							t.Errorf("%s: counts_as %s reads %s, which its schema does not have", name, ca.Tool, w.Arg)
+						}
+					}
+				}
 				sinks := map[string]bool{}
 				for _, p := range e.SinkParams {
 					sinks[p] = true
@@ -345,7 +356,7 @@ func TestPacksCoverRecordedServers(t *testing.T) {
 						t.Errorf("%s: nested destination-shaped %s, and %s is not a sink", name, n, root)
 					}
 				}
-				gated := e.Exfiltrating || len(e.WriteParams) > 0 || e.MaxCalls != nil
+				gated := e.Exfiltrating || len(e.WriteParams) > 0 || e.MaxCalls != nil || len(e.CountsAs) > 0
 				_, exempt := ungated[pk.Name][name]
 				if !gated && !exempt && (hasWord(name, writerWords) || hasWord(name, deleteVerbs)) {
 					t.Errorf("%s looks like a writer but its entry gates nothing (add a gate, or list it in ungated with a reason)", name)
@@ -364,6 +375,17 @@ func TestPacksCoverRecordedServers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nestedHas reports whether a dotted argument path is among the nested
+// schema properties.
+func nestedHas(nested []string, path string) bool {
+	for _, n := range nested {
+		if n == path {
+			return true
+		}
+	}
+	return false
 }
 
 // The record must be what the pinned servers list today. This starts each

@@ -23,9 +23,10 @@ const (
 	keyPrefixes     = "allowed_path_prefixes"
 	keyArgPatterns  = "arg_patterns"
 	keyMaxCalls     = "max_calls"
+	keyCountsAs     = "counts_as"
 )
 
-var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyWriteParams, keyPrefixes, keyArgPatterns, keyMaxCalls}
+var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyWriteParams, keyPrefixes, keyArgPatterns, keyMaxCalls, keyCountsAs}
 
 // SandboxKey is the reserved top-level key that configures the upstream's
 // confinement instead of a tool. A tool literally named "sandbox" can't be
@@ -293,6 +294,10 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 				return nil, err
 			}
 			t.MaxCalls = &n
+		case keyCountsAs:
+			if t.CountsAs, err = p.countsAs(name, vv, full); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, p.errf(kk, full, "unknown key%s; the keys are %s", suggest(key, toolKeys), strings.Join(toolKeys, ", "))
 		}
@@ -435,6 +440,41 @@ func (p *parser) patterns(v *yaml.Node, key string) ([]ArgPattern, error) {
 			return nil, p.errf(pv, full, "pattern %s does not compile: %s", strconv.Quote(pv.Value), strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 		}
 		out = append(out, ArgPattern{Arg: arg, Pattern: pv.Value, Re: re})
+	}
+	return out, nil
+}
+
+// countsAs reads `counts_as: {OTHER_TOOL: {ARG: PATTERN, ...}}`: a call in
+// which any listed argument matches (a list argument: any element) takes a
+// slot of OTHER_TOOL's budget too.
+func (p *parser) countsAs(name string, v *yaml.Node, key string) ([]CountsAs, error) {
+	if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
+		return nil, p.errf(v, key, "must be a mapping of tool name to {argument: pattern}, got %s", describe(v))
+	}
+	var out []CountsAs
+	seen := map[string]int{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, cv := deref(v.Content[i]), deref(v.Content[i+1])
+		other, err := p.keyName(k, key, "tool name")
+		if err != nil {
+			return nil, err
+		}
+		full := key + "." + other
+		if prev, dup := seen[other]; dup {
+			return nil, p.errf(k, full, "set twice (first at line %d)", prev)
+		}
+		seen[other] = k.Line
+		if other == name {
+			return nil, p.errf(k, full, "a tool already counts against its own max_calls")
+		}
+		if cv.Kind != yaml.MappingNode || len(cv.Content) == 0 {
+			return nil, p.errf(cv, full, "must be a mapping of argument name to pattern saying when the call counts, got %s", describe(cv))
+		}
+		when, err := p.patterns(cv, full)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, CountsAs{Tool: other, When: when})
 	}
 	return out, nil
 }

@@ -44,12 +44,23 @@ type Tool struct {
 	ArgPatterns []ArgPattern
 	// MaxCalls is the per-session budget; nil means unlimited, 0 forbids the tool.
 	MaxCalls *int
+	// CountsAs lists other tools whose budget a call also uses when its
+	// arguments match: a relabel to TRASH is a delete.
+	CountsAs []CountsAs
 	// Source says where the entry came from, for reasons and reports:
 	// "pack gmail", "/abs/bouncer.yaml:12", or "fallback".
 	Source string
 	// Fallback is true when no pack or user entry named the tool and the
 	// entry was derived from argument names.
 	Fallback bool
+}
+
+// CountsAs is one counts_as entry: a call in which any pattern of When
+// matches its argument (the whole value; for a list, any element) takes a
+// slot of Tool's budget as well as its own.
+type CountsAs struct {
+	Tool string
+	When []ArgPattern
 }
 
 // ArgPattern is one arg_patterns entry: Re matches the whole value.

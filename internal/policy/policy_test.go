@@ -19,7 +19,7 @@ func intp(n int) *int { return &n }
 // Every refusal names the file, the line and the key, in the exact form the
 // CLI prints.
 func TestParseErrors(t *testing.T) {
-	const keys = "exfiltrating, sink_params, trusted_destinations, write_params, allowed_path_prefixes, arg_patterns, max_calls"
+	const keys = "exfiltrating, sink_params, trusted_destinations, write_params, allowed_path_prefixes, arg_patterns, max_calls, counts_as"
 	tests := []struct {
 		name, doc, want string
 	}{
@@ -555,5 +555,20 @@ func TestExampleLoads(t *testing.T) {
 	}
 	if s, _ := pol.Lookup("send_email"); !s.Exfiltrating || len(s.TrustedDestinations) != 1 {
 		t.Fatalf("send_email = %+v", s)
+	}
+}
+
+func TestCountsAsErrors(t *testing.T) {
+	cases := []struct{ yaml, want string }{
+		{"x:\n  counts_as: [a]\n", "p.yaml:2: x.counts_as: must be a mapping of tool name to {argument: pattern}, got a list"},
+		{"x:\n  counts_as:\n    x: {a: b}\n", "p.yaml:3: x.counts_as.x: a tool already counts against its own max_calls"},
+		{"x:\n  counts_as:\n    y: a\n", "p.yaml:3: x.counts_as.y: must be a mapping of argument name to pattern saying when the call counts, got the string \"a\""},
+		{"x:\n  counts_as:\n    y: {a: \"(\"}\n", "p.yaml:3: x.counts_as.y.a: pattern \"(\" does not compile"},
+	}
+	for _, c := range cases {
+		_, err := LoadSources(Source{Name: "p.yaml", Dir: t.TempDir(), Data: []byte(c.yaml)})
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want prefix %q", c.yaml, err, c.want)
+		}
 	}
 }
