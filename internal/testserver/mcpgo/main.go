@@ -189,7 +189,11 @@ func newServer(rec *recorder, inbox []string) *server.MCPServer {
 		for i, k := range addrs {
 			names[i] = a.Notify[k]
 		}
-		if err := rec.record(map[string]any{"tool": "notify", "recipients": addrs, "names": names}); err != nil {
+		if err := rec.record(struct {
+			Tool       string   `json:"tool"`
+			Recipients []string `json:"recipients"`
+			Names      []string `json:"names"`
+		}{"notify", addrs, names}); err != nil {
 			return nil, err
 		}
 		return mcp.NewToolResultText("notified " + strings.Join(addrs, ", ")), nil
@@ -210,7 +214,12 @@ func newServer(rec *recorder, inbox []string) *server.MCPServer {
 		if err := os.WriteFile(abs, []byte(a.Content), 0o600); err != nil {
 			return fail("write_file: %v", err)
 		}
-		if err := rec.record(map[string]any{"tool": "write_file", "path": a.Path, "wrote": abs, "bytes": len(a.Content)}); err != nil {
+		if err := rec.record(struct {
+			Tool  string `json:"tool"`
+			Path  string `json:"path"`
+			Wrote string `json:"wrote"`
+			Bytes int    `json:"bytes"`
+		}{"write_file", a.Path, abs, len(a.Content)}); err != nil {
 			return nil, err
 		}
 		return mcp.NewToolResultText("wrote " + abs), nil
@@ -236,7 +245,10 @@ func newServer(rec *recorder, inbox []string) *server.MCPServer {
 		if len(to) == 0 {
 			return fail("send_batch: no messages")
 		}
-		if err := rec.record(map[string]any{"tool": "send_batch", "messages": a.Messages}); err != nil {
+		if err := rec.record(struct {
+			Tool     string    `json:"tool"`
+			Messages []message `json:"messages"`
+		}{"send_batch", a.Messages}); err != nil {
 			return nil, err
 		}
 		return mcp.NewToolResultText("sent to " + strings.Join(to, ", ")), nil
