@@ -21,6 +21,13 @@
 // the test's working directory). Tests that need node skip when it is not
 // installed (and fail when $CI is set, as the proxy tests' npm helper does).
 //
+// For example, a duplicate key that must never reach the server:
+//
+//	s := e2e.Start(t, e2e.MCPGo(t), e2e.Options{Policy: "send_email:\n  exfiltrating: true\n"})
+//	r := s.Roundtrip(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"a@x.example","tO":"b@evil.example"}}}`)
+//	if !r.Blocked() || s.SideEffects() != nil { t.Fatalf("%s reached the server: %q", r.Raw, s.SideEffects()) }
+//	t.Log(s.Audit()[0].Verdict, s.Audit()[0].Rule)
+//
 // Only tests import this package.
 package e2e
 
