@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"golang.org/x/term"
 
 	"github.com/bouncer-mcp/bouncer/internal/engine"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
-	"github.com/bouncer-mcp/bouncer/internal/taint"
 )
 
 const checkSynopsis = "bouncer check [--policy FILE]... [--tools FILE] [--name NAME] [SESSION.jsonl]\n\n" +
@@ -19,14 +21,18 @@ const checkSynopsis = "bouncer check [--policy FILE]... [--tools FILE] [--name N
 	`  {"output": RESULT}                                  record tool output as untrusted` + "\n" +
 	`  {"call": {"name": TOOL, "arguments": {...}}}        decide a call as the proxy would` + "\n" +
 	`  {"approve": {"tool": T, "param": P, "destination": D}}  a human's yes, for the rest of the run` + "\n" +
-	"and each call prints {\"tool\",\"verdict\",\"reason\",\"rule\"}. Reads stdin without SESSION."
+	`  {"prompt": "TEXT"}                                  what the user typed: it vouches` + "\n" +
+	`with "server": NAME beside output, call or approve for a session of several servers (default --name),` + "\n" +
+	`and "tool": NAME beside output to say which tool returned it (for trusted_output).` + "\n" +
+	"Each call prints {\"tool\",\"verdict\",\"reason\",\"rule\"}. Reads stdin without SESSION; with only\n" +
+	"--policy and no SESSION on a terminal, it checks the policy and exits."
 
 func cmdCheck(args []string) int {
 	fs, home := newFlags("check", checkSynopsis)
 	var policies multiFlag
 	fs.Var(&policies, "policy", "policy file layered over the built-in packs (repeatable)")
 	toolsFile := fs.String("tools", "", "a saved tools/list result ({\"tools\": [...]}) to pin; without it every tool counts as pinned")
-	fs.String("name", "", "the server's name (as in bouncer run --name)")
+	name := fs.String("name", "", "the server's name (as in bouncer run --name), for lines with no \"server\"")
 	if done, st := parseFlags(fs, args); done {
 		return st
 	}
@@ -45,22 +51,21 @@ func cmdCheck(args []string) int {
 		errorf("%v", err)
 		return exitUsage
 	}
-	eng, store := dec.Engine, dec.Store
+	var tools []json.RawMessage
 	if *toolsFile != "" {
-		tools, err := readToolsFile(*toolsFile)
-		if err != nil {
+		if tools, err = readToolsFile(*toolsFile); err != nil {
 			errorf("%v", err)
 			return exitUsage
 		}
-		if err := eng.Pin(tools); err != nil {
+		// Pin once now, so a bad list is reported before any line.
+		if err := dec.Engine(*name).Pin(tools); err != nil {
 			errorf("%s: %v", *toolsFile, err)
 			return exitUsage
 		}
-	} else {
-		eng.PinAll()
 	}
+	r := &replayer{dec: dec, tools: tools, name: *name, engines: map[string]*engine.Engine{}}
 
-	in, name := io.Reader(os.Stdin), "stdin"
+	in, src := io.Reader(os.Stdin), "stdin"
 	if fs.NArg() == 1 {
 		f, err := os.Open(fs.Arg(0))
 		if err != nil {
@@ -68,25 +73,64 @@ func cmdCheck(args []string) int {
 			return exitUsage
 		}
 		defer f.Close()
-		in, name = f, fs.Arg(0)
+		in, src = f, fs.Arg(0)
+	} else if term.IsTerminal(int(os.Stdin.Fd())) {
+		if len(policies) > 0 {
+			// Nothing to replay: the policy loaded with every check run
+			// makes, which is what was asked.
+			fmt.Fprintf(os.Stdout, "policy OK: %s\n", strings.Join(policies, ", "))
+			return exitOK
+		}
+		errorf("check: waiting for session lines on stdin (one JSON object a line; Ctrl-D ends); give a SESSION file or --policy FILE to check a policy")
 	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	if err := replay(eng, store, in, out); err != nil {
+	if err := r.replay(in, out); err != nil {
 		out.Flush()
-		errorf("%s:%v", name, err)
+		errorf("%s:%v", src, err)
 		return exitUsage
 	}
 	return exitOK
 }
 
-// sessionLine is one line of a session file; exactly one field is set.
+// sessionLine is one line of a session file; exactly one of output, call,
+// approve and prompt is set.
 type sessionLine struct {
 	Output json.RawMessage `json:"output"`
 	// Call is the tools/call params, parsed by engine.ParseCall exactly as
 	// the proxy parses them.
 	Call    json.RawMessage `json:"call"`
 	Approve *checkApprove   `json:"approve"`
+	Prompt  *string         `json:"prompt"`
+	// Server names the server of the client session that produced the
+	// output or receives the call (default: --name).
+	Server *string `json:"server"`
+	// Tool names the tool that returned an output.
+	Tool string `json:"tool"`
+}
+
+// replayer holds one check run: every server of the session shares the
+// decider's session, and each has its own engine (pins and budgets), as
+// each proxy of a client has.
+type replayer struct {
+	dec     *setup.Decider
+	tools   []json.RawMessage // pinned on every server's engine; nil pins all
+	name    string
+	engines map[string]*engine.Engine
+}
+
+func (r *replayer) engine(server string) *engine.Engine {
+	if e, ok := r.engines[server]; ok {
+		return e
+	}
+	e := r.dec.Engine(server)
+	if r.tools != nil {
+		_ = e.Pin(r.tools) // checked when the run started
+	} else {
+		e.PinAll()
+	}
+	r.engines[server] = e
+	return e
 }
 
 type checkApprove struct {
@@ -110,14 +154,14 @@ type lineError struct {
 
 func (e *lineError) Error() string { return fmt.Sprintf("%d: %v", e.line, e.err) }
 
-func replay(eng *engine.Engine, store *taint.Store, in io.Reader, out io.Writer) error {
-	r := bufio.NewReader(in)
+func (r *replayer) replay(in io.Reader, out io.Writer) error {
+	br := bufio.NewReader(in)
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	for n := 1; ; n++ {
-		raw, err := r.ReadBytes('\n')
+		raw, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(raw)) > 0 {
-			if lerr := replayLine(eng, store, raw, enc); lerr != nil {
+			if lerr := r.line(raw, enc); lerr != nil {
 				return &lineError{n, lerr}
 			}
 		}
@@ -130,24 +174,44 @@ func replay(eng *engine.Engine, store *taint.Store, in io.Reader, out io.Writer)
 	}
 }
 
-func replayLine(eng *engine.Engine, store *taint.Store, raw []byte, enc *json.Encoder) error {
+func (r *replayer) line(raw []byte, enc *json.Encoder) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var l sessionLine
 	if err := dec.Decode(&l); err != nil {
-		return fmt.Errorf("not a session line (want {\"output\"|\"call\"|\"approve\": ...}): %v", err)
+		return fmt.Errorf("not a session line (want {\"output\"|\"call\"|\"approve\"|\"prompt\": ...}): %v", err)
 	}
 	set := 0
-	for _, ok := range []bool{l.Output != nil, l.Call != nil, l.Approve != nil} {
+	for _, ok := range []bool{l.Output != nil, l.Call != nil, l.Approve != nil, l.Prompt != nil} {
 		if ok {
 			set++
 		}
 	}
 	if set != 1 {
-		return fmt.Errorf("a line holds exactly one of \"output\", \"call\" or \"approve\"")
+		return fmt.Errorf("a line holds exactly one of \"output\", \"call\", \"approve\" or \"prompt\"")
 	}
+	server := r.name
+	if l.Server != nil {
+		if l.Prompt != nil {
+			return fmt.Errorf("a prompt belongs to the whole client session, not to a \"server\"")
+		}
+		if *l.Server == "" {
+			return fmt.Errorf("\"server\" is empty")
+		}
+		server = *l.Server
+	}
+	if l.Tool != "" && l.Output == nil {
+		return fmt.Errorf("\"tool\" goes beside \"output\" only")
+	}
+	eng := r.engine(server)
 	switch {
+	case l.Prompt != nil:
+		r.dec.Session.RecordPrompt(*l.Prompt)
 	case l.Output != nil:
+		store := r.dec.Session.Output(server)
+		if l.Tool != "" && eng.TrustedOutput(l.Tool) {
+			store = r.dec.Session.TrustedOutput(server)
+		}
 		var s string
 		if json.Unmarshal(l.Output, &s) == nil {
 			store.Record(s)

@@ -134,6 +134,8 @@ func cmdRun(args []string) int {
 		errorf("%v", err)
 		return exitFail
 	}
+	// Before the sandbox: finding the client reads other processes' /proc.
+	dec.JoinClient(dir, func(msg string) { errorf("%s", msg) })
 	if err := resolveCommand(&upCmd); err != nil {
 		errorf("%v", err)
 		return exitUsage
@@ -173,8 +175,9 @@ func cmdRun(args []string) int {
 
 	p := proxy.New(proxy.Config{
 		Server:    *name,
-		Engine:    dec.Engine,
-		Store:     dec.Store,
+		Engine:    dec.Engine(*name),
+		Store:     dec.Session.Output(*name),
+		Trusted:   dec.Session.TrustedOutput(*name),
 		Audit:     auditLog,
 		Approvals: approval.Open(filepath.Join(dir, "pending.json"), nil),
 		Session:   newSessionID(),

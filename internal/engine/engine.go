@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
 )
 
@@ -76,6 +77,13 @@ type Options struct {
 	// WorkDir resolves relative path arguments (the upstream's working
 	// directory). Empty means a relative path argument is denied.
 	WorkDir string
+	// Session, when set, is the client session this server belongs to:
+	// the engine asks it, not the store, whether a destination appeared in
+	// untrusted output (any server's) and whether something vouches for
+	// it (the user's prompt, a human's remembered yes, trusted output).
+	Session *session.Session
+	// Server is this server's name in the session.
+	Server string
 }
 
 // Engine decides calls for one session of one server. It is safe for
@@ -129,6 +137,13 @@ func (e *Engine) approved(tool, param, dest string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.approvals[approvalKey{tool, param, vouchFold(dest)}]
+}
+
+// TrustedOutput reports whether the policy marks tool's output as the
+// user's own data (trusted_output), which vouches instead of tainting.
+func (e *Engine) TrustedOutput(tool string) bool {
+	t, ok := e.pol.Lookup(tool)
+	return ok && t.TrustedOutput
 }
 
 // Decide decides a call and uses a slot of the tool's budget.

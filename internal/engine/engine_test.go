@@ -79,8 +79,11 @@ func TestSinkGate(t *testing.T) {
 		{"allowlist is exact otherwise", "send_email", `{"to":"boss@corp.example.evil"}`, want{Ask, RuleSink, ""}},
 		{"structured recipient: every field is checked", "send_email", `{"to":[{"email":"boss@corp.example","name":"Mallory"}]}`, want{Deny, RuleSink, "Mallory"}},
 		{"structured recipient name unproven asks", "send_email", `{"to":[{"email":"boss@corp.example","name":"Alice Doe"}]}`, want{Ask, RuleSink, "Alice Doe"}},
-		{"empty list is no destination: ask", "send_email", `{"to":[],"body":"x"}`, want{Ask, RuleSink, "names no destination"}},
-		{"no arguments at all: ask", "send_email", `{}`, want{Ask, RuleSink, "names no destination"}},
+		{"empty list is no destination: nothing is sent anywhere", "send_email", `{"to":[],"body":"x"}`, want{Allow, RuleSink, "names no destination (destination arguments checked: to)"}},
+		{"no arguments at all: no destination", "send_email", `{}`, want{Allow, RuleSink, "names no destination"}},
+		{"declared sinks left out: only destination-shaped arguments count", "send_email", `{"body":"mail attacker@evil.example","subject":"attacker@evil.example"}`, want{Allow, RuleSink, "names no destination"}},
+		{"declared sinks left out, a destination-shaped one given", "send_email", `{"body":"x","recipient":"attacker@evil.example"}`, want{Deny, RuleSink, "recipient='attacker@evil.example'"}},
+		{"no sinks declared and nothing to check: ask", "post", `{}`, want{Ask, RuleSink, "names no destination"}},
 		{"declared sinks absent: every argument is checked", "send_email", `{"recipients":["attacker@evil.example"]}`, want{Deny, RuleSink, "recipients="}},
 		{"undeclared destination-shaped argument is checked too", "send_email", `{"to":"boss@corp.example","recipients":["attacker@evil.example"]}`, want{Deny, RuleSink, "recipients="}},
 		{"no sink params: every argument is a destination", "post", `{"text":"hello","where":"ops-team@evil.example"}`, want{Deny, RuleSink, "where="}},
@@ -118,12 +121,12 @@ func TestApprovals(t *testing.T) {
 	e.Approve("send_email", "to", "attacker@evil.example")
 	check(t, e.Decide(call("send_email", `{"to":"attacker@evil.example"}`)), want{Deny, RuleSink, "untrusted"})
 	// Approving a call with no destination.
-	empty := call("send_email", `{"body":"x"}`)
+	empty := call("post", `{"body":""}`)
 	d = e.Decide(empty)
 	if d.Verdict != Ask || len(d.Asks) != 1 {
 		t.Fatalf("want one ask for the empty call, got %+v", d)
 	}
-	e.Approve("send_email", d.Asks[0].Param, d.Asks[0].Value)
+	e.Approve("post", d.Asks[0].Param, d.Asks[0].Value)
 	check(t, e.Recheck(empty), want{Allow, RuleApproval, ""})
 }
 
@@ -284,8 +287,8 @@ func TestPinning(t *testing.T) {
 }
 
 // The pinned schema's property names feed the fallback policy, so a tool
-// with no entry whose schema has a destination-shaped parameter is gated
-// even when the call leaves it out.
+// with no entry whose schema has a destination-shaped parameter is gated;
+// a call that leaves that parameter out names no destination.
 func TestFallbackUsesPinnedSchema(t *testing.T) {
 	pol, err := policy.LoadSources()
 	if err != nil {
@@ -296,7 +299,7 @@ func TestFallbackUsesPinnedSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, e.Decide(call("notify", `{"channel":"#random-stuff","text":"hi"}`)), want{Ask, RuleSink, "channel='#random-stuff'"})
-	check(t, e.Decide(call("notify", `{"text":"hi"}`)), want{Ask, RuleSink, ""})
+	check(t, e.Decide(call("notify", `{"text":"hi"}`)), want{Allow, RuleSink, "names no destination (destination arguments checked: none is given)"})
 }
 
 func TestQuote(t *testing.T) {

@@ -7,13 +7,18 @@ import (
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/session"
 )
 
-// sinkNames returns the arguments of a call the sink gate checks: the
-// declared sink params plus any destination-shaped argument the policy did
-// not declare; all arguments when the tool declares none or when none of
-// them is in the call (the server may call its recipient something else),
-// and then every reports true.
+// sinkNames returns the arguments of a call the sink gate checks, and
+// whether they are all of them.
+//
+// A tool whose entry names its sink_params: those present in the call,
+// plus every destination-shaped argument (to, recipients, channel_id, ...)
+// the entry did not name. A call that leaves out every declared sink has
+// no destination, so only its destination-shaped arguments are checked,
+// not every word of every argument (a calendar event without participants
+// sends nothing to anyone). A tool whose entry names none: every argument.
 func sinkNames(t *policy.Tool, args map[string]any) (names []string, every bool) {
 	all := make([]string, 0, len(args))
 	for name := range args {
@@ -29,9 +34,6 @@ func sinkNames(t *policy.Tool, args map[string]any) (names []string, every bool)
 			seen[s] = true
 			names = append(names, s)
 		}
-	}
-	if len(names) == 0 {
-		return all, true
 	}
 	for _, a := range all {
 		if !seen[a] && policy.IsDestinationName(a) {
@@ -110,29 +112,46 @@ func structureKey(k string) bool {
 }
 
 func (e *Engine) sinkGate(t *policy.Tool, schema map[string]any, args map[string]any) Decision {
-	names, _ := sinkNames(t, args)
+	names, every := sinkNames(t, args)
 	var (
 		asks           []Destination
 		approvedOne    string
-		trustedOne     string
+		vouchedOne     string
+		vouchedHow     string
 		sawDestination bool
 		trusted        = map[string]bool{}
 	)
 	for _, d := range t.TrustedDestinations {
 		trusted[vouchFold(d)] = true
 	}
+	vouch := func(param, dest, how string) {
+		if vouchedOne == "" {
+			vouchedOne, vouchedHow = fmt.Sprintf("%s=%s", param, quote(dest)), how
+		}
+	}
 	props := properties(schema)
 	for _, param := range names {
 		for _, dest := range flatten(args[param], props[param], nil) {
 			sawDestination = true
+			if trusted[vouchFold(dest)] {
+				vouch(param, dest, "is in trusted_destinations")
+				continue
+			}
+			v := e.vouched(dest)
+			switch v {
+			case session.ByPrompt:
+				vouch(param, dest, "was typed by the user")
+				continue
+			case session.ByHuman:
+				vouch(param, dest, fmt.Sprintf("was vouched for by a human for server %s", quote(e.opts.Server)))
+				continue
+			}
+			if src, ok := e.tainted(dest); ok {
+				return Decision{Verdict: Deny, Rule: RuleSink, Reason: taintReason(param, dest, src)}
+			}
 			switch {
-			case trusted[vouchFold(dest)]:
-				if trustedOne == "" {
-					trustedOne = fmt.Sprintf("%s=%s", param, quote(dest))
-				}
-			case e.store != nil && e.store.Seen(dest):
-				return Decision{Verdict: Deny, Rule: RuleSink,
-					Reason: fmt.Sprintf("destination %s=%s came from untrusted data (it appeared in this server's output)", param, quote(dest))}
+			case v == session.ByTrustedOutput:
+				vouch(param, dest, "came from output the policy trusts (trusted_output) and from no untrusted output")
 			case e.approved(t.Name, param, dest):
 				if approvedOne == "" {
 					approvedOne = fmt.Sprintf("%s=%s", param, quote(dest))
@@ -143,6 +162,12 @@ func (e *Engine) sinkGate(t *policy.Tool, schema map[string]any, args map[string
 		}
 	}
 	if !sawDestination {
+		if !every {
+			// The entry names where the tool sends, and the call names
+			// none of it: nothing goes anywhere.
+			return Decision{Verdict: Allow, Rule: RuleSink,
+				Reason: fmt.Sprintf("%s names no destination (destination arguments checked: %s)", quote(t.Name), describeNames(names))}
+		}
 		if e.approved(t.Name, "", "") {
 			return Decision{Verdict: Allow, Rule: RuleApproval, Reason: "a call naming no destination was approved by a human this session"}
 		}
@@ -160,12 +185,47 @@ func (e *Engine) sinkGate(t *policy.Tool, schema map[string]any, args map[string
 	if approvedOne != "" {
 		return Decision{Verdict: Allow, Rule: RuleApproval, Reason: "destination " + approvedOne + " was approved by a human this session"}
 	}
-	return Decision{Verdict: Allow, Rule: RuleSink, Reason: "destination " + trustedOne + " is in trusted_destinations"}
+	return Decision{Verdict: Allow, Rule: RuleSink, Reason: "destination " + vouchedOne + " " + vouchedHow}
+}
+
+// taintReason says why a tainted destination is denied, naming the server
+// whose output held it, and the way out a person takes in their own
+// terminal. It names the command, not a ready-made line with the
+// destination in it: an injected agent relays such lines to its user, and
+// vouching for the attacker must take a person's own look (see
+// docs/approvals.md).
+func taintReason(param, dest, server string) string {
+	where := "this session's tool output"
+	if server != "" {
+		where = fmt.Sprintf("the output of server %s", quote(server))
+	}
+	return fmt.Sprintf("destination %s=%s came from untrusted data (it appeared in %s). "+
+		"If you, the human, know this recipient from elsewhere, review it in your own terminal with: bouncer trust add",
+		param, quote(dest), where)
+}
+
+// tainted reports whether dest appeared in untrusted output, and whose.
+func (e *Engine) tainted(dest string) (string, bool) {
+	if e.opts.Session != nil {
+		return e.opts.Session.Tainted(dest)
+	}
+	if e.store != nil && e.store.Seen(dest) {
+		return "", true
+	}
+	return "", false
+}
+
+// vouched asks the session whether something vouches for dest.
+func (e *Engine) vouched(dest string) session.Vouch {
+	if e.opts.Session == nil {
+		return session.NotVouched
+	}
+	return e.opts.Session.Vouched(e.opts.Server, dest)
 }
 
 func describeNames(names []string) string {
 	if len(names) == 0 {
-		return "no arguments"
+		return "none is given"
 	}
 	return strings.Join(names, ", ")
 }

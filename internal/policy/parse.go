@@ -24,14 +24,21 @@ const (
 	keyArgPatterns  = "arg_patterns"
 	keyMaxCalls     = "max_calls"
 	keyCountsAs     = "counts_as"
+	keyTrustedOut   = "trusted_output"
 )
 
-var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyWriteParams, keyPrefixes, keyArgPatterns, keyMaxCalls, keyCountsAs}
+var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyWriteParams, keyPrefixes, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut}
 
 // SandboxKey is the reserved top-level key that configures the upstream's
 // confinement instead of a tool. A tool literally named "sandbox" can't be
 // given an entry; its calls get the fallback.
 const SandboxKey = "sandbox"
+
+// SharedSessionKey is the reserved top-level key that takes a server out
+// of its client's shared session (`shared_session: false`): its proxy
+// keeps its own history, and what its server returns taints nothing for
+// the client's other servers.
+const SharedSessionKey = "shared_session"
 
 const (
 	keyReadWrite  = "read_write"
@@ -44,6 +51,7 @@ var sandboxKeys = []string{keyReadWrite, keyReadOnly, keyConnectTCP}
 type document struct {
 	tools   []*Tool // in file order
 	sandbox *Confinement
+	shared  *bool // shared_session, if set
 }
 
 // parser carries one document through validation.
@@ -130,6 +138,17 @@ func (p *parser) document(isPack bool) (*document, error) {
 			return nil, p.errf(k, name, "configured twice in this file (first at line %d); merge the two entries", prev)
 		}
 		seen[name] = k.Line
+		if name == SharedSessionKey {
+			if isPack {
+				return nil, p.errf(k, name, "a pack can't take a server out of its client session")
+			}
+			b, err := p.boolean(v, name)
+			if err != nil {
+				return nil, err
+			}
+			doc.shared = &b
+			continue
+		}
 		if name == SandboxKey {
 			if isPack {
 				return nil, p.errf(k, name, "a pack can't set the upstream's confinement")
@@ -294,6 +313,12 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 				return nil, err
 			}
 			t.MaxCalls = &n
+		case keyTrustedOut:
+			b, err := p.boolean(vv, full)
+			if err != nil {
+				return nil, err
+			}
+			t.TrustedOutput = b
 		case keyCountsAs:
 			if t.CountsAs, err = p.countsAs(name, vv, full); err != nil {
 				return nil, err

@@ -47,6 +47,11 @@ type Tool struct {
 	// CountsAs lists other tools whose budget a call also uses when its
 	// arguments match: a relabel to TRASH is a delete.
 	CountsAs []CountsAs
+	// TrustedOutput marks a tool whose output is the user's own data (a
+	// contacts directory, the user's sent mail): a destination found there,
+	// and in no untrusted output, is allowed. Its output is not recorded as
+	// untrusted.
+	TrustedOutput bool
 	// Source says where the entry came from, for reasons and reports:
 	// "pack gmail", "/abs/bouncer.yaml:12", or "fallback".
 	Source string
@@ -93,6 +98,10 @@ type Policy struct {
 	Sandbox *Confinement
 	// Files lists the user files in load order (absolute paths).
 	Files []string
+	// Isolated is true when the last file that set shared_session set it
+	// false: the server keeps its own history, apart from its client's
+	// other servers.
+	Isolated bool
 }
 
 // Error is a problem in a policy file. Its text is "FILE:LINE: KEY: problem",
@@ -229,6 +238,9 @@ func load(srcs []Source) (*Policy, error) {
 		}
 		if doc.sandbox != nil {
 			p.Sandbox = doc.sandbox
+		}
+		if doc.shared != nil {
+			p.Isolated = !*doc.shared
 		}
 		if s.abs != "" {
 			p.Files = append(p.Files, s.abs)

@@ -19,7 +19,7 @@ func intp(n int) *int { return &n }
 // Every refusal names the file, the line and the key, in the exact form the
 // CLI prints.
 func TestParseErrors(t *testing.T) {
-	const keys = "exfiltrating, sink_params, trusted_destinations, write_params, allowed_path_prefixes, arg_patterns, max_calls, counts_as"
+	const keys = "exfiltrating, sink_params, trusted_destinations, write_params, allowed_path_prefixes, arg_patterns, max_calls, counts_as, trusted_output"
 	tests := []struct {
 		name, doc, want string
 	}{

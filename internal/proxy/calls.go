@@ -209,11 +209,15 @@ func (p *Proxy) forward(c *call) {
 		return
 	}
 	p.fwd[c.req.ID] = "tools/call"
+	if p.cfg.Engine.TrustedOutput(c.tool) {
+		p.fwdTrusted[c.req.ID] = true
+	}
 	p.mu.Unlock()
 	if err := p.writeUp(c.req); err != nil {
 		p.logf("%v", err)
 		p.mu.Lock()
 		delete(p.fwd, c.req.ID)
+		delete(p.fwdTrusted, c.req.ID)
 		p.mu.Unlock()
 		p.writeDown(&jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + err.Error(),

@@ -78,8 +78,12 @@ type Config struct {
 	// Engine decides calls. Its pins are set by the pump.
 	Engine *engine.Engine
 	// Store is the session's taint store; everything the upstream sends is
-	// recorded in it.
+	// recorded in it, except the results of tools the policy trusts.
 	Store *taint.Store
+	// Trusted records the results of tools whose output the policy trusts
+	// (Engine.TrustedOutput): their destinations vouch. Nil records them in
+	// Store like everything else.
+	Trusted *taint.Store
 	// Audit receives one line per verdict. Required.
 	Audit Auditor
 	// Approvals holds one-time codes for clients that cannot elicit. Nil
@@ -130,6 +134,7 @@ type Proxy struct {
 	prepin       []*call                               // tools/call waiting for the pin, in order
 	held         map[jsonrpc.ID]*call                  // calls decided but not forwarded (asking, or waiting for the pin)
 	fwd          map[jsonrpc.ID]string                 // client requests sent upstream, by ID → method
+	fwdTrusted   map[jsonrpc.ID]bool                   // forwarded calls of tools whose output the policy trusts
 	waitUp       map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the upstream
 	waitDown     map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the client
 	relisting    bool
@@ -155,11 +160,12 @@ func New(cfg Config) *Proxy {
 		cfg.Now = time.Now
 	}
 	return &Proxy{
-		cfg:      cfg,
-		held:     map[jsonrpc.ID]*call{},
-		fwd:      map[jsonrpc.ID]string{},
-		waitUp:   map[jsonrpc.ID]chan *jsonrpc.Response{},
-		waitDown: map[jsonrpc.ID]chan *jsonrpc.Response{},
+		cfg:        cfg,
+		held:       map[jsonrpc.ID]*call{},
+		fwd:        map[jsonrpc.ID]string{},
+		fwdTrusted: map[jsonrpc.ID]bool{},
+		waitUp:     map[jsonrpc.ID]chan *jsonrpc.Response{},
+		waitDown:   map[jsonrpc.ID]chan *jsonrpc.Response{},
 	}
 }
 
@@ -566,7 +572,17 @@ func (p *Proxy) settled() {
 }
 
 func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
-	if len(m.Result) >= parallelRecord && m.Error == nil && !ours(m.ID) {
+	p.mu.Lock()
+	trusted := p.fwdTrusted[m.ID]
+	delete(p.fwdTrusted, m.ID)
+	p.mu.Unlock()
+	if trusted && m.Error == nil && p.cfg.Trusted != nil && !ours(m.ID) {
+		// The user's own data (trusted_output): it vouches, and is not
+		// recorded as untrusted.
+		p.recording.RLock()
+		p.cfg.Trusted.RecordJSON(m.Result)
+		p.recording.RUnlock()
+	} else if len(m.Result) >= parallelRecord && m.Error == nil && !ours(m.ID) {
 		// The read lock is taken here, before the client can see the
 		// result, so a call it sends after seeing it waits in settled()
 		// until the result is recorded.

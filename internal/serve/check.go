@@ -131,7 +131,8 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return toolError("check_call: policy: %v", err)
 	}
-	pol, store, eng := dec.Policy, dec.Store, dec.Engine
+	pol, eng := dec.Policy, dec.Engine("")
+	store := dec.Session.Output("")
 	for i, out := range in.UntrustedOutput {
 		var s string
 		switch {

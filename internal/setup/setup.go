@@ -1,5 +1,5 @@
-// Package setup assembles what decides calls (the policy, the taint store
-// and the engine over them) the same way for bouncer run, check and serve,
+// Package setup assembles what decides calls (the policy, the client
+// session's history and the engines over them) the same way for bouncer run, check and serve,
 // so that the three give the same verdict for the same call and history.
 //
 // A difference between them was a hole: check once allowed a call that run
@@ -10,11 +10,13 @@
 package setup
 
 import (
+	"fmt"
+
 	"github.com/bouncer-mcp/bouncer/internal/engine"
 	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
-	"github.com/bouncer-mcp/bouncer/internal/taint"
+	"github.com/bouncer-mcp/bouncer/internal/session"
 )
 
 // Config says where the policy comes from and what the session's
@@ -33,15 +35,44 @@ type Config struct {
 	StateDir string
 	// WorkDir is the upstream's working directory.
 	WorkDir string
-	// Store is the taint store to judge against; nil makes a new one.
-	Store *taint.Store
+	// Session is the client session the servers belong to; nil makes one
+	// in memory (check and serve: all servers of one run share it).
+	Session *session.Session
 }
 
-// Decider is the assembled policy, store and engine of one session.
+// Decider is the assembled policy and client session; Engine makes the
+// engine of each server of the session.
 type Decider struct {
-	Policy *policy.Policy
-	Store  *taint.Store
-	Engine *engine.Engine
+	Policy  *policy.Policy
+	Session *session.Session
+	workDir string
+}
+
+// JoinClient makes the decider's session the one shared by the proxies of
+// the MCP client that started this process (see session.Join), with the
+// destinations humans remembered in stateDir, unless the policy opts the
+// server out (shared_session: false). A session that can't be joined is
+// said once through log, and this process keeps its own history.
+func (d *Decider) JoinClient(stateDir string, log func(string)) {
+	if d.Policy.Isolated {
+		log("shared_session: false: this server keeps its own history, apart from the client's other servers")
+	} else {
+		s, err := session.Join(stateDir, log)
+		if err != nil {
+			log(fmt.Sprintf("%v; this proxy keeps its own history, so a destination another server's output held is asked about, not denied", err))
+		}
+		d.Session = s
+	}
+	d.Session.SetRemembered(session.OpenRemembered(stateDir))
+}
+
+// Engine returns a new engine for server: its own pins and budgets, the
+// session's shared history. Its store records the server's untrusted
+// output into the session.
+func (d *Decider) Engine(server string) *engine.Engine {
+	return engine.New(d.Policy, d.Session.Output(server), engine.Options{
+		Resolve: fsresolve.Existing, WorkDir: d.workDir, Session: d.Session, Server: server,
+	})
 }
 
 // Load reads and checks the policy and builds the engine over it. Errors are
@@ -57,12 +88,11 @@ func Load(c Config) (*Decider, error) {
 			return nil, err
 		}
 	}
-	store := c.Store
-	if store == nil {
-		store = taint.NewStore()
+	sess := c.Session
+	if sess == nil {
+		sess = session.New()
 	}
-	eng := engine.New(pol, store, engine.Options{Resolve: fsresolve.Existing, WorkDir: c.WorkDir})
-	return &Decider{Policy: pol, Store: store, Engine: eng}, nil
+	return &Decider{Policy: pol, Session: sess, workDir: c.WorkDir}, nil
 }
 
 // Confinement is the policy's sandbox key as the sandbox package takes it,

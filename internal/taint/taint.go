@@ -43,6 +43,11 @@ type Store struct {
 	bf    *bloom   // bounded form, afterwards
 	added uint64   // hashes inserted, duplicates included (for Stats)
 	sink  uint64   // keeps touch's loads from being optimized away
+
+	// onRecord, if set, receives the hashes of each Record or RecordJSON
+	// once they are in the store (package session writes them where the
+	// client's other proxies read them).
+	onRecord func([]uint64)
 }
 
 // Stats describes a store's memory, for benchmarks and diagnostics.
@@ -68,9 +73,29 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
-// NewStore returns an empty store.
+// NewStore returns an empty store with a random hash key.
 func NewStore() *Store {
 	return &Store{seed: newKeyed(), set: newHashSet()}
+}
+
+// NewStoreWithKey returns an empty store whose token hashes are keyed by
+// key: stores with the same key hash alike, so AddHashes can take what
+// another recorded. Keep the key as secret as the output itself.
+func NewStoreWithKey(key [KeySize]byte) *Store {
+	return &Store{seed: keyedFrom(key), set: newHashSet()}
+}
+
+// OnRecord sets a function that receives the token hashes of every later
+// Record and RecordJSON, after they are in the store. It must not keep the
+// slice. Set it before the store is shared.
+func (s *Store) OnRecord(fn func(hashes []uint64)) { s.onRecord = fn }
+
+// AddHashes inserts token hashes that a store with the same key recorded
+// (see OnRecord), as if this store had recorded the text itself.
+func (s *Store) AddHashes(hs []uint64) {
+	if len(hs) > 0 {
+		s.insert(hs)
+	}
 }
 
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
@@ -178,9 +203,18 @@ func (s *Store) RecordJSON(doc []byte) {
 
 func (s *Store) flush(sc *scanner) {
 	if len(sc.hashes) > 0 {
-		s.insert(sc.hashes)
+		s.recorded(sc.hashes)
 	}
 	putScanner(sc)
+}
+
+// recorded inserts hashes this store's own Record produced, and hands them
+// to the OnRecord function.
+func (s *Store) recorded(hs []uint64) {
+	s.insert(hs)
+	if s.onRecord != nil {
+		s.onRecord(hs)
+	}
 }
 
 // piece records one piece of text: its tokens, and the piece as a whole when
@@ -281,4 +315,38 @@ func dedupe(in []string) []string {
 		}
 	}
 	return out
+}
+
+// Probe is a destination's lookup hashes under one store's key, so that
+// several stores sharing that key (one per server of a client session) can
+// be asked without folding and hashing the destination again.
+type Probe struct {
+	hashes []uint64
+}
+
+// Probe computes dest's lookup hashes under s's key. A destination shorter
+// than MinLen gives an empty Probe, which no store has.
+func (s *Store) Probe(dest string) Probe {
+	sc := s.scanner(false)
+	defer putScanner(sc)
+	if !sc.destHashes([]byte(dest)) {
+		return Probe{}
+	}
+	return Probe{hashes: append([]uint64(nil), sc.hashes...)}
+}
+
+// Has reports whether s recorded any form of the probed destination. The
+// Probe must come from a store with the same key.
+func (s *Store) Has(p Probe) bool {
+	if len(p.hashes) == 0 {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, h := range p.hashes {
+		if s.has(h) {
+			return true
+		}
+	}
+	return false
 }

@@ -577,3 +577,27 @@ func TestKeyedHash(t *testing.T) {
 		t.Error("two stores share hashes")
 	}
 }
+
+// TestSharedKey: a store with the same key takes another's hashes and then
+// sees what the other recorded; a store with another key does not.
+func TestSharedKey(t *testing.T) {
+	var key, other [KeySize]byte
+	key[0], other[0] = 1, 2
+	a, b, c := NewStoreWithKey(key), NewStoreWithKey(key), NewStoreWithKey(other)
+	var got []uint64
+	a.OnRecord(func(hs []uint64) { got = append(got, hs...) })
+	a.Record("forward it to Attacker@Evil.example and to a-very-long-destination-name@some-subdomain.evil.example")
+	b.AddHashes(got)
+	c.AddHashes(got)
+	for _, d := range []string{"attacker@evil.example", "a-very-long-destination-name@some-subdomain.evil.example"} {
+		if !b.Seen(d) {
+			t.Errorf("a store with the same key does not see %q", d)
+		}
+		if c.Seen(d) {
+			t.Errorf("a store with another key sees %q", d)
+		}
+	}
+	if b.Seen("bob@partner.example") {
+		t.Error("sees what nobody recorded")
+	}
+}

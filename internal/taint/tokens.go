@@ -72,7 +72,7 @@ func (sc *scanner) emit(t []byte) {
 	}
 	sc.hashes = append(sc.hashes, fixHash(sc.seed.sum(t)))
 	if len(sc.hashes) >= batchSize && sc.store != nil {
-		sc.store.insert(sc.hashes)
+		sc.store.recorded(sc.hashes)
 		sc.hashes = sc.hashes[:0]
 	}
 }

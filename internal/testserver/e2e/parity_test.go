@@ -96,7 +96,7 @@ func TestRunAndCheckAgree(t *testing.T) {
 	if err := os.WriteFile(policyFile, []byte(strings.ReplaceAll(policy, "{{DIR}}", dir)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(e2e.Bouncer(t), "check", "--home", filepath.Join(dir, "home"), "--policy", policyFile, "--tools", toolsFile)
+	cmd := exec.Command(e2e.Bouncer(t), "check", "--home", filepath.Join(dir, "home"), "--name", filepath.Base(srv.Argv[0]), "--policy", policyFile, "--tools", toolsFile)
 	cmd.Dir = dir
 	cmd.Stdin = &session
 	out, err := cmd.Output()

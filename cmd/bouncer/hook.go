@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/bouncer-mcp/bouncer/internal/session"
+)
+
+const hookSynopsis = `bouncer hook prompt
+
+Run by the MCP client as its prompt-submit hook (Claude Code UserPromptSubmit,
+Cursor beforeSubmitPrompt, Gemini CLI BeforeAgent, Windsurf pre_user_prompt,
+VS Code UserPromptSubmit). Reads the hook's JSON event on stdin and records
+what the user typed in that client's session: a destination in it is then
+allowed even if a server's output holds it too. It never blocks the prompt:
+on any problem it says so on stderr and exits 0.`
+
+// maxHookEvent bounds what the hook reads: a prompt, not a disk image.
+const maxHookEvent = 4 << 20
+
+func cmdHook(args []string) int {
+	fs, home := newFlags("hook", hookSynopsis)
+	if done, st := parseFlags(fs, args); done {
+		return st
+	}
+	if fs.NArg() != 1 || fs.Arg(0) != "prompt" {
+		return usageError("hook: the only hook is 'bouncer hook prompt'")
+	}
+	event, err := io.ReadAll(io.LimitReader(os.Stdin, maxHookEvent+1))
+	if err != nil || len(event) > maxHookEvent {
+		errorf("hook prompt: could not read the event (%v); the prompt is not recorded", err)
+		return exitOK
+	}
+	kind, prompt, err := hookPrompt(event)
+	// Cursor waits for an answer on every path; Claude Code would add what
+	// we print to the model's context, so it gets nothing.
+	if kind == "beforeSubmitPrompt" {
+		defer fmt.Fprintln(os.Stdout, `{"continue":true}`)
+	}
+	if err != nil {
+		errorf("hook prompt: %v; the prompt is not recorded", err)
+		return exitOK
+	}
+	dir, err := stateDir(*home)
+	if err == nil {
+		err = ensureStateDir(dir)
+	}
+	if err != nil {
+		errorf("hook prompt: %v; the prompt is not recorded (set BOUNCER_HOME or --home)", err)
+		return exitOK
+	}
+	sess, err := session.Join(dir, func(msg string) { errorf("hook prompt: %s", msg) })
+	if err != nil || !sess.Shared() {
+		errorf("hook prompt: %v; the prompt is not recorded, so destinations it names are asked about", err)
+		return exitOK
+	}
+	sess.RecordPrompt(prompt)
+	return exitOK
+}
+
+// hookPrompt finds the user's prompt in a client's hook event: "prompt"
+// (Claude Code, Cursor, Gemini CLI, VS Code), or "user_prompt", also inside
+// "tool_info" (Windsurf). It returns the event's name for the answer.
+func hookPrompt(event []byte) (kind, prompt string, err error) {
+	var ev struct {
+		HookEventName string  `json:"hook_event_name"`
+		AgentAction   string  `json:"agent_action_name"`
+		Prompt        *string `json:"prompt"`
+		UserPrompt    *string `json:"user_prompt"`
+		ToolInfo      struct {
+			UserPrompt *string `json:"user_prompt"`
+		} `json:"tool_info"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(event))
+	if err := dec.Decode(&ev); err != nil {
+		return "", "", fmt.Errorf("the event is not a JSON object: %v", err)
+	}
+	kind = ev.HookEventName
+	if kind == "" {
+		kind = ev.AgentAction
+	}
+	for _, p := range []*string{ev.Prompt, ev.UserPrompt, ev.ToolInfo.UserPrompt} {
+		if p != nil {
+			return kind, *p, nil
+		}
+	}
+	return kind, "", fmt.Errorf("the %q event has no prompt field", kind)
+}

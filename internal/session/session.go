@@ -1,0 +1,218 @@
+// Package session is the history that the proxies of one MCP client share:
+// what each server returned (untrusted: it taints the destinations in it),
+// what the user typed (a prompt hook records it: it vouches), and what the
+// tools the policy trusts returned (the user's own contacts or sent mail:
+// it vouches unless untrusted output holds the same destination too).
+//
+// A client starts one `bouncer run` per server. An injection read through
+// one server and sent through another must meet the same taint, so the
+// proxies of one client find each other without configuration: by that
+// client process (its pid and start time, see FindClient), in a directory
+// of the state directory (so the sandboxed proxy can reach it). Each
+// process appends what it records to a file of its own there, as token
+// hashes under a key the session's processes share, never as text; before
+// a decision, every proxy reads what the others appended since it last
+// looked. A record torn by a crash is ignored. A proxy that can't reach the
+// shared directory says so and keeps its own history, which can only turn
+// a deny into an ask, never into an allow.
+package session
+
+import (
+	"crypto/rand"
+	"sort"
+	"sync"
+
+	"github.com/bouncer-mcp/bouncer/internal/taint"
+)
+
+// Session is the history of one client session. The zero value is not
+// usable; make one with New or Join. It is safe for concurrent use.
+type Session struct {
+	key [taint.KeySize]byte
+
+	mu        sync.RWMutex
+	untrusted map[string]*taint.Store // by server
+	trusted   map[string]*taint.Store // trusted output, by server
+	prompts   *taint.Store
+	probe     *taint.Store // any store with the key: makes probes
+
+	disk       *shared     // nil: this process's memory only
+	remembered *Remembered // destinations a human vouched for; may be nil
+}
+
+// New returns a session kept in this process's memory only (bouncer check,
+// bouncer serve, and a proxy that could not join its client's session).
+func New() *Session {
+	var key [taint.KeySize]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		panic("session: no randomness: " + err.Error())
+	}
+	return newWithKey(key)
+}
+
+func newWithKey(key [taint.KeySize]byte) *Session {
+	return &Session{
+		key:       key,
+		untrusted: map[string]*taint.Store{},
+		trusted:   map[string]*taint.Store{},
+		prompts:   taint.NewStoreWithKey(key),
+		probe:     taint.NewStoreWithKey(key),
+	}
+}
+
+// Record kinds, as written on disk.
+const (
+	kindUntrusted = 'o'
+	kindTrusted   = 'v'
+	kindPrompt    = 'p'
+)
+
+// Output returns the store that records server's untrusted output. What it
+// records is shared with the client's other proxies.
+func (s *Session) Output(server string) *taint.Store {
+	return s.store(kindUntrusted, server, true)
+}
+
+// TrustedOutput returns the store that records the output of server's
+// tools that the policy trusts (their destinations vouch).
+func (s *Session) TrustedOutput(server string) *taint.Store {
+	return s.store(kindTrusted, server, true)
+}
+
+// RecordPrompt records what the user typed: a destination in it is vouched
+// for by the user for the rest of the session.
+func (s *Session) RecordPrompt(text string) {
+	s.store(kindPrompt, "", true).Record(text)
+}
+
+// store returns the store of one kind and server, making it on first use.
+// share makes what it records go to disk too (stores filled from disk
+// must not write back).
+func (s *Session) store(kind byte, server string, share bool) *taint.Store {
+	if kind == kindPrompt {
+		if share {
+			s.shareOnce(kind, server, s.prompts)
+		}
+		return s.prompts
+	}
+	m := s.untrusted
+	if kind == kindTrusted {
+		m = s.trusted
+	}
+	s.mu.RLock()
+	st := m[server]
+	s.mu.RUnlock()
+	if st == nil {
+		s.mu.Lock()
+		if st = m[server]; st == nil {
+			st = taint.NewStoreWithKey(s.key)
+			m[server] = st
+		}
+		s.mu.Unlock()
+	}
+	if share {
+		s.shareOnce(kind, server, st)
+	}
+	return st
+}
+
+// shareOnce makes st write what it records to this process's record file.
+// Stores are shared at most once; stores that only hold what other
+// processes wrote are never shared back.
+func (s *Session) shareOnce(kind byte, server string, st *taint.Store) {
+	if s.disk == nil {
+		return
+	}
+	s.disk.share(kind, server, st)
+}
+
+// Tainted reports whether dest appeared in any server's untrusted output of
+// this session, and which server's (the first in name order, so the same
+// history gives the same reason).
+func (s *Session) Tainted(dest string) (server string, ok bool) {
+	s.sync()
+	p := s.probe.Probe(dest)
+	s.mu.RLock()
+	names := sortedKeys(s.untrusted)
+	stores := make([]*taint.Store, len(names))
+	for i, n := range names {
+		stores[i] = s.untrusted[n]
+	}
+	s.mu.RUnlock()
+	for i, st := range stores {
+		if st.Has(p) {
+			return names[i], true
+		}
+	}
+	return "", false
+}
+
+// Vouch says why a destination is vouched for.
+type Vouch int
+
+// The ways a destination is vouched for, strongest first.
+const (
+	NotVouched Vouch = iota
+	// ByPrompt: the user typed it. It wins over taint, as an allowlist
+	// entry does.
+	ByPrompt
+	// ByHuman: a human chose to remember it for this server (bouncer
+	// approve --remember, bouncer trust add, or the client's question). It
+	// wins over taint.
+	ByHuman
+	// ByTrustedOutput: a tool the policy trusts returned it. It does not
+	// win over taint.
+	ByTrustedOutput
+)
+
+// Vouched reports whether dest, sent through server, is vouched for, and
+// how. Prompt and human vouching win over taint; trusted output does not
+// (the caller checks Tainted first for that one).
+func (s *Session) Vouched(server, dest string) Vouch {
+	s.sync()
+	p := s.probe.Probe(dest)
+	if s.prompts.Has(p) {
+		return ByPrompt
+	}
+	if s.remembered != nil && s.remembered.Has(server, dest) {
+		return ByHuman
+	}
+	s.mu.RLock()
+	stores := make([]*taint.Store, 0, len(s.trusted))
+	for _, st := range s.trusted {
+		stores = append(stores, st)
+	}
+	s.mu.RUnlock()
+	for _, st := range stores {
+		if st.Has(p) {
+			return ByTrustedOutput
+		}
+	}
+	return NotVouched
+}
+
+// SetRemembered gives the session the destinations humans chose to remember.
+func (s *Session) SetRemembered(r *Remembered) { s.remembered = r }
+
+// Shared reports whether the session is shared with other processes on
+// disk (false for New, and after a failure to reach the shared directory).
+func (s *Session) Shared() bool { return s.disk != nil && !s.disk.failed() }
+
+// sync reads what the client's other processes recorded since the last
+// look.
+func (s *Session) sync() {
+	if s.disk != nil {
+		s.disk.sync(func(kind byte, server string, hs []uint64) {
+			s.store(kind, server, false).AddHashes(hs)
+		})
+	}
+}
+
+func sortedKeys(m map[string]*taint.Store) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
