@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/session"
 )
@@ -24,10 +25,19 @@ const maxHookEvent = 4 << 20
 
 func cmdHook(args []string) int {
 	fs, home := newFlags("hook", hookSynopsis)
+	// The hook's name comes first; flags may stand before or after it.
+	var which string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		which, args = args[0], args[1:]
+	}
 	if done, st := parseFlags(fs, args); done {
 		return st
 	}
-	if fs.NArg() != 1 || fs.Arg(0) != "prompt" {
+	rest := fs.Args()
+	if which == "" && len(rest) > 0 {
+		which, rest = rest[0], rest[1:]
+	}
+	if which != "prompt" || len(rest) > 0 {
 		return usageError("hook: the only hook is 'bouncer hook prompt'")
 	}
 	event, err := io.ReadAll(io.LimitReader(os.Stdin, maxHookEvent+1))

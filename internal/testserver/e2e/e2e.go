@@ -196,7 +196,7 @@ func Filesystem(t testing.TB, dirs ...string) Server {
 
 // Options configure a Session.
 type Options struct {
-	// Policy is YAML policy text, written to HOME/policy.yaml and passed
+	// Policy is YAML policy text, written to a temporary policy.yaml and passed
 	// as --policy; "{{DIR}}" in it is replaced by the session's Dir.
 	// Empty means no --policy (the built-in packs only).
 	Policy string
@@ -215,6 +215,13 @@ type Options struct {
 	NoHandshake bool
 	// Timeout bounds each wait for a line; default 30s.
 	Timeout time.Duration
+	// Home is bouncer's --home; default a new temporary directory. Proxies
+	// of one client session share it.
+	Home string
+	// Via is a command that starts bouncer as its child (for example a
+	// python3 one-liner): bouncer's parent, and so its client, is then
+	// that process, not the test.
+	Via []string
 }
 
 // Session is one running bouncer (or, with Direct, the bare server) and the
@@ -222,7 +229,7 @@ type Options struct {
 type Session struct {
 	t       testing.TB
 	Server  Server
-	Home    string // bouncer's --home: audit.jsonl, pending.json, policy.yaml
+	Home    string // bouncer's --home: audit.jsonl, pending.json, sessions/
 	Dir     string // the working directory
 	Timeout time.Duration
 
@@ -261,10 +268,13 @@ func (l *lockedBuffer) String() string {
 // elicitation. The process is stopped when the test ends.
 func Start(t testing.TB, srv Server, o Options) *Session {
 	t.Helper()
-	s := &Session{t: t, Server: srv, Home: t.TempDir(), Dir: o.Dir, Timeout: o.Timeout,
+	s := &Session{t: t, Server: srv, Home: o.Home, Dir: o.Dir, Timeout: o.Timeout,
 		lines: make(chan []byte, 256), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	if s.Dir == "" {
 		s.Dir = t.TempDir()
+	}
+	if s.Home == "" {
+		s.Home = t.TempDir()
 	}
 	if s.Timeout == 0 {
 		s.Timeout = 30 * time.Second
@@ -275,7 +285,7 @@ func Start(t testing.TB, srv Server, o Options) *Session {
 	} else {
 		argv = []string{Bouncer(t), "run", "--sandbox", "off", "--home", s.Home}
 		if o.Policy != "" {
-			f := filepath.Join(s.Home, "policy.yaml")
+			f := filepath.Join(t.TempDir(), "policy.yaml")
 			if err := os.WriteFile(f, []byte(strings.ReplaceAll(o.Policy, "{{DIR}}", s.Dir)), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -284,6 +294,7 @@ func Start(t testing.TB, srv Server, o Options) *Session {
 		argv = append(argv, o.Args...)
 		argv = append(append(argv, "--"), srv.Argv...)
 	}
+	argv = append(append([]string(nil), o.Via...), argv...)
 	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Dir = s.Dir
 	s.cmd.Env = append(os.Environ(), o.Env...)
@@ -338,6 +349,15 @@ func Start(t testing.TB, srv Server, o Options) *Session {
 		s.Handshake()
 	}
 	return s
+}
+
+// Kill stops bouncer with SIGKILL, as a crash would, and waits for it.
+func (s *Session) Kill() {
+	s.t.Helper()
+	if err := s.cmd.Process.Kill(); err != nil {
+		s.t.Fatalf("kill: %v", err)
+	}
+	<-s.done
 }
 
 // Handshake sends initialize (protocol 2025-06-18, no client capabilities)

@@ -1,0 +1,101 @@
+package e2e_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bouncer-mcp/bouncer/internal/testserver/e2e"
+)
+
+const sessionPolicy = `
+send_email:
+  exfiltrating: true
+  sink_params: [to, cc]
+`
+
+// sendTo asks s to mail dest and returns the audit line's verdict, rule and
+// reason for that call.
+func sendTo(t *testing.T, s *e2e.Session, id int, server, dest string) (verdict, rule, reason string) {
+	t.Helper()
+	s.CallTool(id, "send_email", `{"to":"`+dest+`","subject":"s","body":"b"}`)
+	for _, e := range s.Audit() {
+		if e.Server == server && string(e.ID) == strconv.Itoa(id) {
+			return e.Verdict, e.Rule, e.Reason
+		}
+	}
+	t.Fatalf("no audit line for %s call %d", server, id)
+	return
+}
+
+// Two real proxies started by one client share one taint scope: an address
+// read through one server is denied when sent through the other, and the
+// audit line names the server whose output held it. A proxy started by
+// another client does not share it. A killed proxy leaves the session
+// usable, and a prompt hook run by the client vouches for its proxies.
+func TestClientSession(t *testing.T) {
+	home := t.TempDir()
+	inboxA := e2e.MCPGo(t, "attacker@evil.example")
+	outbox := e2e.MCPGo(t, "nobody@nowhere.example")
+	reader := e2e.Start(t, inboxA, e2e.Options{Home: home, Policy: sessionPolicy, Args: []string{"--name", "inbox"}})
+	sender := e2e.Start(t, outbox, e2e.Options{Home: home, Policy: sessionPolicy, Args: []string{"--name", "outbox"}})
+
+	if r := reader.CallTool(1, "read_inbox", `{}`); !strings.Contains(r.Text, "attacker@evil.example") {
+		t.Fatalf("read_inbox: %s", r.Raw)
+	}
+	v, rule, reason := sendTo(t, sender, 2, "outbox", "attacker@evil.example")
+	if v != "deny" || rule != "sink" || !strings.Contains(reason, "output of server 'inbox'") {
+		t.Fatalf("cross-server send: %s/%s %q; want a deny naming server 'inbox'", v, rule, reason)
+	}
+	if se := sender.SideEffects(); len(se) != 0 {
+		t.Fatalf("the mail went out: %q", se)
+	}
+
+	// Another client (a python3 process that starts bouncer) has its own
+	// session: the address is unknown there, so it is asked, not denied.
+	if _, err := exec.LookPath("python3"); err == nil {
+		via := []string{"python3", "-c", "import subprocess,sys; sys.exit(subprocess.call(sys.argv[1:]))"}
+		stranger := e2e.Start(t, e2e.MCPGo(t, "nobody@nowhere.example"), e2e.Options{Home: home, Policy: sessionPolicy, Via: via, Args: []string{"--name", "stranger"}})
+		if v, _, reason := sendTo(t, stranger, 3, "stranger", "attacker@evil.example"); v != "ask" {
+			t.Fatalf("another client's proxy: %s %q; want ask", v, reason)
+		}
+	}
+
+	// A proxy killed mid-session leaves the session usable: the survivor
+	// and a newcomer still see what it recorded.
+	reader.Kill()
+	dir, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "rec-*"))
+	if len(dir) == 0 {
+		t.Fatal("no record files in the session directory")
+	}
+	f, err := os.OpenFile(dir[0], os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("BNR1o\x00\x00\x05\x00")) // a frame cut short, as by a crash mid-write
+	f.Close()
+	if v, _, _ := sendTo(t, sender, 4, "outbox", "attacker@evil.example"); v != "deny" {
+		t.Fatalf("after a proxy was killed: %s", v)
+	}
+	late := e2e.Start(t, e2e.MCPGo(t, "x@y.example"), e2e.Options{Home: home, Policy: sessionPolicy, Args: []string{"--name", "late"}})
+	if v, _, reason := sendTo(t, late, 5, "late", "attacker@evil.example"); v != "deny" || !strings.Contains(reason, "'inbox'") {
+		t.Fatalf("a proxy that joined later: %s %q", v, reason)
+	}
+
+	// The client's prompt hook (run by the same client: this test) vouches
+	// for what the user typed, even though output holds it too.
+	hook := exec.Command(e2e.Bouncer(t), "hook", "prompt", "--home", home)
+	hook.Stdin = strings.NewReader(`{"hook_event_name":"UserPromptSubmit","session_id":"x","prompt":"mail the summary to attacker@evil.example please"}`)
+	if out, err := hook.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Fatalf("hook prompt: %v %q", err, out)
+	}
+	if v, _, reason := sendTo(t, sender, 6, "outbox", "attacker@evil.example"); v != "allow" || !strings.Contains(reason, "typed by the user") {
+		t.Fatalf("after the prompt: %s %q", v, reason)
+	}
+	if se := sender.SideEffects(); len(se) != 1 {
+		t.Fatalf("the vouched mail did not go out: %q", se)
+	}
+}
