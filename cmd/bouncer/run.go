@@ -20,6 +20,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
+	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
@@ -174,10 +175,13 @@ func cmdRun(args []string) int {
 	}
 
 	p := proxy.New(proxy.Config{
-		Server:    *name,
-		Engine:    dec.Engine(*name),
-		Store:     dec.Session.Output(*name),
-		Trusted:   dec.Session.TrustedOutput(*name),
+		Server:  *name,
+		Engine:  dec.Engine(*name),
+		Store:   dec.Session.Output(*name),
+		Trusted: dec.Session.TrustedOutput(*name),
+		Remember: func(dest string) error {
+			return session.OpenRemembered(dir).Add(*name, dest, "client", time.Now())
+		},
 		Audit:     auditLog,
 		Approvals: approval.Open(filepath.Join(dir, "pending.json"), nil),
 		Session:   newSessionID(),

@@ -363,7 +363,10 @@ func (p *Proxy) askByCode(c *call, d engine.Decision) {
 
 // elicitResult is the client's answer to elicitation/create.
 type elicitResult struct {
-	Action string `json:"action"`
+	Action  string `json:"action"`
+	Content struct {
+		Remember bool `json:"remember"`
+	} `json:"content"`
 }
 
 // askByElicitation asks the human through the client and acts on the
@@ -374,11 +377,22 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		p.block(c, reason)
 	}
 	msg := fmt.Sprintf("Bouncer: the agent wants to call tool %q of server %q with %s. %s. "+
-		"Allow it? A yes allows these destinations for this tool for the rest of the session.",
+		"Allow it? A yes allows these destinations for this tool until this session ends, "+
+		"but not once any server's output holds them (that is what an injection looks like).",
 		c.tool, p.cfg.Server, describe(d.Asks), strings.TrimSuffix(d.Reason, "."))
+	props := map[string]any{}
+	if p.cfg.Remember != nil {
+		msg += fmt.Sprintf(" Tick %q only for recipients you know: they are then allowed through server %q from now on, even if output holds them.", "remember", p.cfg.Server)
+		props["remember"] = map[string]any{
+			"type":        "boolean",
+			"title":       "Remember these recipients for server " + p.cfg.Server,
+			"description": "Always allow them through this server, even when a tool's output holds them too.",
+			"default":     false,
+		}
+	}
 	params := map[string]any{
 		"message":         msg,
-		"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}},
+		"requestedSchema": map[string]any{"type": "object", "properties": props},
 	}
 	p.mu.Lock()
 	if p.negotiated >= "2025-11-25" {
@@ -445,6 +459,11 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 	}
 	for _, a := range d.Asks {
 		p.cfg.Engine.Approve(c.tool, a.Param, a.Value)
+		if res.Content.Remember && p.cfg.Remember != nil && a.Value != "" {
+			if err := p.cfg.Remember(a.Value); err != nil {
+				p.logf("could not remember %q for server %q: %v", a.Value, p.cfg.Server, err)
+			}
+		}
 	}
 	p.settled()
 	d2 := p.cfg.Engine.Recheck(c.ec)

@@ -22,6 +22,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/engine"
 	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
 	"github.com/bouncer-mcp/bouncer/internal/testserver"
 )
@@ -70,6 +71,9 @@ type hopts struct {
 	policy        string // YAML; empty means packs only
 	elicitTimeout time.Duration
 	cmd           *Command // default: the helpdesk
+	// session judges with a client session (in memory) whose remembered
+	// destinations live in the harness's home, and offers "remember".
+	session bool
 }
 
 const helpdeskPolicy = `
@@ -126,10 +130,21 @@ func newHarness(t *testing.T, o hopts) *harness {
 		t.Fatal(err)
 	}
 	store := taint.NewStore()
+	opts := engine.Options{Resolve: fsresolve.Existing, WorkDir: h.dir}
+	var remember func(string) error
+	if o.session {
+		sess := session.New()
+		rem := session.OpenRemembered(h.home)
+		sess.SetRemembered(rem)
+		store = sess.Output("helpdesk")
+		opts.Session, opts.Server = sess, "helpdesk"
+		remember = func(dest string) error { return rem.Add("helpdesk", dest, "client", time.Now()) }
+	}
 	h.proxy = New(Config{
 		Server:        "helpdesk",
-		Engine:        engine.New(pol, store, engine.Options{Resolve: fsresolve.Existing, WorkDir: h.dir}),
+		Engine:        engine.New(pol, store, opts),
 		Store:         store,
+		Remember:      remember,
 		Audit:         log,
 		Approvals:     approval.Open(filepath.Join(h.home, "pending.json"), nil),
 		Session:       "test",

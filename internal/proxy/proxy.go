@@ -89,6 +89,10 @@ type Config struct {
 	// Approvals holds one-time codes for clients that cannot elicit. Nil
 	// means no codes can be issued: such asks are denied.
 	Approvals *approval.Store
+	// Remember, if set, keeps a destination a human vouched for through the
+	// client's question with "remember" ticked: allowed through this server
+	// from now on (session.Remembered). Nil offers no such choice.
+	Remember func(dest string) error
 	// Session identifies this proxy session in audit lines.
 	Session string
 	// ElicitTimeout, PinTimeout, DrainTimeout default to the constants above.

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
+	"github.com/bouncer-mcp/bouncer/internal/session"
 )
 
 // The attack the product exists for: the agent reads a poisoned ticket and
@@ -154,6 +155,45 @@ func TestElicitationApproves(t *testing.T) {
 	got := verdicts(h.auditLines())
 	if !strings.HasPrefix(got, "send_email:ask/sink send_email:allow/approval send_email:allow/") {
 		t.Fatalf("audit = %s", got)
+	}
+}
+
+// The question says what a yes does: it lasts the session but not once
+// output holds the destination. Ticking "remember" vouches for the
+// destination on this server from then on, even when output holds it; a
+// plain yes does not.
+func TestElicitationRemember(t *testing.T) {
+	for _, remember := range []bool{false, true} {
+		h := newHarness(t, hopts{policy: helpdeskPolicy, session: true})
+		var schema any
+		cs := h.client(&mcp.ClientOptions{
+			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				schema = req.Params.RequestedSchema
+				if !strings.Contains(req.Params.Message, "not once any server's output holds them") {
+					t.Errorf("the question does not say what a yes does: %q", req.Params.Message)
+				}
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"remember": remember}}, nil
+			},
+		})
+		if text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "carol@partner.example", "subject": "hi"}); isErr {
+			t.Fatalf("approved send refused: %s", text)
+		}
+		if b, _ := json.Marshal(schema); !strings.Contains(string(b), `"remember"`) {
+			t.Fatalf("no remember choice offered: %s", b)
+		}
+		// The server's output now holds the address.
+		callTool(t, cs, "echo", map[string]any{"text": "write to carol@partner.example"})
+		text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "carol@partner.example", "subject": "again"})
+		if remember && isErr {
+			t.Fatalf("remembered destination refused after output held it: %s", text)
+		}
+		if !remember && (!isErr || !strings.Contains(text, "untrusted")) {
+			t.Fatalf("a plain yes outlived taint: %q", text)
+		}
+		entries, _ := session.OpenRemembered(h.home).List()
+		if remember != (len(entries) == 1 && entries[0].Destination == "carol@partner.example" && entries[0].Server == "helpdesk") {
+			t.Fatalf("remember=%v, remembered: %+v", remember, entries)
+		}
 	}
 }
 
