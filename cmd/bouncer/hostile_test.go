@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
+	"github.com/bouncer-mcp/bouncer/internal/audit"
 )
 
 // hostile are values an agent (or a hostile upstream) can put in a request:
@@ -296,5 +298,26 @@ func TestInvalidEntryReported(t *testing.T) {
 	io.WriteString(p.f, "y\r")
 	if status, out := p.wait(t); status != 0 {
 		t.Errorf("approving the good code: exit %d\n%s", status, out)
+	}
+}
+
+// A log holding args with lone surrogates, bytes that aren't UTF-8 and args
+// that aren't JSON verifies with bouncer audit verify.
+func TestAuditVerifyHostileArgs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range []string{`{"to":"\ud800@evil.com"}`, "{\"to\":\"\xff\"}", "{\"to\":\"x\ny\"}", `{"to":"\udc00\u2028"}`} {
+		e := audit.Entry{Server: "mail", Tool: "send_email", Args: json.RawMessage(a), Verdict: "deny", Reason: "r", Rule: "sink", ID: json.RawMessage(strconv.Itoa(i))}
+		if err := l.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	out, err := exec.Command(bouncerBin(t), "audit", "verify", "--audit", path).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "4 lines, chain intact") {
+		t.Fatalf("audit verify: %v\n%s", err, out)
 	}
 }
