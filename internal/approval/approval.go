@@ -149,8 +149,8 @@ func (r Request) Validate() error {
 			return invalidError(fmt.Sprintf("the %s is not valid UTF-8", f.name))
 		}
 		if len(f.v) > f.max {
-			return invalidError(fmt.Sprintf("the %s is %d bytes long, more than the %d an approval code can carry "+
-				"(if it is right, vouch for it in the policy's trusted_destinations instead)", f.name, len(f.v), f.max))
+			return invalidError(fmt.Sprintf("the %s is %d bytes long, more than the %d an approval code can carry; "+
+				"if it is right, vouch for it in the policy's trusted_destinations instead", f.name, len(f.v), f.max))
 		}
 	}
 	switch {
