@@ -92,8 +92,14 @@ func codeProblem(code, shown string, c approval.Code, err error) (status int, st
 		if !approval.ValidCode(code) {
 			errorf("approve: %q is not a code; codes look like K7Q-F2M", shown)
 		} else {
-			errorf("approve: unknown code %s: it was never issued here, or is more than a day old (bouncer pending lists open codes)", shown)
+			errorf("approve: unknown code %s: it was never issued here, or it was used or expired long enough ago to be forgotten (bouncer pending lists open codes)", shown)
 		}
+		return exitFail, true
+	case errors.Is(err, approval.ErrInvalid):
+		// The entry is in the file but breaks the rules (an older bouncer
+		// wrote it, or it was edited): it approves nothing.
+		errorf("approve: code %s can't be approved: its entry is invalid (%v), so nothing was approved; "+
+			"have the agent retry the call to get a new code", code, printable(err.Error()))
 		return exitFail, true
 	case errors.Is(err, approval.ErrUsed):
 		errorf("approve: code %s was already used; each code allows one call. Have the agent retry to get a new code", code)
@@ -109,29 +115,63 @@ func codeProblem(code, shown string, c approval.Code, err error) (status int, st
 	return exitUsage, true
 }
 
-// showCode prints what a code would allow, every field escaped so that a
-// destination chosen by an attacker can't redraw the screen or the prompt.
+// showCode prints what a code would allow. Every value is escaped and, if
+// need be, quoted (approval.Show), so that one chosen by an attacker can't
+// redraw the screen or the prompt, hide part of itself, or pass for the
+// program's own words such as "(none)".
 func showCode(w io.Writer, c approval.Code, now time.Time) {
 	hiddenChars := false
+	row := func(name, shown string) { fmt.Fprintf(w, "  %-12s %s\n", name, shown) }
 	field := func(name, value string) {
-		v, changed := approval.Printable(value)
+		v, changed := approval.Show(value)
 		hiddenChars = hiddenChars || changed
-		fmt.Fprintf(w, "  %-12s %s\n", name, v)
+		row(name, v)
 	}
-	fmt.Fprintln(w, "A blocked call asks to send to a destination Bouncer could not vouch for:")
+	if c.NoDestination() {
+		fmt.Fprintln(w, "A blocked call of a tool that sends data names no destination Bouncer could check:")
+	} else {
+		fmt.Fprintln(w, "A blocked call asks to send to a destination Bouncer could not vouch for:")
+	}
 	field("code", c.Code)
 	field("server", c.Server)
 	field("tool", c.Tool)
-	field("argument", c.Param)
-	field("destination", c.Destination)
+	if c.NoDestination() {
+		row("argument", "(none)")
+		row("destination", "(none: the call names no destination)")
+	} else {
+		field("argument", c.Param)
+		field("destination", c.Destination)
+		// Lookalike letters (a Cyrillic а in "pаrtner") read as ASCII ones:
+		// show every non-ASCII character as its code point too.
+		if a, p := approval.ASCII(c.Destination), printable(c.Destination); a != p {
+			if shown, _ := approval.Show(c.Destination); strings.HasPrefix(shown, `"`) {
+				a = `"` + strings.ReplaceAll(a, `"`, `\"`) + `"`
+			}
+			row("as ASCII", a)
+		}
+		if n := len(c.Destination); n > longDestination {
+			row("length", fmt.Sprintf("%d bytes, longer than an ordinary address: read all of it", n))
+		}
+	}
 	fmt.Fprintf(w, "  %-12s %s ago; expires in %s (%s)\n", "issued", age(now.Sub(c.Issued)), age(c.Expires().Sub(now)), clock(c.Expires()))
 	if hiddenChars {
-		fmt.Fprintln(w, "  WARNING: these fields hold control or invisible characters, shown escaped (\\x1b, \\u202e).")
+		fmt.Fprintln(w, "  WARNING: these fields hold control, invisible or repeated space characters, shown escaped (\\x1b, \\u202e).")
 		fmt.Fprintln(w, "  Real addresses rarely do; this may be an attempt to disguise the destination.")
+	}
+	if c.NoDestination() {
+		fmt.Fprintln(w, "Approving allows one call of this tool on this server that names no destination,")
+		fmt.Fprintln(w, "before the code expires. The call's arguments are not checked.")
+		return
 	}
 	fmt.Fprintln(w, "Approving allows one call of this tool on this server with this argument and destination,")
 	fmt.Fprintln(w, "before the code expires. The call's other arguments (a subject, a body) are not checked.")
 }
+
+func printable(s string) string { p, _ := approval.Printable(s); return p }
+
+// longDestination is the length past which approve points out that a
+// destination is long: the start of it may have scrolled out of view.
+const longDestination = 256
 
 // age formats a duration to the second: 42s, 3m05s, 26h00m00s.
 func age(d time.Duration) string {

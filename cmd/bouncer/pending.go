@@ -11,9 +11,12 @@ import (
 )
 
 // cmdPending lists the open approval codes, oldest first, one a line: code,
-// age, server, tool, argument, destination. Fields are escaped for the
-// terminal, so a line is always one line and its columns can be split on
-// runs of spaces up to the destination, which comes last.
+// age, server, tool, argument, destination. Each value is one token
+// (approval.Show: escaped for the terminal, quoted if it holds a space, is
+// empty or starts with "("), so a line is always one line and its columns
+// can be split on runs of two or more spaces. A call naming no destination
+// shows (none) for argument and destination. Entries of the file that were
+// skipped as invalid are reported on stderr; the rest are still listed.
 func cmdPending(args []string) int {
 	fs, home := newFlags("pending", "bouncer pending [--home DIR]\n\n"+
 		"Lists open one-time approval codes: code, age, server, tool, argument, destination.")
@@ -29,10 +32,14 @@ func cmdPending(args []string) int {
 		errorf("pending: %v", err)
 		return exitUsage
 	}
-	codes, err := approval.Open(filepath.Join(dir, "pending.json"), nil).List()
+	store := approval.Open(filepath.Join(dir, "pending.json"), nil)
+	codes, invalid, err := store.Pending()
 	if err != nil {
 		errorf("pending: %v", err)
 		return exitUsage
+	}
+	for _, e := range invalid {
+		errorf("pending: %s: skipped an invalid entry, which approves nothing (it is dropped at the next change): %s", store.Path(), printable(e.Error()))
 	}
 	if len(codes) == 0 {
 		fmt.Fprintln(os.Stderr, "no open codes")
@@ -41,8 +48,12 @@ func cmdPending(args []string) int {
 	now := time.Now()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
 	for _, c := range codes {
-		p := func(s string) string { v, _ := approval.Printable(s); return v }
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p(c.Code), age(now.Sub(c.Issued)), p(c.Server), p(c.Tool), p(c.Param), p(c.Destination))
+		p := func(s string) string { v, _ := approval.Show(s); return v }
+		param, dest := "(none)", "(none)"
+		if !c.NoDestination() {
+			param, dest = p(c.Param), p(c.Destination)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p(c.Code), age(now.Sub(c.Issued)), p(c.Server), p(c.Tool), param, dest)
 	}
 	if err := tw.Flush(); err != nil {
 		errorf("pending: %v", err)

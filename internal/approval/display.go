@@ -7,35 +7,78 @@ import (
 	"unicode/utf8"
 )
 
-// Printable returns s safe to show on a terminal: control characters
-// (which could move the cursor or rewrite the prompt), bidirectional
-// overrides and isolates (which could make "evil.com/@bob" read as
-// something else), invisible format characters, line and paragraph
-// separators and invalid UTF-8 are written as escapes (\x1b, \u202e), and a
-// backslash as \\ so that escapes can't be faked. changed reports whether
-// anything was escaped, so the caller can say so.
+// Printable returns s safe to show on a terminal, so that a human sees
+// exactly the value they approve. Written as escapes (\x1b, \u202e,
+// \U000e0041): control characters (which could move the cursor or rewrite
+// the prompt), bidirectional overrides and isolates (which could make
+// "evil.com/@bob" read as something else), invisible characters (format
+// characters, variation selectors, fillers, blanks), line and paragraph
+// separators, unusual spaces, unassigned code points, invalid UTF-8,
+// combining marks with no base or stacked more than three deep (which can
+// draw over neighbouring lines), and a space at either end or next to
+// another space (which can hide an end or push text onto a line of its
+// own). A backslash is written as \\ so that escapes can't be faked.
+// changed reports whether anything was escaped, so the caller can say so.
 func Printable(s string) (out string, changed bool) {
 	var b strings.Builder
+	marks := -1 // combining marks since the last base character; -1: no base
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-			changed = true
+			changed, marks = true, -1
 		case r == '\\':
 			b.WriteString(`\\`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-			changed = true
-		case hidden(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-			changed = true
+			marks = 0
+		case escapeAt(s, i, r, marks):
+			writeEscape(&b, r)
+			changed, marks = true, -1
 		default:
 			b.WriteRune(r)
+			switch {
+			case r == ' ':
+				marks = -1
+			case unicode.Is(unicode.Mn, r):
+				marks++
+			default:
+				marks = 0
+			}
 		}
 		i += size
 	}
 	return b.String(), changed
+}
+
+// escapeAt reports whether r, at byte i of s after marks combining marks
+// (-1: with no base to sit on), is to be escaped.
+func escapeAt(s string, i int, r rune, marks int) bool {
+	switch {
+	case r < 0x20 || r == 0x7f:
+		return true
+	case r == ' ':
+		return i == 0 || i+1 == len(s) || s[i-1] == ' ' || s[i+1] == ' '
+	case hidden(r):
+		return true
+	case unicode.Is(unicode.Me, r): // enclosing marks draw around their neighbours
+		return true
+	case unicode.Is(unicode.Mn, r):
+		return marks < 0 || marks >= 3
+	}
+	return false
+}
+
+// writeEscape writes r as \xHH, \uHHHH or \UHHHHHHHH, a fixed width each,
+// so an escape never runs into the characters after it.
+func writeEscape(b *strings.Builder, r rune) {
+	switch {
+	case r < 0x80:
+		fmt.Fprintf(b, `\x%02x`, r)
+	case r <= 0xffff:
+		fmt.Fprintf(b, `\u%04x`, r)
+	default:
+		fmt.Fprintf(b, `\U%08x`, r)
+	}
 }
 
 // hidden reports characters a terminal would not show as themselves.
@@ -45,12 +88,50 @@ func hidden(r rune) bool {
 		return true
 	case r == 0x2028 || r == 0x2029: // line, paragraph separator
 		return true
-	case unicode.Is(unicode.Cf, r): // bidi controls, zero-width, BOM, tags
+	case r == utf8.RuneError:
+		return true
+	case r == 0x2800: // braille blank: a letter-like blank
+		return true
+	case unicode.In(r, unicode.Cf, // bidi controls, zero-width, BOM, tags
+		unicode.Co, unicode.Cs,
+		unicode.Variation_Selector,                 // invisible, and can carry hidden data
+		unicode.Other_Default_Ignorable_Code_Point, // Hangul fillers, CGJ and the like
+	):
 		return true
 	case unicode.Is(unicode.Zs, r) && r != ' ': // odd spaces look like a space
 		return true
-	case unicode.Is(unicode.Co, r) || unicode.Is(unicode.Cs, r) || r == utf8.RuneError:
-		return true
+	case !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs):
+		return true // unassigned, noncharacters
 	}
 	return false
+}
+
+// Show returns s as one unambiguous token for a line of text: Printable(s)
+// as it is when that is plain, else in double quotes with \" for a quote.
+// It is quoted when it is empty, holds a space or a quote, or starts with
+// "(", which marks the display's own words (as in "(none)"): so a value
+// never runs into the next column, never hides an end, and never passes for
+// something the program wrote.
+func Show(s string) (out string, changed bool) {
+	p, changed := Printable(s)
+	if s != "" && !strings.ContainsAny(p, ` "`) && !strings.HasPrefix(p, "(") {
+		return p, changed
+	}
+	return `"` + strings.ReplaceAll(p, `"`, `\"`) + `"`, changed
+}
+
+// ASCII returns Printable(s) with every other non-ASCII character escaped
+// too, for a second look at a value whose letters may be lookalikes (a
+// Cyrillic а in "pаrtner.com").
+func ASCII(s string) string {
+	p, _ := Printable(s)
+	var b strings.Builder
+	for _, r := range p {
+		if r < 0x80 {
+			b.WriteRune(r)
+		} else {
+			writeEscape(&b, r)
+		}
+	}
+	return b.String()
 }

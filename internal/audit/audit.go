@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,13 +34,17 @@ import (
 // Entry is one audit line. The first seven fields are fixed by the contract;
 // the rest are ours. Prev is filled in by Append.
 type Entry struct {
-	TS      time.Time       `json:"ts"`
-	Server  string          `json:"server"`
-	Tool    string          `json:"tool"`
-	Args    json.RawMessage `json:"args"`
-	Verdict string          `json:"verdict"`
-	Reason  string          `json:"reason"`
-	Rule    string          `json:"rule"`
+	TS     time.Time       `json:"ts"`
+	Server string          `json:"server"`
+	Tool   string          `json:"tool"`
+	Args   json.RawMessage `json:"args"`
+	// ArgsForm says how Args records the arguments: "" as the JSON they
+	// were, ArgsText as a JSON string holding their text (they were not
+	// valid JSON). Marshal sets ArgsText itself.
+	ArgsForm string `json:"args_form,omitempty"`
+	Verdict  string `json:"verdict"`
+	Reason   string `json:"reason"`
+	Rule     string `json:"rule"`
 	// Session identifies one proxy process's session.
 	Session string `json:"session,omitempty"`
 	// ID is the JSON-RPC id of the tools/call, as sent.
@@ -48,6 +55,12 @@ type Entry struct {
 	// newline), or "sha256:" followed by 64 zeros for the first line.
 	Prev string `json:"prev"`
 }
+
+// ArgsText is the ArgsForm of a line whose arguments were not valid JSON
+// (a malformed call is audited too): args is then a JSON string holding
+// their text, with each byte that isn't UTF-8 replaced by U+FFFD, rather
+// than bytes that would make the line unreadable.
+const ArgsText = "text"
 
 // Genesis is the prev value of the first line of a log.
 const Genesis = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
@@ -394,43 +407,179 @@ func (l *Log) Close() error {
 
 // wireEntry fixes the order of fields on the wire and the time format.
 type wireEntry struct {
-	TS      string          `json:"ts"`
-	Server  string          `json:"server"`
-	Tool    string          `json:"tool"`
-	Args    json.RawMessage `json:"args"`
-	Verdict string          `json:"verdict"`
-	Reason  string          `json:"reason"`
-	Rule    string          `json:"rule"`
-	Session string          `json:"session,omitempty"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Code    string          `json:"code,omitempty"`
-	Prev    string          `json:"prev"`
+	TS       string          `json:"ts"`
+	Server   string          `json:"server"`
+	Tool     string          `json:"tool"`
+	Args     json.RawMessage `json:"args"`
+	ArgsForm string          `json:"args_form,omitempty"`
+	Verdict  string          `json:"verdict"`
+	Reason   string          `json:"reason"`
+	Rule     string          `json:"rule"`
+	Session  string          `json:"session,omitempty"`
+	ID       json.RawMessage `json:"id,omitempty"`
+	Code     string          `json:"code,omitempty"`
+	Prev     string          `json:"prev"`
 }
 
-// Marshal encodes e as one audit line, without the newline. Args and ID must
-// be valid JSON (nil Args is written as null); they are compacted but not
-// otherwise changed, and no HTML escaping is applied, so args read back as
-// sent.
+// Marshal encodes e as one audit line, without the newline. It is the one
+// place lines are made, and every line it returns is valid UTF-8 and
+// strict JSON (RFC 8259 with no lone surrogate escapes, I-JSON's rule), so
+// that any JSON reader can read the log:
+//
+//   - Args are compacted but not otherwise changed, and no HTML escaping is
+//     applied, so they read back as sent, except that bytes that are not
+//     UTF-8 and \u escapes of lone surrogates become \ufffd, as Go's
+//     encoding/json reads them (and so as the engine judged them), and
+//     U+0085, U+2028 and U+2029 are written as escapes (the same string to
+//     a JSON reader, but line breaks to some line splitters). nil Args are
+//     written as null.
+//   - Args that are not valid JSON are written as a JSON string of their
+//     text, with args_form "text" (ArgsText), instead of failing the line.
+//   - Strings that are not UTF-8 (server, tool, reason...) have each bad
+//     byte written as \ufffd.
+//   - An ID that isn't valid JSON is an error (the proxy makes IDs itself).
+//
+// The hash chain is over the bytes Marshal returns, so none of this
+// affects verification.
 func Marshal(e Entry) ([]byte, error) {
 	w := wireEntry{
 		TS: e.TS.UTC().Format(TimeFormat), Server: e.Server, Tool: e.Tool,
-		Args: e.Args, Verdict: e.Verdict, Reason: e.Reason, Rule: e.Rule,
+		Args: e.Args, ArgsForm: e.ArgsForm, Verdict: e.Verdict, Reason: e.Reason, Rule: e.Rule,
 		Session: e.Session, ID: e.ID, Code: e.Code, Prev: e.Prev,
 	}
 	if len(w.Args) == 0 {
 		w.Args = json.RawMessage("null")
 	}
+	if len(w.ID) > 0 && !json.Valid(w.ID) {
+		return nil, fmt.Errorf("encoding entry for %q: the id is not valid JSON", e.Tool)
+	}
+	line, err := encode(w)
+	if err != nil && !json.Valid(w.Args) {
+		w.Args, err = encode(string(w.Args))
+		w.ArgsForm = ArgsText
+		if err == nil {
+			line, err = encode(w)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encoding entry for %q: %w", e.Tool, err)
+	}
+	line = strictStrings(line)
+	// Neither can happen after the above; be sure, since a bad line would
+	// be written for good.
+	if bytes.IndexByte(line, '\n') >= 0 {
+		return nil, errors.New("encoded entry spans lines")
+	}
+	if !utf8.Valid(line) {
+		return nil, errors.New("encoded entry is not valid UTF-8")
+	}
+	return line, nil
+}
+
+// encode is json.Marshal without HTML escaping and without the newline.
+func encode(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
-		return nil, fmt.Errorf("encoding entry for %q: %w", e.Tool, err)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
-	line := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-	if bytes.IndexByte(line, '\n') >= 0 { // cannot happen with valid JSON; be sure
-		return nil, errors.New("encoded entry spans lines")
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// strictStrings rewrites, inside the strings of a valid JSON text, each
+// byte that isn't part of valid UTF-8 and each \u escape of a lone
+// surrogate as \ufffd (what Go's encoding/json decodes them to), and
+// U+0085, U+2028 and U+2029 as \u escapes. It returns line itself when
+// there is nothing to change.
+func strictStrings(line []byte) []byte {
+	if !bytes.Contains(line, []byte(`\u`)) && ascii(line) {
+		return line // the usual line: nothing to look at
 	}
-	return line, nil
+	var out []byte // nil until something changes
+	done := 0      // line[:done] is in out
+	put := func(at, next int, with string) {
+		out = append(append(out, line[done:at]...), with...)
+		done = next
+	}
+	inString := false
+	for i := 0; i < len(line); {
+		c := line[i]
+		switch {
+		case !inString:
+			inString = c == '"'
+			i++
+		case c == '"':
+			inString = false
+			i++
+		case c == '\\' && i+1 < len(line) && line[i+1] == 'u':
+			r := hex4(line[i+2:])
+			switch {
+			case !utf16.IsSurrogate(r):
+				i += 6
+			case r < 0xdc00 && i+12 <= len(line) && line[i+6] == '\\' && line[i+7] == 'u' &&
+				hex4(line[i+8:]) >= 0xdc00 && hex4(line[i+8:]) <= 0xdfff:
+				i += 12 // a high surrogate and a low one: a pair
+			default:
+				put(i, i+6, `\ufffd`)
+				i += 6
+			}
+		case c == '\\':
+			i += 2
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(line[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				put(i, i+1, `\ufffd`)
+			case r == 0x85 || r == 0x2028 || r == 0x2029:
+				put(i, i+size, fmt.Sprintf(`\u%04x`, r))
+			}
+			i += size
+		}
+	}
+	if out == nil {
+		return line
+	}
+	return append(out, line[done:]...)
+}
+
+// ascii reports a text of ASCII bytes only, eight at a time.
+func ascii(b []byte) bool {
+	for ; len(b) >= 8; b = b[8:] {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// hex4 decodes the four hex digits at the start of b (-1 if they aren't).
+func hex4(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // LineError is a problem with one line of a log.

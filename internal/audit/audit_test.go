@@ -80,12 +80,12 @@ func TestAppendLineShape(t *testing.T) {
 	}
 }
 
-func TestAppendRejectsBadArgs(t *testing.T) {
+func TestAppendBadArgsAndVerdict(t *testing.T) {
 	l := openLog(t, filepath.Join(t.TempDir(), "a.jsonl"))
 	e := entry(1)
 	e.Args = json.RawMessage("{\"a\":\"x\ny\"}") // raw newline: not JSON, and would split the line
-	if err := l.Append(e); err == nil {
-		t.Fatal("Append accepted invalid args")
+	if err := l.Append(e); err != nil {
+		t.Fatalf("Append refused invalid args instead of recording them as text: %v", err)
 	}
 	e.Args = json.RawMessage(`{}`)
 	e.Verdict = "maybe"
@@ -97,8 +97,12 @@ func TestAppendRejectsBadArgs(t *testing.T) {
 	if err := l.Append(e); err != nil {
 		t.Fatal(err)
 	}
-	if got := lines(t, l.path); len(got) != 1 || !strings.Contains(got[0], `"args":null`) {
+	got := lines(t, l.path)
+	if len(got) != 2 || !strings.Contains(got[0], `"args":"{\"a\":\"x\ny\"}","args_form":"text",`) || !strings.Contains(got[1], `"args":null`) {
 		t.Errorf("lines %q", got)
+	}
+	if n, err := VerifyFile(l.path); err != nil || n != 2 {
+		t.Errorf("VerifyFile = %d, %v", n, err)
 	}
 }
 
