@@ -212,3 +212,16 @@ func FuzzParseCall(f *testing.F) {
 		}
 	})
 }
+
+// A reason repeats at most the start of a very long value.
+func TestLongValueInReason(t *testing.T) {
+	e, _ := newEngine(t, testPolicy, Options{})
+	long := strings.Repeat("é", 5000) + "@x.example"
+	d := e.Decide(call("send_email", `{"to":"`+long+`"}`))
+	if d.Verdict != Ask || len(d.Reason) > 600 || !strings.Contains(d.Reason, "more bytes)") {
+		t.Fatalf("reason of %d bytes: %.100q", len(d.Reason), d.Reason)
+	}
+	if !utf8.ValidString(d.Reason) {
+		t.Fatal("cut inside a rune")
+	}
+}

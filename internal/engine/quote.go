@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // quote renders a value inside a reason: single quotes (double when the value
@@ -11,6 +12,15 @@ import (
 // invisible characters escaped so that a destination can't hide in a
 // reason or spoof the terminal it is printed on.
 func quote(s string) string {
+	more := 0
+	if len(s) > maxQuoted {
+		// A reason names a value; the audit line's args hold all of it.
+		cut := maxQuoted
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s, more = s[:cut], len(s)-cut
+	}
 	q := byte('\'')
 	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
 		q = '"'
@@ -41,8 +51,14 @@ func quote(s string) string {
 		}
 	}
 	b.WriteByte(q)
+	if more > 0 {
+		fmt.Fprintf(&b, "… (%d more bytes)", more)
+	}
 	return b.String()
 }
+
+// maxQuoted bounds how much of a value a reason repeats.
+const maxQuoted = 256
 
 func quoteList(ss []string) string {
 	parts := make([]string, len(ss))

@@ -352,7 +352,11 @@ func (p *Proxy) askByCode(c *call, d engine.Decision) {
 			return
 		}
 		codes = append(codes, code)
-		lines = append(lines, fmt.Sprintf("bouncer approve %s   (%s=%q)", code, r.Param, r.Destination))
+		what := fmt.Sprintf("%s=%q", r.Param, r.Destination)
+		if r.NoDestination() {
+			what = "no destination"
+		}
+		lines = append(lines, fmt.Sprintf("bouncer approve %s   (%s)", code, what))
 	}
 	reason := fmt.Sprintf("%s. This needs a human's approval and this client can't ask for it. "+
 		"The human, in their own terminal and not through the agent, runs:\n%s\n"+
