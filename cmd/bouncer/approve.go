@@ -14,15 +14,18 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
+	"github.com/bouncer-mcp/bouncer/internal/session"
 )
 
 // cmdApprove lets a human approve one blocked destination by its code. It
 // insists on a terminal on stdin and always asks: the point is that the
 // agent, which sees the code, cannot approve it by itself.
 func cmdApprove(args []string) int {
-	fs, home := newFlags("approve", "bouncer approve [--home DIR] CODE\n\n"+
+	fs, home := newFlags("approve", "bouncer approve [--home DIR] [--remember] CODE\n\n"+
 		"Shows what the one-time CODE from a blocked call would allow and asks you to confirm.\n"+
-		"Run it yourself, in your own terminal; it refuses to run without one.")
+		"Run it yourself, in your own terminal; it refuses to run without one. With --remember, a yes\n"+
+		"also vouches for the destination on that server from now on (bouncer trust list shows it).")
+	remember := fs.Bool("remember", false, "also allow this destination through this server from now on, even when a server's output holds it")
 	ops, done, status := parseOperands(fs, args)
 	if done {
 		return status
@@ -51,6 +54,14 @@ func cmdApprove(args []string) int {
 		return exitOK
 	}
 	showCode(os.Stdout, c, time.Now())
+	if *remember {
+		if c.NoDestination() {
+			errorf("approve: --remember needs a destination, and this call names none; approve it without --remember")
+			return exitUsage
+		}
+		fmt.Printf("With --remember, a yes also allows this destination through server %s from now on,\n"+
+			"even when a server's output holds it. Do so only for a recipient you know.\n", show(c.Server))
+	}
 	// Drop anything typed before the question was on screen: only an
 	// answer to this question counts.
 	flushTypeAhead(os.Stdin)
@@ -80,8 +91,19 @@ func cmdApprove(args []string) int {
 		return status
 	}
 	fmt.Printf("Approved %s. The agent may now retry the same call, once, before %s.\n", code, clock(c.Expires()))
+	if *remember {
+		if err := session.OpenRemembered(dir).Add(c.Server, c.Destination, "approve", time.Now()); err != nil {
+			errorf("approve: the code is approved, but the destination could not be remembered: %v", err)
+			return exitFail
+		}
+		fmt.Printf("Remembered %s for server %s (bouncer trust remove forgets it).\n", show(c.Destination), show(c.Server))
+	}
 	return exitOK
 }
+
+// show is approval.Show without its second result: a value as it is safe
+// to print.
+func show(v string) string { s, _ := approval.Show(v); return s }
 
 // codeProblem reports why a code can't be approved; stop is false when it can.
 func codeProblem(code, shown string, c approval.Code, err error) (status int, stop bool) {

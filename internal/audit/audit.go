@@ -51,9 +51,21 @@ type Entry struct {
 	ID json.RawMessage `json:"id,omitempty"`
 	// Code is the one-time approval code issued or redeemed, if any.
 	Code string `json:"code,omitempty"`
+	// Taint, on a deny because a destination came from untrusted output,
+	// names it and the server whose output held it: what `bouncer trust
+	// add` offers a person to review.
+	Taint *Taint `json:"taint,omitempty"`
 	// Prev is "sha256:HEX" of the previous line's bytes (without its
 	// newline), or "sha256:" followed by 64 zeros for the first line.
 	Prev string `json:"prev"`
+}
+
+// Taint is the destination of a taint deny.
+type Taint struct {
+	Param       string `json:"param"`
+	Destination string `json:"destination"`
+	// Source is the server whose output held it ("" when unknown).
+	Source string `json:"source,omitempty"`
 }
 
 // ArgsText is the ArgsForm of a line whose arguments were not valid JSON
@@ -418,6 +430,7 @@ type wireEntry struct {
 	Session  string          `json:"session,omitempty"`
 	ID       json.RawMessage `json:"id,omitempty"`
 	Code     string          `json:"code,omitempty"`
+	Taint    *Taint          `json:"taint,omitempty"`
 	Prev     string          `json:"prev"`
 }
 
@@ -445,7 +458,7 @@ func Marshal(e Entry) ([]byte, error) {
 	w := wireEntry{
 		TS: e.TS.UTC().Format(TimeFormat), Server: e.Server, Tool: e.Tool,
 		Args: e.Args, ArgsForm: e.ArgsForm, Verdict: e.Verdict, Reason: e.Reason, Rule: e.Rule,
-		Session: e.Session, ID: e.ID, Code: e.Code, Prev: e.Prev,
+		Session: e.Session, ID: e.ID, Code: e.Code, Taint: e.Taint, Prev: e.Prev,
 	}
 	if len(w.Args) == 0 {
 		w.Args = json.RawMessage("null")

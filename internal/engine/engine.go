@@ -58,6 +58,10 @@ type Decision struct {
 	// Asks lists every destination that needs a human (Verdict Ask, rule
 	// sink): approving all of them allows the call.
 	Asks []Destination
+	// Tainted is the destination of a taint deny, and Source the server
+	// whose output held it ("" when unknown).
+	Tainted *Destination
+	Source  string
 	// Args is the arguments as judged, re-encoded (with the paths the
 	// path check canonicalised): what the audit line records. Nil when the
 	// arguments could not be read.

@@ -147,7 +147,8 @@ func (e *Engine) sinkGate(t *policy.Tool, schema map[string]any, args map[string
 				continue
 			}
 			if src, ok := e.tainted(dest); ok {
-				return Decision{Verdict: Deny, Rule: RuleSink, Reason: taintReason(param, dest, src)}
+				return Decision{Verdict: Deny, Rule: RuleSink, Reason: taintReason(param, dest, src),
+					Tainted: &Destination{Param: param, Value: dest}, Source: src}
 			}
 			switch {
 			case v == session.ByTrustedOutput:

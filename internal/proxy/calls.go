@@ -136,7 +136,7 @@ func (p *Proxy) decide(c *call) {
 	p.settled()
 	d := p.cfg.Engine.Decide(c.ec)
 	c.judged(d)
-	if err := p.auditLine(c, d.Verdict, d.Reason, d.Rule, ""); err != nil {
+	if err := p.auditDecision(c, d); err != nil {
 		p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
 		return
 	}
@@ -161,8 +161,21 @@ func (p *Proxy) decide(c *call) {
 	}
 }
 
+// auditDecision appends the engine's decision on c.
+func (p *Proxy) auditDecision(c *call, d engine.Decision) error {
+	var t *audit.Taint
+	if d.Tainted != nil {
+		t = &audit.Taint{Param: d.Tainted.Param, Destination: d.Tainted.Value, Source: d.Source}
+	}
+	return p.appendLine(c, d.Verdict, d.Reason, d.Rule, "", t)
+}
+
 // auditLine appends one verdict line for c.
 func (p *Proxy) auditLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string) error {
+	return p.appendLine(c, v, reason, rule, code, nil)
+}
+
+func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string, taint *audit.Taint) error {
 	var id json.RawMessage
 	if c.req.IsCall() {
 		id, _ = json.Marshal(c.req.ID.Raw())
@@ -182,6 +195,7 @@ func (p *Proxy) auditLine(c *call, v engine.Verdict, reason string, rule engine.
 		Session: p.cfg.Session,
 		ID:      id,
 		Code:    code,
+		Taint:   taint,
 	})
 	if err != nil {
 		p.logf("audit: %v", err)
@@ -477,7 +491,8 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		if reason == "" {
 			reason = "refused after approval by rule " + string(d2.Rule)
 		}
-		_ = p.auditLine(c, engine.Deny, reason, d2.Rule, "")
+		d2.Verdict, d2.Reason = engine.Deny, reason
+		_ = p.auditDecision(c, d2)
 		p.block(c, reason)
 		return
 	}
