@@ -55,9 +55,18 @@ type Entry struct {
 	// names it and the server whose output held it: what `bouncer trust
 	// add` offers a person to review.
 	Taint *Taint `json:"taint,omitempty"`
+	// Dests are the destinations the sink gate checked in the call (at
+	// most 16), for `bouncer log` and `bouncer policy suggest`.
+	Dests []Dest `json:"dests,omitempty"`
 	// Prev is "sha256:HEX" of the previous line's bytes (without its
 	// newline), or "sha256:" followed by 64 zeros for the first line.
 	Prev string `json:"prev"`
+}
+
+// Dest is one destination of a call: the argument and its value.
+type Dest struct {
+	Param string `json:"param"`
+	Value string `json:"value"`
 }
 
 // Taint is the destination of a taint deny.
@@ -431,6 +440,7 @@ type wireEntry struct {
 	ID       json.RawMessage `json:"id,omitempty"`
 	Code     string          `json:"code,omitempty"`
 	Taint    *Taint          `json:"taint,omitempty"`
+	Dests    []Dest          `json:"dests,omitempty"`
 	Prev     string          `json:"prev"`
 }
 
@@ -458,7 +468,7 @@ func Marshal(e Entry) ([]byte, error) {
 	w := wireEntry{
 		TS: e.TS.UTC().Format(TimeFormat), Server: e.Server, Tool: e.Tool,
 		Args: e.Args, ArgsForm: e.ArgsForm, Verdict: e.Verdict, Reason: e.Reason, Rule: e.Rule,
-		Session: e.Session, ID: e.ID, Code: e.Code, Taint: e.Taint, Prev: e.Prev,
+		Session: e.Session, ID: e.ID, Code: e.Code, Taint: e.Taint, Dests: e.Dests, Prev: e.Prev,
 	}
 	if len(w.Args) == 0 {
 		w.Args = json.RawMessage("null")

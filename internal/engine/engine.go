@@ -62,6 +62,9 @@ type Decision struct {
 	// whose output held it ("" when unknown).
 	Tainted *Destination
 	Source  string
+	// Dests lists the destinations the sink gate checked (at most 16), for
+	// the audit line.
+	Dests []Destination
 	// Args is the arguments as judged, re-encoded (with the paths the
 	// path check canonicalised): what the audit line records. Nil when the
 	// arguments could not be read.

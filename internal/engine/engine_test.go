@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -339,7 +340,7 @@ func TestDeterministic(t *testing.T) {
 			continue
 		}
 		for i := range got {
-			if fmt.Sprint(got[i]) != fmt.Sprint(first[i]) {
+			if !reflect.DeepEqual(got[i], first[i]) {
 				t.Fatalf("run %d call %d: %v != %v", run, i, got[i], first[i])
 			}
 		}

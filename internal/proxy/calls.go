@@ -167,15 +167,19 @@ func (p *Proxy) auditDecision(c *call, d engine.Decision) error {
 	if d.Tainted != nil {
 		t = &audit.Taint{Param: d.Tainted.Param, Destination: d.Tainted.Value, Source: d.Source}
 	}
-	return p.appendLine(c, d.Verdict, d.Reason, d.Rule, "", t)
+	return p.appendLine(c, d.Verdict, d.Reason, d.Rule, "", t, d.Dests)
 }
 
 // auditLine appends one verdict line for c.
 func (p *Proxy) auditLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string) error {
-	return p.appendLine(c, v, reason, rule, code, nil)
+	return p.appendLine(c, v, reason, rule, code, nil, nil)
 }
 
-func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string, taint *audit.Taint) error {
+func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string, taint *audit.Taint, dests []engine.Destination) error {
+	var ds []audit.Dest
+	for _, d := range dests {
+		ds = append(ds, audit.Dest{Param: d.Param, Value: d.Value})
+	}
 	var id json.RawMessage
 	if c.req.IsCall() {
 		id, _ = json.Marshal(c.req.ID.Raw())
@@ -196,6 +200,7 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 		ID:      id,
 		Code:    code,
 		Taint:   taint,
+		Dests:   ds,
 	})
 	if err != nil {
 		p.logf("audit: %v", err)
