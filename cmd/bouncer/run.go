@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +21,8 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
+	"github.com/bouncer-mcp/bouncer/internal/report"
+	sandboxpkg "github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
@@ -137,9 +140,20 @@ func cmdRun(args []string) int {
 	}
 	// Before the sandbox: finding the client reads other processes' /proc.
 	dec.JoinClient(dir, func(msg string) { errorf("%s", msg) })
+	// The sandboxed proxy may write files in its state directory but not
+	// make directories there: make the one for the pinned tool list now.
+	if err := os.MkdirAll(filepath.Dir(report.PinnedPath(dir, *name)), 0o700); err != nil {
+		errorf("%v", err)
+		return exitFail
+	}
 	if err := resolveCommand(&upCmd); err != nil {
 		errorf("%v", err)
 		return exitUsage
+	}
+	if pol.Sandbox != nil && *sandbox != "off" {
+		if why := sandboxpkg.Unworkable(upCmd.Path, upCmd.Args, setup.Confinement(pol, dir)); why != "" {
+			errorf("warning: %s: sandbox: %s", pol.Sandbox.Source, why)
+		}
 	}
 	if err := prepareSandbox(*sandbox, pol, dir, &upCmd); err != nil {
 		errorf("%v", err)
@@ -179,6 +193,14 @@ func cmdRun(args []string) int {
 		Engine:  dec.Engine(*name),
 		Store:   dec.Session.Output(*name),
 		Trusted: dec.Session.TrustedOutput(*name),
+		OnPinned: func(tools []json.RawMessage) {
+			if err := report.SavePinned(dir, *name, tools); err != nil {
+				errorf("could not keep the pinned tool list for bouncer report: %v", err)
+			}
+			for _, w := range policy.Lint(pol, toolNames(tools)) {
+				errorf("warning: %s", w)
+			}
+		},
 		Remember: func(dest string) error {
 			return session.OpenRemembered(dir).Add(*name, dest, "client", time.Now())
 		},
@@ -274,4 +296,18 @@ func upstreamFromConfig(file, name string) (proxy.Command, error) {
 		}
 	}
 	return c, nil
+}
+
+// toolNames lists the names in a tools/list result's tools.
+func toolNames(tools []json.RawMessage) []string {
+	names := make([]string, 0, len(tools))
+	for _, raw := range tools {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Name != "" {
+			names = append(names, t.Name)
+		}
+	}
+	return names
 }

@@ -58,6 +58,9 @@ type Tool struct {
 	// Fallback is true when no pack or user entry named the tool and the
 	// entry was derived from argument names.
 	Fallback bool
+	// Replaced is the entry (a pack's, or an earlier file's) this one
+	// replaced whole, if any: Lint warns when the replacement drops a gate.
+	Replaced *Tool
 }
 
 // CountsAs is one counts_as entry: a call in which any pattern of When
@@ -234,6 +237,9 @@ func load(srcs []Source) (*Policy, error) {
 			return nil, err
 		}
 		for _, t := range doc.tools {
+			if old, ok := p.tools[t.Name]; ok {
+				t.Replaced = old
+			}
 			p.tools[t.Name] = t
 		}
 		if doc.sandbox != nil {

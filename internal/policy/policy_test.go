@@ -572,3 +572,39 @@ func TestCountsAsErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestLint(t *testing.T) {
+	dir := t.TempDir()
+	pol, err := LoadSources(Source{Name: "p.yaml", Dir: dir, Data: []byte(`
+send_mail:
+  exfiltrating: true
+  sink_params: [to]
+write_file:
+  max_calls: 5
+delete_email:
+  exfiltrating: false
+create_directory:
+  write_params: [path]
+  allowed_path_prefixes: [/srv]
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(Lint(pol, []string{"send_email", "write_file", "delete_email", "create_directory"}), "\n")
+	for _, want := range []string{
+		"p.yaml:2: send_mail: the server has no tool send_mail (did you mean send_email?), so this entry guards nothing",
+		"p.yaml:5: write_file replaces the entry of pack filesystem whole, and its write paths [path] are no longer named",
+		"p.yaml:7: delete_email replaces the entry of pack gmail whole, and its budget of 2 calls is gone",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Lint lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "create_directory") {
+		t.Errorf("an entry that keeps its gates is warned about:\n%s", got)
+	}
+	// Without the server's tools, only the replaced gates are checked.
+	if got := Lint(pol, nil); len(got) != 2 {
+		t.Errorf("Lint(nil tools) = %q", got)
+	}
+}

@@ -29,6 +29,8 @@ func (p *Proxy) startPin() {
 		default:
 			if err := p.cfg.Engine.Pin(tools); err != nil {
 				p.logf("could not pin the upstream's tool list, so every tool call will be denied: %v", err)
+			} else if p.cfg.OnPinned != nil {
+				p.cfg.OnPinned(tools)
 			}
 		}
 		p.decideQueued()

@@ -93,6 +93,10 @@ type Config struct {
 	// client's question with "remember" ticked: allowed through this server
 	// from now on (session.Remembered). Nil offers no such choice.
 	Remember func(dest string) error
+	// OnPinned, if set, receives the tool list once it is pinned (run
+	// keeps it for bouncer report and warns about policy entries that name
+	// no tool of the server). It runs before any call is decided.
+	OnPinned func(tools []json.RawMessage)
 	// Session identifies this proxy session in audit lines.
 	Session string
 	// ElicitTimeout, PinTimeout, DrainTimeout default to the constants above.
