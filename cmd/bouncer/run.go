@@ -119,6 +119,10 @@ func cmdRun(args []string) int {
 		errorf("%v", err)
 		return exitUsage
 	}
+	if err := ensureStateDir(dir); err != nil {
+		errorf("%v", err)
+		return exitFail
+	}
 	check, err := policyCheck(*trust, dir)
 	if err != nil {
 		errorf("%v", err)
@@ -134,10 +138,6 @@ func cmdRun(args []string) int {
 		return exitUsage
 	}
 	pol := dec.Policy
-	if err := ensureStateDir(dir); err != nil {
-		errorf("%v", err)
-		return exitFail
-	}
 	// Before the sandbox: finding the client reads other processes' /proc.
 	dec.JoinClient(dir, func(msg string) { errorf("%s", msg) })
 	// The sandboxed proxy may write files in its state directory but not
@@ -215,6 +215,11 @@ func cmdRun(args []string) int {
 		return exitOK // the client closed stdin
 	case errors.Is(runErr, context.Canceled):
 		return exitOK // SIGTERM/SIGINT/SIGHUP: an ordinary stop
+	case errors.Is(runErr, proxy.ErrUpstreamOutput):
+		errorf("upstream %s wrote something that is not an MCP message on its stdout (%v). "+
+			"An MCP server must write only JSON-RPC messages to stdout, and its logs to stderr: check its command, arguments and log settings. The session is closed.",
+			upCmd.Path, strings.TrimPrefix(runErr.Error(), proxy.ErrUpstreamOutput.Error()+": "))
+		return exitFail
 	case errors.Is(runErr, proxy.ErrUpstreamExited):
 		select {
 		case <-up.Done():

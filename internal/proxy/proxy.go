@@ -28,6 +28,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,6 +115,12 @@ type Config struct {
 // ErrUpstreamExited is returned by Run when the upstream closed its output
 // (it exited or crashed) while the client was still connected.
 var ErrUpstreamExited = errors.New("the upstream server closed its output")
+
+// ErrUpstreamOutput is returned by Run (wrapping the parse error) when the
+// upstream wrote something on its stdout that is not a JSON-RPC message: a
+// server that logs to stdout, or a wrong command. The session can't go on,
+// since the stream can't be trusted to be in step.
+var ErrUpstreamOutput = errors.New("the upstream server wrote something that is not an MCP message on its stdout")
 
 // halfCloser is implemented by upstream connections that can signal EOF to
 // the server while still reading its remaining output (*Process does).
@@ -204,18 +212,27 @@ func (p *Proxy) Run(ctx context.Context, down, up mcp.Connection) error {
 		if err == nil || errors.Is(err, io.EOF) {
 			// The client is done. Let queued work finish, then tell the
 			// upstream and relay what it still says.
-			p.drain(ctx, upErr)
-			result = nil
+			if err := p.drain(ctx, upErr); err != nil && !errors.Is(err, io.EOF) && !isReadError(err) {
+				result = fmt.Errorf("%w: %w", ErrUpstreamOutput, err)
+				p.failPending("bouncer: the upstream server wrote output that is not MCP, so the session was closed (bouncer's stderr says more)")
+			} else {
+				result = nil
+			}
 		} else {
 			result = fmt.Errorf("reading from the client: %w", err)
 		}
 	case err := <-upErr:
-		if err == nil || errors.Is(err, io.EOF) {
+		switch {
+		case err == nil || errors.Is(err, io.EOF):
 			result = ErrUpstreamExited
-		} else {
+			p.failPending("bouncer: the upstream server exited before answering")
+		case isReadError(err):
 			result = fmt.Errorf("%w: %w", ErrUpstreamExited, err)
+			p.failPending("bouncer: the upstream server exited before answering")
+		default:
+			result = fmt.Errorf("%w: %w", ErrUpstreamOutput, err)
+			p.failPending("bouncer: the upstream server wrote output that is not MCP, so the session was closed (bouncer's stderr says more)")
 		}
-		p.failPending()
 	case <-ctx.Done():
 		result = ctx.Err()
 	}
@@ -227,8 +244,9 @@ func (p *Proxy) Run(ctx context.Context, down, up mcp.Connection) error {
 
 // drain runs after the client closed its side: queued calls are decided,
 // then the upstream gets EOF and the proxy keeps relaying its output until it
-// stops or DrainTimeout passes.
-func (p *Proxy) drain(ctx context.Context, upErr <-chan error) {
+// stops or DrainTimeout passes. It returns how the upstream's output ended,
+// if it did.
+func (p *Proxy) drain(ctx context.Context, upErr <-chan error) error {
 	deadline := time.NewTimer(p.cfg.DrainTimeout)
 	defer deadline.Stop()
 	// Wait for the pin, the calls queued behind it and the answers owed
@@ -246,11 +264,11 @@ func (p *Proxy) drain(ctx context.Context, upErr <-chan error) {
 		select {
 		case <-time.After(5 * time.Millisecond):
 		case <-deadline.C:
-			return
-		case <-upErr:
-			return
+			return nil
+		case err := <-upErr:
+			return err
 		case <-ctx.Done():
-			return
+			return nil
 		}
 	}
 	if hc, ok := p.up.(halfCloser); ok {
@@ -259,15 +277,24 @@ func (p *Proxy) drain(ctx context.Context, upErr <-chan error) {
 		_ = p.up.Close()
 	}
 	select {
-	case <-upErr:
+	case err := <-upErr:
+		return err
 	case <-deadline.C:
 	case <-ctx.Done():
 	}
+	return nil
+}
+
+// isReadError reports whether err came from reading the upstream's pipe
+// (it broke or closed), as opposed to what was read not parsing.
+func isReadError(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed)
 }
 
 // failPending answers every client request still waiting for the upstream
 // with a JSON-RPC error, so the client is not left hanging after a crash.
-func (p *Proxy) failPending() {
+func (p *Proxy) failPending(msg string) {
 	p.mu.Lock()
 	p.upClosed = true
 	ids := make([]jsonrpc.ID, 0, len(p.fwd))
@@ -283,7 +310,7 @@ func (p *Proxy) failPending() {
 	for _, id := range ids {
 		p.writeDown(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
 			Code:    jsonrpc.CodeInternalError,
-			Message: "bouncer: the upstream server exited before answering",
+			Message: msg,
 		}})
 	}
 }
