@@ -274,17 +274,17 @@ class Recorder:
 
     def __init__(self, suite, runtime, servers, to_str):
         self.suite, self.runtime, self.servers, self.to_str = suite, runtime, servers, to_str
-        self.lines = []  # (kind, payload, server)
+        self.lines = []  # (kind, payload, server[, tool that returned an output])
         self.calls = []  # manifest entries
         self.attack = False
 
     def prompt(self, text):
-        self.lines.append(("prompt", text, None))
+        self.lines.append(("prompt", text, None, None))
 
     def run(self, env, fc, meta):
         args = dict(fc.args)
         server = self.servers[fc.function]
-        self.lines.append(("call", {"name": fc.function, "arguments": args}, server))
+        self.lines.append(("call", {"name": fc.function, "arguments": args}, server, None))
         entry = {"i": len(self.calls), "tool": fc.function, "server": server}
         entry.update(meta)
         self.calls.append(entry)
@@ -296,7 +296,7 @@ class Recorder:
         out = {"content": [{"type": "text", "text": text}]}
         if err:
             out["isError"] = True
-        self.lines.append(("output", out, server))
+        self.lines.append(("output", out, server, fc.function))
         return text
 
     def trim(self):
@@ -307,7 +307,7 @@ class Recorder:
         if not measured:
             return
         last, seen = measured[-1], -1
-        for n, (kind, _, _) in enumerate(self.lines):
+        for n, (kind, _, _, _) in enumerate(self.lines):
             if kind == "call":
                 seen += 1
                 if seen == last:
@@ -317,10 +317,12 @@ class Recorder:
 
     def write(self, path, split):
         with open(path, "w") as f:
-            for kind, payload, server in self.lines:
+            for kind, payload, server, tool in self.lines:
                 line = {kind: payload}
                 if split and server is not None:
                     line["server"] = server
+                if tool is not None:
+                    line["tool"] = tool
                 f.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
 
 
