@@ -1,6 +1,7 @@
 package fsresolve
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,62 @@ func TestExisting(t *testing.T) {
 	}
 	if _, err := Existing("relative/path"); err == nil {
 		t.Error("a relative path resolved")
+	}
+}
+
+// Names equal under Unicode normalization but not as bytes are refused
+// where a server could take one for the other.
+func TestExistingUnicode(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const nfc, nfd = "caf\u00e9", "cafe\u0301"
+	must(os.MkdirAll(filepath.Join(root, "out", "both"), 0o700))
+	must(os.MkdirAll(filepath.Join(root, "secret"), 0o700))
+	must(os.Symlink(filepath.Join(root, "secret"), filepath.Join(root, "out", nfc)))
+	must(os.Symlink(filepath.Join(root, "secret"), filepath.Join(root, "out", "\u212aey"))) // Kelvin sign
+	must(os.Mkdir(filepath.Join(root, "out", "both", nfc), 0o700))
+	must(os.Mkdir(filepath.Join(root, "out", "both", nfd), 0o700))
+	must(os.Mkdir(filepath.Join(root, "out", "na\u00efve"), 0o700))
+	cases := []struct {
+		in      string
+		missing bool // want an *AmbiguousError with Missing
+		ok      string
+	}{
+		{in: "/out/" + nfd + "/x", missing: true},          // the attack: NFD spelling of an NFC link
+		{in: "/out/Key/x", missing: true},                  // ASCII spelling of a Kelvin-sign link
+		{in: "/out/both/" + nfd + "/x", missing: false},    // exists, but so does its NFC twin
+		{in: "/out/both/" + nfc, missing: false},           // and the other way round
+		{in: "/out/" + nfc + "/x", ok: "/secret/x"},        // the exact name: followed
+		{in: "/out/na\u00efve/x", ok: "/out/na\u00efve/x"}, // non-ASCII with no twin
+		{in: "/out/cafe/x", ok: "/out/cafe/x"},             // not equal under normalization
+		{in: "/out/CAF\u00c9/x", ok: "/out/CAF\u00c9/x"},   // case is not folded
+	}
+	for _, c := range cases {
+		got, err := Existing(root + c.in)
+		if c.ok != "" {
+			if err != nil || got != root+c.ok {
+				t.Errorf("Existing(%+q) = %q, %v; want %q", c.in, got, err, root+c.ok)
+			}
+			continue
+		}
+		var amb *AmbiguousError
+		if !errors.As(err, &amb) || amb.Missing != c.missing {
+			t.Errorf("Existing(%+q) = %q, %v; want an ambiguity (missing=%v)", c.in, got, err, c.missing)
+		}
+	}
+	// A directory that can't be listed can't be searched for look-alikes.
+	fsys := OS
+	fsys.ReadDirNames = func(string) ([]string, error) { return nil, os.ErrPermission }
+	if _, err := fsys.Existing(root + "/out/new"); err == nil {
+		t.Error("resolved a missing name in a directory that can't be listed")
 	}
 }
 
