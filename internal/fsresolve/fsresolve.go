@@ -47,9 +47,9 @@ func (e *AmbiguousError) OnDisk() string { return e.Entry }
 
 func (e *AmbiguousError) Error() string {
 	if e.Missing {
-		return fmt.Sprintf("%q does not exist in %s, but %q, the same name under Unicode normalization, does; a server or file system that matches names by normalization would use it", e.Name, e.Dir, e.Entry)
+		return fmt.Sprintf("%+q does not exist in %s, but %+q, the same name under Unicode normalization, does; a server or file system that matches names by normalization would use it", e.Name, e.Dir, e.Entry)
 	}
-	return fmt.Sprintf("%s holds both %q and %q, the same name under Unicode normalization; a server or file system that normalizes names may use either", e.Dir, e.Name, e.Entry)
+	return fmt.Sprintf("%s holds both %+q and %+q, the same name under Unicode normalization; a server or file system that normalizes names may use either", e.Dir, e.Name, e.Entry)
 }
 
 // FS is the file system a resolution reads: Lstat and Readlink as in
