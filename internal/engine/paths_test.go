@@ -90,7 +90,6 @@ func TestPathRules(t *testing.T) {
 		{name: "plain", args: `{"path":"OUT/new.txt"}`, want: want{Allow, RuleDefault, ""}},
 		{name: "double slash, dot, trailing slash", args: `{"path":"OUT//sub/./x/"}`, want: want{Allow, RuleDefault, ""}, fwd: "OUT/sub/x"},
 		{name: "dot dot inside, no link", args: `{"path":"OUT/sub/../x"}`, want: want{Allow, RuleDefault, ""}, fwd: "OUT/x"},
-		{name: "dot dot after a missing dir", args: `{"path":"OUT/missing/../x"}`, want: want{Allow, RuleDefault, ""}, fwd: "OUT/x"},
 		{name: "dot dot after a link, both readings agree", args: `{"path":"OUT/inlink/../x"}`, want: want{Allow, RuleDefault, ""}, fwd: "OUT/x"},
 		{name: "ellipsis is a character, not a dot component", args: `{"path":"OUT/Notes\u2026.md"}`, want: want{Allow, RuleDefault, ""}},
 		{name: "the prefix itself", args: `{"path":"OUT/"}`, want: want{Allow, RuleDefault, ""}, fwd: "OUT"},
@@ -98,7 +97,10 @@ func TestPathRules(t *testing.T) {
 		// ".." after a symlink: kernel and lexical readings differ.
 		{name: "link/../ escapes for the kernel", args: `{"path":"OUT/link/../.ssh/x"}`, want: want{Deny, RulePath, "is ambiguous: the kernel applies \"..\" after following a symlink"}},
 		{name: "relative link/../", args: `{"path":"OUT/rel/../x"}`, want: want{Deny, RulePath, "ambiguous"}},
+		{name: "link/../: kernel inside, cleaned through a link out", args: `{"path":"OUT/deep/../link/x"}`, want: want{Deny, RulePath, "ambiguous"}},
 		{name: "link/../ lands elsewhere inside", args: `{"path":"OUT/deep/../x"}`, want: want{Deny, RulePath, "give the path without \"..\""}},
+		{name: "dot dot after a missing dir (mkdir -p would make it)", args: `{"path":"OUT/missing/../x"}`, want: want{Deny, RulePath, "\"..\" follows \"missing\", which is not an existing directory; give the path without \"..\""}},
+		{name: "dot dot after a file", args: `{"path":"OUT/file/../x"}`, want: want{Deny, RulePath, "not an existing directory"}},
 		{name: "symlink out", args: `{"path":"OUT/link/x"}`, want: want{Deny, RulePath, "resolves through a symlink"}},
 		{name: "lexically out", args: `{"path":"OUT/../../etc/x"}`, want: want{Deny, RulePath, "outside allowed prefixes"}},
 

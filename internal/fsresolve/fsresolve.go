@@ -6,7 +6,10 @@
 // enough: Existing walks the path one component at a time, follows every
 // link it meets in the existing part, and keeps the missing rest as written.
 // ".." is applied to the resolved directory, the way the kernel applies it,
-// not to the text: /a/link/.. is the parent of the link's target.
+// not to the text: /a/link/.. is the parent of the link's target. A ".."
+// after a component that is missing or not a directory is an error: the
+// kernel fails there, mkdir -p would create the missing one, and a server
+// that cleans the path first skips both.
 //
 // It also refuses names that a server could match to a different entry: a
 // component that does not exist byte for byte while its directory holds an
@@ -89,7 +92,8 @@ func (fsys FS) Existing(path string) (string, error) {
 
 func (fsys FS) resolve(path string) (string, error) {
 	todo := split(path)
-	cur := "/"           // resolved, existing directory
+	cur := "/"           // resolved, existing
+	curDir := true       // cur is a directory
 	var missing []string // components below cur that do not exist
 	links := 0
 	for len(todo) > 0 {
@@ -99,11 +103,17 @@ func (fsys FS) resolve(path string) (string, error) {
 		case ".":
 			continue
 		case "..":
-			if len(missing) > 0 {
-				missing = missing[:len(missing)-1]
-			} else {
-				cur = filepath.Dir(cur)
+			// The kernel can't go up from what is not a directory, while
+			// mkdir -p would create a missing one and a server that cleans
+			// the path first drops it: no reading is safe to pick.
+			if len(missing) > 0 || !curDir {
+				last := filepath.Base(cur)
+				if len(missing) > 0 {
+					last = missing[len(missing)-1]
+				}
+				return "", fmt.Errorf("resolve %q: \"..\" follows %q, which is not an existing directory; give the path without \"..\"", path, last)
 			}
+			cur = filepath.Dir(cur)
 			continue
 		}
 		if len(missing) > 0 {
@@ -133,7 +143,7 @@ func (fsys FS) resolve(path string) (string, error) {
 			}
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
+			cur, curDir = next, fi.IsDir()
 			continue
 		}
 		links++
@@ -145,7 +155,7 @@ func (fsys FS) resolve(path string) (string, error) {
 			return "", fmt.Errorf("resolve %q: %w", path, err)
 		}
 		if filepath.IsAbs(target) {
-			cur = "/"
+			cur, curDir = "/", true
 		}
 		todo = append(split(target), todo...)
 	}
