@@ -125,7 +125,7 @@ func (fsys FS) resolve(path string) (string, error) {
 		fi, err := fsys.Lstat(next)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			if err := fsys.unique(cur, comp, true); err != nil {
+			if err := fsys.unique(cur, comp, nil); err != nil {
 				return "", err
 			}
 			missing = append(missing, comp)
@@ -138,7 +138,7 @@ func (fsys FS) resolve(path string) (string, error) {
 			return "", fmt.Errorf("resolve %q: %w", path, err)
 		}
 		if !invariant(comp) {
-			if err := fsys.unique(cur, comp, false); err != nil {
+			if err := fsys.unique(cur, comp, fi); err != nil {
 				return "", err
 			}
 		}
@@ -173,16 +173,26 @@ func (fsys FS) resolve(path string) (string, error) {
 // so the resolution already follows it, and no server we know of matches
 // case-insensitively on its own; refusing "readme.md" beside "README.md"
 // would refuse ordinary files.
-func (fsys FS) unique(dir, name string, missing bool) error {
+//
+// fi is what Lstat found for name, nil when it found nothing. A twin that is
+// the same file (a file system that normalizes names lists it under one
+// spelling and finds it under both) is no ambiguity.
+func (fsys FS) unique(dir, name string, fi fs.FileInfo) error {
 	names, err := fsys.ReadDirNames(dir)
 	if err != nil {
 		return fmt.Errorf("listing %s to rule out a Unicode look-alike of %q: %w", dir, name, err)
 	}
 	key := norm.NFKC.String(name)
 	for _, n := range names {
-		if n != name && norm.NFKC.String(n) == key {
-			return &AmbiguousError{Dir: dir, Name: name, Entry: n, Missing: missing}
+		if n == name || norm.NFKC.String(n) != key {
+			continue
 		}
+		if fi != nil {
+			if tfi, err := fsys.Lstat(filepath.Join(dir, n)); err == nil && os.SameFile(fi, tfi) {
+				continue
+			}
+		}
+		return &AmbiguousError{Dir: dir, Name: name, Entry: n, Missing: fi == nil}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package fsresolve
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,6 +114,24 @@ func TestExistingUnicode(t *testing.T) {
 		if !errors.As(err, &amb) || amb.Missing != c.missing {
 			t.Errorf("Existing(%+q) = %q, %v; want an ambiguity (missing=%v)", c.in, got, err, c.missing)
 		}
+	}
+	// A file system that normalizes names (macOS) finds the entry under
+	// both spellings and lists it under one: no ambiguity.
+	norm := OS
+	norm.Lstat = func(p string) (fs.FileInfo, error) {
+		return os.Lstat(strings.Replace(p, nfd, nfc, 1))
+	}
+	norm.ReadDirNames = func(d string) ([]string, error) {
+		names, err := readDirNames(d)
+		for i, n := range names {
+			if n == nfd {
+				names[i] = nfc
+			}
+		}
+		return names, err
+	}
+	if got, err := norm.Existing(root + "/out/both/" + nfd + "/x"); err != nil || got != root+"/out/both/"+nfd+"/x" {
+		t.Errorf("normalizing file system: %q, %v", got, err)
 	}
 	// A directory that can't be listed can't be searched for look-alikes.
 	fsys := OS
