@@ -179,6 +179,13 @@ func (fsys FS) resolve(path string) (string, error) {
 // spelling and finds it under both) is no ambiguity.
 func (fsys FS) unique(dir, name string, fi fs.FileInfo) error {
 	names, err := fsys.ReadDirNames(dir)
+	if err != nil && fi != nil && errors.Is(err, fs.ErrPermission) {
+		// An existing name is what the kernel and the reference server
+		// open; a twin matters only to a server that normalizes what it is
+		// given. A directory the proxy may not list (its sandbox lists only
+		// the allowed prefixes) is left unchecked for that.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("listing %s to rule out a Unicode look-alike of %q: %w", dir, name, err)
 	}

@@ -139,6 +139,11 @@ func TestExistingUnicode(t *testing.T) {
 	if _, err := fsys.Existing(root + "/out/new"); err == nil {
 		t.Error("resolved a missing name in a directory that can't be listed")
 	}
+	// An existing non-ASCII name in a directory that may not be listed is
+	// taken as it is.
+	if got, err := fsys.Existing(root + "/out/na\u00efve"); err != nil || got != root+"/out/na\u00efve" {
+		t.Errorf("existing name, unlistable directory: %q, %v", got, err)
+	}
 }
 
 // FuzzExisting: any absolute input resolves to a clean absolute path or an
