@@ -146,8 +146,15 @@ func TestPathRules(t *testing.T) {
 		{name: "long s folds to s", tool: "push", args: `{"files":[{"\u017fource":"/etc/x"}]}`, want: want{Deny, RulePath, "'source'"}},
 		{name: "second element out", tool: "push", args: `{"files":[{"path":"OUT/a"},{"path":"OUT/link/b"}]}`, want: want{Deny, RulePath, "files[1].path="}},
 	}
+	// A file system that normalizes names (macOS) finds the NFC link
+	// under its NFD spelling itself: those cases are then plain links.
+	_, err := os.Lstat(filepath.Join(out, "cafe\u0301"))
+	normalizing := err == nil
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if normalizing && strings.Contains(tc.name, "NFD") {
+				t.Skip("the file system normalizes names")
+			}
 			e, _ := newEngine(t, policyFor(R(tc.relative)), Options{Resolve: fsresolve.Existing, WorkDir: tc.workDir})
 			tool := tc.tool
 			if tool == "" {

@@ -86,7 +86,11 @@ func TestExistingUnicode(t *testing.T) {
 	must(os.Symlink(filepath.Join(root, "secret"), filepath.Join(root, "out", nfc)))
 	must(os.Symlink(filepath.Join(root, "secret"), filepath.Join(root, "out", "\u212aey"))) // Kelvin sign
 	must(os.Mkdir(filepath.Join(root, "out", "both", nfc), 0o700))
-	must(os.Mkdir(filepath.Join(root, "out", "both", nfd), 0o700))
+	if err := os.Mkdir(filepath.Join(root, "out", "both", nfd), 0o700); errors.Is(err, fs.ErrExist) {
+		t.Skip("the file system normalizes names: Lstat finds both spellings")
+	} else {
+		must(err)
+	}
 	must(os.Mkdir(filepath.Join(root, "out", "na\u00efve"), 0o700))
 	cases := []struct {
 		in      string
