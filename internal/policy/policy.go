@@ -40,6 +40,10 @@ type Tool struct {
 	// file are resolved against that file's directory at load time). Empty
 	// means no path confinement.
 	AllowedPathPrefixes []string
+	// RelativePaths says how a relative path in a write param is read:
+	// refused (the default), or resolved against a directory and then
+	// judged and forwarded as the absolute path.
+	RelativePaths RelativePaths
 	// ArgPatterns are checked in file order; each must match a whole value.
 	ArgPatterns []ArgPattern
 	// MaxCalls is the per-session budget; nil means unlimited, 0 forbids the tool.
@@ -69,6 +73,48 @@ type Tool struct {
 type CountsAs struct {
 	Tool string
 	When []ArgPattern
+}
+
+// RelativePaths is the relative_paths key: how the server resolves a
+// relative path, so the engine can judge (and forward) the absolute path it
+// means. The zero value refuses relative paths.
+type RelativePaths struct {
+	// Mode is RelativeDeny, RelativeWorkDir or RelativeDir.
+	Mode RelativeMode
+	// Dir is the absolute, cleaned directory of RelativeDir.
+	Dir string
+}
+
+// RelativeMode is how relative paths are read.
+type RelativeMode int
+
+// The relative_paths modes.
+const (
+	// RelativeDeny refuses a relative path: servers resolve them against
+	// different bases (their working directory, their allowed directories).
+	RelativeDeny RelativeMode = iota
+	// RelativeWorkDir resolves against the server's working directory.
+	RelativeWorkDir
+	// RelativeDir resolves against RelativePaths.Dir.
+	RelativeDir
+)
+
+// Words of the relative_paths key.
+const (
+	RelativeDenyWord    = "deny"
+	RelativeWorkDirWord = "workdir"
+)
+
+// String is the key's value as written in a policy: "deny", "workdir" or the
+// directory.
+func (r RelativePaths) String() string {
+	switch r.Mode {
+	case RelativeWorkDir:
+		return RelativeWorkDirWord
+	case RelativeDir:
+		return r.Dir
+	}
+	return RelativeDenyWord
 }
 
 // ArgPattern is one arg_patterns entry: Re matches the whole value.
