@@ -40,9 +40,11 @@ type call struct {
 	cancel context.CancelFunc // stops the human question, if one is open
 }
 
-// withdraw marks a held call cancelled by the client. It reports false when
-// the call already left the proxy (the cancellation must then go upstream).
-func (c *call) withdraw() bool {
+// withdraw marks a held call cancelled by the client. It reports whether
+// the cancellation is consumed (false when the call already left the
+// proxy: the cancellation must then go upstream), and whether this
+// withdrew the call (its answer is then the caller's business).
+func (c *call) withdraw() (consumed, withdrawn bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch c.state {
@@ -51,11 +53,11 @@ func (c *call) withdraw() bool {
 		if c.cancel != nil {
 			c.cancel()
 		}
-		return true
+		return true, true
 	case stateWithdrawn, stateAnswered:
-		return true // nothing more to do, and nothing for the upstream
+		return true, false // nothing more to do, and nothing for the upstream
 	}
-	return false
+	return false, false
 }
 
 // parseCall reads tools/call params. Anything the engine and the upstream
@@ -256,9 +258,7 @@ func (p *Proxy) auditLine(c *call, v engine.Verdict, reason string, rule engine.
 func (p *Proxy) forward(c *call) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p.mu.Lock()
-	delete(p.held, c.req.ID)
-	p.mu.Unlock()
+	p.unhold(c)
 	if c.state != stateHeld {
 		return
 	}
@@ -302,9 +302,7 @@ func blockedResult(reason string) json.RawMessage {
 func (p *Proxy) block(c *call, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p.mu.Lock()
-	delete(p.held, c.req.ID)
-	p.mu.Unlock()
+	p.unhold(c)
 	if c.state != stateHeld || !c.req.IsCall() {
 		return
 	}

@@ -16,7 +16,12 @@
 //   - tools/call: decided by the engine in the read loop, written to the audit
 //     log before anything else happens, and forwarded only when allowed;
 //   - the proxy's own requests (its tools/list pages, its elicitation/create)
-//     use string IDs "bouncer-N" and their answers are not forwarded.
+//     use string IDs "bouncer-N" and their answers are not forwarded;
+//   - request IDs pass unchanged or not at all, and each request gets exactly
+//     one answer, a batch's as one array: Conn refuses what it can't carry
+//     exactly and keeps a ledger of the answers owed, and the pump answers a
+//     cancelled request that came in a batch and drops the upstream's
+//     answers to IDs it was never sent.
 //
 // Everything the upstream sends is recorded as untrusted in the session's
 // taint store before the client sees it.
@@ -130,6 +135,7 @@ type Proxy struct {
 	prepin       []*call                               // tools/call waiting for the pin, in order
 	held         map[jsonrpc.ID]*call                  // calls decided but not forwarded (asking, or waiting for the pin)
 	fwd          map[jsonrpc.ID]string                 // client requests sent upstream, by ID → method
+	dropUp       map[jsonrpc.ID]bool                   // forwarded requests answered by the proxy (cancelled in a batch): the upstream's answer is dropped
 	waitUp       map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the upstream
 	waitDown     map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the client
 	relisting    bool
@@ -158,6 +164,7 @@ func New(cfg Config) *Proxy {
 		cfg:      cfg,
 		held:     map[jsonrpc.ID]*call{},
 		fwd:      map[jsonrpc.ID]string{},
+		dropUp:   map[jsonrpc.ID]bool{},
 		waitUp:   map[jsonrpc.ID]chan *jsonrpc.Response{},
 		waitDown: map[jsonrpc.ID]chan *jsonrpc.Response{},
 	}
@@ -206,8 +213,19 @@ func (p *Proxy) Run(ctx context.Context, down, up mcp.Connection) error {
 		result = ctx.Err()
 	}
 	cancel()
+	// The calls still held are now denied (the session ended before a
+	// human answered, or before the tool list came). Their answers go out
+	// before the client's side is closed: a batch holding one would
+	// otherwise never be sent. A client that stopped reading holds this up
+	// for DrainTimeout at most.
+	idle := make(chan struct{})
+	go func() { p.wg.Wait(); close(idle) }()
+	select {
+	case <-idle:
+	case <-time.After(p.cfg.DrainTimeout):
+	}
 	_ = down.Close()
-	p.wg.Wait()
+	<-idle
 	return result
 }
 
@@ -261,6 +279,7 @@ func (p *Proxy) failPending() {
 		ids = append(ids, id)
 	}
 	p.fwd = map[jsonrpc.ID]string{}
+	p.dropUp = map[jsonrpc.ID]bool{}
 	for id, ch := range p.waitUp {
 		close(ch)
 		delete(p.waitUp, id)
@@ -307,6 +326,11 @@ func ours(id jsonrpc.ID) bool {
 func (p *Proxy) downLoop(ctx context.Context) error {
 	for {
 		msg, err := p.down.Read(ctx)
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			p.logf("from the client: %v", err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -341,12 +365,13 @@ func (p *Proxy) fromClientResponse(m *jsonrpc.Response) {
 }
 
 func (p *Proxy) fromClientRequest(m *jsonrpc.Request) error {
-	if m.IsCall() && ours(m.ID) {
-		p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
-			Code:    jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("bouncer: request IDs starting with %q are reserved for the proxy", idPrefix),
-		}})
-		return nil
+	if m.IsCall() {
+		if why := p.unusableID(m.ID); why != "" {
+			p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
+				Code: jsonrpc.CodeInvalidRequest, Message: "bouncer: " + why,
+			}})
+			return nil
+		}
 	}
 	switch m.Method {
 	case "server/discover":
@@ -376,6 +401,11 @@ func (p *Proxy) fromClientRequest(m *jsonrpc.Request) error {
 		if p.cancelHeld(m) {
 			return nil
 		}
+		if why := cancelsNothing(m.Params); why != "" {
+			p.logf("dropped the client's notifications/cancelled: %s", why)
+			return nil
+		}
+		p.cancelForwarded(m)
 	}
 	if m.IsCall() {
 		p.mu.Lock()
@@ -490,19 +520,65 @@ func setField(doc json.RawMessage, key string, value any) (json.RawMessage, erro
 	return json.Marshal(obj)
 }
 
+// unusableID says why a client request can't have the id it has, or "".
+// The proxy's own range is refused, so an answer can never be mistaken for
+// one meant for the proxy. So is the id of a request the proxy answered
+// itself while the upstream still has it (see cancelForwarded): the
+// upstream's late answer would be taken for the new request's.
+func (p *Proxy) unusableID(id jsonrpc.ID) string {
+	if ours(id) {
+		return fmt.Sprintf("request IDs starting with %q are reserved for the proxy", idPrefix)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dropUp[id] {
+		return fmt.Sprintf("request id %s was cancelled but the upstream has not answered it yet; use another id", idText(id))
+	}
+	return ""
+}
+
+// cancelledID is the request a notifications/cancelled names, read as
+// exactly as the request's own id was (see parseID).
+func cancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
+	var v struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &v) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := parseID(v.RequestID)
+	return id, err == nil && id.IsValid()
+}
+
+// cancelsNothing says why a notifications/cancelled can name no request
+// that was passed on, or "": its requestId is one no request may have (see
+// parseID). Such a notification is dropped, not relayed: a peer reading ids
+// as the go-sdk does would take requestId 1.5 for 1, and cancel that.
+func cancelsNothing(params json.RawMessage) string {
+	var v struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &v) != nil || len(v.RequestID) == 0 {
+		return ""
+	}
+	if _, err := parseID(v.RequestID); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// codeCancelled is the error code of the answer a cancelled request gets
+// when it must get one (see withdrawn); JSON-RPC and MCP define none, and
+// this is the one LSP uses.
+const codeCancelled = -32800
+
 // cancelHeld handles the client's notifications/cancelled for a call the
-// proxy holds (asking a human, or waiting for the pin): the call is
+// proxy holds (asking a human, or waiting for the tool list): the call is
 // withdrawn here and the upstream never hears of it. It reports whether the
 // notification was consumed.
 func (p *Proxy) cancelHeld(m *jsonrpc.Request) bool {
-	var params struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(m.Params, &params) != nil {
-		return false
-	}
-	id, err := jsonrpc.MakeID(params.RequestID)
-	if err != nil || !id.IsValid() {
+	id, ok := cancelledID(m.Params)
+	if !ok {
 		return false
 	}
 	p.mu.Lock()
@@ -511,7 +587,75 @@ func (p *Proxy) cancelHeld(m *jsonrpc.Request) bool {
 	if !ok {
 		return false
 	}
-	return c.withdraw()
+	consumed, withdrawn := c.withdraw()
+	if withdrawn {
+		p.unhold(c)
+		p.withdrawn(id)
+	}
+	return consumed
+}
+
+// withdrawn is called for a client request that will get no answer,
+// because the client cancelled it. If it came in a batch it is answered
+// anyway, with an error: its batch goes back as one array once every
+// request in it is answered, and without this the answers to the others
+// would never reach the client. (MCP has the client ignore an answer to a
+// request it cancelled.) Otherwise its id is free again.
+func (p *Proxy) withdrawn(id jsonrpc.ID) {
+	book, ok := p.down.(answerBook)
+	if !ok || !book.Release(id) {
+		return
+	}
+	p.writeDown(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code: codeCancelled, Message: "bouncer: the request was cancelled",
+	}})
+}
+
+// cancelForwarded handles the client's notifications/cancelled for a
+// request already sent upstream, before it is relayed there. A request
+// that came alone is left to the upstream, which may answer it or not, as
+// MCP allows. One that came in a batch is answered now (see withdrawn),
+// since an upstream that does not answer cancelled requests would hold up
+// the whole batch; its answer from the upstream, if one comes, is dropped.
+func (p *Proxy) cancelForwarded(m *jsonrpc.Request) {
+	id, ok := cancelledID(m.Params)
+	if !ok {
+		return
+	}
+	book, ok := p.down.(answerBook)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	_, forwarded := p.fwd[id]
+	answer := forwarded && book.InBatch(id)
+	if answer {
+		delete(p.fwd, id)
+		p.dropUp[id] = true
+	}
+	p.mu.Unlock()
+	if answer {
+		p.writeDown(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+			Code: codeCancelled, Message: "bouncer: the request was cancelled",
+		}})
+	}
+}
+
+// answerBook is implemented by *Conn: the requests read from the client
+// that are still owed an answer. The pump needs it to answer each request
+// in a batch exactly once.
+type answerBook interface {
+	InBatch(jsonrpc.ID) bool
+	Release(jsonrpc.ID) (inBatch bool)
+}
+
+// unhold forgets a held call, unless its id is held by a newer call.
+func (p *Proxy) unhold(c *call) {
+	p.mu.Lock()
+	if p.held[c.req.ID] == c {
+		delete(p.held, c.req.ID)
+	}
+	p.mu.Unlock()
 }
 
 // ---- upstream → client ----
@@ -519,6 +663,11 @@ func (p *Proxy) cancelHeld(m *jsonrpc.Request) bool {
 func (p *Proxy) upLoop(ctx context.Context) error {
 	for {
 		msg, err := p.up.Read(ctx)
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			p.logf("from the upstream: %v", err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -594,15 +743,25 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 	p.mu.Lock()
 	method, known := p.fwd[m.ID]
 	delete(p.fwd, m.ID)
+	dropped := p.dropUp[m.ID]
+	delete(p.dropUp, m.ID)
 	isInit := method == "initialize" && p.initID != nil && *p.initID == m.ID
 	p.mu.Unlock()
-	if known {
-		switch {
-		case isInit:
-			p.upstreamInitialized(m)
-		case method == "tools/list" && m.Error == nil:
-			p.observeList(m.Result, "the client's tools/list")
+	if !known {
+		// Only a request sent upstream gets the upstream's answer: an
+		// answer to anything else (a call the proxy holds or answered
+		// itself, an id nobody used, a second answer) would reach the
+		// client as one it never asked for, or answer a request twice.
+		if !dropped {
+			p.logf("the upstream answered id %s, which no request sent to it is waiting for; dropped", idText(m.ID))
 		}
+		return
+	}
+	switch {
+	case isInit:
+		p.upstreamInitialized(m)
+	case method == "tools/list" && m.Error == nil:
+		p.observeList(m.Result, "the client's tools/list")
 	}
 	p.writeDown(m)
 }
@@ -649,8 +808,14 @@ func (p *Proxy) fromUpstreamRequest(m *jsonrpc.Request) {
 		}
 		return
 	}
-	if m.Method == "notifications/tools/list_changed" {
+	switch m.Method {
+	case "notifications/tools/list_changed":
 		p.relist()
+	case "notifications/cancelled":
+		if why := cancelsNothing(m.Params); why != "" {
+			p.logf("dropped the upstream's notifications/cancelled: %s", why)
+			return
+		}
 	}
 	p.writeDown(m)
 }
