@@ -175,19 +175,14 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 		p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
 		p.block(c, reason)
 		return nil
-	case !p.pinDone:
-		// Hold the call until the complete tool list is pinned; the pinner
-		// decides queued calls in the order they came. A client that did
-		// not wait for the initialize result is served too.
-		p.held[m.ID] = c
-		p.prepin = append(p.prepin, c)
-		start := p.initResult && !p.pinStarted
-		if start {
-			p.pinStarted = true
-		}
+	case !p.listCurrentLocked():
+		// Hold the call until the tool list is pinned, or re-read after a
+		// list_changed (pin.go); the lister decides held calls in the
+		// order they came.
+		start := p.queueLocked(c)
 		p.mu.Unlock()
 		if start {
-			p.startPin()
+			p.startLister()
 		}
 		return nil
 	}
@@ -502,6 +497,13 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 	}
 	for _, a := range d.Asks {
 		p.cfg.Engine.Approve(c.tool, a.Param, a.Value)
+	}
+	// A list_changed may have come while the human was asked.
+	if err := p.awaitList(ctx); err != nil {
+		reason := "approved, but the tool list changed and could not be re-read: " + err.Error()
+		_ = p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
+		p.block(c, reason)
+		return
 	}
 	p.settled()
 	d2 := p.cfg.Engine.Recheck(engine.Call{Tool: c.tool, Args: c.args})

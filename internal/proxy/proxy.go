@@ -12,7 +12,8 @@
 //     version is taken from the upstream's answer;
 //   - tools/list: the proxy lists every page itself at startup and pins the
 //     result; later lists (the client's, and its own after list_changed) are
-//     compared against the pin;
+//     compared against the pin, and no call is decided while a re-list that
+//     a list_changed asked for is under way (pin.go);
 //   - tools/call: decided by the engine in the read loop, written to the audit
 //     log before anything else happens, and forwarded only when allowed;
 //   - the proxy's own requests (its tools/list pages, its elicitation/create)
@@ -130,17 +131,24 @@ type Proxy struct {
 	initialized  bool        // the client sent notifications/initialized
 	negotiated   string      // protocol version from the upstream's answer
 	clientElicit bool        // the client can answer form elicitation
-	pinStarted   bool
-	pinDone      bool
-	prepin       []*call                               // tools/call waiting for the pin, in order
-	held         map[jsonrpc.ID]*call                  // calls decided but not forwarded (asking, or waiting for the pin)
-	fwd          map[jsonrpc.ID]string                 // client requests sent upstream, by ID → method
-	dropUp       map[jsonrpc.ID]bool                   // forwarded requests answered by the proxy (cancelled in a batch): the upstream's answer is dropped
-	waitUp       map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the upstream
-	waitDown     map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the client
-	relisting    bool
-	relistAgain  bool
-	upClosed     bool
+
+	held     map[jsonrpc.ID]*call                  // calls not yet forwarded or answered (asking, or waiting for the tool list)
+	fwd      map[jsonrpc.ID]string                 // client requests sent upstream, by ID → method
+	dropUp   map[jsonrpc.ID]bool                   // forwarded requests answered by the proxy (cancelled in a batch): the upstream's answer is dropped
+	waitUp   map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the upstream
+	waitDown map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the client
+	upClosed bool
+
+	// The tool list; see pin.go.
+	pinned      bool              // the first listing is over (pinned, or failed and nothing is pinned)
+	listing     bool              // the lister goroutine runs
+	listWant    uint64            // listings asked for: the pin, then one per list_changed
+	listTried   uint64            // listWant when the last listing started
+	listHave    uint64            // listWant when the last successful listing started
+	listErr     error             // why the last re-list failed
+	listDone    chan struct{}     // closed (and replaced) whenever a listing ends
+	queue       []*call           // tools/call waiting for the tool list, in order
+	clientLists []json.RawMessage // tools/list results the client got before the pin
 }
 
 // New returns a proxy for one session.
@@ -167,6 +175,8 @@ func New(cfg Config) *Proxy {
 		dropUp:   map[jsonrpc.ID]bool{},
 		waitUp:   map[jsonrpc.ID]chan *jsonrpc.Response{},
 		waitDown: map[jsonrpc.ID]chan *jsonrpc.Response{},
+		listWant: 1, // the pin
+		listDone: make(chan struct{}),
 	}
 }
 
@@ -242,7 +252,7 @@ func (p *Proxy) drain(ctx context.Context, upErr <-chan error) {
 		p.mu.Lock()
 		// Some servers (the go-sdk's among them) drop answers still owed
 		// when their stdin closes, so wait for those too.
-		waiting := !p.pinDone && (p.pinStarted || len(p.prepin) > 0) || len(p.fwd) > 0
+		waiting := p.listing || len(p.queue) > 0 || len(p.fwd) > 0
 		p.mu.Unlock()
 		if !waiting {
 			break
@@ -386,13 +396,10 @@ func (p *Proxy) fromClientRequest(m *jsonrpc.Request) error {
 		}
 		p.mu.Lock()
 		p.initialized = true
-		start := p.initResult && !p.pinStarted
-		if start {
-			p.pinStarted = true
-		}
+		start := p.listerDueLocked()
 		p.mu.Unlock()
 		if start {
-			p.startPin()
+			p.startLister()
 		}
 		return nil
 	case "tools/call":
@@ -778,22 +785,19 @@ func (p *Proxy) upstreamInitialized(m *jsonrpc.Response) {
 	p.mu.Lock()
 	p.negotiated = res.ProtocolVersion
 	p.initResult = m.Error == nil
-	start := !p.pinStarted && (p.initialized || len(p.prepin) > 0 || m.Error != nil)
-	if start {
-		p.pinStarted = true
+	if m.Error != nil && !p.pinned {
+		// No session, so no tool list: nothing is pinned, and every call
+		// (those that waited, too) is denied with rule pinning.
+		p.pinned = true
+		p.listTried, p.listHave = p.listWant, p.listWant
 	}
+	start := p.listerDueLocked()
 	p.mu.Unlock()
-	switch {
-	case start && m.Error != nil:
-		// No session, so no tool list: calls that waited are denied.
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.logf("the upstream refused initialize, so every tool call will be denied: %v", m.Error)
-			p.decideQueued()
-		}()
-	case start:
-		p.startPin()
+	if m.Error != nil {
+		p.logf("the upstream refused initialize, so every tool call will be denied: %v", m.Error)
+	}
+	if start {
+		p.startLister()
 	}
 }
 
