@@ -264,3 +264,31 @@ func TestBatchAnswers(t *testing.T) {
 		})
 	}
 }
+
+// The same for a batch the upstream sends the client: a request in it that
+// the upstream cancels is answered for the client, so the upstream gets its
+// batch's answers, as one array.
+func TestUpstreamBatchAnswered(t *testing.T) {
+	cmd := selfServer(t, "raw-upbatch", ".")
+	h := newHarness(t, hopts{cmd: &cmd})
+	w := h.wire()
+	w.handshake("2025-03-26", false)
+	w.pinned()
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"batch","arguments":{}}}`)
+	w.until("ping 42", func(line string) bool { return strings.Contains(line, `"id":42,"method":"ping"`) })
+	w.until("the cancellation of 41", func(line string) bool { return strings.Contains(line, `"notifications/cancelled"`) })
+	w.send(`{"jsonrpc":"2.0","id":42,"result":{}}`)
+	w.send(`{"jsonrpc":"2.0","id":41,"result":{}}`) // too late: dropped
+	w.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	w.until("ping 2", func(line string) bool { return strings.Contains(line, `"id":2,`) })
+	var got []string
+	for _, line := range strings.Split(h.received(), "\n") {
+		if strings.Contains(line, `"id":41`) || strings.Contains(line, `"id":42`) {
+			got = append(got, line)
+		}
+	}
+	want := `[{"jsonrpc":"2.0","id":41,"error":{"code":-32800,"message":"bouncer: the request was cancelled"}},{"jsonrpc":"2.0","id":42,"result":{}}]`
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("the upstream got %q, want only %s", got, want)
+	}
+}

@@ -820,6 +820,28 @@ func (p *Proxy) fromUpstreamRequest(m *jsonrpc.Request) {
 			p.logf("dropped the upstream's notifications/cancelled: %s", why)
 			return
 		}
+		p.upstreamCancelled(m.Params)
 	}
 	p.writeDown(m)
+}
+
+// upstreamCancelled is withdrawn's mirror: the upstream cancelled a
+// request it sent the client, so the client need not answer it (and an
+// answer that comes anyway is dropped). If the request came in a batch,
+// the proxy answers it for the client, or the upstream's batch would wait
+// for it forever.
+func (p *Proxy) upstreamCancelled(params json.RawMessage) {
+	id, ok := cancelledID(params)
+	if !ok {
+		return
+	}
+	book, ok := p.up.(answerBook)
+	if !ok || !book.Release(id) {
+		return
+	}
+	if err := p.writeUp(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code: codeCancelled, Message: "bouncer: the request was cancelled",
+	}}); err != nil {
+		p.logf("%v", err)
+	}
 }

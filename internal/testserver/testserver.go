@@ -212,6 +212,8 @@ func Helpdesk(dir string) error {
 //	            tools/list fails, the ones after it succeed
 //	slow        answers tools/list 500 ms late, and never answers a call
 //	            of its tool hang (as servers that drop a cancelled request)
+//	upbatch     tool batch: sends the client the batch [ping 41, ping 42],
+//	            then cancels 41
 //
 // With dir set, every line it reads is appended to dir/received.jsonl, so
 // a test can check what reached the server.
@@ -261,6 +263,8 @@ func Raw(mode, dir string) error {
 			list = append(list, tool("poke"))
 		case "slow":
 			list = append(list, tool("hang"))
+		case "upbatch":
+			list = append(list, tool("batch"))
 		case "change", "changefail":
 			list = append(list, described(tool("send_email", "to"), mail), tool("change"))
 		}
@@ -394,6 +398,12 @@ func Raw(mode, dir string) error {
 				if msg.Params.Name != "hang" {
 					reply(text("ok"))
 				}
+			case "upbatch":
+				if msg.Params.Name == "batch" {
+					sendLine(`[{"jsonrpc":"2.0","id":41,"method":"ping"},{"jsonrpc":"2.0","id":42,"method":"ping"}]`)
+					sendLine(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41}}`)
+				}
+				reply(text("ok"))
 			case "change", "changefail":
 				if msg.Params.Name == "change" {
 					changed = mode == "change"
