@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // batchOf checks that line holds a batch's answers, one per id in want, in
@@ -36,7 +37,7 @@ func single(t *testing.T, line, id string) wireAnswer {
 func wantCode(t *testing.T, a wireAnswer, code int) {
 	t.Helper()
 	if a.Error == nil || a.Error.Code != code {
-		t.Fatalf("answer %+v, want error %d", a, code)
+		t.Fatalf("answer %+v (error %+v), want error %d", a, a.Error, code)
 	}
 }
 
@@ -55,6 +56,18 @@ func (h *harness) received() string {
 		h.t.Fatal(err)
 	}
 	return string(b)
+}
+
+// waitReceived waits until the raw test server has read a line holding s.
+func (h *harness) waitReceived(s string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(h.received(), s) {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the server did not get %s:\n%s", s, h.received())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Each request in a client batch gets exactly one answer, and the batch's
@@ -174,6 +187,7 @@ func TestBatchAnswers(t *testing.T) {
 			w.send(batch(req("15", call("hang", `{}`)), req("16", ping)))
 			w.send(req("17", ping)) // the batch is not answered yet
 			single(t, w.answer("ping 17"), "17")
+			h.waitReceived(`"id":15,"method":"tools/call"`) // forwarded, not held
 			w.send(cancel("15"))
 			a := batchOf(t, w.answer("the batch"), "15", "16")
 			wantCode(t, a["15"], codeCancelled)
