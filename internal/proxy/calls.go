@@ -38,9 +38,11 @@ type call struct {
 	cancel context.CancelFunc // stops the human question, if one is open
 }
 
-// withdraw marks a held call cancelled by the client. It reports false when
-// the call already left the proxy (the cancellation must then go upstream).
-func (c *call) withdraw() bool {
+// withdraw marks a held call cancelled by the client. It reports whether
+// the cancellation is consumed (false when the call already left the
+// proxy: the cancellation must then go upstream), and whether this
+// withdrew the call (its answer is then the caller's business).
+func (c *call) withdraw() (consumed, withdrawn bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch c.state {
@@ -49,11 +51,11 @@ func (c *call) withdraw() bool {
 		if c.cancel != nil {
 			c.cancel()
 		}
-		return true
+		return true, true
 	case stateWithdrawn, stateAnswered:
-		return true // nothing more to do, and nothing for the upstream
+		return true, false // nothing more to do, and nothing for the upstream
 	}
-	return false
+	return false, false
 }
 
 // clientCall handles a tools/call from the client. It runs in the read loop,
@@ -95,19 +97,14 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 		p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
 		p.block(c, reason)
 		return nil
-	case !p.pinDone:
-		// Hold the call until the complete tool list is pinned; the pinner
-		// decides queued calls in the order they came. A client that did
-		// not wait for the initialize result is served too.
-		p.held[m.ID] = c
-		p.prepin = append(p.prepin, c)
-		start := p.initResult && !p.pinStarted
-		if start {
-			p.pinStarted = true
-		}
+	case !p.listCurrentLocked():
+		// Hold the call until the tool list is pinned, or re-read after a
+		// list_changed (pin.go); the lister decides held calls in the
+		// order they came.
+		start := p.queueLocked(c)
 		p.mu.Unlock()
 		if start {
-			p.startPin()
+			p.startLister()
 		}
 		return nil
 	}
@@ -212,9 +209,7 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 func (p *Proxy) forward(c *call) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p.mu.Lock()
-	delete(p.held, c.req.ID)
-	p.mu.Unlock()
+	p.unhold(c)
 	if c.state != stateHeld {
 		return
 	}
@@ -262,9 +257,7 @@ func blockedResult(reason string) json.RawMessage {
 func (p *Proxy) block(c *call, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p.mu.Lock()
-	delete(p.held, c.req.ID)
-	p.mu.Unlock()
+	p.unhold(c)
 	if c.state != stateHeld || !c.req.IsCall() {
 		return
 	}
@@ -487,6 +480,13 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 				p.logf("could not remember %q for server %q: %v", a.Value, p.cfg.Server, err)
 			}
 		}
+	}
+	// A list_changed may have come while the human was asked.
+	if err := p.awaitList(ctx); err != nil {
+		reason := "approved, but the tool list changed and could not be re-read: " + err.Error()
+		_ = p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
+		p.block(c, reason)
+		return
 	}
 	p.settled()
 	d2 := p.cfg.Engine.Recheck(c.ec)
