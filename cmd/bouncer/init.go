@@ -44,7 +44,7 @@ func cmdInit(args []string) int {
 	var changes []mcpconfig.Change
 	var notes []string
 	if *undo {
-		out, changes, err = cfg.Undo(servers)
+		out, changes, err = cfg.Undo("", servers)
 	} else {
 		abs, aerr := filepath.Abs(*configFile)
 		if aerr != nil {
@@ -55,7 +55,7 @@ func cmdInit(args []string) int {
 		if note != "" {
 			notes = append(notes, note)
 		}
-		out, changes, err = cfg.Wrap(mcpconfig.WrapOptions{Servers: servers, Command: command, ConfigPath: abs})
+		out, changes, err = cfg.Wrap(mcpconfig.WrapOptions{Servers: servers, Command: command, ConfigArg: abs})
 	}
 	if err != nil {
 		errorf("%v", err)
