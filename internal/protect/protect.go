@@ -111,7 +111,8 @@ type Edit struct {
 // Changed reports whether the edit writes anything.
 func (e Edit) Changed() bool { return e.Old == nil || !bytes.Equal(e.Old, e.New) }
 
-const header = `# Bouncer policy, written by bouncer init. Edit it freely: init only adds
+// Header starts a policy file init creates.
+const Header = `# Bouncer policy, written by bouncer init. Edit it freely: init only adds
 # what is missing and never removes or changes an entry you wrote.
 # Reference: docs/policy.md. Relative paths are relative to this file.
 `
@@ -139,7 +140,7 @@ func Extend(path string, old []byte, dirs []string) (Edit, error) {
 	}
 	text := old
 	if text == nil {
-		text = []byte(header)
+		text = []byte(Header)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(text, &doc); err != nil {
