@@ -735,4 +735,3 @@ func bouncerCommand() (command, note string) {
 	}
 	return exe, fmt.Sprintf("Note: bouncer is not on PATH, so the entries launch %s by its absolute path (desktop clients don't see your shell's PATH). Run init again if you move the binary.", exe)
 }
-
