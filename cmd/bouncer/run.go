@@ -77,6 +77,7 @@ func cmdRun(args []string) int {
 	trust := fs.String("trust", "", "trust configuration `FILE` for signed policy")
 	configFile := fs.String("config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
 	serverName := fs.String("server", "", "server `NAME` in --config")
+	project := fs.String("project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
 	if done, status := parseFlags(fs, args); done {
 		return status
 	}
@@ -95,15 +96,25 @@ func cmdRun(args []string) int {
 		if len(rest) > 0 {
 			return usageError("give either --config/--server or -- COMMAND, not both")
 		}
-		c, err := upstreamFromConfig(*configFile, *serverName)
+		c, base, err := upstreamFromConfig(*configFile, *project, *serverName)
 		if err != nil {
 			errorf("%v", err)
 			return exitUsage
 		}
 		upCmd = c
+		// A relative --policy is relative to where a relative --config
+		// was found (the project's root), so a wrapped entry a team
+		// commits names both without an absolute path.
+		for i, p := range policies {
+			if !filepath.IsAbs(p) {
+				policies[i] = filepath.Join(base, p)
+			}
+		}
 		if *name == "" {
 			*name = *serverName
 		}
+	case *project != "":
+		return usageError("--project goes with --config and --server")
 	case len(rest) == 0:
 		return usageError("no upstream: give -- COMMAND [ARG]... or --config FILE --server NAME")
 	default:
@@ -281,14 +292,21 @@ func newSessionID() string {
 }
 
 // upstreamFromConfig returns the command for the x-bouncer-upstream entry
-// of server name in a client config: its command and args, its env laid
-// over ours (as the client would have done), and its cwd.
-func upstreamFromConfig(file, name string) (proxy.Command, error) {
-	e, err := mcpconfig.Upstream(file, name)
+// of server name in a client config (in its projects[project] block when
+// project is set): its command and args, its env laid over ours (as the
+// client would have done), and its cwd, with the client's ${...} variables
+// expanded from our environment, which is the one the client gave us. base
+// is the directory relative --policy files are resolved against.
+func upstreamFromConfig(file, project, name string) (c proxy.Command, base string, err error) {
+	r, err := mcpconfig.Resolve(mcpconfig.Lookup{File: file, Project: project, Server: name, Getenv: os.LookupEnv})
 	if err != nil {
-		return proxy.Command{}, err
+		return proxy.Command{}, "", err
 	}
-	c := proxy.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
+	e := r.Entry
+	if e.Command == "" {
+		return proxy.Command{}, "", fmt.Errorf("%s: server %q is a remote server (url %s); bouncer run can't reach remote servers yet", r.File, name, e.URL)
+	}
+	c = proxy.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
 	if len(e.Env) > 0 {
 		c.Env = os.Environ()
 		keys := make([]string, 0, len(e.Env))
@@ -300,7 +318,7 @@ func upstreamFromConfig(file, name string) (proxy.Command, error) {
 			c.Env = append(c.Env, k+"="+e.Env[k]) // exec keeps the last of duplicate keys
 		}
 	}
-	return c, nil
+	return c, r.Base, nil
 }
 
 // toolNames lists the names in a tools/list result's tools.
