@@ -18,6 +18,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/bundle"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
@@ -27,7 +28,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
-const runSynopsis = `bouncer run [--policy FILE]... [--name NAME] [--sandbox auto|strict|off] [--trust FILE] -- COMMAND [ARG]...
+const runSynopsis = `bouncer run [--policy FILE]... [--name NAME] [--sandbox auto|strict|off] [--trust FILE] [--observe] -- COMMAND [ARG]...
        bouncer run --config FILE --server NAME [--policy FILE]... [other flags]`
 
 // stopGrace is how long the upstream gets after its stdin closes, and again
@@ -38,19 +39,6 @@ const stopGrace = 2 * time.Second
 // an init function in their own cmd file; the defaults below fail closed
 // where doing nothing would be a silent weakening.
 var (
-	// policyCheck returns the check that each policy file's exact bytes
-	// must pass before they are parsed (their Sigstore bundles under the
-	// trust configuration: --trust FILE, else stateDir's trust.yaml, with
-	// /etc/bouncer/trust.yaml always applied), or nil when no trust
-	// configuration exists. An error, or a file that fails the check, stops
-	// run with exit status 2 before the upstream starts.
-	policyCheck = func(trustFile, stateDir string) (func(file string, data []byte) error, error) {
-		if trustFile != "" {
-			return nil, fmt.Errorf("%s: signed policy verification is not available in this build", trustFile)
-		}
-		return nil, nil
-	}
-
 	// prepareSandbox may rewrite the upstream command before it starts
 	// (the sandbox launcher re-execs itself around it), keeping the
 	// upstream away from stateDir. An error exits 2.
@@ -75,6 +63,7 @@ func cmdRun(args []string) int {
 	name := fs.String("name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
 	sandbox := fs.String("sandbox", "auto", "confinement: auto, strict or off")
 	trust := fs.String("trust", "", "trust configuration `FILE` for signed policy")
+	observe := fs.Bool("observe", false, "decide and audit every call as enforcing would (enforced: false), but forward it anyway and ask nobody: for rolling out")
 	configFile := fs.String("config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
 	serverName := fs.String("server", "", "server `NAME` in --config")
 	project := fs.String("project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
@@ -134,10 +123,24 @@ func cmdRun(args []string) int {
 		errorf("%v", err)
 		return exitFail
 	}
-	check, err := policyCheck(*trust, dir)
-	if err != nil {
+	// The trust configuration: the signed-policy check of each file's
+	// exact bytes, and whether observe mode is allowed.
+	var check func(file string, data []byte) error
+	tr, err := bundle.LoadTrust(*trust, dir)
+	switch {
+	case errors.Is(err, bundle.ErrNoTrust):
+		tr = nil
+	case err != nil:
 		errorf("%v", err)
 		return exitUsage
+	default:
+		check = tr.CheckPolicy
+	}
+	if *observe && tr != nil {
+		if file, on := tr.Enforce(); on {
+			errorf("--observe: %s sets enforce: true, so this machine enforces its policy; observe mode is for a rollout that has not reached it (remove --observe)", file)
+			return exitUsage
+		}
 	}
 	workDir := upCmd.Dir
 	if workDir == "" {
@@ -198,12 +201,17 @@ func cmdRun(args []string) int {
 	if applied != "" {
 		errorf("sandbox: %s", applied)
 	}
+	if *observe {
+		errorf("OBSERVE MODE: every call is decided and audited (enforced: false) but forwarded whatever the verdict, and nobody is asked. Nothing is blocked. bouncer log shows what would have been.")
+	}
 
 	p := proxy.New(proxy.Config{
 		Server:  *name,
 		Engine:  dec.Engine(*name),
 		Store:   dec.Session.Output(*name),
 		Trusted: dec.Session.TrustedOutput(*name),
+		Observe: *observe,
+		Policy:  pol.Digest(version),
 		OnPinned: func(tools []json.RawMessage) {
 			if err := report.SavePinned(dir, *name, tools); err != nil {
 				errorf("could not keep the pinned tool list for bouncer report: %v", err)

@@ -66,8 +66,12 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	tool, args := ec.Tool, ec.Args
 	if !m.IsCall() {
 		// A tools/call without an ID gets no answer, so it can't be told
-		// it was refused; it is never forwarded.
+		// it was refused; it is never forwarded (but in observe mode).
 		p.auditLine(&call{req: m, tool: tool, args: args}, engine.Deny, "tools/call sent as a notification (no id) is never forwarded", engine.RuleDefault, "")
+		if p.cfg.Observe {
+			p.relay(m)
+			return nil
+		}
 		p.logf("refused a tools/call notification for %q", tool)
 		return nil
 	}
@@ -75,6 +79,10 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	if perr != nil {
 		reason := "malformed tools/call: " + perr.Error()
 		p.auditLine(c, engine.Deny, reason, engine.RuleDefault, "")
+		if p.cfg.Observe {
+			p.forward(c) // as the client sent it: observe mode enforces nothing
+			return nil
+		}
 		var ce *engine.CallError
 		if errors.As(perr, &ce) && ce.Invalid {
 			// Broken params are a JSON-RPC error, as a server gives them.
@@ -95,7 +103,7 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 		p.mu.Unlock()
 		reason := "the session is not initialized, so no tool list is pinned"
 		p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
-		p.block(c, reason)
+		p.refuse(c, reason)
 		return nil
 	case !p.listCurrentLocked():
 		// Hold the call until the tool list is pinned, or re-read after a
@@ -111,6 +119,17 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	p.mu.Unlock()
 	p.decide(c)
 	return nil
+}
+
+// refuse answers a call the proxy refused before the engine could judge
+// it (its audit line is written): blocked, or, in observe mode, forwarded
+// as it came.
+func (p *Proxy) refuse(c *call, reason string) {
+	if p.cfg.Observe {
+		p.forward(c)
+		return
+	}
+	p.block(c, reason)
 }
 
 // judged takes what the engine judged: the arguments as re-encoded, for the
@@ -135,6 +154,11 @@ func (p *Proxy) decide(c *call) {
 	c.judged(d)
 	if err := p.auditDecision(c, d); err != nil {
 		p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
+		return
+	}
+	if p.cfg.Observe {
+		// Decided and audited as enforcing would; acted on, not.
+		p.forward(c)
 		return
 	}
 	switch d.Verdict {
@@ -177,6 +201,10 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 	for _, d := range dests {
 		ds = append(ds, audit.Dest{Param: d.Param, Value: d.Value})
 	}
+	var enforced *bool
+	if p.cfg.Observe {
+		enforced = new(bool)
+	}
 	var id json.RawMessage
 	if c.req.IsCall() {
 		id, _ = json.Marshal(c.req.ID.Raw())
@@ -186,18 +214,20 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 		args = json.RawMessage("{}")
 	}
 	err := p.cfg.Audit.Append(audit.Entry{
-		TS:      p.cfg.Now().UTC(),
-		Server:  p.cfg.Server,
-		Tool:    c.tool,
-		Args:    args,
-		Verdict: string(v),
-		Reason:  reason,
-		Rule:    string(rule),
-		Session: p.cfg.Session,
-		ID:      id,
-		Code:    code,
-		Taint:   taint,
-		Dests:   ds,
+		TS:       p.cfg.Now().UTC(),
+		Server:   p.cfg.Server,
+		Tool:     c.tool,
+		Args:     args,
+		Verdict:  string(v),
+		Reason:   reason,
+		Rule:     string(rule),
+		Session:  p.cfg.Session,
+		ID:       id,
+		Code:     code,
+		Taint:    taint,
+		Dests:    ds,
+		Policy:   p.cfg.Policy,
+		Enforced: enforced,
 	})
 	if err != nil {
 		p.logf("audit: %v", err)

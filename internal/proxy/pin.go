@@ -127,7 +127,7 @@ func (p *Proxy) lister() {
 		case stale:
 			reason := fmt.Sprintf("the upstream's tool list changed and could not be re-read, so the change is unknown: %v", err)
 			_ = p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
-			p.block(c, reason)
+			p.refuse(c, reason)
 		default:
 			p.decide(c)
 		}

@@ -101,6 +101,12 @@ type Config struct {
 	// client's question with "remember" ticked: allowed through this server
 	// from now on (session.Remembered). Nil offers no such choice.
 	Remember func(dest string) error
+	// Observe decides every call exactly as enforcing would and audits it
+	// with enforced: false, then forwards it whatever the verdict: nobody
+	// is asked and no approval code is issued (bouncer run --observe).
+	Observe bool
+	// Policy is the effective policy's digest, written on every audit line.
+	Policy string
 	// OnPinned, if set, receives the tool list once it is pinned (run
 	// keeps it for bouncer report and warns about policy entries that name
 	// no tool of the server). It runs before any call is decided.

