@@ -160,6 +160,21 @@ func Suggest(pol *policy.Policy, entries []audit.Entry) *Result {
 		}
 		calls[e.Tool][e.Session][callKey] = true
 
+		if e.Taint != nil && e.Verdict == "deny" {
+			// Sent to a destination from untrusted output: listed as
+			// refused, however often it was tried.
+			k := key(e.Taint.Destination)
+			if refused[e.Tool] == nil {
+				refused[e.Tool] = map[string]*Refused{}
+			}
+			r := refused[e.Tool][k]
+			if r == nil {
+				r = &Refused{Destination: strings.TrimSpace(e.Taint.Destination), Sources: tainted[k]}
+				refused[e.Tool][k] = r
+			}
+			r.Evidence.add(e)
+			continue
+		}
 		switch {
 		case e.Rule == "budget" && e.Verdict == "deny":
 			if budgetHit[e.Tool] == nil {
