@@ -181,3 +181,24 @@ func TestObserveSuggestEnforce(t *testing.T) {
 		t.Fatalf("enforcing with the suggestion, the server sent: %v", effects)
 	}
 }
+
+// A server whose policy says shared_session: false keeps its own history:
+// what it returns taints nothing for the client's other servers.
+func TestSharedSessionOptOut(t *testing.T) {
+	home := t.TempDir()
+	isolated := e2e.Start(t, e2e.MCPGo(t, "attacker@evil.example"), e2e.Options{Home: home, Policy: sessionPolicy + "shared_session: false\n", Args: []string{"--name", "inbox"}})
+	sender := e2e.Start(t, e2e.MCPGo(t, "nobody@nowhere.example"), e2e.Options{Home: home, Policy: sessionPolicy, Args: []string{"--name", "outbox"}})
+	if r := isolated.CallTool(1, "read_inbox", `{}`); !strings.Contains(r.Text, "attacker@evil.example") {
+		t.Fatalf("read_inbox: %s", r.Raw)
+	}
+	if v, _, reason := sendTo(t, sender, 2, "outbox", "attacker@evil.example"); v != "ask" {
+		t.Fatalf("the opted-out server's output reached the other's session: %s %q", v, reason)
+	}
+	// It still judges with its own history.
+	if v, _, _ := sendTo(t, isolated, 3, "inbox", "attacker@evil.example"); v != "deny" {
+		t.Fatalf("the opted-out server lost its own taint: %s", v)
+	}
+	if !strings.Contains(isolated.Stderr(), "shared_session: false") {
+		t.Errorf("the opted-out proxy does not say so: %s", isolated.Stderr())
+	}
+}
