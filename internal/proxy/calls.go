@@ -211,6 +211,9 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 	}
 	args := c.args
 	if len(args) == 0 {
+		args = c.ec.Arguments()
+	}
+	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
 	err := p.cfg.Audit.Append(audit.Entry{
