@@ -26,8 +26,8 @@ type record struct {
 	Resource string `json:"resource,omitempty"`
 	// Issuer and the endpoints of the authorization server that issued
 	// the tokens.
-	Issuer        string `json:"issuer,omitempty"`
-	TokenEndpoint string `json:"token_endpoint,omitempty"`
+	Issuer        string        `json:"issuer,omitempty"`
+	TokenEndpoint string        `json:"token_endpoint,omitempty"`
 	Client        *clientRecord `json:"client,omitempty"`
 	Token         *tokenRecord  `json:"token,omitempty"`
 	// Scopes are the scopes granted so far (what a step-up adds to).

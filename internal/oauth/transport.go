@@ -174,4 +174,3 @@ func (ts tokenSource) Token() (*oauth2.Token, error) {
 	}
 	return &oauth2.Token{AccessToken: t, TokenType: "Bearer"}, nil
 }
-
