@@ -88,7 +88,16 @@ func redact(s string, known []string) string {
 	}
 	s = jsonSecret.ReplaceAllString(s, `${1}`+redacted+`"`)
 	s = formSecret.ReplaceAllString(s, `${1}`+redacted)
-	s = authHeader.ReplaceAllString(s, `${1}${2}`+redacted)
+	s = authHeader.ReplaceAllStringFunc(s, func(m string) string {
+		// "basic authentication" is prose; a credential has more than
+		// lower-case letters.
+		sub := authHeader.FindStringSubmatch(m)
+		cred := m[len(sub[1])+len(sub[2]):]
+		if strings.IndexFunc(cred, func(r rune) bool { return r < 'a' || r > 'z' }) < 0 {
+			return m
+		}
+		return sub[1] + sub[2] + redacted
+	})
 	return strings.Map(func(r rune) rune {
 		if r == '\n' || r == '\t' {
 			return ' '
