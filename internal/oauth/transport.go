@@ -144,7 +144,7 @@ func (h handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 	if !h.a.SignedIn() {
 		return nil, nil
 	}
-	return tokenSource{h.a}, nil
+	return tokenSource(h), nil
 }
 
 func (h handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
