@@ -340,9 +340,8 @@ func (as *testAS) verify(resource string) auth.TokenVerifier {
 // go-sdk's bearer token middleware, publishing its protected resource
 // metadata (RFC 9728) at the path-inserted well-known URL.
 type testRS struct {
-	srv      *httptest.Server
-	URL      string // the MCP endpoint
-	requests sync.Map
+	srv *httptest.Server
+	URL string // the streamable MCP endpoint; SSE is at /sse
 }
 
 func newTestRS(t *testing.T, as *testAS, scopes []string) *testRS {
@@ -351,34 +350,31 @@ func newTestRS(t *testing.T, as *testAS, scopes []string) *testRS {
 	rs.srv = httptest.NewServer(mux)
 	t.Cleanup(rs.srv.Close)
 	rs.URL = rs.srv.URL + "/mcp"
-	prmURL := rs.srv.URL + "/.well-known/oauth-protected-resource/mcp"
-	mux.Handle("GET /.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource:             rs.URL,
-		AuthorizationServers: []string{as.URL()},
-		ScopesSupported:      []string{"mcp:read", "mcp:write"},
-	}))
 	server := mcp.NewServer(&mcp.Implementation{Name: "remote", Version: "1"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
 		Text string `json:"text"`
 	}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
-	protected := auth.RequireBearerToken(as.verify(rs.URL), &auth.RequireBearerTokenOptions{
-		ResourceMetadataURL: prmURL,
-		Scopes:              scopes,
-	})(h)
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := "no-token"
-		if r.Header.Get("Authorization") != "" {
-			key = "token"
-		}
-		n, _ := rs.requests.LoadOrStore(key, new(int))
-		as.mu.Lock()
-		*n.(*int)++
-		as.mu.Unlock()
-		protected.ServeHTTP(w, r)
-	}))
+	// The streamable transport at /mcp, the older SSE transport at /sse:
+	// each its own protected resource.
+	for path, h := range map[string]http.Handler{
+		"/mcp": mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil),
+		"/sse": mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil),
+	} {
+		resource := rs.srv.URL + path
+		prmURL := rs.srv.URL + "/.well-known/oauth-protected-resource" + path
+		mux.Handle("GET /.well-known/oauth-protected-resource"+path, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource:             resource,
+			AuthorizationServers: []string{as.URL()},
+			ScopesSupported:      []string{"mcp:read", "mcp:write"},
+		}))
+		protected := auth.RequireBearerToken(as.verify(resource), &auth.RequireBearerTokenOptions{
+			ResourceMetadataURL: prmURL,
+			Scopes:              scopes,
+		})(h)
+		mux.Handle(path, protected)
+	}
 	return rs
 }
 

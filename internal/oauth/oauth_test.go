@@ -607,3 +607,25 @@ func TestConfiguredClient(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestSSETransport(t *testing.T) {
+	// The older SSE transport: the GET stream is what gets the 401.
+	f := newFixture(t)
+	cfg := f.config()
+	cfg.ServerURL = f.rs.srv.URL + "/sse"
+	a := f.authorizer(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "bouncer", Version: "test"}, nil)
+	s, err := c.Connect(ctx, &mcp.SSEClientTransport{Endpoint: cfg.ServerURL, HTTPClient: &http.Client{Transport: a.RoundTripper(nil)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.as.count("authorize"); n != 1 {
+		t.Fatalf("%d sign-ins", n)
+	}
+}

@@ -68,7 +68,12 @@ func tokenRequest(ctx context.Context, hc *http.Client, endpoint string, form ur
 		// RFC 6749 §2.3.1: form-encode both before the Basic encoding.
 		req.SetBasicAuth(url.QueryEscape(c.ID), url.QueryEscape(c.Secret))
 	}
-	resp, err := hc.Do(req)
+	// A token request is never redirected: the form carries the code,
+	// the verifier, the refresh token or the client secret, which must
+	// go to the token endpoint the metadata named and nowhere else.
+	noRedirect := *hc
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Do(req)
 	if err != nil {
 		return nil, err
 	}
