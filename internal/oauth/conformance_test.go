@@ -68,63 +68,65 @@ func TestConformance(t *testing.T) {
 	if len(scenarios) < 20 {
 		t.Fatalf("only %d auth scenarios listed:\n%s", len(scenarios), out)
 	}
-	for _, sc := range scenarios {
-		t.Run(strings.TrimPrefix(sc, "auth/"), func(t *testing.T) {
-			t.Parallel()
-			results := t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			cmd := suite(ctx, "client", "--command", client, "--scenario", sc, "-o", results, "--timeout", "60000")
-			var buf bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &buf, &buf
-			runErr := cmd.Run()
-			files, _ := filepath.Glob(filepath.Join(results, "*", "*", "checks.json"))
-			if len(files) != 1 {
-				t.Fatalf("no checks.json (%v):\n%s", runErr, buf.String())
-			}
-			data, err := os.ReadFile(files[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			var checks []struct {
-				ID, Status, Description, ErrorMessage string
-			}
-			if err := json.Unmarshal(data, &checks); err != nil {
-				t.Fatal(err)
-			}
-			passed := 0
-			for _, c := range checks {
-				switch c.Status {
-				case "SUCCESS":
-					passed++
-				case "FAILURE":
-					t.Errorf("%s: %s %s", c.ID, c.Description, c.ErrorMessage)
-				case "WARNING":
-					t.Logf("warning: %s: %s %s", c.ID, c.Description, c.ErrorMessage)
+	t.Run("auth", func(t *testing.T) {
+		for _, sc := range scenarios {
+			t.Run(strings.TrimPrefix(sc, "auth/"), func(t *testing.T) {
+				t.Parallel()
+				results := t.TempDir()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				cmd := suite(ctx, "client", "--command", client, "--scenario", sc, "-o", results, "--timeout", "60000")
+				var buf bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &buf, &buf
+				runErr := cmd.Run()
+				files, _ := filepath.Glob(filepath.Join(results, "*", "*", "checks.json"))
+				if len(files) != 1 {
+					t.Fatalf("no checks.json (%v):\n%s", runErr, buf.String())
 				}
-			}
-			if passed == 0 {
-				t.Errorf("no check passed")
-			}
-			if t.Failed() {
-				stderr, _ := filepath.Glob(filepath.Join(filepath.Dir(files[0]), "stderr.txt"))
-				for _, f := range stderr {
-					b, _ := os.ReadFile(f)
-					t.Logf("client stderr:\n%s", b)
+				data, err := os.ReadFile(files[0])
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			// No stderr line of the client holds the tokens the suite's
-			// authorization server issues ("test-token-…", "cc-token-…").
-			if logs, _ := filepath.Glob(filepath.Join(filepath.Dir(files[0]), "std*.txt")); len(logs) > 0 {
-				for _, f := range logs {
-					b, _ := os.ReadFile(f)
-					if regexp.MustCompile(`test-token|cc-token|test-secret|test-refresh`).Match(b) {
-						t.Errorf("%s holds a token or secret:\n%s", filepath.Base(f), b)
+				var checks []struct {
+					ID, Status, Description, ErrorMessage string
+				}
+				if err := json.Unmarshal(data, &checks); err != nil {
+					t.Fatal(err)
+				}
+				passed := 0
+				for _, c := range checks {
+					switch c.Status {
+					case "SUCCESS":
+						passed++
+					case "FAILURE":
+						t.Errorf("%s: %s %s", c.ID, c.Description, c.ErrorMessage)
+					case "WARNING":
+						t.Logf("warning: %s: %s %s", c.ID, c.Description, c.ErrorMessage)
 					}
 				}
-			}
-		})
-	}
+				if passed == 0 {
+					t.Errorf("no check passed")
+				}
+				if t.Failed() {
+					stderr, _ := filepath.Glob(filepath.Join(filepath.Dir(files[0]), "stderr.txt"))
+					for _, f := range stderr {
+						b, _ := os.ReadFile(f)
+						t.Logf("client stderr:\n%s", b)
+					}
+				}
+				// No stderr line of the client holds the tokens the suite's
+				// authorization server issues ("test-token-…", "cc-token-…").
+				if logs, _ := filepath.Glob(filepath.Join(filepath.Dir(files[0]), "std*.txt")); len(logs) > 0 {
+					for _, f := range logs {
+						b, _ := os.ReadFile(f)
+						if regexp.MustCompile(`test-token|cc-token|test-secret|test-refresh`).Match(b) {
+							t.Errorf("%s holds a token or secret:\n%s", filepath.Base(f), b)
+						}
+					}
+				}
+			})
+		}
+	})
 	// The browser was opened with the authorization URL each time.
 	opened, _ := os.ReadFile(record)
 	if n := strings.Count(string(opened), "/authorize?"); n < len(scenarios)/2 {

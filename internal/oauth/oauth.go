@@ -241,8 +241,8 @@ func (a *Authorizer) Seal() {
 }
 
 // Endpoints lists the host:port addresses a sealed Authorizer still
-// connects to: the server's and the token endpoint's (for refreshes).
-// Empty before the first sign-in.
+// connects to: the server's and the token endpoint's (for refreshes;
+// only the server's before the first sign-in).
 func (a *Authorizer) Endpoints() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
