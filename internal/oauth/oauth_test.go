@@ -629,3 +629,18 @@ func TestSSETransport(t *testing.T) {
 		t.Fatalf("%d sign-ins", n)
 	}
 }
+
+func TestUserAuthorizationHeaderUntouched(t *testing.T) {
+	f := newFixture(t)
+	a := f.authorizer(f.config())
+	req, _ := http.NewRequest("POST", f.rs.URL, strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer user-configured-static-token")
+	resp, err := (&http.Client{Transport: a.RoundTripper(nil)}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 || f.as.count("authorize") != 0 {
+		t.Fatalf("status %d, %d sign-ins: a configured credential was replaced", resp.StatusCode, f.as.count("authorize"))
+	}
+}

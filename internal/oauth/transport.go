@@ -22,7 +22,9 @@ import (
 //
 // The token goes only to the server's origin (scheme, host and port of
 // ServerURL): a request elsewhere (a redirect, an SSE endpoint on another
-// host) is passed through untouched.
+// host) is passed through untouched, and so is a request that already
+// has an Authorization header (a static credential the user configured;
+// add such headers outside this RoundTripper, wrapping it).
 //
 // When no token can be had, RoundTrip returns an *Error saying what to
 // do; the server's 401 answer is not passed on.
@@ -40,7 +42,9 @@ type roundTripper struct {
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	a := rt.a
-	if !a.sameOrigin(req) {
+	if !a.sameOrigin(req) || req.Header.Get("Authorization") != "" {
+		// Another host, or credentials the user configured themselves
+		// (--header "Authorization: ..."): not ours to touch.
 		return rt.base.RoundTrip(req)
 	}
 	// The body may have to be sent twice.
