@@ -385,6 +385,17 @@ func (a *Authorizer) doRenew(r renewal) error {
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout+time.Minute)
 	defer cancel()
 
+	// One renewal at a time across processes too. A lock that cannot be
+	// had for another reason than contention is done without.
+	if os.MkdirAll(a.store.dir, 0o700) == nil {
+		unlock, err := lockFile(ctx, a.store.lockPath(a.server))
+		if err == nil {
+			defer unlock()
+		} else if ctx.Err() != nil {
+			return a.fail(nil, fmt.Errorf("another Bouncer process is signing in to %s; gave up waiting", a.name))
+		}
+	}
+
 	a.mu.Lock()
 	rec := a.rec
 	sealed := a.sealed

@@ -166,10 +166,16 @@ func TestSignInStoreAndReload(t *testing.T) {
 		t.Fatalf("state dir: %v %v", fi.Mode(), err)
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Fatalf("%d files in %s", len(entries), dir)
+	var files []os.DirEntry
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".lock") {
+			files = append(files, e)
+		}
 	}
-	fi, _ = entries[0].Info()
+	if len(files) != 1 {
+		t.Fatalf("%d files in %s", len(files), dir)
+	}
+	fi, _ = files[0].Info()
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("%s is %v, want 0600", fi.Name(), fi.Mode().Perm())
 	}
@@ -642,5 +648,41 @@ func TestUserAuthorizationHeaderUntouched(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 401 || f.as.count("authorize") != 0 {
 		t.Fatalf("status %d, %d sign-ins: a configured credential was replaced", resp.StatusCode, f.as.count("authorize"))
+	}
+}
+
+func TestTwoProcessesRefreshOnce(t *testing.T) {
+	// Two proxies for one server (two MCP clients) share the stored
+	// sign-in. When the token expires, one refreshes; the other takes the
+	// rotated tokens from the file instead of spending the refresh token
+	// the server has just revoked (which would cost a new sign-in).
+	f := newFixture(t)
+	now := time.Now()
+	var mu sync.Mutex
+	cfg := f.config()
+	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	if err := f.authorizer(cfg).Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p1, p2 := f.authorizer(cfg), f.authorizer(cfg)
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range []*Authorizer{p1, p2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := session(t, p, f.rs.URL); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := f.as.count("refresh_token"); n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
+	if n := f.as.count("authorize"); n != 1 {
+		t.Errorf("%d sign-ins, want 1", n)
 	}
 }

@@ -158,9 +158,7 @@ func (s store) save(r *record) error {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return err
-	}
+	// CreateTemp made it 0600 (no chmod: the sandboxed proxy may not).
 	if _, err := tmp.Write(append(data, '\n')); err != nil {
 		return fmt.Errorf("storing the sign-in in %s: %v", s.dir, err)
 	}
@@ -179,6 +177,11 @@ func (s store) save(r *record) error {
 		d.Close()
 	}
 	return nil
+}
+
+// lockPath is the lock file of serverURL's record.
+func (s store) lockPath(serverURL string) string {
+	return strings.TrimSuffix(s.path(serverURL), ".json") + ".lock"
 }
 
 // remove deletes the record of serverURL, if any.
