@@ -323,6 +323,15 @@ func (a *Authorizer) token(ctx context.Context) string {
 	return a.rec.Token.AccessToken
 }
 
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
 // renewal says why a token is needed.
 type renewal struct {
 	// failed is the access token the server refused or that expired
@@ -346,9 +355,11 @@ type renewal struct {
 func (a *Authorizer) renew(ctx context.Context, r renewal) error {
 	for {
 		a.mu.Lock()
-		if !r.force && !r.ch.stepUp() && a.rec != nil && a.rec.Token != nil &&
-			a.rec.Token.AccessToken != r.failed && !a.expired(a.rec.Token) {
-			// Another request renewed the token since this one was sent.
+		if !r.force && a.rec != nil && a.rec.Token != nil &&
+			a.rec.Token.AccessToken != r.failed && !a.expired(a.rec.Token) &&
+			(!r.ch.stepUp() || containsAll(a.rec.Scopes, r.ch.scopes)) {
+			// Another request renewed the token since this one was sent
+			// (with the scope this one needs).
 			a.mu.Unlock()
 			return nil
 		}
@@ -372,9 +383,10 @@ func (a *Authorizer) renew(ctx context.Context, r renewal) error {
 		case <-ctx.Done():
 			return a.fail(nil, fmt.Errorf("gave up waiting for the sign-in to %s: %w", a.name, ctx.Err()))
 		}
-		if !ours && op.err != nil && op.refreshOnly && !r.refreshOnly {
-			// A refresh that could not work finished; this request may
-			// sign in.
+		if !ours && !r.force && (op.err == nil || (op.refreshOnly && !r.refreshOnly)) {
+			// Another request's renewal ended: see whether its token
+			// serves this one (or, after a refresh that could not work,
+			// whether this one should sign in).
 			continue
 		}
 		return op.err
