@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -282,4 +284,40 @@ func FuzzFastJSON(f *testing.F) {
 			t.Fatalf("%q: encodeValue %s, encoding/json %s", b, enc, w.String())
 		}
 	})
+}
+
+// Arguments over MaxAuditArgs are audited elided: short values whole, each
+// long string as its start, length and digest; the server still gets all.
+func TestElidedAuditArgs(t *testing.T) {
+	e, _ := newEngine(t, testPolicy, Options{})
+	content := strings.Repeat("x", 100<<10)
+	small := strings.Repeat("y", 2000)
+	params, _ := json.Marshal(map[string]any{"name": "write_file", "arguments": map[string]any{"path": "/srv/out/f", "content": content, "note": small, "n": 3}})
+	c, err := ParseCall(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := e.Decide(c)
+	if !d.ArgsElided || len(d.Args) > 2000 {
+		t.Fatalf("args of %d bytes, elided %v", len(d.Args), d.ArgsElided)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(d.Args, &got); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(content))
+	if got["path"] != "/srv/out/f" || got["n"] != float64(3) ||
+		got["content"] != strings.Repeat("x", 256)+"…[bouncer: 102400 bytes, sha256:"+hex.EncodeToString(sum[:])+"]" ||
+		!strings.HasSuffix(got["note"].(string), " bytes, sha256:"+func() string { s := sha256.Sum256([]byte(small)); return hex.EncodeToString(s[:]) }()+"]") {
+		t.Fatalf("elided args %s", d.Args)
+	}
+	if !strings.Contains(string(d.Forward), content) {
+		t.Fatal("the forwarded call lost its content")
+	}
+	// Below the threshold, nothing is elided.
+	params, _ = json.Marshal(map[string]any{"name": "write_file", "arguments": map[string]any{"path": "/srv/out/f", "content": small}})
+	c, _ = ParseCall(params)
+	if d := e.Decide(c); d.ArgsElided || !strings.Contains(string(d.Args), small) {
+		t.Fatalf("small args elided: %s", d.Args)
+	}
 }

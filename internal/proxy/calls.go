@@ -31,7 +31,9 @@ type call struct {
 	req  *jsonrpc.Request
 	tool string
 	args json.RawMessage // as judged (re-encoded) once decided; as sent before
-	ec   engine.Call     // the parsed call the engine judges
+	// argsForm is the audit line's args_form for args ("" or elided).
+	argsForm string
+	ec       engine.Call // the parsed call the engine judges
 
 	mu     sync.Mutex // held while forwarding or answering, so a cancellation can't slip in between
 	state  int
@@ -140,6 +142,10 @@ func (c *call) judged(d engine.Decision) {
 	defer c.mu.Unlock()
 	if d.Args != nil {
 		c.args = d.Args
+		c.argsForm = ""
+		if d.ArgsElided {
+			c.argsForm = audit.ArgsElided
+		}
 	}
 	if d.Forward != nil {
 		c.req = &jsonrpc.Request{ID: c.req.ID, Method: c.req.Method, Params: d.Forward}
@@ -191,6 +197,10 @@ func (p *Proxy) auditDecision(c *call, d engine.Decision) error {
 	return p.appendLine(c, d.Verdict, d.Reason, d.Rule, "", t, d.Dests)
 }
 
+// maxDestAudit bounds a destination's value in the audit line's dests:
+// the args hold it (elided when huge), and the line must stay small.
+const maxDestAudit = 1024
+
 // auditLine appends one verdict line for c.
 func (p *Proxy) auditLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string) error {
 	return p.appendLine(c, v, reason, rule, code, nil, nil)
@@ -199,7 +209,11 @@ func (p *Proxy) auditLine(c *call, v engine.Verdict, reason string, rule engine.
 func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string, taint *audit.Taint, dests []engine.Destination) error {
 	var ds []audit.Dest
 	for _, d := range dests {
-		ds = append(ds, audit.Dest{Param: d.Param, Value: d.Value})
+		v := d.Value
+		if len(v) > maxDestAudit {
+			v = strings.ToValidUTF8(v[:maxDestAudit], "") + "…"
+		}
+		ds = append(ds, audit.Dest{Param: d.Param, Value: v})
 	}
 	var enforced *bool
 	if p.cfg.Observe {
