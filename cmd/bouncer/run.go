@@ -78,6 +78,7 @@ func cmdRun(args []string) int {
 	configFile := fs.String("config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
 	serverName := fs.String("server", "", "server `NAME` in --config")
 	project := fs.String("project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
+	policyDir := fs.String("policy-dir", "", "load the policy set `DIR` holds (bouncer policy pull --dir DIR; default pull location $BOUNCER_HOME/policy) before any --policy file; each of its files must verify under the trust configuration")
 	if done, status := parseFlags(fs, args); done {
 		return status
 	}
@@ -138,6 +139,14 @@ func cmdRun(args []string) int {
 	if err != nil {
 		errorf("%v", err)
 		return exitUsage
+	}
+	if *policyDir != "" {
+		var set []string
+		if set, check, err = installedPolicy(*policyDir, *trust, dir, check); err != nil {
+			errorf("%v", err)
+			return exitUsage
+		}
+		policies = append(set, policies...)
 	}
 	workDir := upCmd.Dir
 	if workDir == "" {
