@@ -12,6 +12,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/bundle"
 	"github.com/bouncer-mcp/bouncer/internal/distribute"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
 // This file is `bouncer policy push` and `bouncer policy pull` (policy as an
@@ -125,7 +126,7 @@ func policyPush(args []string) int {
 	// What pull would refuse is not pushed: the set must load, and where
 	// this machine has a trust configuration with signers, each bundle
 	// must verify under it.
-	if _, err := policy.LoadSources(srcs...); err != nil {
+	if _, err := setup.Load(setup.Config{Extra: srcs, StateDir: dir}); err != nil {
 		errorf("%v", err)
 		return exitUsage
 	}
@@ -226,13 +227,14 @@ func policyPull(args []string) int {
 		errorf("policy pull: %s: %v; nothing was installed", ref, err)
 		return exitFail
 	}
-	// Signed is not enough: a set this binary can't load would stop every
-	// run that uses it. Keep the set that loads.
+	// Signed is not enough: a set this binary can't load (as run loads
+	// it: the policy and its sandbox key) would stop every run that uses
+	// it. Keep the set that loads.
 	srcs := make([]policy.Source, len(a.Files))
 	for i, f := range a.Files {
 		srcs[i] = policy.Source{Name: f.Name, Dir: installDir, Data: f.Data}
 	}
-	if _, err := policy.LoadSources(srcs...); err != nil {
+	if _, err := setup.Load(setup.Config{Extra: srcs, StateDir: sdir}); err != nil {
 		errorf("policy pull: %s: signed, but this bouncer can't load it: %v; nothing was installed", a.Pinned(), err)
 		return exitFail
 	}

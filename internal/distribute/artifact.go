@@ -245,9 +245,13 @@ func parseManifest(raw []byte) (*layerPlan, error) {
 		return nil, fmt.Errorf("unexpected config media type %q, want %s", m.Config.MediaType, EmptyMediaType)
 	}
 	plan := &layerPlan{}
-	byName := map[string]int{}  // lower-case policy name -> index in plan.files
-	bundles := map[string]int{} // lower-case policy name -> layer index of its bundle
-	bundleDesc := map[string]descriptor{}
+	type bundleLayer struct {
+		at   int    // layer index, from 1
+		base string // the file it is for, as titled
+		d    descriptor
+	}
+	byName := map[string]int{}          // lower-case policy name -> index in plan.files
+	bundles := map[string]bundleLayer{} // lower-case policy name -> its bundle
 	var total int64
 	for i, l := range m.Layers {
 		title := l.Annotations[TitleAnnotation]
@@ -300,8 +304,7 @@ func parseManifest(raw []byte) (*layerPlan, error) {
 			if l.Size > MaxBundleSize {
 				return nil, fmt.Errorf("%s: too large: %d bytes (a bundle is at most %d)", where, l.Size, MaxBundleSize)
 			}
-			bundles[key] = i + 1
-			bundleDesc[key] = l
+			bundles[key] = bundleLayer{i + 1, base, l}
 		default:
 			return nil, fmt.Errorf("%s: unexpected media type %q (a policy artifact holds only %s and %s layers)", where, l.MediaType, PolicyMediaType, BundleMediaType)
 		}
@@ -315,21 +318,21 @@ func parseManifest(raw []byte) (*layerPlan, error) {
 	for i := range plan.files {
 		f := &plan.files[i]
 		key := strings.ToLower(f.name)
-		at, ok := bundles[key]
+		b, ok := bundles[key]
 		if !ok {
 			return nil, fmt.Errorf("%s: missing bundle: the artifact has no layer %s%s", f.name, f.name, BundleSuffix)
 		}
-		f.bundle, f.bundAt = bundleDesc[key], at
+		f.bundle, f.bundAt = b.d, b.at
 		delete(bundles, key)
 	}
 	if len(bundles) > 0 {
-		first, name := len(m.Layers)+1, ""
-		for key, at := range bundles {
-			if at < first {
-				first, name = at, key
+		first := bundleLayer{at: len(m.Layers) + 1}
+		for _, b := range bundles {
+			if b.at < first.at {
+				first = b
 			}
 		}
-		return nil, fmt.Errorf("layer %d: a bundle for %s, which the artifact does not hold", first, name)
+		return nil, fmt.Errorf("layer %d: a bundle for %s, which the artifact does not hold", first.at, first.base)
 	}
 	return plan, nil
 }

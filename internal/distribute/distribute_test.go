@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -645,4 +646,40 @@ func TestPushRefuses(t *testing.T) {
 
 func newPusherForTest(r name.Reference, o Options) (*remote.Pusher, error) {
 	return remote.NewPusher(o.remoteOptions(ctx, r)...)
+}
+
+// TestHeadFallback: a registry that does not answer HEAD on manifests (or
+// answers without a digest) is read with GET; the digest is then the hash
+// of the bytes received, and tampering is still caught.
+func TestHeadFallback(t *testing.T) {
+	for name, head := range map[string]func(w http.ResponseWriter){
+		"405": func(w http.ResponseWriter) { w.WriteHeader(http.StatusMethodNotAllowed) },
+		"no digest": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", ManifestMediaType)
+			w.Header().Set("Content-Length", "10")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var heads atomic.Int32
+			host := newRegistry(t, func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/manifests/") {
+						heads.Add(1)
+						head(w)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			})
+			k := newKey(t)
+			dig, err := Push(ctx, host+"/team/policy:prod", []File{k.file(t, "team.yaml", teamYAML)}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := Fetch(ctx, host+"/team/policy:prod", k.verifier(), Options{})
+			if err != nil || a.Digest != dig || heads.Load() == 0 {
+				t.Fatalf("Fetch: %v (digest %v, HEADs %d)", err, a, heads.Load())
+			}
+		})
+	}
 }

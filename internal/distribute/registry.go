@@ -193,7 +193,17 @@ func Fetch(ctx context.Context, ref string, verify Verifier, o Options) (*Artifa
 	}
 	// Resolve: HEAD gives the digest, media type and size before any body
 	// is read. A digest reference is checked the same way.
+	var manifestBytes []byte // set when HEAD failed and GET answered instead
 	head, err := p.Head(ctx, r)
+	if err != nil && headUnsupported(err) {
+		// Some registries answer HEAD badly (no digest header, 405).
+		// Then GET by the reference: the digest is the hash of the bytes
+		// received, which is as good as fetching by it.
+		var d *remote.Descriptor
+		if d, err = p.Get(ctx, r); err == nil {
+			head, manifestBytes = &d.Descriptor, d.Manifest
+		}
+	}
 	if err != nil {
 		return nil, registryError(repo.RegistryStr(), err)
 	}
@@ -209,14 +219,17 @@ func Fetch(ctx context.Context, ref string, verify Verifier, o Options) (*Artifa
 	pinned := repo.Digest(head.Digest.String())
 	// Fetch by digest: the registry can no longer hand over anything but
 	// the manifest the tag pointed at a moment ago.
-	desc, err := p.Get(ctx, pinned)
-	if err != nil {
-		if strings.Contains(err.Error(), "does not match requested digest") {
-			return nil, fmt.Errorf("%s: tampered: the registry's manifest for %s is not the one the tag resolved to (%v)", ref, head.Digest, err)
+	raw := manifestBytes
+	if raw == nil {
+		desc, err := p.Get(ctx, pinned)
+		if err != nil {
+			if strings.Contains(err.Error(), "does not match requested digest") {
+				return nil, fmt.Errorf("%s: tampered: the registry's manifest for %s is not the one the tag resolved to (%v)", ref, head.Digest, err)
+			}
+			return nil, registryError(repo.RegistryStr(), err)
 		}
-		return nil, registryError(repo.RegistryStr(), err)
+		raw = desc.Manifest
 	}
-	raw := desc.Manifest
 	if got := sha256Digest(raw); got != head.Digest.String() {
 		return nil, fmt.Errorf("%s: tampered: the manifest's bytes hash to %s, not %s", ref, got, head.Digest)
 	}
@@ -274,6 +287,17 @@ func fetchBlob(ctx context.Context, p *remote.Puller, repo name.Repository, d de
 		return nil, fmt.Errorf("tampered: the registry's content hashes to %s, not %s", got, d.Digest)
 	}
 	return buf.Bytes(), nil
+}
+
+// headUnsupported reports whether a failed HEAD is worth a GET: the
+// registry does not do HEAD on manifests, or answered it without the
+// headers a digest needs. Refusals, absence and network errors are not.
+func headUnsupported(err error) bool {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		return te.StatusCode == http.StatusMethodNotAllowed || te.StatusCode == http.StatusNotImplemented
+	}
+	return strings.Contains(err.Error(), "response did not include")
 }
 
 // registryError names what went wrong talking to the registry, in words a
