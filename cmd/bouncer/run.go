@@ -67,6 +67,7 @@ func cmdRun(args []string) int {
 	configFile := fs.String("config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
 	serverName := fs.String("server", "", "server `NAME` in --config")
 	project := fs.String("project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
+	policyDir := fs.String("policy-dir", "", "load the policy set `DIR` holds (bouncer policy pull --dir DIR; default pull location $BOUNCER_HOME/policy) before any --policy file; each of its files must verify under the trust configuration")
 	if done, status := parseFlags(fs, args); done {
 		return status
 	}
@@ -141,6 +142,14 @@ func cmdRun(args []string) int {
 			errorf("--observe: %s sets enforce: true, so this machine enforces its policy; observe mode is for a rollout that has not reached it (remove --observe)", file)
 			return exitUsage
 		}
+	}
+	if *policyDir != "" {
+		var set []string
+		if set, check, err = installedPolicy(*policyDir, *trust, dir, check); err != nil {
+			errorf("%v", err)
+			return exitUsage
+		}
+		policies = append(set, policies...)
 	}
 	workDir := upCmd.Dir
 	if workDir == "" {

@@ -34,5 +34,6 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		RequireExplicitExec: true,
+		Cmds:                scriptCmds, // script_registry_test.go
 	})
 }
