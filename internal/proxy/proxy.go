@@ -128,14 +128,11 @@ var ErrUpstreamExited = errors.New("the upstream server closed its output")
 // since the stream can't be trusted to be in step.
 var ErrUpstreamOutput = errors.New("the upstream server wrote something that is not an MCP message on its stdout")
 
-// halfCloser is implemented by upstream connections that can signal EOF to
-// the server while still reading its remaining output (*Process does).
-type halfCloser interface{ CloseWrite() error }
-
 // Proxy is one session between a client and an upstream server.
 type Proxy struct {
-	cfg      Config
-	down, up mcp.Connection
+	cfg  Config
+	down mcp.Connection
+	up   Upstream
 	ctx      context.Context // cancelled when the session ends
 	nextID   atomic.Int64
 	wg       sync.WaitGroup
@@ -211,11 +208,12 @@ func (p *Proxy) logf(format string, a ...any) {
 // Run pumps messages between down (the client) and up (the upstream server)
 // until one side ends. It returns nil when the client closed its side
 // (after giving the upstream DrainTimeout to finish answering),
-// ErrUpstreamExited (wrapped) when the upstream's output ended first, the
-// context's error when ctx was cancelled, or another error when a peer sent
-// something that is not JSON-RPC. Run closes down but not up: the caller
-// owns the upstream process and stops it.
-func (p *Proxy) Run(ctx context.Context, down, up mcp.Connection) error {
+// ErrUpstreamExited (wrapped, with the upstream's *EndedError when it gave
+// one) when the upstream ended first, the context's error when ctx was
+// cancelled, or another error when a peer sent something that is not
+// JSON-RPC. Run closes down but not up: the caller owns the upstream and
+// stops it.
+func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up Upstream) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.ctx, p.down, p.up = ctx, down, up
@@ -231,7 +229,8 @@ func (p *Proxy) Run(ctx context.Context, down, up mcp.Connection) error {
 		if err == nil || errors.Is(err, io.EOF) {
 			// The client is done. Let queued work finish, then tell the
 			// upstream and relay what it still says.
-			if err := p.drain(ctx, upErr); err != nil && !errors.Is(err, io.EOF) && !isReadError(err) {
+			var ended *EndedError
+			if err := p.drain(ctx, upErr); err != nil && !errors.Is(err, io.EOF) && !isReadError(err) && !errors.As(err, &ended) {
 				result = fmt.Errorf("%w: %w", ErrUpstreamOutput, err)
 				p.failPending("bouncer: the upstream server wrote output that is not MCP, so the session was closed (bouncer's stderr says more)")
 			} else {
@@ -241,7 +240,11 @@ func (p *Proxy) Run(ctx context.Context, down, up mcp.Connection) error {
 			result = fmt.Errorf("reading from the client: %w", err)
 		}
 	case err := <-upErr:
+		var ended *EndedError
 		switch {
+		case errors.As(err, &ended):
+			result = fmt.Errorf("%w: %w", ErrUpstreamExited, err)
+			p.failPending("bouncer: " + ended.Why)
 		case err == nil || errors.Is(err, io.EOF):
 			result = ErrUpstreamExited
 			p.failPending("bouncer: the upstream server exited before answering")
@@ -307,11 +310,7 @@ func (p *Proxy) drain(ctx context.Context, upErr <-chan error) error {
 	p.mu.Lock()
 	p.advanceLocked(stageDraining)
 	p.mu.Unlock()
-	if hc, ok := p.up.(halfCloser); ok {
-		_ = hc.CloseWrite()
-	} else {
-		_ = p.up.Close()
-	}
+	_ = p.up.CloseWrite()
 	select {
 	case err := <-upErr:
 		return err
