@@ -58,8 +58,8 @@ func (s *syncBuffer) String() string {
 // engine, audit log and approval store, and the client end of the pipes.
 type harness struct {
 	t       *testing.T
-	dir     string // the helpdesk's side effects
-	home    string // the state directory
+	dir     string    // the helpdesk's side effects
+	home    string    // the state directory
 	proc    *Process  // the stdio upstream, or nil
 	remote  *Remote   // the HTTP upstream, or nil
 	server  *exec.Cmd // the HTTP upstream's server process

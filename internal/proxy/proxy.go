@@ -130,12 +130,12 @@ var ErrUpstreamOutput = errors.New("the upstream server wrote something that is 
 
 // Proxy is one session between a client and an upstream server.
 type Proxy struct {
-	cfg  Config
-	down mcp.Connection
-	up   Upstream
-	ctx      context.Context // cancelled when the session ends
-	nextID   atomic.Int64
-	wg       sync.WaitGroup
+	cfg    Config
+	down   mcp.Connection
+	up     Upstream
+	ctx    context.Context // cancelled when the session ends
+	nextID atomic.Int64
+	wg     sync.WaitGroup
 
 	// recording is read-held while a large result is recorded as untrusted
 	// in parallel with its write to the client; every decision takes it

@@ -37,9 +37,9 @@ const faultTool = "http_fault"
 // faults is the HTTP helpdesk's state of misbehaviour.
 type faults struct {
 	mu      sync.Mutex
-	fail503 int                // posts still to answer 503
-	expired bool               // the session is gone
-	streams map[int]func()     // cancels the open GETs
+	fail503 int            // posts still to answer 503
+	expired bool           // the session is gone
+	streams map[int]func() // cancels the open GETs
 	nextID  int
 }
 
