@@ -230,10 +230,16 @@ func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up Upstream) error
 			// The client is done. Let queued work finish, then tell the
 			// upstream and relay what it still says.
 			var ended *EndedError
-			if err := p.drain(ctx, upErr); err != nil && !errors.Is(err, io.EOF) && !isReadError(err) && !errors.As(err, &ended) {
+			switch err := p.drain(ctx, upErr); {
+			case errors.As(err, &ended):
+				// The upstream went while the client's last requests were
+				// answered: they get the reason, and so does the caller.
+				result = fmt.Errorf("%w: %w", ErrUpstreamExited, err)
+				p.failPending("bouncer: " + ended.Why)
+			case err != nil && !errors.Is(err, io.EOF) && !isReadError(err):
 				result = fmt.Errorf("%w: %w", ErrUpstreamOutput, err)
 				p.failPending("bouncer: the upstream server wrote output that is not MCP, so the session was closed (bouncer's stderr says more)")
-			} else {
+			default:
 				result = nil
 			}
 		} else {

@@ -108,11 +108,22 @@ func (f *faults) wrap(h http.Handler, token string) http.Handler {
 // and writes its URL as the first line of stdout. It serves until killed,
 // so the helpdesk's crash tool takes the whole server away.
 func ServeHelpdeskHTTP(dir string) error {
+	h, path := HelpdeskHandler(dir, strings.Split(os.Getenv(EnvHTTP), ","), os.Getenv(EnvToken))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("http://%s%s\n", ln.Addr(), path)
+	return http.Serve(ln, h)
+}
+
+// HelpdeskHandler is the helpdesk (with its tool http_fault) as an HTTP
+// handler, with the options of EnvHTTP and, when token is set, demanding
+// it as a bearer token; path is where its endpoint is to be served.
+func HelpdeskHandler(dir string, options []string, token string) (h http.Handler, path string) {
 	opts := map[string]bool{}
-	for _, o := range strings.Split(os.Getenv(EnvHTTP), ",") {
-		if o != "" {
-			opts[o] = true
-		}
+	for _, o := range options {
+		opts[strings.TrimSpace(o)] = true
 	}
 	f := &faults{streams: map[int]func(){}}
 	srv := NewHelpdesk(dir)
@@ -124,8 +135,7 @@ func ServeHelpdeskHTTP(dir string) error {
 			return textResult("ok"), nil
 		})
 	get := func(*http.Request) *mcp.Server { return srv }
-	var h http.Handler
-	path := "/mcp"
+	path = "/mcp"
 	if opts["sse"] {
 		h = mcp.NewSSEHandler(get, nil)
 		path = "/sse"
@@ -136,10 +146,5 @@ func ServeHelpdeskHTTP(dir string) error {
 		}
 		h = mcp.NewStreamableHTTPHandler(get, o)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	fmt.Printf("http://%s%s\n", ln.Addr(), path)
-	return http.Serve(ln, f.wrap(h, os.Getenv(EnvToken)))
+	return f.wrap(h, token), path
 }
