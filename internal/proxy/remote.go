@@ -650,10 +650,11 @@ func isEventStream(ct string) bool {
 	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/event-stream")
 }
 
-// backoff is the delay before the n-th retry: 0.5s doubling, at most 10s.
+// backoff is the delay before the n-th retry: 0.25s doubling, at most 8s,
+// so a server that is gone ends the session within about 8 seconds.
 func backoff(n int) time.Duration {
-	d := 500 * time.Millisecond << min(n-1, 5)
-	return min(d, 10*time.Second)
+	return min(250*time.Millisecond<<min(n-1, 5), 8*time.Second)
+
 }
 
 // readEvents reads server-sent events until the stream ends, delivering
