@@ -88,6 +88,8 @@ type hopts struct {
 	transport string      // RemoteConfig.Transport
 	token     string      // the server demands this bearer token
 	headers   http.Header // RemoteConfig.Headers
+	// url proxies the remote server there (one the test started).
+	url string
 }
 
 const helpdeskPolicy = `
@@ -135,8 +137,12 @@ func newHarness(t *testing.T, o hopts) *harness {
 	}
 	t.Cleanup(func() { log.Close() })
 	var up Upstream
-	if o.http != "" {
-		h.url, h.server = startHTTPServer(t, h.dir, o.http, o.token)
+	if o.http != "" || o.url != "" {
+		if o.url != "" {
+			h.url = o.url
+		} else {
+			h.url, h.server = startHTTPServer(t, h.dir, o.http, o.token)
+		}
 		h.remote, err = DialRemote(RemoteConfig{URL: h.url, Transport: o.transport, Headers: o.headers, Log: h.log})
 		if err != nil {
 			t.Fatal(err)
