@@ -296,10 +296,3 @@ func (r *routes) close() []jsonrpc.ID {
 	}
 	return ids
 }
-
-// closed reports whether the upstream is gone.
-func (r *routes) closed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.shut
-}
