@@ -16,10 +16,12 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// scriptCmds are the testscript commands the policy push/pull cases use.
+// scriptCmds are the testscript commands of our own: a loopback OCI
+// registry for policy push/pull, and an MCP server over HTTP for run --url.
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"registry": scriptRegistry,
-	"snapshot": scriptSnapshot,
+	"registry":       scriptRegistry,
+	"snapshot":       scriptSnapshot,
+	"serve-helpdesk": serveHelpdesk,
 }
 
 // scriptRegistry starts an OCI registry (go-containerregistry's) on

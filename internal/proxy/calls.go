@@ -101,7 +101,7 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	}
 	p.mu.Lock()
 	switch {
-	case p.initID == nil && !p.initResult:
+	case p.stage == stageNew:
 		p.mu.Unlock()
 		reason := "the session is not initialized, so no tool list is pinned"
 		p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
@@ -261,25 +261,15 @@ func (p *Proxy) forward(c *call) {
 		return
 	}
 	c.state = stateForwarded
-	p.mu.Lock()
-	if p.upClosed {
-		p.mu.Unlock()
+	if !p.routes.send(c.req.ID, "tools/call", p.cfg.Engine.TrustedOutput(c.tool)) {
 		p.writeDown(&jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{
-			Code: jsonrpc.CodeInternalError, Message: "bouncer: the upstream server exited",
+			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + p.goneText(),
 		}})
 		return
 	}
-	p.fwd[c.req.ID] = "tools/call"
-	if p.cfg.Engine.TrustedOutput(c.tool) {
-		p.fwdTrusted[c.req.ID] = true
-	}
-	p.mu.Unlock()
 	if err := p.writeUp(c.req); err != nil {
 		p.logf("%v", err)
-		p.mu.Lock()
-		delete(p.fwd, c.req.ID)
-		delete(p.fwdTrusted, c.req.ID)
-		p.mu.Unlock()
+		p.routes.unsend(c.req.ID)
 		p.writeDown(&jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + err.Error(),
 		}})
@@ -335,9 +325,7 @@ func (p *Proxy) ask(c *call, d engine.Decision) {
 	c.mu.Lock()
 	c.cancel = cancel
 	c.mu.Unlock()
-	p.mu.Lock()
-	p.held[c.req.ID] = c
-	p.mu.Unlock()
+	p.routes.hold(c)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -464,16 +452,11 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 	p.mu.Unlock()
 	raw, _ := json.Marshal(params)
 	id := p.newID()
-	ch := make(chan *jsonrpc.Response, 1)
-	p.mu.Lock()
-	p.waitDown[id] = ch
-	p.mu.Unlock()
+	ch := p.routes.askDown(id)
 	p.writeDown(&jsonrpc.Request{ID: id, Method: "elicitation/create", Params: raw})
 
 	withdrawQuestion := func(why string) {
-		p.mu.Lock()
-		delete(p.waitDown, id)
-		p.mu.Unlock()
+		p.routes.forgetDown(id)
 		b, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": why})
 		p.writeDown(&jsonrpc.Request{Method: "notifications/cancelled", Params: b})
 	}
