@@ -3,50 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-
+	"github.com/bouncer-mcp/bouncer/internal/oauth"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
 )
-
-// RemoteAuth is what bouncer run gives the OAuth client of a remote
-// upstream (see remoteAuthorizer).
-type RemoteAuth struct {
-	// URL is the server's MCP endpoint.
-	URL string
-	// StateDir is bouncer's state directory, where tokens are kept
-	// (files 0600).
-	StateDir string
-	// Stderr is where the user is told what to do (the URL to open).
-	Stderr io.Writer
-	// HTTPClient dials only the pinned origins: the server's, and those
-	// passed to Allow. The handler must make every request with it; once
-	// the proxy is sandboxed nothing else can reach the network.
-	HTTPClient *http.Client
-	// Allow pins another origin ("host:port": the authorization server,
-	// its token endpoint) for HTTPClient and the sandbox, resolving its
-	// name now. Call it, before returning, for every origin the handler
-	// will talk to while the session runs (a token refresh, say).
-	Allow func(ctx context.Context, hostport string) error
-}
-
-// remoteAuthorizer is the OAuth seam: the package that runs the MCP
-// authorization flow sets it from an init function in its own cmd file.
-// It is called once per remote session, before the sandbox is applied, so
-// whatever needs a browser, a loopback listener for the redirect, or an
-// origin not yet pinned must happen inside it (or be pinned by Allow). The
-// handler it returns authorizes every request of the session: TokenSource
-// gives the bearer token, and a 401 or 403 calls Authorize once and
-// retries (proxy.RemoteConfig.Auth). Nil, or a nil handler: no OAuth; a
-// server that answers 401 ends the session with an error saying it asks
-// for OAuth.
-var remoteAuthorizer func(ctx context.Context, r RemoteAuth) (auth.OAuthHandler, error)
 
 // upstreamReach is what the sandboxed proxy must still reach of its
 // upstream.
@@ -58,6 +23,10 @@ type upstreamReach struct {
 	Ports []uint16
 	// Remote is true for a remote upstream: the proxy keeps TCP connect.
 	Remote bool
+	// Seal, if set, is called once the proxy is sandboxed: from then on the
+	// OAuth client may refresh tokens but not start a new sign-in (it
+	// would need a browser, a listener and origins the sandbox refuses).
+	Seal func()
 }
 
 // dialRemote pins the server's origin (its name resolved now, before the
@@ -78,19 +47,38 @@ func dialRemote(ctx context.Context, cfg *proxy.RemoteConfig, stateDir string) (
 	}
 	cfg.Dial = pins.Dial
 	cfg.Log = os.Stderr
-	if remoteAuthorizer != nil {
-		client := &http.Client{Transport: &http.Transport{DialContext: pins.Dial, ForceAttemptHTTP2: true}}
-		h, err := remoteAuthorizer(ctx, RemoteAuth{URL: cfg.URL, StateDir: stateDir, Stderr: os.Stderr, HTTPClient: client, Allow: pins.Add})
+	var seal func()
+	if cfg.Headers.Get("Authorization") == "" {
+		// No token given: run the MCP authorization if the server asks
+		// for it, now, before the sandbox. The sign-in may reach the
+		// authorization server's origins; each is pinned as it is dialled,
+		// and the token endpoint stays pinned for refreshes.
+		client := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if err := pins.Add(ctx, addr); err != nil {
+					return nil, err
+				}
+				return pins.Dial(ctx, network, addr)
+			}}}
+		a, err := oauth.New(oauth.Config{ServerURL: cfg.URL, StateDir: stateDir, Stderr: os.Stderr, HTTPClient: client})
 		if err != nil {
+			return nil, upstreamReach{}, err
+		}
+		if err := a.Ensure(ctx); err != nil {
 			return nil, upstreamReach{}, fmt.Errorf("authorizing with the remote server: %v", err)
 		}
-		cfg.Auth = h
+		for _, hp := range a.Endpoints() {
+			if err := pins.Add(ctx, hp); err != nil {
+				return nil, upstreamReach{}, fmt.Errorf("authorizing with the remote server: %v", err)
+			}
+		}
+		cfg.Auth, seal = a.Handler(), a.Seal
 	}
 	rem, err := proxy.DialRemote(*cfg)
 	if err != nil {
 		return nil, upstreamReach{}, err
 	}
-	return rem, upstreamReach{Ports: pins.Ports(), Remote: true}, nil
+	return rem, upstreamReach{Ports: pins.Ports(), Remote: true, Seal: seal}, nil
 }
 
 // addHeaders adds --header "Name: value" flags to h. A bad flag is named

@@ -280,6 +280,9 @@ func cmdRun(args []string) int {
 	if applied != "" {
 		errorf("sandbox: %s", applied)
 	}
+	if reach.Seal != nil && *sandbox != "off" {
+		reach.Seal()
+	}
 	if *observe {
 		errorf("OBSERVE MODE: every call is decided and audited (enforced: false) but forwarded whatever the verdict, and nobody is asked. Nothing is blocked. bouncer log shows what would have been.")
 	}
