@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 )
 
 // command is one subcommand: it gets its arguments (without its name) and
@@ -43,12 +45,6 @@ var commands = map[string]command{
 	"version": {run: cmdVersion, short: "print version, commit and build date"},
 }
 
-const (
-	exitOK    = 0
-	exitFail  = 1 // the command ran and refused or failed
-	exitUsage = 2 // bad usage, bad input file, bad configuration
-)
-
 func main() { os.Exit(dispatch(os.Args[1:])) }
 
 func dispatch(args []string) int {
@@ -74,9 +70,11 @@ func dispatch(args []string) int {
 	return c.run(args[1:])
 }
 
-// hiddenCommands are internal entry points (the sandbox launcher, self
-// tests); they are not listed in help. Packages register them from init.
-var hiddenCommands = map[string]func(args []string) int{}
+// hiddenCommands are internal entry points, not listed in help: the
+// sandbox launcher that bouncer run re-executes itself as.
+var hiddenCommands = map[string]func(args []string) int{
+	sandbox.LauncherName: sandbox.RunLauncher,
+}
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Bouncer: a hardened MCP proxy that denies sends to destinations taken from untrusted tool output.")

@@ -64,15 +64,19 @@ func dialRemote(ctx context.Context, cfg *proxy.RemoteConfig, stateDir string) (
 		if err != nil {
 			return nil, upstreamReach{}, err
 		}
+		// A sign-in that fails is said, and the session goes on without
+		// OAuth: the server's 401 then answers the client's first request
+		// with what to do instead.
 		if err := a.Ensure(ctx); err != nil {
-			return nil, upstreamReach{}, fmt.Errorf("authorizing with the remote server: %v", err)
-		}
-		for _, hp := range a.Endpoints() {
-			if err := pins.Add(ctx, hp); err != nil {
-				return nil, upstreamReach{}, fmt.Errorf("authorizing with the remote server: %v", err)
+			errorf("signing in to the remote server: %v", err)
+		} else {
+			for _, hp := range a.Endpoints() {
+				if err := pins.Add(ctx, hp); err != nil {
+					return nil, upstreamReach{}, fmt.Errorf("authorizing with the remote server: %v", err)
+				}
 			}
+			cfg.Auth, seal = a.Handler(), a.Seal
 		}
-		cfg.Auth, seal = a.Handler(), a.Seal
 	}
 	rem, err := proxy.DialRemote(*cfg)
 	if err != nil {
