@@ -86,6 +86,7 @@ type layer struct {
 	identities    []identity
 	root          root.TrustedMaterial // nil without trusted_root
 	rootFile      string
+	auditShip     *AuditShip // nil without audit_ship
 }
 
 // trustedKey is one public key from a trust file.
@@ -232,6 +233,7 @@ type trustConfig struct {
 	keys              []lineString
 	identities        []identityConfig
 	trustedRoot       lineString
+	auditShip         *AuditShip
 }
 
 type lineString struct {
@@ -329,8 +331,14 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 				return nil, err
 			}
 			cfg.trustedRoot = lineString{s, v.Line}
+		case "audit_ship":
+			s, err := parseAuditShip(file, k, v)
+			if err != nil {
+				return nil, err
+			}
+			cfg.auditShip = s
 		default:
-			return nil, fail(k, k.Value, "unknown key (known: require_signed, keys, identities, trusted_root)")
+			return nil, fail(k, k.Value, "unknown key (known: require_signed, keys, identities, trusted_root, audit_ship)")
 		}
 	}
 	if cfg.requireSigned && len(cfg.keys) == 0 && len(cfg.identities) == 0 {
@@ -491,6 +499,11 @@ func (c *trustConfig) load(dir string) (*layer, error) {
 		}
 		l.root, l.rootFile = tr, p
 	}
+	s, err := loadAuditShip(c.auditShip, dir)
+	if err != nil {
+		return nil, err
+	}
+	l.auditShip = s
 	return l, nil
 }
 
