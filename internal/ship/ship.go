@@ -218,7 +218,7 @@ func runDest(ctx context.Context, cfg *Config, d Destination) (int64, error) {
 		}
 		wait := backoff(cfg.MinBackoff, cfg.MaxBackoff, failures)
 		if !cfg.Once {
-			cfg.Logf("%s: %s: %v; trying again in %s", name, what, err, wait.Round(100*time.Millisecond))
+			cfg.Logf("%s: %s: %v; trying again in %s", name, what, err, roundWait(wait))
 		}
 		sleep(ctx, wait)
 		return nil
@@ -299,6 +299,13 @@ func backoff(lo, hi time.Duration, n int) time.Duration {
 	}
 	d = min(d, hi)
 	return d - time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+func roundWait(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
 }
 
 func sleep(ctx context.Context, d time.Duration) {
