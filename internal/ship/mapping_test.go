@@ -269,3 +269,40 @@ func TestSyslogDeliveredOnlyWhenReceiverClosed(t *testing.T) {
 		t.Fatalf("nothing listening: %v", err)
 	}
 }
+
+// FuzzSyslogMessage: whatever a log line holds, its message is one
+// well-formed frame whose MSG is the line's exact bytes, and the structured
+// data's values can't end the element early.
+func FuzzSyslogMessage(f *testing.F) {
+	f.Add([]byte(sampleLine))
+	f.Add([]byte(`{"server":"a\"] b","verdict":"deny\\"}`))
+	f.Add([]byte("\xff\x00\n"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		l := lineOf(string(text))
+		msg := SyslogMessage(l, "h")
+		frame := Frame(msg)
+		n, rest, ok := strings.Cut(string(frame), " ")
+		if !ok || n != strconv.Itoa(len(rest)) || rest != string(msg) {
+			t.Fatalf("bad frame %q", frame)
+		}
+		if !strings.HasSuffix(string(msg), "] "+string(text)) {
+			t.Fatalf("MSG is not the line: %q", msg)
+		}
+		// The SD element ends at the first ']' not escaped by '\'.
+		sd := string(msg[strings.Index(string(msg), "["):])
+		end := -1
+		for i := 1; i < len(sd); i++ {
+			if sd[i] == '\\' {
+				i++
+				continue
+			}
+			if sd[i] == ']' {
+				end = i
+				break
+			}
+		}
+		if end < 0 || sd[end+1:] != " "+string(text) {
+			t.Fatalf("structured data does not end before MSG: %q", sd)
+		}
+	})
+}
