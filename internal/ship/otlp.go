@@ -67,6 +67,15 @@ func (s *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// reset forgets the last answer; called before each export, so an export
+// that fails before it sends anything is not taken for the previous one's
+// 2xx.
+func (s *statusRecorder) reset() {
+	s.mu.Lock()
+	s.code = 0
+	s.mu.Unlock()
+}
+
 func (s *statusRecorder) accepted() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,6 +136,7 @@ func (d *otlpDest) Name() string { return d.name }
 
 func (d *otlpDest) Send(ctx context.Context, lines []Line) error {
 	recs := d.enc.records(lines)
+	d.status.reset()
 	err := d.logs.Export(ctx, recs)
 	if err != nil && ctx.Err() == nil && d.status.accepted() {
 		// A 2xx answer: accepted, whatever it said about some records.
@@ -153,6 +163,7 @@ func (d *otlpDest) Flush(ctx context.Context) error {
 		return nil
 	}
 	rm := d.counts.metrics(d.res, time.Now())
+	d.status.reset()
 	err := d.metrics.Export(ctx, rm)
 	if err != nil && ctx.Err() == nil && d.status.accepted() {
 		err = nil
