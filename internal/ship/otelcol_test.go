@@ -342,16 +342,21 @@ func TestOTelCollector(t *testing.T) {
 
 	// The log grows while the shipper runs; the collector goes away in the
 	// middle of it and comes back.
-	grow := make(chan struct{})
+	// Half of the lines are written while the collector is down.
+	grow, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(grow)
-		for range 60 {
+		for i := range 60 {
+			if i == 30 {
+				<-stopped
+			}
 			l.add(1)
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
 	waitFor(t, "the first records", 20*time.Second, func() bool { return len(col.records()) >= 20 })
 	col.stop()
+	close(stopped)
 	waitFor(t, "the shipper to find the collector down", 20*time.Second, func() bool { return strings.Contains(n.String(), "trying again") })
 	<-grow
 	col.start()
