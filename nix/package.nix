@@ -26,7 +26,7 @@ assert lib.assertMsg (lib.versionAtLeast go.version "1.26") ''
   pname = "bouncer";
   inherit version src;
 
-  vendorHash = "sha256-qD86RK1a3vbNwZhEv4LQyrhAuuYXiCAbm2I3MN0xDrQ=";
+  vendorHash = "sha256-jFftFJ5ivpMKnnpxcZM9RzAYdmOlMWHTvDWM8q5acP4=";
 
   subPackages = [ "cmd/bouncer" ];
 
