@@ -340,7 +340,9 @@ func (r *reader) read(size int64, final bool) ([]Line, error) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
-		if bytes.IndexByte(buf, '\n') >= 0 || off+int64(n) >= size {
+		if bytes.IndexByte(buf, '\n') >= 0 || off+int64(n) >= size || int64(n) < want {
+			// A newline, the end of what there was, or a file that shrank
+			// since it was measured (the next call sees the truncation).
 			break
 		}
 		// A line longer than a batch: read on until its newline.
