@@ -26,7 +26,7 @@ assert lib.assertMsg (lib.versionAtLeast go.version "1.26") ''
   pname = "bouncer";
   inherit version src;
 
-  vendorHash = "sha256-jFftFJ5ivpMKnnpxcZM9RzAYdmOlMWHTvDWM8q5acP4=";
+  vendorHash = "sha256-K5sR0GPqm8Wtm5oO5gSA6fksx/GEOgKDrvdHRILkEy0=";
 
   subPackages = [ "cmd/bouncer" ];
 

@@ -25,9 +25,9 @@ project in the current directory (Claude Code, Cursor, Claude Desktop,
 VS Code, Gemini CLI), lists them, and asks before changing each.`
 
 // wrapRemoteUpstreams turns on wrapping of `url` entries (remote servers)
-// as remote upstreams. It stays off until `bouncer run --config` can start
-// a remote upstream; until then those entries are left alone and listed.
-const wrapRemoteUpstreams = false
+// as remote upstreams: `bouncer run --config` reaches them over HTTP
+// (run.go, remote.go) with their headers and type.
+const wrapRemoteUpstreams = true
 
 // initState is what init remembers in the state directory: what it added
 // to each hook file, so that --undo removes that and nothing the user had.
@@ -673,7 +673,7 @@ func (in *initRun) describe(t mcpconfig.Found, cfg *mcpconfig.Config) {
 		}
 		line := s.Name + ": "
 		switch {
-		case !s.Wrapped && s.Remote:
+		case !s.Wrapped && s.Remote && !wrapRemoteUpstreams:
 			line += "not proxied (" + mcpconfig.RemoteNotYet + "); nothing enforced"
 		case !s.Wrapped:
 			line += "not proxied; nothing enforced"

@@ -35,6 +35,7 @@ var commands = map[string]command{
 	"serve":   {run: cmdServe, short: "Bouncer's own MCP server for policy authors (the default)"},
 	"verify":  {run: cmdVerify, short: "verify policy files against their Sigstore bundles"},
 	"sign":    {run: cmdSign, short: "sign policy files with a local key"},
+	"policy":  {run: cmdPolicy, short: "push, pull (signed policy via an OCI registry), digest, suggest (from the audit log)"},
 	"doctor":  {run: cmdDoctor, short: "show what sandboxing this machine offers"},
 	"log":     {run: cmdLog, short: "show the audit log as a person reads it (-f follows)"},
 	"trust":   {run: cmdTrust, short: "list, add (needs a terminal) or remove remembered destinations"},

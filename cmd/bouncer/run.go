@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/bundle"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
@@ -27,7 +30,8 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
-const runSynopsis = `bouncer run [--policy FILE]... [--name NAME] [--sandbox auto|strict|off] [--trust FILE] -- COMMAND [ARG]...
+const runSynopsis = `bouncer run [--policy FILE]... [--policy-dir DIR] [--name NAME] [--sandbox auto|strict|off] [--trust FILE] [--observe] -- COMMAND [ARG]...
+       bouncer run [--policy FILE]... [--name NAME] --url URL [--header "Name: value"]... [--transport auto|streamable|sse]
        bouncer run --config FILE --server NAME [--policy FILE]... [other flags]`
 
 // stopGrace is how long the upstream gets after its stdin closes, and again
@@ -38,28 +42,16 @@ const stopGrace = 2 * time.Second
 // an init function in their own cmd file; the defaults below fail closed
 // where doing nothing would be a silent weakening.
 var (
-	// policyCheck returns the check that each policy file's exact bytes
-	// must pass before they are parsed (their Sigstore bundles under the
-	// trust configuration: --trust FILE, else stateDir's trust.yaml, with
-	// /etc/bouncer/trust.yaml always applied), or nil when no trust
-	// configuration exists. An error, or a file that fails the check, stops
-	// run with exit status 2 before the upstream starts.
-	policyCheck = func(trustFile, stateDir string) (func(file string, data []byte) error, error) {
-		if trustFile != "" {
-			return nil, fmt.Errorf("%s: signed policy verification is not available in this build", trustFile)
-		}
-		return nil, nil
-	}
-
 	// prepareSandbox may rewrite the upstream command before it starts
 	// (the sandbox launcher re-execs itself around it), keeping the
 	// upstream away from stateDir. An error exits 2.
 	prepareSandbox = func(mode string, pol *policy.Policy, stateDir string, cmd *proxy.Command) error { return nil }
 
-	// applySandbox confines the proxy itself once the upstream runs. It
+	// applySandbox confines the proxy itself once the upstream runs (a
+	// stdio one is started; a remote one's addresses are resolved). It
 	// returns what it applied, for one line on stderr. An error exits 2
 	// (strict mode with no kernel support, say); the upstream is stopped.
-	applySandbox = func(mode string, pol *policy.Policy, stateDir string, up *proxy.Process) (applied string, err error) {
+	applySandbox = func(mode string, pol *policy.Policy, stateDir string, up upstreamReach) (applied string, err error) {
 		if mode == "strict" {
 			return "", errors.New("--sandbox strict: sandboxing is not available in this build")
 		}
@@ -75,9 +67,15 @@ func cmdRun(args []string) int {
 	name := fs.String("name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
 	sandbox := fs.String("sandbox", "auto", "confinement: auto, strict or off")
 	trust := fs.String("trust", "", "trust configuration `FILE` for signed policy")
+	observe := fs.Bool("observe", false, "decide and audit every call as enforcing would (enforced: false), but forward it anyway and ask nobody: for rolling out")
 	configFile := fs.String("config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
 	serverName := fs.String("server", "", "server `NAME` in --config")
 	project := fs.String("project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
+	policyDir := fs.String("policy-dir", "", "load the policy set `DIR` holds (bouncer policy pull --dir DIR; default pull location $BOUNCER_HOME/policy) before any --policy file; each of its files must verify under the trust configuration")
+	remoteURL := fs.String("url", "", "reach the remote MCP server at `URL` (streamable HTTP, or the older HTTP+SSE) instead of starting a command")
+	var headers multiFlag
+	fs.Var(&headers, "header", "with --url: send `\"Name: value\"` with every request (repeatable; values are kept out of logs and messages)")
+	transport := fs.String("transport", "", "with --url: `auto` (streamable HTTP, falling back to HTTP+SSE), streamable or sse")
 	if done, status := parseFlags(fs, args); done {
 		return status
 	}
@@ -87,21 +85,41 @@ func cmdRun(args []string) int {
 	default:
 		return usageError(fmt.Sprintf("--sandbox %q: must be auto, strict or off", *sandbox))
 	}
+	switch *transport {
+	case "", proxy.TransportAuto, proxy.TransportStreamable, proxy.TransportSSE:
+	default:
+		return usageError(fmt.Sprintf("--transport %q: must be auto, streamable or sse", *transport))
+	}
+	if *remoteURL == "" && (len(headers) > 0 || *transport != "") && *configFile == "" {
+		return usageError("--header and --transport go with --url (or a --config entry with a url)")
+	}
 	var upCmd proxy.Command
+	var remote *proxy.RemoteConfig
 	switch {
 	case *configFile != "" || *serverName != "":
 		if *configFile == "" || *serverName == "" {
 			return usageError("--config and --server go together")
 		}
-		if len(rest) > 0 {
-			return usageError("give either --config/--server or -- COMMAND, not both")
+		if len(rest) > 0 || *remoteURL != "" {
+			return usageError("give one of --config/--server, --url or -- COMMAND")
 		}
-		c, base, err := upstreamFromConfig(*configFile, *project, *serverName)
+		c, rc, base, err := upstreamFromConfig(*configFile, *project, *serverName)
 		if err != nil {
 			errorf("%v", err)
 			return exitUsage
 		}
-		upCmd = c
+		upCmd, remote = c, rc
+		if remote == nil && (len(headers) > 0 || *transport != "") {
+			return usageError(fmt.Sprintf("--header and --transport go with a remote server; %q in %s has a command", *serverName, *configFile))
+		}
+		if remote != nil {
+			if err := addHeaders(remote.Headers, headers); err != nil {
+				return usageError(err.Error())
+			}
+			if *transport != "" {
+				remote.Transport = *transport
+			}
+		}
 		// A relative --policy is relative to where a relative --config
 		// was found (the project's root), so a wrapped entry a team
 		// commits names both without an absolute path.
@@ -115,8 +133,22 @@ func cmdRun(args []string) int {
 		}
 	case *project != "":
 		return usageError("--project goes with --config and --server")
+	case *remoteURL != "":
+		if len(rest) > 0 {
+			return usageError("give either --url or -- COMMAND, not both")
+		}
+		if u, err := url.Parse(*remoteURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError("--url: give the server's MCP endpoint as an http:// or https:// URL")
+		}
+		remote = &proxy.RemoteConfig{URL: *remoteURL, Headers: http.Header{}, Transport: *transport}
+		if err := addHeaders(remote.Headers, headers); err != nil {
+			return usageError(err.Error())
+		}
+		if *name == "" {
+			*name = remoteName(*remoteURL)
+		}
 	case len(rest) == 0:
-		return usageError("no upstream: give -- COMMAND [ARG]... or --config FILE --server NAME")
+		return usageError("no upstream: give -- COMMAND [ARG]..., --url URL, or --config FILE --server NAME")
 	default:
 		upCmd = proxy.Command{Path: rest[0], Args: rest[1:]}
 		if *name == "" {
@@ -134,10 +166,32 @@ func cmdRun(args []string) int {
 		errorf("%v", err)
 		return exitFail
 	}
-	check, err := policyCheck(*trust, dir)
-	if err != nil {
+	// The trust configuration: the signed-policy check of each file's
+	// exact bytes, and whether observe mode is allowed.
+	var check func(file string, data []byte) error
+	tr, err := bundle.LoadTrust(*trust, dir)
+	switch {
+	case errors.Is(err, bundle.ErrNoTrust):
+		tr = nil
+	case err != nil:
 		errorf("%v", err)
 		return exitUsage
+	default:
+		check = tr.CheckPolicy
+	}
+	if *observe && tr != nil {
+		if file, on := tr.Enforce(); on {
+			errorf("--observe: %s sets enforce: true, so this machine enforces its policy; observe mode is for a rollout that has not reached it (remove --observe)", file)
+			return exitUsage
+		}
+	}
+	if *policyDir != "" {
+		var set []string
+		if set, check, err = installedPolicy(*policyDir, *trust, dir, check); err != nil {
+			errorf("%v", err)
+			return exitUsage
+		}
+		policies = append(set, policies...)
 	}
 	workDir := upCmd.Dir
 	if workDir == "" {
@@ -157,18 +211,30 @@ func cmdRun(args []string) int {
 		errorf("%v", err)
 		return exitFail
 	}
-	if err := resolveCommand(&upCmd); err != nil {
-		errorf("%v", err)
-		return exitUsage
-	}
-	if pol.Sandbox != nil && *sandbox != "off" {
-		if why := sandboxpkg.Unworkable(upCmd.Path, upCmd.Args, setup.Confinement(pol, dir)); why != "" {
-			errorf("warning: %s: sandbox: %s", pol.Sandbox.Source, why)
+	if remote == nil {
+		if err := resolveCommand(&upCmd); err != nil {
+			errorf("%v", err)
+			return exitUsage
 		}
-	}
-	if err := prepareSandbox(*sandbox, pol, dir, &upCmd); err != nil {
-		errorf("%v", err)
-		return exitUsage
+		if pol.Sandbox != nil && *sandbox != "off" {
+			if why := sandboxpkg.Unworkable(upCmd.Path, upCmd.Args, setup.Confinement(pol, dir)); why != "" {
+				errorf("warning: %s: sandbox: %s", pol.Sandbox.Source, why)
+			}
+		}
+		if err := prepareSandbox(*sandbox, pol, dir, &upCmd); err != nil {
+			errorf("%v", err)
+			return exitUsage
+		}
+	} else {
+		if pol.Sandbox != nil {
+			errorf("warning: %s: sandbox: the key confines a server bouncer starts; this one is remote, so it does not apply", pol.Sandbox.Source)
+		}
+		// No policy: there is no server process to confine, only the
+		// strict mode's check that the kernel can confine the proxy.
+		if err := prepareSandbox(*sandbox, nil, dir, &upCmd); err != nil {
+			errorf("%v", err)
+			return exitUsage
+		}
 	}
 	// A client that vanishes must not kill us with SIGPIPE before the
 	// upstream is stopped; a client that signals us stops the session.
@@ -176,12 +242,28 @@ func cmdRun(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 
-	up, err := proxy.Start(upCmd, os.Stderr)
-	if err != nil {
-		errorf("%v", err)
-		return exitFail
+	var (
+		up    proxy.Upstream
+		proc  *proxy.Process
+		reach upstreamReach
+	)
+	if remote == nil {
+		proc, err = proxy.Start(upCmd, os.Stderr)
+		if err != nil {
+			errorf("%v", err)
+			return exitFail
+		}
+		defer proc.Stop(stopGrace)
+		up, reach = proc, upstreamReach{Pid: proc.Pid()}
+	} else {
+		rem, r, err := dialRemote(ctx, remote, dir)
+		if err != nil {
+			errorf("%v", err)
+			return exitFail
+		}
+		defer rem.Close()
+		up, reach = rem, r
 	}
-	defer up.Stop(stopGrace)
 	// Opened while the upstream starts up (nothing is forwarded before the
 	// log is open, and a log that can't be opened stops the session).
 	auditLog, err := audit.Open(filepath.Join(dir, "audit.jsonl"))
@@ -190,7 +272,7 @@ func cmdRun(args []string) int {
 		return exitFail
 	}
 	defer auditLog.Close()
-	applied, err := applySandbox(*sandbox, pol, dir, up)
+	applied, err := applySandbox(*sandbox, pol, dir, reach)
 	if err != nil {
 		errorf("%v", err)
 		return exitUsage
@@ -198,12 +280,17 @@ func cmdRun(args []string) int {
 	if applied != "" {
 		errorf("sandbox: %s", applied)
 	}
+	if *observe {
+		errorf("OBSERVE MODE: every call is decided and audited (enforced: false) but forwarded whatever the verdict, and nobody is asked. Nothing is blocked. bouncer log shows what would have been.")
+	}
 
 	p := proxy.New(proxy.Config{
 		Server:  *name,
 		Engine:  dec.Engine(*name),
 		Store:   dec.Session.Output(*name),
 		Trusted: dec.Session.TrustedOutput(*name),
+		Observe: *observe,
+		Policy:  pol.Digest(version),
 		OnPinned: func(tools []json.RawMessage) {
 			if err := report.SavePinned(dir, *name, tools); err != nil {
 				errorf("could not keep the pinned tool list for bouncer report: %v", err)
@@ -221,11 +308,18 @@ func cmdRun(args []string) int {
 		Log:       os.Stderr,
 	})
 	runErr := p.Run(ctx, proxy.Stdio(), up)
+	var ended *proxy.EndedError
 	switch {
 	case runErr == nil:
 		return exitOK // the client closed stdin
 	case errors.Is(runErr, context.Canceled):
 		return exitOK // SIGTERM/SIGINT/SIGHUP: an ordinary stop
+	case remote != nil && errors.As(runErr, &ended):
+		errorf("%s", ended.Why)
+		return exitFail
+	case remote != nil:
+		errorf("the remote server's session ended: %v; restart the MCP client (or reconnect this server in it) to start a new one", runErr)
+		return exitFail
 	case errors.Is(runErr, proxy.ErrUpstreamOutput):
 		errorf("upstream %s wrote something that is not an MCP message on its stdout (%v). "+
 			"An MCP server must write only JSON-RPC messages to stdout, and its logs to stderr: check its command, arguments and log settings. The session is closed.",
@@ -233,11 +327,11 @@ func cmdRun(args []string) int {
 		return exitFail
 	case errors.Is(runErr, proxy.ErrUpstreamExited):
 		select {
-		case <-up.Done():
+		case <-proc.Done():
 		case <-time.After(stopGrace):
 		}
 		status := "it is still running"
-		if e := up.ExitError(); e == nil {
+		if e := proc.ExitError(); e == nil {
 			status = "exit status 0"
 		} else {
 			status = e.Error()
@@ -291,20 +385,26 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// upstreamFromConfig returns the command for the x-bouncer-upstream entry
+// upstreamFromConfig returns the upstream of the x-bouncer-upstream entry
 // of server name in a client config (in its projects[project] block when
-// project is set): its command and args, its env laid over ours (as the
-// client would have done), and its cwd, with the client's ${...} variables
-// expanded from our environment, which is the one the client gave us. base
-// is the directory relative --policy files are resolved against.
-func upstreamFromConfig(file, project, name string) (c proxy.Command, base string, err error) {
+// project is set), with the client's ${...} variables expanded from our
+// environment, which is the one the client gave us: for a stdio server its
+// command and args, its env laid over ours (as the client would have done)
+// and its cwd; for a remote one (an entry with a url) its url, headers and
+// transport (rc is then set). base is the directory relative --policy
+// files are resolved against.
+func upstreamFromConfig(file, project, name string) (c proxy.Command, rc *proxy.RemoteConfig, base string, err error) {
 	r, err := mcpconfig.Resolve(mcpconfig.Lookup{File: file, Project: project, Server: name, Getenv: os.LookupEnv})
 	if err != nil {
-		return proxy.Command{}, "", err
+		return proxy.Command{}, nil, "", err
 	}
 	e := r.Entry
 	if e.Command == "" {
-		return proxy.Command{}, "", fmt.Errorf("%s: server %q is a remote server (url %s); bouncer run can't reach remote servers yet", r.File, name, e.URL)
+		rc = &proxy.RemoteConfig{URL: e.URL, Headers: http.Header{}, Transport: transportOf(e.Type)}
+		for k, v := range e.Headers {
+			rc.Headers.Add(k, v)
+		}
+		return proxy.Command{}, rc, r.Base, nil
 	}
 	c = proxy.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
 	if len(e.Env) > 0 {
@@ -318,7 +418,7 @@ func upstreamFromConfig(file, project, name string) (c proxy.Command, base strin
 			c.Env = append(c.Env, k+"="+e.Env[k]) // exec keeps the last of duplicate keys
 		}
 	}
-	return c, r.Base, nil
+	return c, nil, r.Base, nil
 }
 
 // toolNames lists the names in a tools/list result's tools.

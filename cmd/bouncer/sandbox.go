@@ -62,7 +62,7 @@ func prepareUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, cm
 // applyProxySandbox restricts the proxy itself once the upstream runs: it
 // keeps its state directory and stdio, and loses exec, the network and
 // every other file.
-func applyProxySandbox(mode string, pol *policy.Policy, stateDir string, up *proxy.Process) (string, error) {
+func applyProxySandbox(mode string, pol *policy.Policy, stateDir string, up upstreamReach) (string, error) {
 	m, err := sandbox.ParseMode(mode)
 	if err != nil {
 		return "", err
@@ -72,7 +72,8 @@ func applyProxySandbox(mode string, pol *policy.Policy, stateDir string, up *pro
 			return "", fmt.Errorf("%s: sandbox: the upstream could reach the state directory %s; list narrower paths", pol.Sandbox.Source, stateDir)
 		}
 	}
-	r, err := sandbox.Restrict(m, sandbox.Config{StateDir: stateDir, ListDirs: prefixDirs(pol), Upstream: up.Pid()})
+	r, err := sandbox.Restrict(m, sandbox.Config{StateDir: stateDir, ListDirs: prefixDirs(pol), Upstream: up.Pid,
+		Remote: up.Remote, ConnectPorts: up.Ports})
 	if err != nil {
 		return "", err
 	}

@@ -58,6 +58,13 @@ type Entry struct {
 	// Dests are the destinations the sink gate checked in the call (at
 	// most 16), for `bouncer log` and `bouncer policy suggest`.
 	Dests []Dest `json:"dests,omitempty"`
+	// Policy is the digest of the effective policy set that decided the
+	// line (policy.Policy.Digest): which policy made each decision.
+	Policy string `json:"policy,omitempty"`
+	// Enforced is false on a line written in observe mode (bouncer run
+	// --observe): the verdict was decided but not acted on; the call was
+	// forwarded whatever it was. Nil means enforced.
+	Enforced *bool `json:"enforced,omitempty"`
 	// Prev is "sha256:HEX" of the previous line's bytes (without its
 	// newline), or "sha256:" followed by 64 zeros for the first line.
 	Prev string `json:"prev"`
@@ -68,6 +75,10 @@ type Dest struct {
 	Param string `json:"param"`
 	Value string `json:"value"`
 }
+
+// Observed reports whether the line was written in observe mode: decided,
+// not enforced.
+func (e Entry) Observed() bool { return e.Enforced != nil && !*e.Enforced }
 
 // Taint is the destination of a taint deny.
 type Taint struct {
@@ -82,6 +93,13 @@ type Taint struct {
 // their text, with each byte that isn't UTF-8 replaced by U+FFFD, rather
 // than bytes that would make the line unreadable.
 const ArgsText = "text"
+
+// ArgsElided is the ArgsForm of a line whose arguments were too large to
+// record whole (more than 64 KiB encoded): every string longer than 1 KiB
+// is its first 256 bytes followed by "…[bouncer: N bytes, sha256:HEX]",
+// with N and HEX those of the whole string. The rest (keys, numbers, short
+// strings such as paths and destinations) is kept as sent.
+const ArgsElided = "elided"
 
 // Genesis is the prev value of the first line of a log.
 const Genesis = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
@@ -441,6 +459,8 @@ type wireEntry struct {
 	Code     string          `json:"code,omitempty"`
 	Taint    *Taint          `json:"taint,omitempty"`
 	Dests    []Dest          `json:"dests,omitempty"`
+	Policy   string          `json:"policy,omitempty"`
+	Enforced *bool           `json:"enforced,omitempty"`
 	Prev     string          `json:"prev"`
 }
 
@@ -468,7 +488,7 @@ func Marshal(e Entry) ([]byte, error) {
 	w := wireEntry{
 		TS: e.TS.UTC().Format(TimeFormat), Server: e.Server, Tool: e.Tool,
 		Args: e.Args, ArgsForm: e.ArgsForm, Verdict: e.Verdict, Reason: e.Reason, Rule: e.Rule,
-		Session: e.Session, ID: e.ID, Code: e.Code, Taint: e.Taint, Dests: e.Dests, Prev: e.Prev,
+		Session: e.Session, ID: e.ID, Code: e.Code, Taint: e.Taint, Dests: e.Dests, Policy: e.Policy, Enforced: e.Enforced, Prev: e.Prev,
 	}
 	if len(w.Args) == 0 {
 		w.Args = json.RawMessage("null")

@@ -32,6 +32,13 @@ func (f Filter) Match(e Entry) bool {
 // them and a log must not be able to redraw the terminal it is read on.
 func Human(e Entry) string {
 	verdict := e.Verdict
+	if e.Observed() {
+		// Observe mode: decided, not enforced; the call went through.
+		verdict = "would " + verdict
+		if e.Verdict == "allow" {
+			verdict = "allow"
+		}
+	}
 	dest := ""
 	switch {
 	case e.Taint != nil:
@@ -51,7 +58,7 @@ func Human(e Entry) string {
 	} else if e.Rule != "" {
 		reason = "[" + e.Rule + "] " + reason
 	}
-	return fmt.Sprintf("%s  %-12s %-22s %-7s %-32s %s",
+	return fmt.Sprintf("%s  %-12s %-22s %-10s %-32s %s",
 		e.TS.UTC().Format("2006-01-02 15:04:05"), safe(e.Server), safe(e.Tool), verdict, safe(dest), safe(reason))
 }
 

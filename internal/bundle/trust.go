@@ -82,10 +82,12 @@ type layer struct {
 	file          string // path as found
 	system        bool   // the /etc file
 	requireSigned bool
+	enforce       bool // enforce: true: bouncer run --observe is refused
 	keys          []trustedKey
 	identities    []identity
 	root          root.TrustedMaterial // nil without trusted_root
 	rootFile      string
+	artifact      lineString // policy_artifact: the OCI reference `bouncer policy pull` follows
 	auditShip     *AuditShip // nil without audit_ship
 }
 
@@ -115,6 +117,18 @@ func (t *Trust) RequireSigned() bool {
 	return false
 }
 
+// Enforce reports whether a layer says `enforce: true`, and the file that
+// says it: then `bouncer run --observe` is refused. Like require_signed, a
+// user's file or flag can add it but never drop the system file's.
+func (t *Trust) Enforce() (file string, on bool) {
+	for _, l := range t.layers {
+		if l.enforce {
+			return l.file, true
+		}
+	}
+	return "", false
+}
+
 // HasSigners reports whether any layer names a key or identity, i.e. whether
 // a bundle could verify at all.
 func (t *Trust) HasSigners() bool {
@@ -133,6 +147,19 @@ func (t *Trust) Files() []string {
 		out[i] = l.file
 	}
 	return out
+}
+
+// PolicyArtifact returns the OCI reference named by policy_artifact, the
+// artifact `bouncer policy pull` follows when given no reference, and where
+// it was set ("FILE:LINE"). The system file's wins: a user's file cannot
+// point a machine whose team pinned an artifact at another one.
+func (t *Trust) PolicyArtifact() (ref, source string) {
+	for _, l := range t.layers { // system file first
+		if l.artifact.val != "" {
+			return l.artifact.val, fmt.Sprintf("%s:%d", l.file, l.artifact.line)
+		}
+	}
+	return "", ""
 }
 
 // ErrNoTrust is returned by LoadTrust when no trust file exists anywhere.
@@ -230,9 +257,11 @@ type trustConfig struct {
 	file              string
 	requireSigned     bool
 	requireSignedLine int
+	enforce           bool
 	keys              []lineString
 	identities        []identityConfig
 	trustedRoot       lineString
+	policyArtifact    lineString
 	auditShip         *AuditShip
 }
 
@@ -281,7 +310,7 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 		return nil, err
 	}
 	if top.Kind != yaml.MappingNode {
-		return nil, fail(top, "", "expected a mapping of require_signed, keys, identities, trusted_root")
+		return nil, fail(top, "", "expected a mapping of require_signed, enforce, keys, identities, trusted_root")
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(top.Content); i += 2 {
@@ -303,6 +332,13 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 				return nil, fail(v, k.Value, "expected true or false")
 			}
 			cfg.requireSigned, cfg.requireSignedLine = b, k.Line
+		case "enforce":
+			if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
+				return nil, fail(v, k.Value, "expected true or false, got %s", describe(v))
+			}
+			if err := v.Decode(&cfg.enforce); err != nil {
+				return nil, fail(v, k.Value, "expected true or false")
+			}
 		case "keys":
 			if v.Kind != yaml.SequenceNode {
 				return nil, fail(v, k.Value, "expected a list of public key files, got %s", describe(v))
@@ -331,6 +367,12 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 				return nil, err
 			}
 			cfg.trustedRoot = lineString{s, v.Line}
+		case "policy_artifact":
+			s, err := str(file, k.Value, v)
+			if err != nil {
+				return nil, err
+			}
+			cfg.policyArtifact = lineString{s, v.Line}
 		case "audit_ship":
 			s, err := parseAuditShip(file, k, v)
 			if err != nil {
@@ -338,7 +380,7 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 			}
 			cfg.auditShip = s
 		default:
-			return nil, fail(k, k.Value, "unknown key (known: require_signed, keys, identities, trusted_root, audit_ship)")
+			return nil, fail(k, k.Value, "unknown key (known: require_signed, enforce, keys, identities, trusted_root, policy_artifact, audit_ship)")
 		}
 	}
 	if cfg.requireSigned && len(cfg.keys) == 0 && len(cfg.identities) == 0 {
@@ -456,7 +498,7 @@ func yamlError(file string, err error) error {
 // load reads the key files and trusted root a parsed trust file names,
 // relative to dir.
 func (c *trustConfig) load(dir string) (*layer, error) {
-	l := &layer{file: c.file, requireSigned: c.requireSigned}
+	l := &layer{file: c.file, requireSigned: c.requireSigned, enforce: c.enforce, artifact: c.policyArtifact}
 	rel := func(p string) string {
 		if filepath.IsAbs(p) {
 			return p

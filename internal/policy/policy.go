@@ -9,6 +9,8 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -151,6 +153,35 @@ type Policy struct {
 	// false: the server keeps its own history, apart from its client's
 	// other servers.
 	Isolated bool
+
+	// data holds each source's exact bytes in load order, for Digest.
+	data [][]byte
+}
+
+// Digest identifies the effective policy set: a SHA-256 over the built-in
+// packs, each policy file's exact bytes in load order, and the binary's
+// version, as "sha256:HEX". Every audit line carries it, so a security team
+// can tell which machines run which policy and which policy made each
+// decision; `bouncer policy digest` prints it for the same flags. Each part
+// is length-prefixed, so no two different sets share a digest by moving
+// bytes from one file to the next.
+func (p *Policy) Digest(version string) string {
+	h := sha256.New()
+	part := func(kind string, b []byte) {
+		fmt.Fprintf(h, "%s %d\n", kind, len(b))
+		h.Write(b)
+	}
+	part("bouncer-policy-digest", []byte("1"))
+	part("version", []byte(version))
+	packs, _ := loadPacks()
+	for _, pk := range packs {
+		part("pack", []byte(pk.name))
+		part("pack-data", pk.data)
+	}
+	for _, d := range p.data {
+		part("file", d)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // Error is a problem in a policy file. Its text is "FILE:LINE: KEY: problem",
@@ -299,6 +330,7 @@ func load(srcs []Source) (*Policy, error) {
 		} else {
 			p.Files = append(p.Files, s.Name)
 		}
+		p.data = append(p.data, s.Data)
 	}
 	return p, nil
 }

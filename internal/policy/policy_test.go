@@ -665,3 +665,37 @@ create_directory:
 		t.Errorf("Lint(nil tools) = %q", got)
 	}
 }
+
+// The digest changes when any file of the set, their order, or the version
+// changes, and stays the same when none does.
+func TestDigest(t *testing.T) {
+	a := Source{Name: "a.yaml", Data: []byte("send_email:\n  max_calls: 1\n")}
+	b := Source{Name: "b.yaml", Data: []byte("write_file:\n  max_calls: 2\n")}
+	load := func(srcs ...Source) *Policy {
+		p, err := LoadSources(srcs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	d := load(a, b).Digest("1.0")
+	if !strings.HasPrefix(d, "sha256:") || len(d) != 71 {
+		t.Fatalf("digest %q", d)
+	}
+	if load(a, b).Digest("1.0") != d {
+		t.Fatal("the same set gave another digest")
+	}
+	b2 := b
+	b2.Data = []byte("write_file:\n  max_calls: 3\n")
+	for name, other := range map[string]string{
+		"a file changed": load(a, b2).Digest("1.0"),
+		"order":          load(b, a).Digest("1.0"),
+		"version":        load(a, b).Digest("1.1"),
+		"a file less":    load(a).Digest("1.0"),
+		"no files":       load().Digest("1.0"),
+	} {
+		if other == d {
+			t.Errorf("%s: same digest", name)
+		}
+	}
+}

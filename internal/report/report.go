@@ -163,6 +163,7 @@ func Write(in Input) []byte {
 	w.summary(ctrls, sum, finds, &in)
 	w.tools(&in, ctrls)
 	w.audit(&in, entries, sum)
+	w.observed(entries)
 	w.findings(finds)
 	w.limits()
 	w.owasp(ctrls, sum)
