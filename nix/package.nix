@@ -26,7 +26,7 @@ assert lib.assertMsg (lib.versionAtLeast go.version "1.26") ''
   pname = "bouncer";
   inherit version src;
 
-  vendorHash = "sha256-bbrpGO9NY9Btma4pRaGMbBs8G0teSZgGeRBDE/sD4/8=";
+  vendorHash = "sha256-K5sR0GPqm8Wtm5oO5gSA6fksx/GEOgKDrvdHRILkEy0=";
 
   subPackages = [ "cmd/bouncer" ];
 

@@ -31,7 +31,7 @@ var commands = map[string]command{
 	"check":   {run: cmdCheck, short: "replay a recorded session against a policy, offline"},
 	"approve": {run: cmdApprove, short: "approve a blocked destination by its one-time code (needs a terminal)"},
 	"pending": {run: cmdPending, short: "list open approval codes"},
-	"audit":   {run: cmdAudit, short: "verify the audit log's hash chain (audit verify)"},
+	"audit":   {run: cmdAudit, short: "verify the audit log's hash chain (audit verify), or ship it to a collector (audit ship)"},
 	"init":    {run: cmdInit, short: "wrap the stdio servers of an MCP client config"},
 	"report":  {run: cmdReport, short: "write the Markdown review pack"},
 	"serve":   {run: cmdServe, short: "Bouncer's own MCP server for policy authors (the default)"},

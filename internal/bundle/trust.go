@@ -88,6 +88,7 @@ type layer struct {
 	root          root.TrustedMaterial // nil without trusted_root
 	rootFile      string
 	artifact      lineString // policy_artifact: the OCI reference `bouncer policy pull` follows
+	auditShip     *AuditShip // nil without audit_ship
 }
 
 // trustedKey is one public key from a trust file.
@@ -261,6 +262,7 @@ type trustConfig struct {
 	identities        []identityConfig
 	trustedRoot       lineString
 	policyArtifact    lineString
+	auditShip         *AuditShip
 }
 
 type lineString struct {
@@ -371,8 +373,14 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 				return nil, err
 			}
 			cfg.policyArtifact = lineString{s, v.Line}
+		case "audit_ship":
+			s, err := parseAuditShip(file, k, v)
+			if err != nil {
+				return nil, err
+			}
+			cfg.auditShip = s
 		default:
-			return nil, fail(k, k.Value, "unknown key (known: require_signed, enforce, keys, identities, trusted_root, policy_artifact)")
+			return nil, fail(k, k.Value, "unknown key (known: require_signed, enforce, keys, identities, trusted_root, policy_artifact, audit_ship)")
 		}
 	}
 	if cfg.requireSigned && len(cfg.keys) == 0 && len(cfg.identities) == 0 {
@@ -533,6 +541,11 @@ func (c *trustConfig) load(dir string) (*layer, error) {
 		}
 		l.root, l.rootFile = tr, p
 	}
+	s, err := loadAuditShip(c.auditShip, dir)
+	if err != nil {
+		return nil, err
+	}
+	l.auditShip = s
 	return l, nil
 }
 
