@@ -446,6 +446,18 @@ func (r *Remote) send(c mcp.Connection, m jsonrpc.Message) error {
 		}
 		done <- err
 	}()
+	// A request returns once it is on the wire, so a slow call does not
+	// hold up the pump. A notification or an answer waits for the server
+	// to take it (the 202 comes at once): it must reach the server before
+	// whatever the client sends next (notifications/initialized before the
+	// first call, a cancellation after the call it cancels), and separate
+	// POSTs on separate connections would not keep that order.
+	if req, ok := m.(*jsonrpc.Request); !ok || !req.IsCall() {
+		if err := <-done; err != nil && !wrote.Load() {
+			return errors.New(r.redact(err.Error()))
+		}
+		return nil
+	}
 	select {
 	case <-onWire:
 		return nil
