@@ -20,44 +20,41 @@ import (
 // cmdApprove lets a human approve one blocked destination by its code. It
 // insists on a terminal on stdin and always asks: the point is that the
 // agent, which sees the code, cannot approve it by itself.
-func cmdApprove(args []string) int {
+func cmdApprove(args []string) error {
 	fs, home := newFlags("approve", "bouncer approve [--home DIR] [--remember] CODE\n\n"+
 		"Shows what the one-time CODE from a blocked call would allow and asks you to confirm.\n"+
 		"Run it yourself, in your own terminal; it refuses to run without one. With --remember, a yes\n"+
 		"also vouches for the destination on that server from now on (bouncer trust list shows it).")
 	remember := fs.Bool("remember", false, "also allow this destination through this server from now on, even when a server's output holds it")
-	ops, done, status := parseOperands(fs, args)
+	ops, done, err := parseOperands(fs, args)
 	if done {
-		return status
+		return err
 	}
 	if len(ops) != 1 {
-		return usageError("approve: give exactly one CODE, as printed in the blocked call (like K7Q-F2M)")
+		return usageErr("%s", "approve: give exactly one CODE, as printed in the blocked call (like K7Q-F2M)")
 	}
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		errorf("approve: stdin is not a terminal; a human must run 'bouncer approve' in their own terminal, not through the agent or a script")
-		return exitFail
+		return failed(fmt.Errorf("approve: stdin is not a terminal; a human must run 'bouncer approve' in their own terminal, not through the agent or a script"))
 	}
 	dir, err := stateDir(*home)
 	if err != nil {
-		errorf("approve: %v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("approve: %v", err))
 	}
 	store := approval.Open(filepath.Join(dir, "pending.json"), nil)
 	code := approval.Normalize(ops[0])
 	shown, _ := approval.Printable(code)
 	c, err := store.Lookup(code)
-	if status, stop := codeProblem(code, shown, c, err); stop {
-		return status
+	if err := codeProblem(code, shown, c, err); err != nil {
+		return err
 	}
 	if c.Approved {
 		fmt.Printf("Code %s is already approved; the agent may retry the call once before %s.\n", code, clock(c.Expires()))
-		return exitOK
+		return nil
 	}
 	showCode(os.Stdout, c, time.Now())
 	if *remember {
 		if c.NoDestination() {
-			errorf("approve: --remember needs a destination, and this call names none; approve it without --remember")
-			return exitUsage
+			return badInput(fmt.Errorf("approve: --remember needs a destination, and this call names none; approve it without --remember"))
 		}
 		fmt.Printf("With --remember, a yes also allows this destination through server %s from now on,\n"+
 			"even when a server's output holds it. Do so only for a recipient you know.\n", show(c.Server))
@@ -68,8 +65,7 @@ func cmdApprove(args []string) int {
 	fmt.Print("Approve? [y/N] ")
 	answer, err := bufio.NewReader(os.Stdin).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
-		errorf("approve: reading the answer: %v", err)
-		return exitFail
+		return failed(fmt.Errorf("approve: reading the answer: %v", err))
 	}
 	switch strings.ToLower(strings.TrimSpace(answer)) {
 	case "y", "yes":
@@ -77,64 +73,54 @@ func cmdApprove(args []string) int {
 		if errors.Is(err, io.EOF) {
 			fmt.Println()
 		}
-		errorf("approve: not approved")
-		return exitFail
+		return failed(fmt.Errorf("approve: not approved"))
 	}
 	// The prompt may have been up for minutes: re-check, and approve only
 	// what was on the screen.
 	err = store.ApproveShown(c)
 	if errors.Is(err, approval.ErrChanged) {
-		errorf("approve: code %s changed while it was shown; nothing approved. Run bouncer approve again to see it as it is now", code)
-		return exitFail
+		return failed(fmt.Errorf("approve: code %s changed while it was shown; nothing approved. Run bouncer approve again to see it as it is now", code))
 	}
-	if status, stop := codeProblem(code, shown, c, err); stop {
-		return status
+	if err := codeProblem(code, shown, c, err); err != nil {
+		return err
 	}
 	fmt.Printf("Approved %s. The agent may now retry the same call, once, before %s.\n", code, clock(c.Expires()))
 	if *remember {
 		if err := session.OpenRemembered(dir).Add(c.Server, c.Destination, "approve", time.Now()); err != nil {
-			errorf("approve: the code is approved, but the destination could not be remembered: %v", err)
-			return exitFail
+			return failed(fmt.Errorf("approve: the code is approved, but the destination could not be remembered: %v", err))
 		}
 		fmt.Printf("Remembered %s for server %s (bouncer trust remove forgets it).\n", show(c.Destination), show(c.Server))
 	}
-	return exitOK
+	return nil
 }
 
 // show is approval.Show without its second result: a value as it is safe
 // to print.
 func show(v string) string { s, _ := approval.Show(v); return s }
 
-// codeProblem reports why a code can't be approved; stop is false when it can.
-func codeProblem(code, shown string, c approval.Code, err error) (status int, stop bool) {
+// codeProblem says why a code can't be approved, or nil when it can.
+func codeProblem(code, shown string, c approval.Code, err error) error {
 	switch {
 	case err == nil:
-		return exitOK, false
+		return nil
 	case errors.Is(err, approval.ErrUnknown):
 		if !approval.ValidCode(code) {
-			errorf("approve: %q is not a code; codes look like K7Q-F2M", shown)
-		} else {
-			errorf("approve: unknown code %s: it was never issued here, or it was used or expired long enough ago to be forgotten (bouncer pending lists open codes)", shown)
+			return failed(fmt.Errorf("approve: %q is not a code; codes look like K7Q-F2M", shown))
 		}
-		return exitFail, true
+		return failed(fmt.Errorf("approve: unknown code %s: it was never issued here, or it was used or expired long enough ago to be forgotten (bouncer pending lists open codes)", shown))
 	case errors.Is(err, approval.ErrInvalid):
 		// The entry is in the file but breaks the rules (an older bouncer
 		// wrote it, or it was edited): it approves nothing.
-		errorf("approve: code %s can't be approved: its entry is invalid (%v), so nothing was approved; "+
-			"have the agent retry the call to get a new code", code, printable(err.Error()))
-		return exitFail, true
+		return failed(fmt.Errorf("approve: code %s can't be approved: its entry is invalid (%v), so nothing was approved; "+
+			"have the agent retry the call to get a new code", code, printable(err.Error())))
 	case errors.Is(err, approval.ErrUsed):
-		errorf("approve: code %s was already used; each code allows one call. Have the agent retry to get a new code", code)
-		return exitFail, true
+		return failed(fmt.Errorf("approve: code %s was already used; each code allows one call. Have the agent retry to get a new code", code))
 	case errors.Is(err, approval.ErrExpired) && c.Issued.After(time.Now()):
-		errorf("approve: code %s was issued at %s, in the future: this clock did not issue it, so it is not valid", code, clock(c.Issued))
-		return exitFail, true
+		return failed(fmt.Errorf("approve: code %s was issued at %s, in the future: this clock did not issue it, so it is not valid", code, clock(c.Issued)))
 	case errors.Is(err, approval.ErrExpired):
-		errorf("approve: code %s expired at %s (codes last %v); have the agent retry the call to get a new one", code, clock(c.Expires()), approval.TTL)
-		return exitFail, true
+		return failed(fmt.Errorf("approve: code %s expired at %s (codes last %v); have the agent retry the call to get a new one", code, clock(c.Expires()), approval.TTL))
 	}
-	errorf("approve: %v", err)
-	return exitUsage, true
+	return badInput(fmt.Errorf("approve: %v", err))
 }
 
 // showCode prints what a code would allow. Every value is escaped and, if
@@ -223,17 +209,17 @@ func clock(t time.Time) string {
 // parseOperands parses flags that may come before or after the operands
 // (bouncer approve CODE --home DIR), returning the operands. After "--"
 // everything is an operand.
-func parseOperands(fs *flag.FlagSet, args []string) (ops []string, done bool, status int) {
+func parseOperands(fs *flag.FlagSet, args []string) (ops []string, done bool, err error) {
 	for {
-		if done, status := parseFlags(fs, args); done {
-			return nil, true, status
+		if done, err := parseFlags(fs, args); done {
+			return nil, true, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
-			return ops, false, exitOK
+			return ops, false, nil
 		}
 		if i := len(args) - len(rest) - 1; i >= 0 && args[i] == "--" {
-			return append(ops, rest...), false, exitOK
+			return append(ops, rest...), false, nil
 		}
 		ops = append(ops, rest[0])
 		args = rest[1:]

@@ -28,40 +28,36 @@ const checkSynopsis = "bouncer check [--policy FILE]... [--tools FILE] [--name N
 	"Each call prints {\"tool\",\"verdict\",\"reason\",\"rule\"}. Reads stdin without SESSION; with only\n" +
 	"--policy and no SESSION on a terminal, it checks the policy and exits."
 
-func cmdCheck(args []string) int {
+func cmdCheck(args []string) error {
 	fs, home := newFlags("check", checkSynopsis)
 	var policies multiFlag
 	fs.Var(&policies, "policy", "policy file layered over the built-in packs (repeatable)")
 	toolsFile := fs.String("tools", "", "a saved tools/list result ({\"tools\": [...]}) to pin; without it every tool counts as pinned")
 	name := fs.String("name", "", "the server's name (as in bouncer run --name), for lines with no \"server\"")
-	if done, st := parseFlags(fs, args); done {
-		return st
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if fs.NArg() > 1 {
-		return usageError("check takes at most one session file")
+		return usageErr("%s", "check takes at most one session file")
 	}
 
 	dir, err := stateDir(*home)
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	wd, _ := os.Getwd()
 	dec, err := setup.Load(setup.Config{Policies: policies, StateDir: dir, WorkDir: wd})
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	var tools []json.RawMessage
 	if *toolsFile != "" {
 		if tools, err = readToolsFile(*toolsFile); err != nil {
-			errorf("%v", err)
-			return exitUsage
+			return badInput(fmt.Errorf("%v", err))
 		}
 		// Pin once now, so a bad list is reported before any line.
 		if err := dec.Engine(*name).Pin(tools); err != nil {
-			errorf("%s: %v", *toolsFile, err)
-			return exitUsage
+			return badInput(fmt.Errorf("%s: %v", *toolsFile, err))
 		}
 	}
 	var names []string
@@ -77,8 +73,7 @@ func cmdCheck(args []string) int {
 	if fs.NArg() == 1 {
 		f, err := os.Open(fs.Arg(0))
 		if err != nil {
-			errorf("%v", err)
-			return exitUsage
+			return badInput(fmt.Errorf("%v", err))
 		}
 		defer f.Close()
 		in, src = f, fs.Arg(0)
@@ -87,7 +82,7 @@ func cmdCheck(args []string) int {
 			// Nothing to replay: the policy loaded with every check run
 			// makes, which is what was asked.
 			fmt.Fprintf(os.Stdout, "policy OK: %s\n", strings.Join(policies, ", "))
-			return exitOK
+			return nil
 		}
 		errorf("check: waiting for session lines on stdin (one JSON object a line; Ctrl-D ends); give a SESSION file or --policy FILE to check a policy")
 	}
@@ -95,10 +90,9 @@ func cmdCheck(args []string) int {
 	defer out.Flush()
 	if err := r.replay(in, out); err != nil {
 		out.Flush()
-		errorf("%s:%v", src, err)
-		return exitUsage
+		return badInput(fmt.Errorf("%s:%v", src, err))
 	}
-	return exitOK
+	return nil
 }
 
 // sessionLine is one line of a session file; exactly one of output, call,

@@ -13,15 +13,15 @@ const doctorSynopsis = `bouncer doctor [--json] [--policy-dir DIR]`
 
 // cmdDoctor shows what confinement this machine offers and what
 // `bouncer run --sandbox auto` (and strict) would do with it.
-func cmdDoctor(args []string) int {
+func cmdDoctor(args []string) error {
 	fs, home := newFlags("doctor", doctorSynopsis)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	policyDir := fs.String("policy-dir", "", "the policy install `DIR` to show (default $BOUNCER_HOME/policy)")
-	if done, status := parseFlags(fs, args); done {
-		return status
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError("doctor takes no arguments")
+		return usageErr("%s", "doctor takes no arguments")
 	}
 	c := sandbox.Probe()
 	auto, _ := c.Plan(sandbox.Auto)
@@ -40,10 +40,9 @@ func cmdDoctor(args []string) int {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
-			errorf("doctor: %v", err)
-			return exitFail
+			return failed(fmt.Errorf("doctor: %v", err))
 		}
-		return exitOK
+		return nil
 	}
 	w := os.Stdout
 	if c.LandlockABI > 0 {
@@ -76,5 +75,5 @@ func cmdDoctor(args []string) int {
 	for _, l := range policySet(*home, *policyDir).lines() {
 		fmt.Fprintln(w, l)
 	}
-	return exitOK
+	return nil
 }

@@ -23,27 +23,27 @@ on any problem it says so on stderr and exits 0.`
 // maxHookEvent bounds what the hook reads: a prompt, not a disk image.
 const maxHookEvent = 4 << 20
 
-func cmdHook(args []string) int {
+func cmdHook(args []string) error {
 	fs, home := newFlags("hook", hookSynopsis)
 	// The hook's name comes first; flags may stand before or after it.
 	var which string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		which, args = args[0], args[1:]
 	}
-	if done, st := parseFlags(fs, args); done {
-		return st
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	rest := fs.Args()
 	if which == "" && len(rest) > 0 {
 		which, rest = rest[0], rest[1:]
 	}
 	if which != "prompt" || len(rest) > 0 {
-		return usageError("hook: the only hook is 'bouncer hook prompt'")
+		return usageErr("%s", "hook: the only hook is 'bouncer hook prompt'")
 	}
 	event, err := io.ReadAll(io.LimitReader(os.Stdin, maxHookEvent+1))
 	if err != nil || len(event) > maxHookEvent {
 		errorf("hook prompt: could not read the event (%v); the prompt is not recorded", err)
-		return exitOK
+		return nil
 	}
 	kind, prompt, err := hookPrompt(event)
 	// Cursor waits for an answer on every path; Claude Code would add what
@@ -53,7 +53,7 @@ func cmdHook(args []string) int {
 	}
 	if err != nil {
 		errorf("hook prompt: %v; the prompt is not recorded", err)
-		return exitOK
+		return nil
 	}
 	dir, err := stateDir(*home)
 	if err == nil {
@@ -61,15 +61,15 @@ func cmdHook(args []string) int {
 	}
 	if err != nil {
 		errorf("hook prompt: %v; the prompt is not recorded (set BOUNCER_HOME or --home)", err)
-		return exitOK
+		return nil
 	}
 	sess, err := session.Join(dir, func(msg string) { errorf("hook prompt: %s", msg) })
 	if err != nil || !sess.Shared() {
 		errorf("hook prompt: %v; the prompt is not recorded, so destinations it names are asked about", err)
-		return exitOK
+		return nil
 	}
 	sess.RecordPrompt(prompt)
-	return exitOK
+	return nil
 }
 
 // hookPrompt finds the user's prompt in a client's hook event: "prompt"

@@ -34,7 +34,7 @@ const initStateFile = "init.json"
 // hook. It shows what it will change and asks first; the answer is read
 // from stdin, terminal or not, because this is the user's own setup step,
 // not an approval the agent could forge.
-func cmdInit(args []string) int {
+func cmdInit(args []string) error {
 	fs, home := newFlags("init", initSynopsis)
 	configFile := fs.String("config", "", "the client config `FILE` (default: find them)")
 	var servers multiFlag
@@ -42,21 +42,19 @@ func cmdInit(args []string) int {
 	yes := fs.Bool("yes", false, "answer yes to every question")
 	undo := fs.Bool("undo", false, "restore the original entries and remove the hook init added")
 	policyFlag := fs.String("policy", "", "policy `FILE` to write or extend (default: bouncer.yaml beside a project's config, $BOUNCER_HOME/policy.yaml for a user's)")
-	if done, st := parseFlags(fs, args); done {
-		return st
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError(fmt.Sprintf("init: unexpected argument %q", fs.Arg(0)))
+		return usageErr("%s", fmt.Sprintf("init: unexpected argument %q", fs.Arg(0)))
 	}
 	state, err := stateDir(*home)
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	userHome := os.Getenv("HOME")
 	in := &initRun{
@@ -65,8 +63,7 @@ func cmdInit(args []string) int {
 	}
 	if *policyFlag != "" {
 		if in.policy, err = filepath.Abs(*policyFlag); err != nil {
-			errorf("%v", err)
-			return exitUsage
+			return badInput(fmt.Errorf("%v", err))
 		}
 	}
 
@@ -85,7 +82,7 @@ func cmdInit(args []string) int {
 				fmt.Printf("  %s: %s\n", c.Client, in.show(c.Path))
 			}
 			fmt.Println("Run bouncer init in your project's root directory, or name a file with --config.")
-			return exitOK
+			return nil
 		}
 		fmt.Println("MCP client configs found:")
 		for _, t := range targets {
@@ -98,13 +95,16 @@ func cmdInit(args []string) int {
 			fmt.Println(in.label(t))
 		}
 		if st := in.do(t); st == exitUsage && in.single {
-			return st
+			return silently(st)
 		}
 	}
 	if !*undo {
 		in.summary()
 	}
-	return in.status
+	if in.status != exitOK {
+		return silently(in.status) // each problem was said as it came
+	}
+	return nil
 }
 
 // initRun is one run of init over its targets.

@@ -22,7 +22,7 @@ Shows the audit log as a person reads it, one verdict a line: time (UTC), server
 verdict, destination, [rule] reason. -f follows new lines; --json prints the lines as stored.
 --since takes a duration back from now (90m, 2h, 7d) or a date (2026-12-01, or RFC 3339).`
 
-func cmdLog(args []string) int {
+func cmdLog(args []string) error {
 	fs, home := newFlags("log", logSynopsis)
 	follow := fs.Bool("f", false, "follow: keep printing lines as they are appended (Ctrl-C stops)")
 	asJSON := fs.Bool("json", false, "print the lines as stored")
@@ -30,22 +30,22 @@ func cmdLog(args []string) int {
 	verdict := fs.String("verdict", "", "only lines with this verdict: allow, deny or ask")
 	since := fs.String("since", "", "only lines from `DURATION` ago (2h, 7d) or a DATE (2026-12-01) on")
 	auditFile := fs.String("audit", "", "the audit log (default STATE_DIR/audit.jsonl)")
-	if done, st := parseFlags(fs, args); done {
-		return st
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError(fmt.Sprintf("log: unexpected argument %q", fs.Arg(0)))
+		return usageErr("%s", fmt.Sprintf("log: unexpected argument %q", fs.Arg(0)))
 	}
 	f := audit.Filter{Server: *server, Verdict: *verdict}
 	switch *verdict {
 	case "", "allow", "deny", "ask":
 	default:
-		return usageError(fmt.Sprintf("log: --verdict %q: must be allow, deny or ask", *verdict))
+		return usageErr("%s", fmt.Sprintf("log: --verdict %q: must be allow, deny or ask", *verdict))
 	}
 	if *since != "" {
 		t, err := parseSince(*since, time.Now())
 		if err != nil {
-			return usageError("log: --since: " + err.Error())
+			return usageErr("%s", "log: --since: " + err.Error())
 		}
 		f.Since = t
 	}
@@ -53,8 +53,7 @@ func cmdLog(args []string) int {
 	if path == "" {
 		dir, err := stateDir(*home)
 		if err != nil {
-			errorf("log: %v", err)
-			return exitUsage
+			return badInput(fmt.Errorf("log: %v", err))
 		}
 		path = filepath.Join(dir, "audit.jsonl")
 	}
@@ -85,19 +84,16 @@ func cmdLog(args []string) int {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		if err := audit.Follow(ctx, path, 200*time.Millisecond, show); err != nil {
-			errorf("log: %s: %v", path, err)
-			return exitFail
+			return failed(fmt.Errorf("log: %s: %v", path, err))
 		}
-		return exitOK
+		return nil
 	}
 	file, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		errorf("log: %s does not exist yet: no call has been decided with this state directory (--home or BOUNCER_HOME chooses another)", path)
-		return exitFail
+		return failed(fmt.Errorf("log: %s does not exist yet: no call has been decided with this state directory (--home or BOUNCER_HOME chooses another)", path))
 	}
 	if err != nil {
-		errorf("log: %v", err)
-		return exitFail
+		return failed(fmt.Errorf("log: %v", err))
 	}
 	defer file.Close()
 	sc := bufio.NewScanner(file)
@@ -106,14 +102,13 @@ func cmdLog(args []string) int {
 		show(sc.Bytes())
 	}
 	if err := sc.Err(); err != nil {
-		errorf("log: %s: %v", path, err)
-		return exitFail
+		return failed(fmt.Errorf("log: %s: %v", path, err))
 	}
 	if bad > 0 {
 		out.Flush()
 		errorf("log: %d lines of %s are not audit lines and were skipped (bouncer audit verify says which)", bad, path)
 	}
-	return exitOK
+	return nil
 }
 
 // parseSince reads a duration back from now (90m, 2h, 7d) or a date

@@ -21,7 +21,7 @@ import (
 // command is one subcommand: it gets its arguments (without its name) and
 // returns the process exit status.
 type command struct {
-	run    func(args []string) int
+	run    func(args []string) error
 	short  string
 	hidden bool
 }
@@ -49,7 +49,7 @@ func main() { os.Exit(dispatch(os.Args[1:])) }
 
 func dispatch(args []string) int {
 	if len(args) == 0 {
-		return cmdServe(nil)
+		return finish(cmdServe(nil))
 	}
 	name := args[0]
 	switch name {
@@ -63,11 +63,11 @@ func dispatch(args []string) int {
 	c, ok := commands[name]
 	if !ok {
 		if strings.HasPrefix(name, "-") {
-			return usageError("flags go after a subcommand; try 'bouncer --help'")
+			return finish(usageErr("flags go after a subcommand; try 'bouncer --help'"))
 		}
-		return usageError(fmt.Sprintf("unknown command %q; try 'bouncer --help'", name))
+		return finish(usageErr("unknown command %q; try 'bouncer --help'", name))
 	}
-	return c.run(args[1:])
+	return finish(c.run(args[1:]))
 }
 
 // hiddenCommands are internal entry points, not listed in help: the
@@ -101,11 +101,6 @@ func errorf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "bouncer: "+format+"\n", a...)
 }
 
-// usageError prints one line naming the problem and returns exit status 2.
-func usageError(msg string) int {
-	errorf("%s", msg)
-	return exitUsage
-}
 
 // newFlags makes a FlagSet for a subcommand. Every subcommand takes --home.
 // Its usage text goes to stdout on --help; parse errors are reported by
@@ -123,18 +118,18 @@ func newFlags(name, synopsis string) (*flag.FlagSet, *string) {
 	return fs, home
 }
 
-// parseFlags parses args into fs. It returns done=true with the exit status
-// when the command must stop: 0 after --help, 2 after a usage error.
-func parseFlags(fs *flag.FlagSet, args []string) (done bool, status int) {
-	err := fs.Parse(args)
+// parseFlags parses args into fs. It returns done=true when the command
+// must stop: with nil after --help, with a usage error otherwise.
+func parseFlags(fs *flag.FlagSet, args []string) (done bool, err error) {
+	err = fs.Parse(args)
 	switch {
 	case err == nil:
-		return false, 0
+		return false, nil
 	case errors.Is(err, flag.ErrHelp):
 		// Parse has already printed the usage.
-		return true, exitOK
+		return true, nil
 	default:
-		return true, usageError(err.Error())
+		return true, usageErr("%v", err)
 	}
 }
 

@@ -17,33 +17,31 @@ import (
 // can be split on runs of two or more spaces. A call naming no destination
 // shows (none) for argument and destination. Entries of the file that were
 // skipped as invalid are reported on stderr; the rest are still listed.
-func cmdPending(args []string) int {
+func cmdPending(args []string) error {
 	fs, home := newFlags("pending", "bouncer pending [--home DIR]\n\n"+
 		"Lists open one-time approval codes: code, age, server, tool, argument, destination.")
-	ops, done, status := parseOperands(fs, args)
+	ops, done, err := parseOperands(fs, args)
 	if done {
-		return status
+		return err
 	}
 	if len(ops) != 0 {
-		return usageError(fmt.Sprintf("pending: unexpected argument %q", ops[0]))
+		return usageErr("%s", fmt.Sprintf("pending: unexpected argument %q", ops[0]))
 	}
 	dir, err := stateDir(*home)
 	if err != nil {
-		errorf("pending: %v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("pending: %v", err))
 	}
 	store := approval.Open(filepath.Join(dir, "pending.json"), nil)
 	codes, invalid, err := store.Pending()
 	if err != nil {
-		errorf("pending: %v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("pending: %v", err))
 	}
 	for _, e := range invalid {
 		errorf("pending: %s: skipped an invalid entry, which approves nothing (it is dropped at the next change): %s", store.Path(), printable(e.Error()))
 	}
 	if len(codes) == 0 {
 		fmt.Fprintln(os.Stderr, "no open codes")
-		return exitOK
+		return nil
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
@@ -56,8 +54,7 @@ func cmdPending(args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p(c.Code), age(now.Sub(c.Issued)), p(c.Server), p(c.Tool), param, dest)
 	}
 	if err := tw.Flush(); err != nil {
-		errorf("pending: %v", err)
-		return exitFail
+		return failed(fmt.Errorf("pending: %v", err))
 	}
-	return exitOK
+	return nil
 }

@@ -31,7 +31,7 @@ func registryOptions(plainHTTP bool) distribute.Options {
 	return distribute.Options{PlainHTTP: plainHTTP, UserAgent: "bouncer/" + version}
 }
 
-func policyPush(args []string) int {
+func policyPush(args []string) error {
 	fs, home := newFlags("policy push", policySynopsis)
 	keyFile := fs.String("key", "", "sign each FILE with this unencrypted PKCS#8 PEM private `KEY` first (writes FILE.sigstore.json, as bouncer sign does)")
 	trust := fs.String("trust", "", "trust configuration `FILE` to check the bundles against before pushing (default $BOUNCER_HOME/trust.yaml, when there is one)")
@@ -41,28 +41,25 @@ func policyPush(args []string) int {
 		return st
 	}
 	if len(ops) < 2 {
-		return usageError("policy push: give FILE... REF")
+		return usageErr("%s", "policy push: give FILE... REF")
 	}
 	paths, ref := ops[:len(ops)-1], ops[len(ops)-1]
 	if _, err := distribute.ParseReference(ref, *plain); err != nil {
-		return usageError("policy push: " + err.Error())
+		return usageErr("%s", "policy push: " + err.Error())
 	}
 	var signer *bundle.Signer
 	if *keyFile != "" {
 		pemData, err := os.ReadFile(*keyFile)
 		if err != nil {
-			errorf("policy push: key: %v", err)
-			return exitUsage
+			return badInput(fmt.Errorf("policy push: key: %v", err))
 		}
 		if signer, err = bundle.ParsePrivateKey(pemData); err != nil {
-			errorf("policy push: key %s: %v", *keyFile, err)
-			return exitUsage
+			return badInput(fmt.Errorf("policy push: key %s: %v", *keyFile, err))
 		}
 	}
 	dir, err := stateDir(*home)
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 
 	// Read each file once; these bytes are what is signed, checked and
@@ -74,37 +71,31 @@ func policyPush(args []string) int {
 			if err == nil {
 				err = errors.New("not a regular file")
 			}
-			errorf("policy push: %s: %v", p, err)
-			return exitUsage
+			return badInput(fmt.Errorf("policy push: %s: %v", p, err))
 		}
 		name := filepath.Base(p)
 		if err := distribute.CheckName(name); err != nil {
-			errorf("policy push: %s: %v", p, err)
-			return exitUsage
+			return badInput(fmt.Errorf("policy push: %s: %v", p, err))
 		}
 		data, err := policy.ReadFile(p)
 		if err != nil {
-			errorf("policy push: %s: %v", p, err)
-			return exitUsage
+			return badInput(fmt.Errorf("policy push: %s: %v", p, err))
 		}
 		var b []byte
 		if signer != nil {
 			var bp string
 			if b, bp, err = signer.SignBytes(p, data); err != nil {
-				errorf("policy push: sign: %v", err)
-				return exitFail
+				return failed(fmt.Errorf("policy push: sign: %v", err))
 			}
 			errorf("signed %s -> %s", p, bp)
 		} else {
 			bp := bundle.BundlePath(p)
 			b, err = readSmall(bp, distribute.MaxBundleSize)
 			if errors.Is(err, os.ErrNotExist) {
-				errorf("policy push: %s: no bundle %s; sign it first (bouncer sign --key KEY %s, or cosign sign-blob --bundle %s %s), or give --key", p, bp, p, bp, p)
-				return exitUsage
+				return badInput(fmt.Errorf("policy push: %s: no bundle %s; sign it first (bouncer sign --key KEY %s, or cosign sign-blob --bundle %s %s), or give --key", p, bp, p, bp, p))
 			}
 			if err != nil {
-				errorf("policy push: %s: %v", bp, err)
-				return exitUsage
+				return badInput(fmt.Errorf("policy push: %s: %v", bp, err))
 			}
 		}
 		files = append(files, distribute.File{Name: name, Data: data, Bundle: b})
@@ -116,20 +107,17 @@ func policyPush(args []string) int {
 	// this machine has a trust configuration with signers, each bundle
 	// must verify under it.
 	if _, err := setup.Load(setup.Config{Extra: srcs, StateDir: dir}); err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	t, err := bundle.LoadTrust(*trust, dir)
 	switch {
 	case errors.Is(err, bundle.ErrNoTrust):
 	case err != nil:
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	case t.HasSigners():
 		for i, f := range files {
 			if _, err := t.VerifyBundle(paths[i], f.Data, f.Bundle); err != nil {
-				errorf("policy push: %s: pull would refuse it: %v", paths[i], err)
-				return exitFail
+				return failed(fmt.Errorf("policy push: %s: pull would refuse it: %v", paths[i], err))
 			}
 		}
 	}
@@ -138,16 +126,15 @@ func policyPush(args []string) int {
 	defer cancel()
 	digest, err := distribute.Push(ctx, ref, files, registryOptions(*plain))
 	if err != nil {
-		errorf("policy push: %s: %v", ref, err)
-		return exitFail
+		return failed(fmt.Errorf("policy push: %s: %v", ref, err))
 	}
 	r, _ := distribute.ParseReference(ref, *plain)
 	fmt.Fprintf(os.Stdout, "%s@%s\n", r.Context(), digest)
 	errorf("pushed %d file(s) to %s", len(files), ref)
-	return exitOK
+	return nil
 }
 
-func policyPull(args []string) int {
+func policyPull(args []string) error {
 	fs, home := newFlags("policy pull", policySynopsis)
 	trust := fs.String("trust", "", "trust configuration `FILE` (default $BOUNCER_HOME/trust.yaml, with /etc/bouncer/trust.yaml always applied when present)")
 	dirFlag := fs.String("dir", "", "install into `DIR` (default $BOUNCER_HOME/policy)")
@@ -157,52 +144,45 @@ func policyPull(args []string) int {
 		return st
 	}
 	if len(ops) > 1 {
-		return usageError("policy pull: give at most one REF")
+		return usageErr("%s", "policy pull: give at most one REF")
 	}
 	sdir, err := stateDir(*home)
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	t, err := bundle.LoadTrust(*trust, sdir)
 	if errors.Is(err, bundle.ErrNoTrust) {
-		errorf("policy pull: %v; it must name keys (or identities and trusted_root): unsigned policy from a registry is never installed", err)
-		return exitUsage
+		return badInput(fmt.Errorf("policy pull: %v; it must name keys (or identities and trusted_root): unsigned policy from a registry is never installed", err))
 	}
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	if !t.HasSigners() {
-		errorf("policy pull: %s names no signer; set keys (or identities and trusted_root) there: unsigned policy from a registry is never installed", joinFiles(t.Files()))
-		return exitUsage
+		return badInput(fmt.Errorf("policy pull: %s names no signer; set keys (or identities and trusted_root) there: unsigned policy from a registry is never installed", joinFiles(t.Files())))
 	}
 	ref, source := "", ""
 	if len(ops) == 1 {
 		ref = ops[0]
 	} else if ref, source = t.PolicyArtifact(); ref == "" {
-		return usageError(fmt.Sprintf("policy pull: give REF, or set policy_artifact in %s", joinFiles(t.Files())))
+		return usageErr("%s", fmt.Sprintf("policy pull: give REF, or set policy_artifact in %s", joinFiles(t.Files())))
 	}
 	if _, err := distribute.ParseReference(ref, *plain); err != nil {
 		if source != "" {
-			errorf("%s: policy_artifact: %v", source, err)
-			return exitUsage
+			return badInput(fmt.Errorf("%s: policy_artifact: %v", source, err))
 		}
-		return usageError("policy pull: " + err.Error())
+		return usageErr("%s", "policy pull: " + err.Error())
 	}
 
 	installDir := *dirFlag
 	if installDir == "" {
 		if err := ensureStateDir(sdir); err != nil {
-			errorf("%v", err)
-			return exitFail
+			return failed(fmt.Errorf("%v", err))
 		}
 		installDir = filepath.Join(sdir, policyDirName)
 	}
 	installDir, err = filepath.Abs(installDir)
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
@@ -213,8 +193,7 @@ func policyPull(args []string) int {
 	}
 	a, err := distribute.Fetch(ctx, ref, verify, registryOptions(*plain))
 	if err != nil {
-		errorf("policy pull: %s: %v; nothing was installed", ref, err)
-		return exitFail
+		return failed(fmt.Errorf("policy pull: %s: %v; nothing was installed", ref, err))
 	}
 	// Signed is not enough: a set this binary can't load (as run loads
 	// it: the policy and its sandbox key) would stop every run that uses
@@ -224,13 +203,11 @@ func policyPull(args []string) int {
 		srcs[i] = policy.Source{Name: f.Name, Dir: installDir, Data: f.Data}
 	}
 	if _, err := setup.Load(setup.Config{Extra: srcs, StateDir: sdir}); err != nil {
-		errorf("policy pull: %s: signed, but this bouncer can't load it: %v; nothing was installed", a.Pinned(), err)
-		return exitFail
+		return failed(fmt.Errorf("policy pull: %s: signed, but this bouncer can't load it: %v; nothing was installed", a.Pinned(), err))
 	}
 	res, err := distribute.Install(installDir, a, isWithin(installDir, sdir), time.Now())
 	if err != nil {
-		errorf("policy pull: %s: %v; nothing was installed", a.Pinned(), err)
-		return exitFail
+		return failed(fmt.Errorf("policy pull: %s: %v; nothing was installed", a.Pinned(), err))
 	}
 	names := make([]string, len(a.Files))
 	for i, f := range a.Files {
@@ -238,10 +215,10 @@ func policyPull(args []string) int {
 	}
 	if res.Unchanged {
 		fmt.Fprintf(os.Stdout, "up to date: %s (%s) in %s\n", a.Pinned(), strings.Join(names, ", "), installDir)
-		return exitOK
+		return nil
 	}
 	fmt.Fprintf(os.Stdout, "installed %s (%s) in %s\n", a.Pinned(), strings.Join(names, ", "), installDir)
-	return exitOK
+	return nil
 }
 
 // isWithin reports whether path is dir or below it.

@@ -51,10 +51,10 @@ func TestPolicyPullRefusals(t *testing.T) {
 
 	good := "send_email:\n  exfiltrating: true\n  sink_params: [to]\n"
 	goodPath := writeTestFile(t, filepath.Join(dir, "team.yaml"), good)
-	if st := policyPush([]string{"--key", team, goodPath, host + "/team/policy:prod"}); st != exitOK {
+	if st := finish(policyPush([]string{"--key", team, goodPath, host + "/team/policy:prod"})); st != exitOK {
 		t.Fatalf("push: exit %d", st)
 	}
-	if st := policyPull([]string{"--trust", trust, host + "/team/policy:prod"}); st != exitOK {
+	if st := finish(policyPull([]string{"--trust", trust, host + "/team/policy:prod"})); st != exitOK {
 		t.Fatalf("pull: exit %d", st)
 	}
 	installed := filepath.Join(home, "policy")
@@ -111,7 +111,7 @@ func TestPolicyPullRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tag := host + "/team/policy:" + strings.ReplaceAll(c.name, " ", "-")
 			putArtifact(t, tag, c.layers, c.edit)
-			st, stderr := captureStderr(t, func() int { return policyPull([]string{"--trust", trust, tag}) })
+			st, stderr := captureStderr(t, func() int { return finish(policyPull([]string{"--trust", trust, tag})) })
 			if st != exitFail || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "nothing was installed") {
 				t.Fatalf("exit %d, stderr %q; want exit 1 and %q", st, stderr, c.want)
 			}

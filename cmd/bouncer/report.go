@@ -18,7 +18,7 @@ const reportSynopsis = `bouncer report [--policy FILE]... [--tools FILE] [--audi
 
 // cmdReport writes the Markdown review pack from the policy, a saved
 // tools/list result and the audit log.
-func cmdReport(args []string) int {
+func cmdReport(args []string) error {
 	fs, home := newFlags("report", reportSynopsis)
 	var policies multiFlag
 	fs.Var(&policies, "policy", "policy `FILE` (repeatable, in the order bouncer run takes them)")
@@ -29,11 +29,11 @@ func cmdReport(args []string) int {
 	until := fs.String("until", "", "last day of the period, `YYYY-MM-DD` (UTC), inclusive")
 	date := fs.String("date", "", "the pack's date, `YYYY-MM-DD` (default today, UTC), so that a pack can be reproduced")
 	outFile := fs.String("o", "", "write the pack to `FILE` (default stdout)")
-	if done, st := parseFlags(fs, args); done {
-		return st
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError(fmt.Sprintf("report: unexpected argument %q", fs.Arg(0)))
+		return usageErr("%s", fmt.Sprintf("report: unexpected argument %q", fs.Arg(0)))
 	}
 	in := report.Input{Server: *name, PolicyFiles: policies}
 	var err error
@@ -45,11 +45,11 @@ func cmdReport(args []string) int {
 			continue
 		}
 		if *d.to, err = time.Parse("2006-01-02", d.val); err != nil {
-			return usageError(fmt.Sprintf("report: %s %q: want YYYY-MM-DD", d.flag, d.val))
+			return usageErr("%s", fmt.Sprintf("report: %s %q: want YYYY-MM-DD", d.flag, d.val))
 		}
 	}
 	if !in.Since.IsZero() && !in.Until.IsZero() && in.Until.Before(in.Since) {
-		return usageError("report: --until is before --since")
+		return usageErr("%s", "report: --until is before --since")
 	}
 	if in.Generated.IsZero() {
 		in.Generated = time.Now().UTC()
@@ -57,27 +57,23 @@ func cmdReport(args []string) int {
 
 	pol, err := policy.Load(policies...)
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	in.Policy = pol
 	if *toolsFile != "" {
 		data, err := os.ReadFile(*toolsFile)
 		if err != nil {
-			errorf("report: %v", err)
-			return exitUsage
+			return badInput(fmt.Errorf("report: %v", err))
 		}
 		if in.Tools, err = report.ParseTools(data); err != nil {
-			errorf("%s: %v", *toolsFile, err)
-			return exitUsage
+			return badInput(fmt.Errorf("%s: %v", *toolsFile, err))
 		}
 		in.ToolsFile = *toolsFile
 	}
 
 	dir, err := stateDir(*home)
 	if err != nil {
-		errorf("report: %v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("report: %v", err))
 	}
 	if *toolsFile == "" {
 		// The tool lists bouncer run pinned: every tool the servers offer.
@@ -105,26 +101,23 @@ func cmdReport(args []string) int {
 		in.AuditFile = path
 		in.Audit = entries
 		if in.Chain, err = audit.VerifyFileReport(path); err != nil {
-			errorf("%v", err)
-			return exitFail
+			return failed(fmt.Errorf("%v", err))
 		}
 	case errors.Is(err, os.ErrNotExist) && !explicit:
 		// No log yet: the pack shows the controls and says there is no evidence.
 	default:
-		errorf("report: %v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("report: %v", err))
 	}
 
 	pack := report.Write(in)
 	if *outFile == "" {
 		os.Stdout.Write(pack)
-		return exitOK
+		return nil
 	}
 	if err := writeReportFile(*outFile, pack); err != nil {
-		errorf("report: %v", err)
-		return exitFail
+		return failed(fmt.Errorf("report: %v", err))
 	}
-	return exitOK
+	return nil
 }
 
 // writeReportFile writes data to path through a temporary file in the same

@@ -49,9 +49,7 @@ type runFlags struct {
 }
 
 // cmdRun proxies one MCP server on stdio, enforcing the policy.
-func cmdRun(args []string) int { return finish(run(args)) }
-
-func run(args []string) error {
+func cmdRun(args []string) error {
 	f, err := parseRunFlags(args)
 	if err != nil || f == nil {
 		return err
@@ -134,11 +132,8 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.remoteURL, "url", "", "reach the remote MCP server at `URL` (streamable HTTP, or the older HTTP+SSE) instead of starting a command")
 	fs.Var(&f.headers, "header", "with --url: send `\"Name: value\"` with every request (repeatable; values are kept out of logs and messages)")
 	fs.StringVar(&f.transport, "transport", "", "with --url: `auto` (streamable HTTP, falling back to HTTP+SSE), streamable or sse")
-	if done, st := parseFlags(fs, args); done {
-		if st == exitOK {
-			return nil, nil
-		}
-		return nil, silently(st)
+	if done, err := parseFlags(fs, args); done {
+		return nil, err
 	}
 	f.home, f.rest = *home, fs.Args()
 	switch f.sandbox {

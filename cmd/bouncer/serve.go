@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,21 +22,20 @@ const serveSynopsis = "bouncer serve [--policy FILE]... [--audit FILE]\n\n" +
 
 // cmdServe runs Bouncer's own MCP server. It only reads the state directory
 // (the audit log), so it creates nothing there.
-func cmdServe(args []string) int {
+func cmdServe(args []string) error {
 	fs, home := newFlags("serve", serveSynopsis)
 	var policies multiFlag
 	fs.Var(&policies, "policy", "policy file layered over the built-in packs for check_call (repeatable; re-read on every check)")
 	auditFile := fs.String("audit", "", "the audit log audit_summary reads (default STATE_DIR/audit.jsonl)")
-	if done, st := parseFlags(fs, args); done {
-		return st
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError("serve takes no arguments")
+		return usageErr("%s", "serve takes no arguments")
 	}
 	dir, err := stateDir(*home)
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	path := *auditFile
 	if path == "" {
@@ -52,12 +52,10 @@ func cmdServe(args []string) int {
 	var pe *policy.Error
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
-		return exitOK
+		return nil
 	case errors.As(err, &pe):
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	default:
-		errorf("serve: %v", err)
-		return exitFail
+		return failed(fmt.Errorf("serve: %v", err))
 	}
 }

@@ -18,7 +18,7 @@ const shipSynopsis = "bouncer audit ship [--once] [--trust FILE] [--home DIR]"
 // cmdAuditShip sends the audit log to the destinations of audit_ship in the
 // trust configuration. It is a process of its own, run by a systemd unit or
 // a launchd agent: the proxies never open a socket for it.
-func cmdAuditShip(args []string) int {
+func cmdAuditShip(args []string) error {
 	fs, home := newFlags("audit ship", shipSynopsis+"\n\n"+
 		"Sends every line of the audit log that a destination has not yet accepted, in order, to the\n"+
 		"destinations that audit_ship in the trust configuration names: an OpenTelemetry collector\n"+
@@ -27,36 +27,31 @@ func cmdAuditShip(args []string) int {
 		"follows the log, retries with backoff, and exits 0 on SIGTERM.")
 	once := fs.Bool("once", false, "ship what is in the log now and exit: 0 when every destination took it, 1 naming each that could not be reached")
 	trust := fs.String("trust", "", "trust configuration `FILE` (default $BOUNCER_HOME/trust.yaml, with /etc/bouncer/trust.yaml always applied when present)")
-	ops, done, status := parseOperands(fs, args)
+	ops, done, err := parseOperands(fs, args)
 	if done {
-		return status
+		return err
 	}
 	if len(ops) != 0 {
-		return usageError(fmt.Sprintf("audit ship: unexpected argument %q", ops[0]))
+		return usageErr("%s", fmt.Sprintf("audit ship: unexpected argument %q", ops[0]))
 	}
 	dir, err := stateDir(*home)
 	if err != nil {
-		errorf("audit ship: %v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("audit ship: %v", err))
 	}
 	t, err := bundle.LoadTrust(*trust, dir)
 	if errors.Is(err, bundle.ErrNoTrust) {
-		errorf("audit ship: no destinations: audit_ship is not set, as there is no trust configuration (%v)", err)
-		return exitUsage
+		return badInput(fmt.Errorf("audit ship: no destinations: audit_ship is not set, as there is no trust configuration (%v)", err))
 	}
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	sections := t.AuditShip()
 	if len(sections) == 0 {
-		errorf("audit ship: no destinations: %s sets no audit_ship (otlp: URL and/or syslog: tcp:// or tls://)", joinFiles(t.Files()))
-		return exitUsage
+		return badInput(fmt.Errorf("audit ship: no destinations: %s sets no audit_ship (otlp: URL and/or syslog: tcp:// or tls://)", joinFiles(t.Files())))
 	}
 	dests, err := ship.Destinations(sections, os.LookupEnv, ship.Hostname())
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	defer func() {
 		for _, d := range dests {
@@ -64,8 +59,7 @@ func cmdAuditShip(args []string) int {
 		}
 	}()
 	if err := ensureStateDir(dir); err != nil {
-		errorf("audit ship: %v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("audit ship: %v", err))
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -89,8 +83,8 @@ func cmdAuditShip(args []string) int {
 		logf("shipping %s to %s", cfg.Log, names)
 	}
 	results := ship.Run(ctx, cfg)
-	failed := ship.Unreachable(results)
-	for _, f := range failed {
+	unreached := ship.Unreachable(results)
+	for _, f := range unreached {
 		errorf("audit ship: could not reach %s", f)
 	}
 	if *once {
@@ -100,8 +94,8 @@ func cmdAuditShip(args []string) int {
 			}
 		}
 	}
-	if len(failed) > 0 {
-		return exitFail
+	if len(unreached) > 0 {
+		return silently(exitFail) // each one is named above
 	}
-	return exitOK
+	return nil
 }

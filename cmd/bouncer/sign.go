@@ -11,28 +11,26 @@ const signSynopsis = `bouncer sign --key PRIVATE.pem FILE...`
 
 // cmdSign writes FILE.sigstore.json beside each FILE, signed with a local
 // unencrypted PKCS#8 key (ECDSA P-256 or Ed25519).
-func cmdSign(args []string) int {
+func cmdSign(args []string) error {
 	fs, _ := newFlags("sign", signSynopsis)
 	keyFile := fs.String("key", "", "unencrypted PKCS#8 PEM private `KEY` (ECDSA P-256 or Ed25519)")
-	if done, status := parseFlags(fs, args); done {
-		return status
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if *keyFile == "" {
-		return usageError("sign: --key PRIVATE.pem is required")
+		return usageErr("%s", "sign: --key PRIVATE.pem is required")
 	}
 	files := fs.Args()
 	if len(files) == 0 {
-		return usageError("sign: give at least one FILE")
+		return usageErr("%s", "sign: give at least one FILE")
 	}
 	pemData, err := os.ReadFile(*keyFile)
 	if err != nil {
-		errorf("sign: key: %v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("sign: key: %v", err))
 	}
 	s, err := bundle.ParsePrivateKey(pemData)
 	if err != nil {
-		errorf("sign: key %s: %v", *keyFile, err)
-		return exitUsage
+		return badInput(fmt.Errorf("sign: key %s: %v", *keyFile, err))
 	}
 	status := exitOK
 	for _, f := range files {
@@ -54,5 +52,8 @@ func cmdSign(args []string) int {
 		}
 		fmt.Fprintf(os.Stdout, "signed %s -> %s\n", f, bp)
 	}
-	return status
+	if status != exitOK {
+		return silently(status) // each file's problem was said
+	}
+	return nil
 }

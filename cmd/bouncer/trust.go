@@ -28,13 +28,13 @@ are). add needs a terminal, like approve: without DESTINATION it lists the desti
 denied lately because they came from a server's output, and you pick one, see where it
 came from, and type it to vouch for it.`
 
-func cmdTrust(args []string) int {
+func cmdTrust(args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h" || args[0] == "-help") {
 			fmt.Fprintf(os.Stdout, "Usage: %s\n", trustSynopsis)
-			return exitOK
+			return nil
 		}
-		return usageError("trust: give list, add or remove; see bouncer trust --help")
+		return usageErr("%s", "trust: give list, add or remove; see bouncer trust --help")
 	}
 	verb := args[0]
 	fs, home := newFlags("trust "+verb, trustSynopsis)
@@ -45,52 +45,47 @@ func cmdTrust(args []string) int {
 	}
 	dir, err := stateDir(*home)
 	if err != nil {
-		errorf("trust: %v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("trust: %v", err))
 	}
 	rem := session.OpenRemembered(dir)
 	switch verb {
 	case "list":
 		if len(ops) > 0 {
-			return usageError("trust list takes no destination")
+			return usageErr("%s", "trust list takes no destination")
 		}
 		return trustList(rem, *server)
 	case "remove":
 		if *server == "" || len(ops) != 1 {
-			return usageError("trust remove: give --server NAME and one DESTINATION")
+			return usageErr("%s", "trust remove: give --server NAME and one DESTINATION")
 		}
 		found, err := rem.Remove(*server, ops[0])
 		if err != nil {
-			errorf("trust remove: %v", err)
-			return exitFail
+			return failed(fmt.Errorf("trust remove: %v", err))
 		}
 		if !found {
-			errorf("trust remove: %s is not remembered for server %s (bouncer trust list)", show(ops[0]), show(*server))
-			return exitFail
+			return failed(fmt.Errorf("trust remove: %s is not remembered for server %s (bouncer trust list)", show(ops[0]), show(*server)))
 		}
 		fmt.Printf("Forgot %s for server %s.\n", show(ops[0]), show(*server))
-		return exitOK
+		return nil
 	case "add":
 		if len(ops) > 1 {
-			return usageError("trust add: give at most one DESTINATION")
+			return usageErr("%s", "trust add: give at most one DESTINATION")
 		}
 		if len(ops) == 1 && *server == "" {
-			return usageError("trust add: a DESTINATION goes with --server NAME")
+			return usageErr("%s", "trust add: a DESTINATION goes with --server NAME")
 		}
 		if !term.IsTerminal(int(os.Stdin.Fd())) {
-			errorf("trust add: stdin is not a terminal; a human must run 'bouncer trust add' in their own terminal, not through the agent or a script")
-			return exitFail
+			return failed(fmt.Errorf("trust add: stdin is not a terminal; a human must run 'bouncer trust add' in their own terminal, not through the agent or a script"))
 		}
 		return trustAdd(rem, filepath.Join(dir, "audit.jsonl"), *server, ops)
 	}
-	return usageError(fmt.Sprintf("trust: unknown %q; give list, add or remove", verb))
+	return usageErr("%s", fmt.Sprintf("trust: unknown %q; give list, add or remove", verb))
 }
 
-func trustList(rem *session.Remembered, server string) int {
+func trustList(rem *session.Remembered, server string) error {
 	entries, err := rem.List()
 	if err != nil {
-		errorf("trust list: %v", err)
-		return exitFail
+		return failed(fmt.Errorf("trust list: %v", err))
 	}
 	n := 0
 	for _, e := range entries {
@@ -103,7 +98,7 @@ func trustList(rem *session.Remembered, server string) int {
 	if n == 0 {
 		fmt.Fprintln(os.Stderr, "bouncer: no remembered destinations")
 	}
-	return exitOK
+	return nil
 }
 
 // denial is one destination denied because a server's output held it.
@@ -149,7 +144,7 @@ func recentDenials(path string, max int) ([]denial, error) {
 	return out, err
 }
 
-func trustAdd(rem *session.Remembered, auditPath, server string, ops []string) int {
+func trustAdd(rem *session.Remembered, auditPath, server string, ops []string) error {
 	in := bufio.NewReader(os.Stdin)
 	var d denial
 	if len(ops) == 1 {
@@ -165,8 +160,7 @@ func trustAdd(rem *session.Remembered, auditPath, server string, ops []string) i
 	} else {
 		ds, err := recentDenials(auditPath, 20)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			errorf("trust add: reading %s: %v", auditPath, err)
-			return exitFail
+			return failed(fmt.Errorf("trust add: reading %s: %v", auditPath, err))
 		}
 		var pick []denial
 		for _, x := range ds {
@@ -175,8 +169,7 @@ func trustAdd(rem *session.Remembered, auditPath, server string, ops []string) i
 			}
 		}
 		if len(pick) == 0 {
-			errorf("trust add: no destination was denied lately for coming from a server's output; to vouch for one anyway, give --server NAME DESTINATION")
-			return exitFail
+			return failed(fmt.Errorf("trust add: no destination was denied lately for coming from a server's output; to vouch for one anyway, give --server NAME DESTINATION"))
 		}
 		fmt.Println("Destinations denied lately because a server's output held them (newest first):")
 		for i, x := range pick {
@@ -188,8 +181,7 @@ func trustAdd(rem *session.Remembered, auditPath, server string, ops []string) i
 		line, _ := in.ReadString('\n')
 		n, err := strconv.Atoi(strings.TrimSpace(line))
 		if err != nil || n < 1 || n > len(pick) {
-			errorf("trust add: nothing vouched for")
-			return exitFail
+			return failed(fmt.Errorf("trust add: nothing vouched for"))
 		}
 		d = pick[n-1]
 	}
@@ -209,20 +201,17 @@ func trustAdd(rem *session.Remembered, auditPath, server string, ops []string) i
 	fmt.Print("Type the destination to vouch for it (Enter to cancel): ")
 	typed, err := in.ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
-		errorf("trust add: reading the answer: %v", err)
-		return exitFail
+		return failed(fmt.Errorf("trust add: reading the answer: %v", err))
 	}
 	typed = strings.TrimSpace(typed)
 	if typed == "" || !approval.SameDestination(typed, d.destination) {
-		errorf("trust add: what you typed is not the destination; nothing vouched for")
-		return exitFail
+		return failed(fmt.Errorf("trust add: what you typed is not the destination; nothing vouched for"))
 	}
 	if err := rem.Add(d.server, d.destination, "trust add", time.Now()); err != nil {
-		errorf("trust add: %v", err)
-		return exitFail
+		return failed(fmt.Errorf("trust add: %v", err))
 	}
 	fmt.Printf("Remembered %s for server %s. The agent may retry; bouncer trust remove forgets it.\n", show(d.destination), show(d.server))
-	return exitOK
+	return nil
 }
 
 func showSource(s string) string {

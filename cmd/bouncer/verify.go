@@ -11,33 +11,30 @@ const verifySynopsis = `bouncer verify [--trust FILE] [--bundle BUNDLE] FILE...`
 
 // cmdVerify checks each file against its Sigstore bundle and prints one line
 // per file: "OK FILE (SIGNER)" or "FAIL FILE: why".
-func cmdVerify(args []string) int {
+func cmdVerify(args []string) error {
 	fs, home := newFlags("verify", verifySynopsis)
 	trust := fs.String("trust", "", "trust configuration `FILE` (default $BOUNCER_HOME/trust.yaml, with /etc/bouncer/trust.yaml always applied when present)")
 	bundleFlag := fs.String("bundle", "", "the Sigstore `BUNDLE` to check (default FILE.sigstore.json beside each file; only with one FILE)")
-	if done, status := parseFlags(fs, args); done {
-		return status
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	files := fs.Args()
 	if len(files) == 0 {
-		return usageError("verify: give at least one FILE")
+		return usageErr("%s", "verify: give at least one FILE")
 	}
 	if *bundleFlag != "" && len(files) != 1 {
-		return usageError("verify: --bundle goes with exactly one FILE")
+		return usageErr("%s", "verify: --bundle goes with exactly one FILE")
 	}
 	dir, err := stateDir(*home)
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	t, err := bundle.LoadTrust(*trust, dir)
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(fmt.Errorf("%v", err))
 	}
 	if !t.HasSigners() {
-		errorf("%s names no keys or identities, so nothing can verify", joinFiles(t.Files()))
-		return exitUsage
+		return badInput(fmt.Errorf("%s names no keys or identities, so nothing can verify", joinFiles(t.Files())))
 	}
 	status := exitOK
 	for _, f := range files {
@@ -54,7 +51,10 @@ func cmdVerify(args []string) int {
 		}
 		fmt.Fprintf(os.Stdout, "OK %s (%s)\n", f, res.Signer())
 	}
-	return status
+	if status != exitOK {
+		return silently(status) // each file's problem was said
+	}
+	return nil
 }
 
 func joinFiles(fs []string) string {

@@ -91,7 +91,7 @@ func TestVerifyKeylessCLI(t *testing.T) {
 
 	t.Setenv("BOUNCER_HOME", filepath.Join(dir, "home"))
 	t.Chdir(dir)
-	status, out := captureVerifyStdout(t, func() int { return cmdVerify([]string{"--trust", "trust.yaml", "good.yaml", "fork.yaml"}) })
+	status, out := captureVerifyStdout(t, func() int { return finish(cmdVerify([]string{"--trust", "trust.yaml", "good.yaml", "fork.yaml"})) })
 	if status != exitFail {
 		t.Fatalf("exit status %d, want %d\n%s", status, exitFail, out)
 	}

@@ -9,14 +9,14 @@ var (
 	date    = "unknown"
 )
 
-func cmdVersion(args []string) int {
+func cmdVersion(args []string) error {
 	fs, _ := newFlags("version", "bouncer version")
-	if done, st := parseFlags(fs, args); done {
-		return st
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError("version takes no arguments")
+		return usageErr("%s", "version takes no arguments")
 	}
 	fmt.Printf("bouncer %s (commit %s, built %s)\n", version, commit, date)
-	return exitOK
+	return nil
 }
