@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
 // Write replaces the config file with data. It first keeps the bytes it
@@ -64,7 +65,7 @@ func writeAtomic(path string, data []byte, like os.FileInfo) error {
 	if err := tmp.Chmod(like.Mode().Perm()); err != nil {
 		return err
 	}
-	if st, isUnix := like.Sys().(*syscall.Stat_t); isUnix && int(st.Uid) != os.Getuid() {
+	if st, isUnix := like.Sys().(*unixshim.SysStat); isUnix && int(st.Uid) != os.Getuid() {
 		// Only root gets here with another user's file; keep it theirs.
 		if err := tmp.Chown(int(st.Uid), int(st.Gid)); err != nil {
 			return err
