@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bouncer-mcp/bouncer/internal/engine"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
@@ -62,6 +63,13 @@ func cmdCheck(args []string) int {
 			errorf("%s: %v", *toolsFile, err)
 			return exitUsage
 		}
+	}
+	var names []string
+	if tools != nil {
+		names = toolNames(tools)
+	}
+	for _, w := range policy.Lint(dec.Policy, names) {
+		errorf("warning: %s", w)
 	}
 	r := &replayer{dec: dec, tools: tools, name: *name, engines: map[string]*engine.Engine{}}
 

@@ -2,9 +2,12 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/creack/pty"
 )
 
 // TestBouncerCommand checks what a wrapped entry launches: "bouncer" when a
@@ -29,5 +32,53 @@ func TestBouncerCommand(t *testing.T) {
 	t.Setenv("PATH", withBouncer)
 	if cmd, note := bouncerCommand(); cmd != "bouncer" || note != "" {
 		t.Errorf("on PATH: command %q, note %q", cmd, note)
+	}
+}
+
+// TestInitAsksOnTerminal answers init's questions on a real terminal: yes
+// to the config, no to the hook.
+func TestInitAsksOnTerminal(t *testing.T) {
+	dir := t.TempDir()
+	home := t.TempDir()
+	orig := "{\n  \"mcpServers\": {\n    \"git\": {\"command\": \"uvx\", \"args\": [\"mcp-server-git\"]}\n  }\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, ".mcp.json"), []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bouncerBin(t), "init")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+home, "BOUNCER_HOME="+filepath.Join(home, ".bouncer"))
+	f, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ptyProc{cmd: cmd, f: f, eof: make(chan struct{})}
+	go func() {
+		defer close(p.eof)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { cmd.Process.Kill(); f.Close() })
+	p.waitFor(t, "Write .mcp.json? [y/N] ")
+	f.Write([]byte("y\r"))
+	p.waitFor(t, "Change .claude/settings.json? [y/N] ")
+	f.Write([]byte("n\r"))
+	status, out := p.wait(t)
+	if status != 1 || !strings.Contains(out, "Wrote .mcp.json") || !strings.Contains(out, "Not written.") {
+		t.Fatalf("status %d, output:\n%s", status, out)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, ".mcp.json"))
+	if !strings.Contains(string(got), `"args": ["run", "--config", ".mcp.json", "--server", "git"]`) {
+		t.Errorf("not wrapped:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".claude", "settings.json")); err == nil {
+		t.Error("the hook was written though the answer was no")
 	}
 }

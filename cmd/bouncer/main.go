@@ -36,6 +36,8 @@ var commands = map[string]command{
 	"verify":  {run: cmdVerify, short: "verify policy files against their Sigstore bundles"},
 	"sign":    {run: cmdSign, short: "sign policy files with a local key"},
 	"doctor":  {run: cmdDoctor, short: "show what sandboxing this machine offers"},
+	"policy":  {run: cmdPolicy, short: "policy digest (the policy set's identity) and policy suggest (from the audit log)"},
+	"log":     {run: cmdLog, short: "show the audit log as a person reads it (-f follows)"},
 	"trust":   {run: cmdTrust, short: "list, add (needs a terminal) or remove remembered destinations"},
 	"hook":    {run: cmdHook, short: "record what the user typed (the client's prompt-submit hook: hook prompt)"},
 	"version": {run: cmdVersion, short: "print version, commit and build date"},
@@ -156,11 +158,20 @@ func stateDir(flagValue string) (string, error) {
 }
 
 // ensureStateDir creates the state directory 0700 if it is missing.
+// An unusable one is an error that says where to choose another.
 func ensureStateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("state directory %s: %w", dir, err)
+	err := os.MkdirAll(dir, 0o700)
+	if err == nil {
+		// Writable? A read-only home or a directory of another user is
+		// found here, not at the first audit line.
+		var f *os.File
+		if f, err = os.CreateTemp(dir, ".probe-*"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("state directory %s can't be used (%v); choose a writable one with --home DIR or the BOUNCER_HOME environment variable", dir, err)
 }
 
 // multiFlag is a repeatable string flag (--policy A --policy B).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
@@ -73,14 +74,29 @@ func cmdReport(args []string) int {
 		in.ToolsFile = *toolsFile
 	}
 
+	dir, err := stateDir(*home)
+	if err != nil {
+		errorf("report: %v", err)
+		return exitUsage
+	}
+	if *toolsFile == "" {
+		// The tool lists bouncer run pinned: every tool the servers offer.
+		pinned, perr := report.LoadPinned(dir, *name)
+		if perr != nil {
+			errorf("report: %v", perr)
+		}
+		var files []string
+		for _, p := range pinned {
+			in.Tools = append(in.Tools, p.Tools...)
+			files = append(files, p.Path)
+		}
+		if len(files) > 0 {
+			in.ToolsFile = strings.Join(files, ", ")
+		}
+	}
 	path := *auditFile
 	explicit := path != ""
 	if !explicit {
-		dir, err := stateDir(*home)
-		if err != nil {
-			errorf("report: %v", err)
-			return exitUsage
-		}
 		path = filepath.Join(dir, "audit.jsonl")
 	}
 	entries, err := readAuditLenient(path)

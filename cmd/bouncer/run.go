@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,14 +18,17 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/bundle"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
+	"github.com/bouncer-mcp/bouncer/internal/report"
+	sandboxpkg "github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
-const runSynopsis = `bouncer run [--policy FILE]... [--name NAME] [--sandbox auto|strict|off] [--trust FILE] -- COMMAND [ARG]...
+const runSynopsis = `bouncer run [--policy FILE]... [--name NAME] [--sandbox auto|strict|off] [--trust FILE] [--observe] -- COMMAND [ARG]...
        bouncer run --config FILE --server NAME [--policy FILE]... [other flags]`
 
 // stopGrace is how long the upstream gets after its stdin closes, and again
@@ -35,19 +39,6 @@ const stopGrace = 2 * time.Second
 // an init function in their own cmd file; the defaults below fail closed
 // where doing nothing would be a silent weakening.
 var (
-	// policyCheck returns the check that each policy file's exact bytes
-	// must pass before they are parsed (their Sigstore bundles under the
-	// trust configuration: --trust FILE, else stateDir's trust.yaml, with
-	// /etc/bouncer/trust.yaml always applied), or nil when no trust
-	// configuration exists. An error, or a file that fails the check, stops
-	// run with exit status 2 before the upstream starts.
-	policyCheck = func(trustFile, stateDir string) (func(file string, data []byte) error, error) {
-		if trustFile != "" {
-			return nil, fmt.Errorf("%s: signed policy verification is not available in this build", trustFile)
-		}
-		return nil, nil
-	}
-
 	// prepareSandbox may rewrite the upstream command before it starts
 	// (the sandbox launcher re-execs itself around it), keeping the
 	// upstream away from stateDir. An error exits 2.
@@ -72,8 +63,10 @@ func cmdRun(args []string) int {
 	name := fs.String("name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
 	sandbox := fs.String("sandbox", "auto", "confinement: auto, strict or off")
 	trust := fs.String("trust", "", "trust configuration `FILE` for signed policy")
+	observe := fs.Bool("observe", false, "decide and audit every call as enforcing would (enforced: false), but forward it anyway and ask nobody: for rolling out")
 	configFile := fs.String("config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
 	serverName := fs.String("server", "", "server `NAME` in --config")
+	project := fs.String("project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
 	if done, status := parseFlags(fs, args); done {
 		return status
 	}
@@ -92,15 +85,25 @@ func cmdRun(args []string) int {
 		if len(rest) > 0 {
 			return usageError("give either --config/--server or -- COMMAND, not both")
 		}
-		c, err := upstreamFromConfig(*configFile, *serverName)
+		c, base, err := upstreamFromConfig(*configFile, *project, *serverName)
 		if err != nil {
 			errorf("%v", err)
 			return exitUsage
 		}
 		upCmd = c
+		// A relative --policy is relative to where a relative --config
+		// was found (the project's root), so a wrapped entry a team
+		// commits names both without an absolute path.
+		for i, p := range policies {
+			if !filepath.IsAbs(p) {
+				policies[i] = filepath.Join(base, p)
+			}
+		}
 		if *name == "" {
 			*name = *serverName
 		}
+	case *project != "":
+		return usageError("--project goes with --config and --server")
 	case len(rest) == 0:
 		return usageError("no upstream: give -- COMMAND [ARG]... or --config FILE --server NAME")
 	default:
@@ -116,10 +119,28 @@ func cmdRun(args []string) int {
 		errorf("%v", err)
 		return exitUsage
 	}
-	check, err := policyCheck(*trust, dir)
-	if err != nil {
+	if err := ensureStateDir(dir); err != nil {
+		errorf("%v", err)
+		return exitFail
+	}
+	// The trust configuration: the signed-policy check of each file's
+	// exact bytes, and whether observe mode is allowed.
+	var check func(file string, data []byte) error
+	tr, err := bundle.LoadTrust(*trust, dir)
+	switch {
+	case errors.Is(err, bundle.ErrNoTrust):
+		tr = nil
+	case err != nil:
 		errorf("%v", err)
 		return exitUsage
+	default:
+		check = tr.CheckPolicy
+	}
+	if *observe && tr != nil {
+		if file, on := tr.Enforce(); on {
+			errorf("--observe: %s sets enforce: true, so this machine enforces its policy; observe mode is for a rollout that has not reached it (remove --observe)", file)
+			return exitUsage
+		}
 	}
 	workDir := upCmd.Dir
 	if workDir == "" {
@@ -131,15 +152,22 @@ func cmdRun(args []string) int {
 		return exitUsage
 	}
 	pol := dec.Policy
-	if err := ensureStateDir(dir); err != nil {
+	// Before the sandbox: finding the client reads other processes' /proc.
+	dec.JoinClient(dir, func(msg string) { errorf("%s", msg) })
+	// The sandboxed proxy may write files in its state directory but not
+	// make directories there: make the one for the pinned tool list now.
+	if err := os.MkdirAll(filepath.Dir(report.PinnedPath(dir, *name)), 0o700); err != nil {
 		errorf("%v", err)
 		return exitFail
 	}
-	// Before the sandbox: finding the client reads other processes' /proc.
-	dec.JoinClient(dir, func(msg string) { errorf("%s", msg) })
 	if err := resolveCommand(&upCmd); err != nil {
 		errorf("%v", err)
 		return exitUsage
+	}
+	if pol.Sandbox != nil && *sandbox != "off" {
+		if why := sandboxpkg.Unworkable(upCmd.Path, upCmd.Args, setup.Confinement(pol, dir)); why != "" {
+			errorf("warning: %s: sandbox: %s", pol.Sandbox.Source, why)
+		}
 	}
 	if err := prepareSandbox(*sandbox, pol, dir, &upCmd); err != nil {
 		errorf("%v", err)
@@ -173,12 +201,25 @@ func cmdRun(args []string) int {
 	if applied != "" {
 		errorf("sandbox: %s", applied)
 	}
+	if *observe {
+		errorf("OBSERVE MODE: every call is decided and audited (enforced: false) but forwarded whatever the verdict, and nobody is asked. Nothing is blocked. bouncer log shows what would have been.")
+	}
 
 	p := proxy.New(proxy.Config{
 		Server:  *name,
 		Engine:  dec.Engine(*name),
 		Store:   dec.Session.Output(*name),
 		Trusted: dec.Session.TrustedOutput(*name),
+		Observe: *observe,
+		Policy:  pol.Digest(version),
+		OnPinned: func(tools []json.RawMessage) {
+			if err := report.SavePinned(dir, *name, tools); err != nil {
+				errorf("could not keep the pinned tool list for bouncer report: %v", err)
+			}
+			for _, w := range policy.Lint(pol, toolNames(tools)) {
+				errorf("warning: %s", w)
+			}
+		},
 		Remember: func(dest string) error {
 			return session.OpenRemembered(dir).Add(*name, dest, "client", time.Now())
 		},
@@ -193,6 +234,11 @@ func cmdRun(args []string) int {
 		return exitOK // the client closed stdin
 	case errors.Is(runErr, context.Canceled):
 		return exitOK // SIGTERM/SIGINT/SIGHUP: an ordinary stop
+	case errors.Is(runErr, proxy.ErrUpstreamOutput):
+		errorf("upstream %s wrote something that is not an MCP message on its stdout (%v). "+
+			"An MCP server must write only JSON-RPC messages to stdout, and its logs to stderr: check its command, arguments and log settings. The session is closed.",
+			upCmd.Path, strings.TrimPrefix(runErr.Error(), proxy.ErrUpstreamOutput.Error()+": "))
+		return exitFail
 	case errors.Is(runErr, proxy.ErrUpstreamExited):
 		select {
 		case <-up.Done():
@@ -254,14 +300,21 @@ func newSessionID() string {
 }
 
 // upstreamFromConfig returns the command for the x-bouncer-upstream entry
-// of server name in a client config: its command and args, its env laid
-// over ours (as the client would have done), and its cwd.
-func upstreamFromConfig(file, name string) (proxy.Command, error) {
-	e, err := mcpconfig.Upstream(file, name)
+// of server name in a client config (in its projects[project] block when
+// project is set): its command and args, its env laid over ours (as the
+// client would have done), and its cwd, with the client's ${...} variables
+// expanded from our environment, which is the one the client gave us. base
+// is the directory relative --policy files are resolved against.
+func upstreamFromConfig(file, project, name string) (c proxy.Command, base string, err error) {
+	r, err := mcpconfig.Resolve(mcpconfig.Lookup{File: file, Project: project, Server: name, Getenv: os.LookupEnv})
 	if err != nil {
-		return proxy.Command{}, err
+		return proxy.Command{}, "", err
 	}
-	c := proxy.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
+	e := r.Entry
+	if e.Command == "" {
+		return proxy.Command{}, "", fmt.Errorf("%s: server %q is a remote server (url %s); bouncer run can't reach remote servers yet", r.File, name, e.URL)
+	}
+	c = proxy.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
 	if len(e.Env) > 0 {
 		c.Env = os.Environ()
 		keys := make([]string, 0, len(e.Env))
@@ -273,5 +326,19 @@ func upstreamFromConfig(file, name string) (proxy.Command, error) {
 			c.Env = append(c.Env, k+"="+e.Env[k]) // exec keeps the last of duplicate keys
 		}
 	}
-	return c, nil
+	return c, r.Base, nil
+}
+
+// toolNames lists the names in a tools/list result's tools.
+func toolNames(tools []json.RawMessage) []string {
+	names := make([]string, 0, len(tools))
+	for _, raw := range tools {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Name != "" {
+			names = append(names, t.Name)
+		}
+	}
+	return names
 }

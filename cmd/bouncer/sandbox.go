@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
@@ -70,7 +72,7 @@ func applyProxySandbox(mode string, pol *policy.Policy, stateDir string, up *pro
 			return "", fmt.Errorf("%s: sandbox: the upstream could reach the state directory %s; list narrower paths", pol.Sandbox.Source, stateDir)
 		}
 	}
-	r, err := sandbox.Restrict(m, sandbox.Config{StateDir: stateDir, Upstream: up.Pid()})
+	r, err := sandbox.Restrict(m, sandbox.Config{StateDir: stateDir, ListDirs: prefixDirs(pol), Upstream: up.Pid()})
 	if err != nil {
 		return "", err
 	}
@@ -79,4 +81,31 @@ func applyProxySandbox(mode string, pol *policy.Policy, stateDir string, up *pro
 		s += "; " + launchNote
 	}
 	return s, nil
+}
+
+// prefixDirs are the directories the restricted proxy may still list: for
+// each allowed path prefix, the prefix or its nearest existing ancestor.
+// The path check lists the directory where a new name would be made, to
+// rule out a Unicode look-alike of it (fsresolve); listing reads no file.
+func prefixDirs(pol *policy.Policy) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, name := range pol.Names() {
+		t, _ := pol.Lookup(name)
+		for _, p := range t.AllowedPathPrefixes {
+			for d := p; ; d = filepath.Dir(d) {
+				if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+					if !seen[d] {
+						seen[d] = true
+						out = append(out, d)
+					}
+					break
+				}
+				if d == filepath.Dir(d) {
+					break
+				}
+			}
+		}
+	}
+	return out
 }

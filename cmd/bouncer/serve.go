@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"golang.org/x/term"
+
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/serve"
 )
@@ -38,6 +40,10 @@ func cmdServe(args []string) int {
 	path := *auditFile
 	if path == "" {
 		path = filepath.Join(dir, "audit.jsonl")
+	}
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		errorf("serving Bouncer's own MCP server on stdin and stdout, waiting for an MCP client's messages; " +
+			"this is not an interactive prompt (Ctrl-D ends it). For the commands, run: bouncer --help")
 	}
 	wd, _ := os.Getwd()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"io"
 	"os"
 	"os/exec"
@@ -139,4 +140,42 @@ func runBouncer(t *testing.T, stdin string, args ...string) (int, string) {
 		t.Fatal(err)
 	}
 	return 0, string(out)
+}
+
+// bouncer log -f prints lines as they are appended, and stops on SIGINT.
+func TestLogFollow(t *testing.T) {
+	home := t.TempDir()
+	cmd := exec.Command(bouncerBin(t), "log", "-f", "--home", home, "--verdict", "deny")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	time.Sleep(300 * time.Millisecond) // the log does not exist yet: -f waits for it
+	writeTaintDeny(t, home, "outbox", "first@evil.example", "inbox")
+	writeTaintDeny(t, home, "outbox", "second\x1b[2J@evil.example", "inbox")
+	for _, want := range []string{"to=first@evil.example", `to=second\u001b[2J@evil.example`} {
+		select {
+		case l := <-lines:
+			if !strings.Contains(l, want) || !strings.Contains(l, " deny ") {
+				t.Fatalf("line %q, want %q", l, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no line with %q", want)
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("log -f after SIGINT: %v", err)
+	}
 }

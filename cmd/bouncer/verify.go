@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -9,21 +8,6 @@ import (
 )
 
 const verifySynopsis = `bouncer verify [--trust FILE] [--bundle BUNDLE] FILE...`
-
-func init() {
-	// bouncer run verifies its policy files' exact bytes through this hook
-	// before it parses them (see run.go).
-	policyCheck = func(trustFile, stateDir string) (func(string, []byte) error, error) {
-		t, err := bundle.LoadTrust(trustFile, stateDir)
-		if errors.Is(err, bundle.ErrNoTrust) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		return t.CheckPolicy, nil
-	}
-}
 
 // cmdVerify checks each file against its Sigstore bundle and prints one line
 // per file: "OK FILE (SIGNER)" or "FAIL FILE: why".

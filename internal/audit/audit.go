@@ -55,10 +55,30 @@ type Entry struct {
 	// names it and the server whose output held it: what `bouncer trust
 	// add` offers a person to review.
 	Taint *Taint `json:"taint,omitempty"`
+	// Dests are the destinations the sink gate checked in the call (at
+	// most 16), for `bouncer log` and `bouncer policy suggest`.
+	Dests []Dest `json:"dests,omitempty"`
+	// Policy is the digest of the effective policy set that decided the
+	// line (policy.Policy.Digest): which policy made each decision.
+	Policy string `json:"policy,omitempty"`
+	// Enforced is false on a line written in observe mode (bouncer run
+	// --observe): the verdict was decided but not acted on; the call was
+	// forwarded whatever it was. Nil means enforced.
+	Enforced *bool `json:"enforced,omitempty"`
 	// Prev is "sha256:HEX" of the previous line's bytes (without its
 	// newline), or "sha256:" followed by 64 zeros for the first line.
 	Prev string `json:"prev"`
 }
+
+// Dest is one destination of a call: the argument and its value.
+type Dest struct {
+	Param string `json:"param"`
+	Value string `json:"value"`
+}
+
+// Observed reports whether the line was written in observe mode: decided,
+// not enforced.
+func (e Entry) Observed() bool { return e.Enforced != nil && !*e.Enforced }
 
 // Taint is the destination of a taint deny.
 type Taint struct {
@@ -431,6 +451,9 @@ type wireEntry struct {
 	ID       json.RawMessage `json:"id,omitempty"`
 	Code     string          `json:"code,omitempty"`
 	Taint    *Taint          `json:"taint,omitempty"`
+	Dests    []Dest          `json:"dests,omitempty"`
+	Policy   string          `json:"policy,omitempty"`
+	Enforced *bool           `json:"enforced,omitempty"`
 	Prev     string          `json:"prev"`
 }
 
@@ -458,7 +481,7 @@ func Marshal(e Entry) ([]byte, error) {
 	w := wireEntry{
 		TS: e.TS.UTC().Format(TimeFormat), Server: e.Server, Tool: e.Tool,
 		Args: e.Args, ArgsForm: e.ArgsForm, Verdict: e.Verdict, Reason: e.Reason, Rule: e.Rule,
-		Session: e.Session, ID: e.ID, Code: e.Code, Taint: e.Taint, Prev: e.Prev,
+		Session: e.Session, ID: e.ID, Code: e.Code, Taint: e.Taint, Dests: e.Dests, Policy: e.Policy, Enforced: e.Enforced, Prev: e.Prev,
 	}
 	if len(w.Args) == 0 {
 		w.Args = json.RawMessage("null")

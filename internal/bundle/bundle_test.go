@@ -552,3 +552,46 @@ func TestAttestationRefused(t *testing.T) {
 		t.Fatalf("attestation: err = %v, want a DSSE refusal", err)
 	}
 }
+
+// enforce: true in the system file holds whatever the user's file or flag
+// says; a user's file can add it.
+func TestEnforce(t *testing.T) {
+	etc, home := t.TempDir(), t.TempDir()
+	old := systemTrustFile
+	t.Cleanup(func() { systemTrustFile = old })
+	for _, c := range []struct {
+		name, system, user string
+		want               bool
+		from               string
+	}{
+		{"system enforces, user says false", "enforce: true\n", "enforce: false\n", true, "etc"},
+		{"system enforces, no user file", "enforce: true\n", "", true, "etc"},
+		{"system silent, user enforces", "require_signed: false\n", "enforce: true\n", true, "home"},
+		{"nobody enforces", "require_signed: false\n", "enforce: false\n", false, ""},
+		{"no system file", "", "enforce: false\n", false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			systemTrustFile = filepath.Join(etc, "absent.yaml")
+			if c.system != "" {
+				systemTrustFile = writeFile(t, filepath.Join(etc, "trust.yaml"), []byte(c.system))
+			}
+			flag := ""
+			if c.user != "" {
+				flag = writeFile(t, filepath.Join(home, "trust.yaml"), []byte(c.user))
+			}
+			tr, err := LoadTrust(flag, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			file, on := tr.Enforce()
+			dirs := map[string]string{"etc": etc, "home": home}
+			if on != c.want || (on && filepath.Dir(file) != dirs[c.from]) {
+				t.Fatalf("Enforce() = %q, %v; want %v from %s", file, on, c.want, c.from)
+			}
+		})
+	}
+	systemTrustFile = writeFile(t, filepath.Join(etc, "bad.yaml"), []byte("enforce: yes\n"))
+	if _, err := LoadTrust("", ""); err == nil || !strings.Contains(err.Error(), "enforce: expected true or false") {
+		t.Fatalf("enforce: yes accepted: %v", err)
+	}
+}

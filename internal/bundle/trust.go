@@ -82,6 +82,7 @@ type layer struct {
 	file          string // path as found
 	system        bool   // the /etc file
 	requireSigned bool
+	enforce       bool // enforce: true: bouncer run --observe is refused
 	keys          []trustedKey
 	identities    []identity
 	root          root.TrustedMaterial // nil without trusted_root
@@ -112,6 +113,18 @@ func (t *Trust) RequireSigned() bool {
 		}
 	}
 	return false
+}
+
+// Enforce reports whether a layer says `enforce: true`, and the file that
+// says it: then `bouncer run --observe` is refused. Like require_signed, a
+// user's file or flag can add it but never drop the system file's.
+func (t *Trust) Enforce() (file string, on bool) {
+	for _, l := range t.layers {
+		if l.enforce {
+			return l.file, true
+		}
+	}
+	return "", false
 }
 
 // HasSigners reports whether any layer names a key or identity, i.e. whether
@@ -229,6 +242,7 @@ type trustConfig struct {
 	file              string
 	requireSigned     bool
 	requireSignedLine int
+	enforce           bool
 	keys              []lineString
 	identities        []identityConfig
 	trustedRoot       lineString
@@ -279,7 +293,7 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 		return nil, err
 	}
 	if top.Kind != yaml.MappingNode {
-		return nil, fail(top, "", "expected a mapping of require_signed, keys, identities, trusted_root")
+		return nil, fail(top, "", "expected a mapping of require_signed, enforce, keys, identities, trusted_root")
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(top.Content); i += 2 {
@@ -301,6 +315,13 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 				return nil, fail(v, k.Value, "expected true or false")
 			}
 			cfg.requireSigned, cfg.requireSignedLine = b, k.Line
+		case "enforce":
+			if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
+				return nil, fail(v, k.Value, "expected true or false, got %s", describe(v))
+			}
+			if err := v.Decode(&cfg.enforce); err != nil {
+				return nil, fail(v, k.Value, "expected true or false")
+			}
 		case "keys":
 			if v.Kind != yaml.SequenceNode {
 				return nil, fail(v, k.Value, "expected a list of public key files, got %s", describe(v))
@@ -330,7 +351,7 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 			}
 			cfg.trustedRoot = lineString{s, v.Line}
 		default:
-			return nil, fail(k, k.Value, "unknown key (known: require_signed, keys, identities, trusted_root)")
+			return nil, fail(k, k.Value, "unknown key (known: require_signed, enforce, keys, identities, trusted_root)")
 		}
 	}
 	if cfg.requireSigned && len(cfg.keys) == 0 && len(cfg.identities) == 0 {
@@ -448,7 +469,7 @@ func yamlError(file string, err error) error {
 // load reads the key files and trusted root a parsed trust file names,
 // relative to dir.
 func (c *trustConfig) load(dir string) (*layer, error) {
-	l := &layer{file: c.file, requireSigned: c.requireSigned}
+	l := &layer{file: c.file, requireSigned: c.requireSigned, enforce: c.enforce}
 	rel := func(p string) string {
 		if filepath.IsAbs(p) {
 			return p

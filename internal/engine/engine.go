@@ -62,6 +62,9 @@ type Decision struct {
 	// whose output held it ("" when unknown).
 	Tainted *Destination
 	Source  string
+	// Dests lists the destinations the sink gate checked (at most 16), for
+	// the audit line.
+	Dests []Destination
 	// Args is the arguments as judged, re-encoded (with the paths the
 	// path check canonicalised): what the audit line records. Nil when the
 	// arguments could not be read.
@@ -75,11 +78,16 @@ type Decision struct {
 
 // Options are what the caller hands the engine from the outside world.
 type Options struct {
-	// Resolve resolves symlinks in the existing part of a path (see
-	// fsresolve.Existing). Nil means lexical checks only.
+	// Resolve resolves an absolute path the way the kernel does: symlinks
+	// in its existing part followed, ".." applied to where they point (see
+	// fsresolve.Existing). It fails on a path it can't place, and on a
+	// name a server could match to another entry; an error that has an
+	// OnDisk() string method names that entry. Nil means lexical checks
+	// only.
 	Resolve func(path string) (string, error)
-	// WorkDir resolves relative path arguments (the upstream's working
-	// directory). Empty means a relative path argument is denied.
+	// WorkDir is the upstream's working directory, against which a tool
+	// with relative_paths: workdir resolves relative path arguments.
+	// Empty or relative means such a path is denied.
 	WorkDir string
 	// Session, when set, is the client session this server belongs to:
 	// the engine asks it, not the store, whether a destination appeared in

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -191,12 +192,6 @@ func TestPaths(t *testing.T) {
 	}
 }
 
-func TestPathRelativeToWorkDir(t *testing.T) {
-	e, _ := newEngine(t, testPolicy, Options{WorkDir: "/srv/out"})
-	check(t, e.Decide(call("write_file", `{"path":"sub/a.txt"}`)), want{Allow, RuleDefault, ""})
-	check(t, e.Decide(call("write_file", `{"path":"../x"}`)), want{Deny, RulePath, "outside"})
-}
-
 // A symlink inside an allowed prefix can't point the write outside it.
 func TestPathSymlinks(t *testing.T) {
 	root := t.TempDir()
@@ -339,7 +334,7 @@ func TestDeterministic(t *testing.T) {
 			continue
 		}
 		for i := range got {
-			if fmt.Sprint(got[i]) != fmt.Sprint(first[i]) {
+			if !reflect.DeepEqual(got[i], first[i]) {
 				t.Fatalf("run %d call %d: %v != %v", run, i, got[i], first[i])
 			}
 		}

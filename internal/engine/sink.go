@@ -112,6 +112,32 @@ func structureKey(k string) bool {
 }
 
 func (e *Engine) sinkGate(t *policy.Tool, schema map[string]any, args map[string]any) Decision {
+	d := e.sinkDecision(t, schema, args)
+	d.Dests = checkedDests(t, schema, args)
+	return d
+}
+
+// maxDests bounds the destinations a decision lists for the audit line.
+const maxDests = 16
+
+// checkedDests lists the destinations the sink gate checks in a call, for
+// the audit line (bouncer log shows them; policy suggest counts them).
+func checkedDests(t *policy.Tool, schema map[string]any, args map[string]any) []Destination {
+	names, _ := sinkNames(t, args)
+	props := properties(schema)
+	var out []Destination
+	for _, param := range names {
+		for _, dest := range flatten(args[param], props[param], nil) {
+			if len(out) == maxDests {
+				return out
+			}
+			out = append(out, Destination{Param: param, Value: dest})
+		}
+	}
+	return out
+}
+
+func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[string]any) Decision {
 	names, every := sinkNames(t, args)
 	var (
 		asks           []Destination

@@ -1,19 +1,16 @@
 // Package mcpconfig reads and rewrites MCP client configuration files: the
-// `mcpServers` block of Claude Code's .mcp.json, Cursor's mcp.json and Claude
-// Desktop's config, and the `servers` block of VS Code's .vscode/mcp.json.
+// `mcpServers` block of Claude Code's .mcp.json and ~/.claude.json (and the
+// `projects[DIR].mcpServers` blocks where `claude mcp add` keeps a
+// project's servers), Cursor's mcp.json, Claude Desktop's config and Gemini
+// CLI's settings.json, and the `servers` block of VS Code's mcp.json.
 //
-// A rewrite replaces only the byte ranges of the server entries it changes;
-// every other byte of the file (unknown keys, their order, the author's
-// formatting) stays as it was. Changed entries are written with the file's
-// own indentation unit and line ending. The original entry is kept whole
-// under "x-bouncer-upstream", which is both how `bouncer run --config` finds
-// the real server and how Undo puts it back.
-//
-// Files must be strict JSON. JSONC (comments, trailing commas), which VS Code
-// tolerates, is refused with the line and column of the first comment or
-// comma: rewriting it would either drop the comments or need a second,
-// less-tested parser, and a config silently mangled is worse than one the
-// user wraps by hand.
+// Files may hold comments and trailing commas (JSONC, which VS Code, Cursor
+// and Gemini CLI accept). A rewrite replaces only the byte ranges of the
+// server entries it changes; every other byte of the file (comments,
+// unknown keys, their order, the author's formatting) stays as it was. The
+// original entry is kept under "x-bouncer-upstream" byte for byte, only
+// indented one level deeper, which is both how `bouncer run --config` finds
+// the real server and how Undo puts it back exactly.
 package mcpconfig
 
 import (
@@ -35,7 +32,10 @@ var Blocks = []string{"mcpServers", "servers"}
 // Config is one parsed client config file.
 type Config struct {
 	// Path is the file's name as given.
-	Path   string
+	Path string
+	// Client is the client that reads the file, told by its name and place
+	// (ClientOf); it decides how ${...} variables are expanded.
+	Client Client
 	data   []byte
 	root   *node
 	nl     string // the file's line ending
@@ -51,45 +51,26 @@ func Load(path string) (*Config, error) {
 	return Parse(path, data)
 }
 
-// Parse parses config text; path is used in messages only. The root must be
-// a JSON object with an mcpServers or servers object in it.
+// Parse parses config text; path is used in messages and to tell the
+// client. The root must be a JSON object; a server named twice in one block,
+// or a block named twice, is refused because clients disagree on which one
+// wins and wrapping one would leave the other running unguarded.
 func Parse(path string, data []byte) (*Config, error) {
 	root, err := parse(path, data)
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{Path: path, data: data, root: root, nl: "\n", indent: detectIndent(data)}
+	c := &Config{Path: path, Client: ClientOf(path), data: data, root: root, nl: "\n", indent: detectIndent(data)}
 	if bytes.Contains(data, []byte("\r\n")) {
 		c.nl = "\r\n"
 	}
 	if root.kind != '{' {
 		return nil, c.errAt(root.start, "the top level is not a JSON object")
 	}
-	found := false
 	for _, b := range Blocks {
-		blk, dups := c.blockAll(b)
-		if len(dups) > 1 {
-			return nil, c.errAt(dups[1], fmt.Sprintf("%q appears more than once", b))
+		if _, err := c.checkedBlock(c.root, b, b); err != nil {
+			return nil, err
 		}
-		if blk == nil {
-			continue
-		}
-		if blk.kind != '{' {
-			return nil, c.errAt(blk.start, fmt.Sprintf("%q is not an object", b))
-		}
-		seen := map[string]bool{}
-		for _, m := range blk.members {
-			if seen[m.key] {
-				// Clients disagree on which duplicate wins; refuse rather
-				// than wrap one and leave the other running unguarded.
-				return nil, c.errAt(m.keyStart, fmt.Sprintf("server %q appears more than once in %q", m.key, b))
-			}
-			seen[m.key] = true
-		}
-		found = true
-	}
-	if !found {
-		return nil, &Error{File: path, Msg: `no "mcpServers" (Claude Code, Cursor, Claude Desktop) or "servers" (VS Code) object at the top level`}
 	}
 	return c, nil
 }
@@ -102,19 +83,111 @@ func (c *Config) errAt(off int, msg string) *Error {
 	return &Error{File: c.Path, Line: line, Col: col, Msg: msg}
 }
 
-// blockAll returns the block named b and the offsets of every key naming it.
-func (c *Config) blockAll(b string) (*node, []int) {
+// checkedBlock returns the object member key of parent (nil when absent),
+// refusing a key that appears twice, a value that is not an object, and a
+// server named twice in it. label names it in messages.
+func (c *Config) checkedBlock(parent *node, key, label string) (*node, error) {
 	var n *node
-	var offs []int
-	for _, m := range c.root.members {
-		if m.key == b {
-			if n == nil {
-				n = m.val
-			}
-			offs = append(offs, m.keyStart)
+	for _, m := range parent.members {
+		if m.key != key {
+			continue
+		}
+		if n != nil {
+			return nil, c.errAt(m.keyStart, fmt.Sprintf("%q appears more than once", label))
+		}
+		n = m.val
+	}
+	if n == nil {
+		return nil, nil
+	}
+	if n.kind != '{' {
+		return nil, c.errAt(n.start, fmt.Sprintf("%q is not an object", label))
+	}
+	seen := map[string]bool{}
+	for _, m := range n.members {
+		if seen[m.key] {
+			return nil, c.errAt(m.keyStart, fmt.Sprintf("server %q appears more than once in %q", m.key, label))
+		}
+		seen[m.key] = true
+	}
+	return n, nil
+}
+
+// block is one object of server entries and how messages name it.
+type block struct {
+	label string
+	n     *node
+}
+
+// blocks returns the server blocks: the top-level ones, and with project
+// set, projects[project].mcpServers (Claude Code's local scope in
+// ~/.claude.json). Only that one project's block is read: the servers of
+// other projects are not this project's business.
+func (c *Config) blocks(project string) ([]block, error) {
+	var out []block
+	for _, b := range Blocks {
+		n, err := c.checkedBlock(c.root, b, b)
+		if err != nil {
+			return nil, err
+		}
+		if n != nil {
+			out = append(out, block{b, n})
 		}
 	}
-	return n, offs
+	if project == "" {
+		return out, nil
+	}
+	projects, err := c.objectMember(c.root, "projects", "projects")
+	if err != nil || projects == nil {
+		return out, err
+	}
+	p, err := c.objectMember(projects, project, fmt.Sprintf("projects[%s]", project))
+	if err != nil || p == nil {
+		return out, err
+	}
+	label := fmt.Sprintf("projects[%s].mcpServers", project)
+	n, err := c.checkedBlock(p, "mcpServers", label)
+	if err != nil {
+		return nil, err
+	}
+	if n != nil {
+		out = append(out, block{label, n})
+	}
+	return out, nil
+}
+
+// objectMember returns parent's member key when it is an object, nil when it
+// is absent, and an error when it appears twice or is something else.
+func (c *Config) objectMember(parent *node, key, label string) (*node, error) {
+	var n *node
+	for _, m := range parent.members {
+		if m.key == key {
+			if n != nil {
+				return nil, c.errAt(m.keyStart, fmt.Sprintf("%q appears more than once", label))
+			}
+			n = m.val
+		}
+	}
+	if n != nil && n.kind != '{' {
+		return nil, c.errAt(n.start, fmt.Sprintf("%q is not an object", label))
+	}
+	return n, nil
+}
+
+// HasServers reports whether the file has any server block (for project,
+// counting projects[project].mcpServers), so a search of a user's files
+// can pass over settings files that configure no server.
+func (c *Config) HasServers(project string) bool {
+	bl, err := c.blocks(project)
+	return err == nil && len(bl) > 0
+}
+
+func (c *Config) noBlocks(project string) error {
+	msg := `no "mcpServers" (Claude Code, Cursor, Claude Desktop, Gemini CLI) or "servers" (VS Code) object at the top level`
+	if project != "" {
+		msg = fmt.Sprintf(`no "mcpServers" (Claude Code, Cursor, Claude Desktop, Gemini CLI) or "servers" (VS Code) object at the top level, and none in projects[%s]`, project)
+	}
+	return &Error{File: c.Path, Msg: msg}
 }
 
 // detectIndent returns the leading whitespace of the first indented line,
@@ -146,10 +219,14 @@ const (
 
 // Change is the outcome for one server entry.
 type Change struct {
-	Block  string // "mcpServers" or "servers"
+	Block  string // "mcpServers", "servers" or "projects[DIR].mcpServers"
 	Server string
 	Status Status
 	Reason string // why an entry was left alone; empty otherwise
+	// Remote is true for an entry with a url (a remote server).
+	Remote bool
+	// Text is the new entry, for a Wrapped or Restored change.
+	Text string
 }
 
 func (ch Change) String() string {
@@ -159,17 +236,34 @@ func (ch Change) String() string {
 	return fmt.Sprintf("%s: %s (%s)", ch.Server, ch.Status, ch.Reason)
 }
 
+// RemoteNotYet is the reason a url entry is left alone while WrapOptions.Remote
+// is off.
+const RemoteNotYet = "remote servers need bouncer run --url (coming)"
+
 // WrapOptions control Wrap.
 type WrapOptions struct {
 	// Servers limits the rewrite to these names; empty means every entry.
 	// A name found in no block is an error.
 	Servers []string
+	// Project also selects projects[Project].mcpServers (Claude Code's
+	// ~/.claude.json); the wrapped entries there pass --project Project.
+	Project string
 	// Command is what the wrapped entry launches: "bouncer", or the absolute
 	// path of the binary when bouncer is not on PATH.
 	Command string
-	// ConfigPath is the absolute path written into `--config`; it defaults
-	// to the absolute form of Config.Path.
-	ConfigPath string
+	// ConfigArg is what the wrapped entry passes as --config: a path
+	// relative to the project for a file a team commits, absolute for a
+	// user's own file. It defaults to the absolute form of Config.Path.
+	ConfigArg string
+	// ExtraArgs follow `--server NAME` in the wrapped entry (--policy FILE).
+	ExtraArgs []string
+	// Remote wraps entries with a url as remote upstreams. Off, they are
+	// left alone with RemoteNotYet as the reason.
+	Remote bool
+	// Workspace is the directory a project file belongs to (what VS Code
+	// and Cursor call ${workspaceFolder}); "" for a user's own file, where
+	// that variable has no one value.
+	Workspace string
 }
 
 type splice struct {
@@ -178,24 +272,27 @@ type splice struct {
 }
 
 // entries calls fn for each server entry selected by names, in file order.
-func (c *Config) entries(names []string, fn func(block string, m member) error) error {
+func (c *Config) entries(project string, names []string, fn func(block string, m member) error) error {
+	bl, err := c.blocks(project)
+	if err != nil {
+		return err
+	}
+	if len(bl) == 0 {
+		return c.noBlocks(project)
+	}
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = false
 	}
-	for _, b := range Blocks {
-		blk, _ := c.blockAll(b)
-		if blk == nil {
-			continue
-		}
-		for _, m := range blk.members {
+	for _, b := range bl {
+		for _, m := range b.n.members {
 			if len(names) > 0 {
 				if _, ok := want[m.key]; !ok {
 					continue
 				}
 				want[m.key] = true
 			}
-			if err := fn(b, m); err != nil {
+			if err := fn(b.label, m); err != nil {
 				return err
 			}
 		}
@@ -221,17 +318,17 @@ func quoteList(s []string) string {
 	return strings.Join(q, ", ")
 }
 
-// Wrap returns the config text with each selected stdio entry replaced by
-// one that launches `bouncer run --config FILE --server NAME`, and what it
-// did to each entry. When nothing changes, the text is the input, unchanged.
+// Wrap returns the config text with each selected entry replaced by one
+// that launches `bouncer run --config FILE --server NAME`, and what it did
+// to each entry. When nothing changes, the text is the input, unchanged.
 func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
-	cfgPath := opts.ConfigPath
-	if cfgPath == "" {
+	cfgArg := opts.ConfigArg
+	if cfgArg == "" {
 		abs, err := filepath.Abs(c.Path)
 		if err != nil {
 			return nil, nil, &Error{File: c.Path, Msg: err.Error()}
 		}
-		cfgPath = abs
+		cfgArg = abs
 	}
 	command := opts.Command
 	if command == "" {
@@ -239,10 +336,12 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 	}
 	var changes []Change
 	var edits []splice
-	err := c.entries(opts.Servers, func(block string, m member) error {
+	err := c.entries(opts.Project, opts.Servers, func(block string, m member) error {
 		ch := Change{Block: block, Server: m.key}
 		e := m.val
-		switch reason := c.unwrappable(e); {
+		remote := isRemote(e)
+		ch.Remote = remote
+		switch reason := c.unwrappable(e, opts); {
 		case e.kind == '{' && hasKey(e, UpstreamKey):
 			ch.Status = AlreadyWrapped
 		case runsBouncer(e):
@@ -253,8 +352,14 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 			ch.Status, ch.Reason = Skipped, reason
 		default:
 			ch.Status = Wrapped
-			base := c.lineIndent(m.keyStart)
-			edits = append(edits, splice{e.start, e.end, c.wrapped(e, base, command, cfgPath, m.key)})
+			args := []string{"run", "--config", cfgArg}
+			if strings.HasPrefix(block, "projects[") {
+				args = append(args, "--project", opts.Project)
+			}
+			args = append(args, "--server", m.key)
+			args = append(args, opts.ExtraArgs...)
+			ch.Text = c.wrapped(e, c.lineIndent(m.keyStart), command, args, remote)
+			edits = append(edits, splice{e.start, e.end, ch.Text})
 		}
 		changes = append(changes, ch)
 		return nil
@@ -265,17 +370,40 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 	return c.apply(edits), changes, nil
 }
 
+// isRemote reports whether an entry names a remote server (url, or Gemini
+// CLI's httpUrl) instead of a command.
+func isRemote(e *node) bool {
+	if e.kind != '{' || hasKey(e, "command") {
+		return false
+	}
+	return hasKey(e, "url") || hasKey(e, "httpUrl")
+}
+
 // unwrappable says why an entry can't be proxied, or "" when it can.
-func (c *Config) unwrappable(e *node) string {
+func (c *Config) unwrappable(e *node, opts WrapOptions) string {
 	if e.kind != '{' {
 		return "not an object"
 	}
+	if hasKey(e, UpstreamKey) {
+		return ""
+	}
 	cmd, ok := e.get("command")
 	if !ok {
-		if _, isURL := e.get("url"); isURL {
-			return "remote server (url): bouncer proxies stdio servers only"
+		if !isRemote(e) {
+			return "no command or url"
 		}
-		return "no command: bouncer proxies stdio servers only"
+		if !opts.Remote {
+			return RemoteNotYet
+		}
+		for _, k := range []string{"url", "httpUrl"} {
+			if u, ok := e.get(k); ok && (u.kind != '"' || u.str == "") {
+				return k + " is not a non-empty string"
+			}
+		}
+		if h, ok := e.get("headers"); ok && !stringValues(h) {
+			return "headers is not an object of strings"
+		}
+		return c.variablesProblem(e, opts.Workspace)
 	}
 	if cmd.kind != '"' || cmd.str == "" {
 		return "command is not a non-empty string"
@@ -289,13 +417,56 @@ func (c *Config) unwrappable(e *node) string {
 	if cwd, ok := e.get("cwd"); ok && cwd.kind != '"' {
 		return "cwd is not a string"
 	}
-	if bytes.Contains(c.data[e.start:e.end], []byte("${")) {
-		// Clients expand ${VAR}, ${input:...} and ${workspaceFolder} only
-		// in the keys they launch; moved under x-bouncer-upstream they
-		// would reach the server literally.
-		return "uses ${...} variables the client would no longer expand; wrap it by hand"
+	return c.variablesProblem(e, opts.Workspace)
+}
+
+// variablesProblem says which ${...} of the entry's launch keys bouncer run
+// could not expand the way the client does, or "" when it can expand all.
+func (c *Config) variablesProblem(e *node, workspace string) string {
+	x := Expander{Client: c.Client, Workspace: workspace, Getenv: func(string) (string, bool) { return "", true }}
+	var problem string
+	eachLaunchString(e, func(where, s string, at *node) bool {
+		if _, err := x.Expand(s); err != nil {
+			problem = fmt.Sprintf("%s: %v", where, err)
+			return false
+		}
+		return true
+	})
+	return problem
+}
+
+// launchKeys are the members the client reads to start or reach the server.
+// They move under x-bouncer-upstream; every other member (type, disabled,
+// timeout, trust, includeTools, envFile, ...) is the client's own business
+// and stays on the wrapped entry too. envFile stays because the client
+// loads it into bouncer's environment, which the upstream inherits.
+var launchKeys = map[string]bool{"command": true, "args": true, "env": true, "cwd": true, "url": true, "httpUrl": true, "headers": true}
+
+// eachLaunchString calls fn with every string of an entry's launch keys
+// (command, args, env values, cwd, url, httpUrl, header values), saying
+// where it is, until fn returns false.
+func eachLaunchString(e *node, fn func(where, s string, at *node) bool) {
+	for _, m := range e.members {
+		switch {
+		case !launchKeys[m.key]:
+		case m.val.kind == '"':
+			if !fn(m.key, m.val.str, m.val) {
+				return
+			}
+		case m.val.kind == '[':
+			for i, a := range m.val.elems {
+				if a.kind == '"' && !fn(fmt.Sprintf("%s[%d]", m.key, i), a.str, a) {
+					return
+				}
+			}
+		case m.val.kind == '{':
+			for _, kv := range m.val.members {
+				if kv.val.kind == '"' && !fn(m.key+"."+kv.key, kv.val.str, kv.val) {
+					return
+				}
+			}
+		}
 	}
-	return ""
 }
 
 // runsBouncer reports whether an entry already launches `bouncer run`.
@@ -338,19 +509,31 @@ func stringValues(n *node) bool {
 	return true
 }
 
-// wrapped renders the replacement for entry e. A "type" the entry declared
-// is kept beside the command, since VS Code and Claude Code read it to pick
-// the transport.
-func (c *Config) wrapped(e *node, base, command, cfgPath, name string) string {
+// wrapped renders the replacement for entry e: the client's own members as
+// written, then command and args, then the original entry under
+// x-bouncer-upstream. A remote entry's "type" (http, sse) becomes "stdio",
+// since the client now starts a process.
+func (c *Config) wrapped(e *node, base, command string, args []string, remote bool) string {
 	in := base + c.indent
 	var b strings.Builder
 	b.WriteString("{" + c.nl)
-	if t, ok := e.get("type"); ok {
-		b.WriteString(in + `"type": ` + string(c.data[t.start:t.end]) + "," + c.nl)
+	for _, m := range e.members {
+		switch {
+		case launchKeys[m.key] || m.key == UpstreamKey:
+			continue
+		case m.key == "type" && remote:
+			b.WriteString(in + `"type": "stdio",` + c.nl)
+		default:
+			b.WriteString(in)
+			b.Write(c.data[m.keyStart:m.keyEnd])
+			b.WriteString(": ")
+			b.Write(c.data[m.val.start:m.val.end])
+			b.WriteString("," + c.nl)
+		}
 	}
 	b.WriteString(in + `"command": ` + jsonString(command) + "," + c.nl)
 	b.WriteString(in + `"args": [`)
-	for i, a := range []string{"run", "--config", cfgPath, "--server", name} {
+	for i, a := range args {
 		if i > 0 {
 			b.WriteString(", ")
 		}
@@ -358,18 +541,47 @@ func (c *Config) wrapped(e *node, base, command, cfgPath, name string) string {
 	}
 	b.WriteString("]," + c.nl)
 	b.WriteString(in + jsonString(UpstreamKey) + ": ")
-	c.render(&b, e, in)
+	b.WriteString(reindent(string(c.data[e.start:e.end]), c.indent))
 	b.WriteString(c.nl + base + "}")
 	return b.String()
 }
 
+// reindent adds add after every line break of text, except before an empty
+// line, so the entry sits one level deeper. JSON strings hold no raw line
+// breaks, so only layout (and comments) move; unindent undoes it exactly.
+func reindent(text, add string) string {
+	var b strings.Builder
+	for i := 0; i < len(text); i++ {
+		b.WriteByte(text[i])
+		if text[i] == '\n' && i+1 < len(text) && text[i+1] != '\n' && text[i+1] != '\r' {
+			b.WriteString(add)
+		}
+	}
+	return b.String()
+}
+
+// unindent removes add after every line break of text where it stands.
+func unindent(text, add string) string {
+	if add == "" {
+		return text
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); i++ {
+		b.WriteByte(text[i])
+		if text[i] == '\n' && strings.HasPrefix(text[i+1:], add) {
+			i += len(add)
+		}
+	}
+	return b.String()
+}
+
 // Undo returns the config text with each selected wrapped entry replaced by
-// its x-bouncer-upstream entry. Entries that were never wrapped are listed
-// and left alone.
-func (c *Config) Undo(servers []string) ([]byte, []Change, error) {
+// its x-bouncer-upstream entry, as it was written before wrapping. Entries
+// that were never wrapped are listed and left alone.
+func (c *Config) Undo(project string, servers []string) ([]byte, []Change, error) {
 	var changes []Change
 	var edits []splice
-	err := c.entries(servers, func(block string, m member) error {
+	err := c.entries(project, servers, func(block string, m member) error {
 		ch := Change{Block: block, Server: m.key}
 		up, ok := m.val.get(UpstreamKey)
 		switch {
@@ -379,9 +591,13 @@ func (c *Config) Undo(servers []string) ([]byte, []Change, error) {
 			return c.errAt(up.start, fmt.Sprintf("server %q: %s is not an object; restore it by hand (or from the .bak file)", m.key, UpstreamKey))
 		default:
 			ch.Status = Restored
-			var b strings.Builder
-			c.render(&b, up, c.lineIndent(m.keyStart))
-			edits = append(edits, splice{m.val.start, m.val.end, b.String()})
+			ch.Remote = isRemote(up)
+			// Wrap indented the entry by the difference between the
+			// wrapped entry's line and its x-bouncer-upstream line.
+			base := c.lineIndent(m.keyStart)
+			add := strings.TrimPrefix(c.lineIndent(c.memberKeyStart(m.val, UpstreamKey)), base)
+			ch.Text = unindent(string(c.data[up.start:up.end]), add)
+			edits = append(edits, splice{m.val.start, m.val.end, ch.Text})
 		}
 		changes = append(changes, ch)
 		return nil
@@ -390,6 +606,15 @@ func (c *Config) Undo(servers []string) ([]byte, []Change, error) {
 		return nil, nil, err
 	}
 	return c.apply(edits), changes, nil
+}
+
+func (c *Config) memberKeyStart(n *node, key string) int {
+	for _, m := range n.members {
+		if m.key == key {
+			return m.keyStart
+		}
+	}
+	return n.start
 }
 
 // lineIndent is the whitespace that starts the line holding off, or "" when
@@ -403,69 +628,6 @@ func (c *Config) lineIndent(off int) string {
 		return string(c.data[i:off])
 	}
 	return ""
-}
-
-// render writes n in the file's style: one member or element a line,
-// indented by the file's unit below base, except that an array of plain
-// values stays on one line. Strings, numbers and keys are copied as
-// written, escapes included.
-func (c *Config) render(b *strings.Builder, n *node, base string) {
-	in := base + c.indent
-	switch n.kind {
-	case '{':
-		if len(n.members) == 0 {
-			b.WriteString("{}")
-			return
-		}
-		b.WriteString("{")
-		for i, m := range n.members {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString(c.nl + in)
-			b.Write(c.data[m.keyStart:m.keyEnd])
-			b.WriteString(": ")
-			c.render(b, m.val, in)
-		}
-		b.WriteString(c.nl + base + "}")
-	case '[':
-		if len(n.elems) == 0 {
-			b.WriteString("[]")
-			return
-		}
-		if scalars(n.elems) {
-			// Argument lists read best on one line, as clients' docs write them.
-			b.WriteString("[")
-			for i, e := range n.elems {
-				if i > 0 {
-					b.WriteString(", ")
-				}
-				b.Write(c.data[e.start:e.end])
-			}
-			b.WriteString("]")
-			return
-		}
-		b.WriteString("[")
-		for i, e := range n.elems {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString(c.nl + in)
-			c.render(b, e, in)
-		}
-		b.WriteString(c.nl + base + "]")
-	default:
-		b.Write(c.data[n.start:n.end])
-	}
-}
-
-func scalars(ns []*node) bool {
-	for _, n := range ns {
-		if n.kind == '{' || n.kind == '[' {
-			return false
-		}
-	}
-	return true
 }
 
 func (c *Config) apply(edits []splice) []byte {
@@ -490,95 +652,4 @@ func jsonString(s string) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// Entry is the original server entry `bouncer run --config` starts.
-type Entry struct {
-	Command string
-	Args    []string
-	// Env is the entry's env, to be laid over the proxy's own environment
-	// as the client would have done; nil when the entry has none.
-	Env map[string]string
-	// Cwd is absolute (a relative one is resolved against the config
-	// file's directory), or "" when the entry names none.
-	Cwd string
-}
-
-// Upstream reads file and returns the x-bouncer-upstream entry of server.
-// Errors name the file (and line and column where there is one): no such
-// server, a server that was never wrapped, or an entry of the wrong shape.
-func Upstream(file, server string) (Entry, error) {
-	c, err := Load(file)
-	if err != nil {
-		return Entry{}, err
-	}
-	var found []member
-	for _, b := range Blocks {
-		if blk, _ := c.blockAll(b); blk != nil {
-			for _, m := range blk.members {
-				if m.key == server {
-					found = append(found, m)
-				}
-			}
-		}
-	}
-	switch len(found) {
-	case 0:
-		return Entry{}, &Error{File: file, Msg: fmt.Sprintf("no server named %q", server)}
-	case 1:
-	default:
-		return Entry{}, c.errAt(found[1].keyStart, fmt.Sprintf("server %q is in both mcpServers and servers; rename one", server))
-	}
-	m := found[0]
-	up, ok := m.val.get(UpstreamKey)
-	if !ok {
-		return Entry{}, c.errAt(m.keyStart, fmt.Sprintf("server %q was never wrapped (no %s); run bouncer init first", server, UpstreamKey))
-	}
-	if up.kind != '{' {
-		return Entry{}, c.errAt(up.start, fmt.Sprintf("server %q: %s is not an object", server, UpstreamKey))
-	}
-	var e Entry
-	cmd, ok := up.get("command")
-	if !ok || cmd.kind != '"' || cmd.str == "" {
-		at := up.start
-		if ok {
-			at = cmd.start
-		}
-		return Entry{}, c.errAt(at, fmt.Sprintf("server %q: %s.command must be a non-empty string", server, UpstreamKey))
-	}
-	e.Command = cmd.str
-	if args, ok := up.get("args"); ok {
-		if !allStrings(args) {
-			return Entry{}, c.errAt(args.start, fmt.Sprintf("server %q: %s.args must be a list of strings", server, UpstreamKey))
-		}
-		e.Args = make([]string, 0, len(args.elems))
-		for _, a := range args.elems {
-			e.Args = append(e.Args, a.str)
-		}
-	}
-	if env, ok := up.get("env"); ok && env.kind != 'n' {
-		if !stringValues(env) {
-			return Entry{}, c.errAt(env.start, fmt.Sprintf("server %q: %s.env must be an object of strings", server, UpstreamKey))
-		}
-		e.Env = make(map[string]string, len(env.members))
-		for _, kv := range env.members {
-			e.Env[kv.key] = kv.val.str
-		}
-	}
-	if cwd, ok := up.get("cwd"); ok && cwd.kind != 'n' {
-		if cwd.kind != '"' {
-			return Entry{}, c.errAt(cwd.start, fmt.Sprintf("server %q: %s.cwd must be a string", server, UpstreamKey))
-		}
-		if cwd.str != "" {
-			e.Cwd = cwd.str
-			if !filepath.IsAbs(e.Cwd) {
-				abs, err := filepath.Abs(filepath.Join(filepath.Dir(file), e.Cwd))
-				if err != nil {
-					return Entry{}, &Error{File: file, Msg: fmt.Sprintf("server %q: cwd: %v", server, err)}
-				}
-				e.Cwd = abs
-			}
-		}
-	}
-	return e, nil
 }

@@ -3,9 +3,7 @@ package mcpconfig
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 )
 
 // node is one JSON value with the byte range it occupies in the document, so
@@ -67,172 +65,123 @@ func lineCol(data []byte, off int) (int, int) {
 	return line, col
 }
 
-// parse validates data as strict JSON (RFC 8259, no comments, no trailing
-// commas) and returns its tree. The syntax check is encoding/json's, so what
-// is accepted is exactly what the standard decoder accepts; the tree builder
-// then only has to walk text already known to be valid.
+// parse reads data as JSON with comments (JSONC: what VS Code, Cursor and
+// Gemini CLI accept in their settings) and returns its tree. Strict JSON is
+// a subset, so one reader serves every client's file; the rewrite keeps the
+// comments because it only replaces the byte ranges it changes.
 func parse(file string, data []byte) (*node, error) {
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			// Offset is the number of bytes read when the error was found;
-			// the offending byte is the one before it.
-			off := int(se.Offset) - 1
-			if off < 0 {
-				off = 0
-			}
-			line, col := lineCol(data, off)
-			msg := "not valid JSON: " + se.Error()
-			if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
-				msg += " (the file starts with a UTF-8 byte-order mark; save it without one)"
-			} else if looksLikeJSONC(data, off) {
-				msg += " (comments and trailing commas are not supported: remove them, or wrap the servers by hand)"
-			}
-			return nil, &Error{File: file, Line: line, Col: col, Msg: msg}
-		}
-		return nil, &Error{File: file, Msg: "not valid JSON: " + err.Error()}
-	}
-	p := &parser{data: data}
-	p.ws()
-	n, err := p.value(0)
+	n, off, err := parseJSONC(data, true)
 	if err != nil {
-		line, col := lineCol(data, p.pos)
-		return nil, &Error{File: file, Line: line, Col: col, Msg: err.Error()}
+		line, col := lineCol(data, off)
+		msg := "not valid JSON: " + err.Error()
+		if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+			msg += " (the file starts with a UTF-8 byte-order mark; save it without one)"
+		}
+		return nil, &Error{File: file, Line: line, Col: col, Msg: msg}
 	}
 	return n, nil
 }
 
-// looksLikeJSONC reports whether the syntax error at off is a comment or a
-// trailing comma, to say so in the message.
-func looksLikeJSONC(data []byte, off int) bool {
-	if off < len(data) && data[off] == '/' {
-		return true
+// maxDepth is encoding/json's nesting limit: a document it refuses for
+// depth, this reader refuses too, and the walker's recursion stays bounded.
+const maxDepth = 10000
+
+// parseJSONC parses data. With jsonc false it accepts exactly what
+// encoding/json accepts (RFC 8259; invalid UTF-8 inside strings included, as
+// the standard decoder does); with jsonc true it also takes // and /* */
+// comments wherever whitespace may stand, and one trailing comma before a
+// closing bracket or brace. On error it returns the offset of the fault.
+func parseJSONC(data []byte, jsonc bool) (*node, int, error) {
+	p := &jparser{data: data, jsonc: jsonc}
+	if err := p.ws(); err != nil {
+		return nil, p.pos, err
 	}
-	if off < len(data) && (data[off] == '}' || data[off] == ']') {
-		i := off - 1
-		for i >= 0 && isSpace(data[i]) {
-			i--
-		}
-		return i >= 0 && data[i] == ','
+	n, err := p.value(0)
+	if err != nil {
+		return nil, p.pos, err
 	}
-	return false
+	if err := p.ws(); err != nil {
+		return nil, p.pos, err
+	}
+	if p.pos < len(p.data) {
+		return nil, p.pos, fmt.Errorf("unexpected %s after the top-level value", p.describe())
+	}
+	return n, 0, nil
+}
+
+type jparser struct {
+	data  []byte
+	pos   int
+	jsonc bool
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// maxDepth bounds nesting; encoding/json refuses deeper documents already,
-// this keeps the walker safe on its own.
-const maxDepth = 10000
-
-type parser struct {
-	data []byte
-	pos  int
+// ws skips whitespace and, in JSONC, comments.
+func (p *jparser) ws() error {
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case isSpace(c):
+			p.pos++
+		case c == '/' && p.jsonc && p.pos+1 < len(p.data) && p.data[p.pos+1] == '/':
+			i := bytes.IndexByte(p.data[p.pos:], '\n')
+			if i < 0 {
+				p.pos = len(p.data)
+			} else {
+				p.pos += i + 1
+			}
+		case c == '/' && p.jsonc && p.pos+1 < len(p.data) && p.data[p.pos+1] == '*':
+			i := bytes.Index(p.data[p.pos+2:], []byte("*/"))
+			if i < 0 {
+				return fmt.Errorf("a /* comment is never closed")
+			}
+			p.pos += 2 + i + 2
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
-func (p *parser) ws() {
-	for p.pos < len(p.data) && isSpace(p.data[p.pos]) {
-		p.pos++
-	}
-}
-
-func (p *parser) value(depth int) (*node, error) {
-	if depth > maxDepth {
-		return nil, errors.New("nested too deeply")
-	}
+// describe names the byte at pos for a message.
+func (p *jparser) describe() string {
 	if p.pos >= len(p.data) {
-		return nil, errors.New("unexpected end of input")
+		return "end of input"
+	}
+	c := p.data[p.pos]
+	if c == '/' && !p.jsonc {
+		return "'/' (comments are not JSON)"
+	}
+	if c < 0x20 || c >= 0x7f {
+		return fmt.Sprintf("byte 0x%02x", c)
+	}
+	return fmt.Sprintf("character %q", c)
+}
+
+func (p *jparser) peek() byte {
+	if p.pos < len(p.data) {
+		return p.data[p.pos]
+	}
+	return 0
+}
+
+func (p *jparser) value(depth int) (*node, error) {
+	if p.pos >= len(p.data) {
+		return nil, fmt.Errorf("unexpected end of input, expected a value")
 	}
 	start := p.pos
 	switch c := p.data[p.pos]; {
-	case c == '{':
-		n := &node{kind: '{', start: start}
-		p.pos++
-		p.ws()
-		if p.peek() == '}' {
-			p.pos++
-			n.end = p.pos
-			return n, nil
+	case c == '{' || c == '[':
+		if depth+1 > maxDepth {
+			return nil, fmt.Errorf("nested more than %d deep", maxDepth)
 		}
-		for {
-			p.ws()
-			keyStart := p.pos
-			k, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			if k.kind != '"' {
-				return nil, errors.New("object key is not a string")
-			}
-			p.ws()
-			if p.peek() != ':' {
-				return nil, errors.New("expected ':'")
-			}
-			p.pos++
-			p.ws()
-			v, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			n.members = append(n.members, member{key: k.str, keyStart: keyStart, keyEnd: k.end, val: v})
-			p.ws()
-			switch p.peek() {
-			case ',':
-				p.pos++
-			case '}':
-				p.pos++
-				n.end = p.pos
-				return n, nil
-			default:
-				return nil, errors.New("expected ',' or '}'")
-			}
+		if c == '{' {
+			return p.object(start, depth+1)
 		}
-	case c == '[':
-		n := &node{kind: '[', start: start}
-		p.pos++
-		p.ws()
-		if p.peek() == ']' {
-			p.pos++
-			n.end = p.pos
-			return n, nil
-		}
-		for {
-			p.ws()
-			v, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			n.elems = append(n.elems, v)
-			p.ws()
-			switch p.peek() {
-			case ',':
-				p.pos++
-			case ']':
-				p.pos++
-				n.end = p.pos
-				return n, nil
-			default:
-				return nil, errors.New("expected ',' or ']'")
-			}
-		}
+		return p.array(start, depth+1)
 	case c == '"':
-		p.pos++
-		for p.pos < len(p.data) {
-			switch p.data[p.pos] {
-			case '\\':
-				p.pos += 2
-				continue
-			case '"':
-				p.pos++
-				n := &node{kind: '"', start: start, end: p.pos}
-				if err := json.Unmarshal(p.data[start:p.pos], &n.str); err != nil {
-					return nil, fmt.Errorf("bad string: %v", err)
-				}
-				return n, nil
-			}
-			p.pos++
-		}
-		return nil, errors.New("unterminated string")
+		return p.str()
 	case c == 't' || c == 'f' || c == 'n':
 		for _, lit := range []string{"true", "false", "null"} {
 			if bytes.HasPrefix(p.data[p.pos:], []byte(lit)) {
@@ -240,20 +189,203 @@ func (p *parser) value(depth int) (*node, error) {
 				return &node{kind: lit[0], start: start, end: p.pos}, nil
 			}
 		}
-		return nil, errors.New("bad literal")
+		return nil, fmt.Errorf("unexpected %s, expected a value", p.describe())
 	case c == '-' || (c >= '0' && c <= '9'):
-		for p.pos < len(p.data) && strings.IndexByte("+-0123456789.eE", p.data[p.pos]) >= 0 {
-			p.pos++
-		}
-		return &node{kind: '0', start: start, end: p.pos}, nil
+		return p.number()
 	default:
-		return nil, fmt.Errorf("unexpected character %q", c)
+		return nil, fmt.Errorf("unexpected %s, expected a value", p.describe())
 	}
 }
 
-func (p *parser) peek() byte {
-	if p.pos < len(p.data) {
-		return p.data[p.pos]
+func (p *jparser) object(start, depth int) (*node, error) {
+	n := &node{kind: '{', start: start}
+	p.pos++ // {
+	if err := p.ws(); err != nil {
+		return nil, err
 	}
-	return 0
+	if p.peek() == '}' {
+		p.pos++
+		n.end = p.pos
+		return n, nil
+	}
+	for {
+		if p.peek() != '"' {
+			return nil, fmt.Errorf("unexpected %s, expected a quoted key", p.describe())
+		}
+		keyStart := p.pos
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.ws(); err != nil {
+			return nil, err
+		}
+		if p.peek() != ':' {
+			return nil, fmt.Errorf("unexpected %s, expected ':' after key %q", p.describe(), k.str)
+		}
+		p.pos++
+		if err := p.ws(); err != nil {
+			return nil, err
+		}
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		n.members = append(n.members, member{key: k.str, keyStart: keyStart, keyEnd: k.end, val: v})
+		if err := p.ws(); err != nil {
+			return nil, err
+		}
+		switch p.peek() {
+		case ',':
+			p.pos++
+			if err := p.ws(); err != nil {
+				return nil, err
+			}
+			if p.jsonc && p.peek() == '}' {
+				p.pos++
+				n.end = p.pos
+				return n, nil
+			}
+		case '}':
+			p.pos++
+			n.end = p.pos
+			return n, nil
+		default:
+			return nil, fmt.Errorf("unexpected %s, expected ',' or '}'", p.describe())
+		}
+	}
+}
+
+func (p *jparser) array(start, depth int) (*node, error) {
+	n := &node{kind: '[', start: start}
+	p.pos++ // [
+	if err := p.ws(); err != nil {
+		return nil, err
+	}
+	if p.peek() == ']' {
+		p.pos++
+		n.end = p.pos
+		return n, nil
+	}
+	for {
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		n.elems = append(n.elems, v)
+		if err := p.ws(); err != nil {
+			return nil, err
+		}
+		switch p.peek() {
+		case ',':
+			p.pos++
+			if err := p.ws(); err != nil {
+				return nil, err
+			}
+			if p.jsonc && p.peek() == ']' {
+				p.pos++
+				n.end = p.pos
+				return n, nil
+			}
+		case ']':
+			p.pos++
+			n.end = p.pos
+			return n, nil
+		default:
+			return nil, fmt.Errorf("unexpected %s, expected ',' or ']'", p.describe())
+		}
+	}
+}
+
+// str reads a string token, checking what RFC 8259 requires (no control
+// characters, only the defined escapes) and decoding it the way
+// encoding/json does, which also settles surrogates and invalid UTF-8.
+func (p *jparser) str() (*node, error) {
+	start := p.pos
+	p.pos++ // opening quote
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			n := &node{kind: '"', start: start, end: p.pos}
+			if err := json.Unmarshal(p.data[start:p.pos], &n.str); err != nil {
+				// Unreachable for text that passed the checks above; kept
+				// so a disagreement fails closed instead of decoding wrong.
+				return nil, fmt.Errorf("bad string: %v", err)
+			}
+			return n, nil
+		case c == '\\':
+			if p.pos+1 >= len(p.data) {
+				p.pos++
+				return nil, fmt.Errorf("unexpected end of input in a string")
+			}
+			switch e := p.data[p.pos+1]; e {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				p.pos += 2
+			case 'u':
+				for i := 2; i < 6; i++ {
+					if p.pos+i >= len(p.data) || !isHex(p.data[p.pos+i]) {
+						p.pos += i
+						return nil, fmt.Errorf("unexpected %s in a \\u escape", p.describe())
+					}
+				}
+				p.pos += 6
+			default:
+				p.pos++
+				return nil, fmt.Errorf("unexpected %s after a backslash in a string", p.describe())
+			}
+		case c < 0x20:
+			return nil, fmt.Errorf("unexpected %s in a string (control characters must be escaped)", p.describe())
+		default:
+			p.pos++
+		}
+	}
+	return nil, fmt.Errorf("unexpected end of input in a string")
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func (p *jparser) number() (*node, error) {
+	start := p.pos
+	if p.peek() == '-' {
+		p.pos++
+	}
+	switch c := p.peek(); {
+	case c == '0':
+		p.pos++
+	case c >= '1' && c <= '9':
+		for isDigit(p.peek()) {
+			p.pos++
+		}
+	default:
+		return nil, fmt.Errorf("unexpected %s in a number", p.describe())
+	}
+	if p.peek() == '.' {
+		p.pos++
+		if !isDigit(p.peek()) {
+			return nil, fmt.Errorf("unexpected %s after a decimal point", p.describe())
+		}
+		for isDigit(p.peek()) {
+			p.pos++
+		}
+	}
+	if c := p.peek(); c == 'e' || c == 'E' {
+		p.pos++
+		if c := p.peek(); c == '+' || c == '-' {
+			p.pos++
+		}
+		if !isDigit(p.peek()) {
+			return nil, fmt.Errorf("unexpected %s in an exponent", p.describe())
+		}
+		for isDigit(p.peek()) {
+			p.pos++
+		}
+	}
+	return &node{kind: '0', start: start, end: p.pos}, nil
 }

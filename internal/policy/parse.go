@@ -21,13 +21,14 @@ const (
 	keyTrusted      = "trusted_destinations"
 	keyWriteParams  = "write_params"
 	keyPrefixes     = "allowed_path_prefixes"
+	keyRelative     = "relative_paths"
 	keyArgPatterns  = "arg_patterns"
 	keyMaxCalls     = "max_calls"
 	keyCountsAs     = "counts_as"
 	keyTrustedOut   = "trusted_output"
 )
 
-var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyWriteParams, keyPrefixes, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut}
+var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyWriteParams, keyPrefixes, keyRelative, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut}
 
 // SandboxKey is the reserved top-level key that configures the upstream's
 // confinement instead of a tool. A tool literally named "sandbox" can't be
@@ -261,7 +262,7 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 	}
 	t := &Tool{Name: name, Source: p.source(k)}
 	seen := map[string]int{}
-	var sinkKey, trustedKey, prefixKey *yaml.Node
+	var sinkKey, trustedKey, prefixKey, relativeKey *yaml.Node
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		kk, vv := deref(v.Content[i]), deref(v.Content[i+1])
 		key, err := p.keyName(kk, name, "key")
@@ -303,6 +304,11 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 				return nil, err
 			}
 			prefixKey = kk
+		case keyRelative:
+			if t.RelativePaths, err = p.relative(vv, full); err != nil {
+				return nil, err
+			}
+			relativeKey = kk
 		case keyArgPatterns:
 			if t.ArgPatterns, err = p.patterns(vv, full); err != nil {
 				return nil, err
@@ -338,7 +344,38 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 	if prefixKey != nil && len(t.AllowedPathPrefixes) > 0 && len(t.WriteParams) == 0 {
 		return nil, p.errf(prefixKey, name+"."+keyPrefixes, "set without write_params, so no argument would be confined; name the path arguments in write_params")
 	}
+	if relativeKey != nil && len(t.AllowedPathPrefixes) == 0 {
+		return nil, p.errf(relativeKey, name+"."+keyRelative, "set without allowed_path_prefixes, so no path is checked; add allowed_path_prefixes")
+	}
 	return t, nil
+}
+
+// relative reads relative_paths: deny, workdir, or a directory written as
+// an absolute path or as ./DIR or ../DIR (resolved against the policy
+// file's directory, like a prefix). A bare word is refused, so a typo of
+// "deny" can't become a directory.
+func (p *parser) relative(v *yaml.Node, key string) (RelativePaths, error) {
+	const want = "deny, workdir, or a directory (an absolute path, or ./DIR relative to this file)"
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+		return RelativePaths{}, p.errf(v, key, "must be %s, got %s", want, describe(v))
+	}
+	switch s := v.Value; {
+	case s == RelativeDenyWord:
+		return RelativePaths{Mode: RelativeDeny}, nil
+	case s == RelativeWorkDirWord:
+		return RelativePaths{Mode: RelativeWorkDir}, nil
+	case filepath.IsAbs(s) || s == "." || s == ".." || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../"):
+		if strings.TrimSpace(s) != s || strings.ContainsRune(s, 0) {
+			return RelativePaths{}, p.errf(v, key, "%s has leading or trailing spaces or a NUL character", strconv.Quote(s))
+		}
+		dir, err := p.path(v, key, "", s)
+		if err != nil {
+			return RelativePaths{}, err
+		}
+		return RelativePaths{Mode: RelativeDir, Dir: dir}, nil
+	default:
+		return RelativePaths{}, p.errf(v, key, "must be %s, got %s%s", want, describe(v), suggest(s, []string{RelativeDenyWord, RelativeWorkDirWord}))
+	}
 }
 
 // boolean accepts only a YAML boolean: "false" in quotes is a string, and
@@ -409,29 +446,37 @@ func (p *parser) strings(v *yaml.Node, key, what string) ([]string, error) {
 func (p *parser) paths(v *yaml.Node, key string, raw []string) ([]string, error) {
 	out := make([]string, 0, len(raw))
 	for i, r := range raw {
-		item := deref(v.Content[i])
-		switch {
-		case uriScheme.MatchString(r):
-			return nil, p.errf(item, key, "item %d: %s is a URI, not a path; write the absolute path", i+1, strconv.Quote(r))
-		case strings.HasPrefix(r, "~"):
-			return nil, p.errf(item, key, "item %d: %s: ~ is not expanded; write the absolute path", i+1, strconv.Quote(r))
-		case filepath.IsAbs(r):
-			out = append(out, filepath.Clean(r))
-		case p.src.Dir == "":
-			return nil, p.errf(item, key, "item %d: %s is relative and this policy has no directory to resolve it against; write an absolute path", i+1, strconv.Quote(r))
-		default:
-			dir := p.src.Dir
-			if !filepath.IsAbs(dir) {
-				abs, err := filepath.Abs(dir)
-				if err != nil {
-					return nil, p.errf(item, key, "item %d: resolving %s: %v", i+1, strconv.Quote(r), err)
-				}
-				dir = abs
-			}
-			out = append(out, filepath.Join(dir, r))
+		abs, err := p.path(deref(v.Content[i]), key, fmt.Sprintf("item %d: ", i+1), r)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, abs)
 	}
 	return out, nil
+}
+
+// path resolves one path of a policy (see paths); label says which item it
+// is in messages.
+func (p *parser) path(item *yaml.Node, key, label, r string) (string, error) {
+	switch {
+	case uriScheme.MatchString(r):
+		return "", p.errf(item, key, "%s%s is a URI, not a path; write the absolute path", label, strconv.Quote(r))
+	case strings.HasPrefix(r, "~"):
+		return "", p.errf(item, key, "%s%s: ~ is not expanded; write the absolute path", label, strconv.Quote(r))
+	case filepath.IsAbs(r):
+		return filepath.Clean(r), nil
+	case p.src.Dir == "":
+		return "", p.errf(item, key, "%s%s is relative and this policy has no directory to resolve it against; write an absolute path", label, strconv.Quote(r))
+	}
+	dir := p.src.Dir
+	if !filepath.IsAbs(dir) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", p.errf(item, key, "%sresolving %s: %v", label, strconv.Quote(r), err)
+		}
+		dir = abs
+	}
+	return filepath.Join(dir, r), nil
 }
 
 // patterns compiles arg_patterns. Each pattern is compiled on its own first,

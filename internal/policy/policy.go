@@ -9,6 +9,8 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -40,6 +42,10 @@ type Tool struct {
 	// file are resolved against that file's directory at load time). Empty
 	// means no path confinement.
 	AllowedPathPrefixes []string
+	// RelativePaths says how a relative path in a write param is read:
+	// refused (the default), or resolved against a directory and then
+	// judged and forwarded as the absolute path.
+	RelativePaths RelativePaths
 	// ArgPatterns are checked in file order; each must match a whole value.
 	ArgPatterns []ArgPattern
 	// MaxCalls is the per-session budget; nil means unlimited, 0 forbids the tool.
@@ -58,6 +64,9 @@ type Tool struct {
 	// Fallback is true when no pack or user entry named the tool and the
 	// entry was derived from argument names.
 	Fallback bool
+	// Replaced is the entry (a pack's, or an earlier file's) this one
+	// replaced whole, if any: Lint warns when the replacement drops a gate.
+	Replaced *Tool
 }
 
 // CountsAs is one counts_as entry: a call in which any pattern of When
@@ -66,6 +75,48 @@ type Tool struct {
 type CountsAs struct {
 	Tool string
 	When []ArgPattern
+}
+
+// RelativePaths is the relative_paths key: how the server resolves a
+// relative path, so the engine can judge (and forward) the absolute path it
+// means. The zero value refuses relative paths.
+type RelativePaths struct {
+	// Mode is RelativeDeny, RelativeWorkDir or RelativeDir.
+	Mode RelativeMode
+	// Dir is the absolute, cleaned directory of RelativeDir.
+	Dir string
+}
+
+// RelativeMode is how relative paths are read.
+type RelativeMode int
+
+// The relative_paths modes.
+const (
+	// RelativeDeny refuses a relative path: servers resolve them against
+	// different bases (their working directory, their allowed directories).
+	RelativeDeny RelativeMode = iota
+	// RelativeWorkDir resolves against the server's working directory.
+	RelativeWorkDir
+	// RelativeDir resolves against RelativePaths.Dir.
+	RelativeDir
+)
+
+// Words of the relative_paths key.
+const (
+	RelativeDenyWord    = "deny"
+	RelativeWorkDirWord = "workdir"
+)
+
+// String is the key's value as written in a policy: "deny", "workdir" or the
+// directory.
+func (r RelativePaths) String() string {
+	switch r.Mode {
+	case RelativeWorkDir:
+		return RelativeWorkDirWord
+	case RelativeDir:
+		return r.Dir
+	}
+	return RelativeDenyWord
 }
 
 // ArgPattern is one arg_patterns entry: Re matches the whole value.
@@ -102,6 +153,35 @@ type Policy struct {
 	// false: the server keeps its own history, apart from its client's
 	// other servers.
 	Isolated bool
+
+	// data holds each source's exact bytes in load order, for Digest.
+	data [][]byte
+}
+
+// Digest identifies the effective policy set: a SHA-256 over the built-in
+// packs, each policy file's exact bytes in load order, and the binary's
+// version, as "sha256:HEX". Every audit line carries it, so a security team
+// can tell which machines run which policy and which policy made each
+// decision; `bouncer policy digest` prints it for the same flags. Each part
+// is length-prefixed, so no two different sets share a digest by moving
+// bytes from one file to the next.
+func (p *Policy) Digest(version string) string {
+	h := sha256.New()
+	part := func(kind string, b []byte) {
+		fmt.Fprintf(h, "%s %d\n", kind, len(b))
+		h.Write(b)
+	}
+	part("bouncer-policy-digest", []byte("1"))
+	part("version", []byte(version))
+	packs, _ := loadPacks()
+	for _, pk := range packs {
+		part("pack", []byte(pk.name))
+		part("pack-data", pk.data)
+	}
+	for _, d := range p.data {
+		part("file", d)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // Error is a problem in a policy file. Its text is "FILE:LINE: KEY: problem",
@@ -234,6 +314,9 @@ func load(srcs []Source) (*Policy, error) {
 			return nil, err
 		}
 		for _, t := range doc.tools {
+			if old, ok := p.tools[t.Name]; ok {
+				t.Replaced = old
+			}
 			p.tools[t.Name] = t
 		}
 		if doc.sandbox != nil {
@@ -247,6 +330,7 @@ func load(srcs []Source) (*Policy, error) {
 		} else {
 			p.Files = append(p.Files, s.Name)
 		}
+		p.data = append(p.data, s.Data)
 	}
 	return p, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -19,7 +20,7 @@ func intp(n int) *int { return &n }
 // Every refusal names the file, the line and the key, in the exact form the
 // CLI prints.
 func TestParseErrors(t *testing.T) {
-	const keys = "exfiltrating, sink_params, trusted_destinations, write_params, allowed_path_prefixes, arg_patterns, max_calls, counts_as, trusted_output"
+	const keys = "exfiltrating, sink_params, trusted_destinations, write_params, allowed_path_prefixes, relative_paths, arg_patterns, max_calls, counts_as, trusted_output"
 	tests := []struct {
 		name, doc, want string
 	}{
@@ -113,6 +114,18 @@ func TestParseErrors(t *testing.T) {
 			`p.yaml:3: w.allowed_path_prefixes: item 1: "file:///srv" is a URI, not a path; write the absolute path`},
 		{"prefixes without write_params", "w:\n  allowed_path_prefixes: [/srv/out]\n",
 			"p.yaml:2: w.allowed_path_prefixes: set without write_params, so no argument would be confined; name the path arguments in write_params"},
+		{"relative_paths without prefixes", "w:\n  write_params: [path]\n  relative_paths: workdir\n",
+			"p.yaml:3: w.relative_paths: set without allowed_path_prefixes, so no path is checked; add allowed_path_prefixes"},
+		{"relative_paths typo", "w:\n  write_params: [path]\n  allowed_path_prefixes: [/o]\n  relative_paths: workdri\n",
+			`p.yaml:4: w.relative_paths: must be deny, workdir, or a directory (an absolute path, or ./DIR relative to this file), got the string "workdri" (did you mean workdir?)`},
+		{"relative_paths bare directory name", "w:\n  write_params: [path]\n  allowed_path_prefixes: [/o]\n  relative_paths: proj\n",
+			`p.yaml:4: w.relative_paths: must be deny, workdir, or a directory (an absolute path, or ./DIR relative to this file), got the string "proj"`},
+		{"relative_paths list", "w:\n  write_params: [path]\n  allowed_path_prefixes: [/o]\n  relative_paths: [/o]\n",
+			"p.yaml:4: w.relative_paths: must be deny, workdir, or a directory (an absolute path, or ./DIR relative to this file), got a list"},
+		{"relative_paths boolean", "w:\n  write_params: [path]\n  allowed_path_prefixes: [/o]\n  relative_paths: false\n",
+			"p.yaml:4: w.relative_paths: must be deny, workdir, or a directory (an absolute path, or ./DIR relative to this file), got the boolean false"},
+		{"relative_paths tilde", "w:\n  write_params: [path]\n  allowed_path_prefixes: [/o]\n  relative_paths: ~/proj\n",
+			`p.yaml:4: w.relative_paths: must be deny, workdir, or a directory (an absolute path, or ./DIR relative to this file), got the string "~/proj"`},
 		{"non-string tool name", "123:\n  max_calls: 1\n",
 			"p.yaml:1: tool name must be a string, got the integer 123 (quote it)"},
 		{"null tool name", "~:\n  max_calls: 1\n",
@@ -296,6 +309,45 @@ func TestAliases(t *testing.T) {
 	}
 }
 
+// relative_paths: deny by default, workdir, or a directory resolved like a
+// prefix.
+func TestRelativePaths(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		value string
+		want  RelativePaths
+	}{
+		{"", RelativePaths{}},
+		{"deny", RelativePaths{Mode: RelativeDeny}},
+		{"workdir", RelativePaths{Mode: RelativeWorkDir}},
+		{"/srv/proj/", RelativePaths{Mode: RelativeDir, Dir: "/srv/proj"}},
+		{"./proj", RelativePaths{Mode: RelativeDir, Dir: filepath.Join(dir, "proj")}},
+		{"..", RelativePaths{Mode: RelativeDir, Dir: filepath.Dir(dir)}},
+	}
+	for _, c := range cases {
+		doc := "w:\n  write_params: [path]\n  allowed_path_prefixes: [/srv]\n"
+		if c.value != "" {
+			doc += "  relative_paths: " + strconv.Quote(c.value) + "\n"
+		}
+		pol, err := LoadSources(Source{Name: "p.yaml", Dir: dir, Data: []byte(doc)})
+		if err != nil {
+			t.Fatalf("%q: %v", c.value, err)
+		}
+		w, _ := pol.Lookup("w")
+		if w.RelativePaths != c.want {
+			t.Errorf("relative_paths %q = %+v, want %+v", c.value, w.RelativePaths, c.want)
+		}
+		if want := c.value; want != "" && want != w.RelativePaths.String() && c.want.Mode != RelativeDir {
+			t.Errorf("String() = %q, want %q", w.RelativePaths.String(), want)
+		}
+	}
+	// Without a file there is no directory to resolve ./DIR against.
+	_, err := LoadSources(Source{Name: "p.yaml", Data: []byte("w:\n  write_params: [path]\n  allowed_path_prefixes: [/srv]\n  relative_paths: ./proj\n")})
+	if err == nil || !strings.Contains(err.Error(), "p.yaml:4: w.relative_paths: \"./proj\" is relative and this policy has no directory") {
+		t.Errorf("relative directory without a file: %v", err)
+	}
+}
+
 // Relative prefixes resolve against the directory of the file that names
 // them, not the working directory, and Source gives the absolute file:line.
 func TestLoadFilesRelativePrefixes(t *testing.T) {
@@ -352,8 +404,13 @@ func TestLayering(t *testing.T) {
 	// A bare max_calls override turns the destination check off: that is
 	// what replacing the entry whole means, and why overrides restate it.
 	s, _ := pol.Lookup("send_email")
-	if want := (&Tool{Name: "send_email", MaxCalls: intp(5), Source: "me.yaml:3"}); !reflect.DeepEqual(s, want) {
-		t.Errorf("send_email = %+v, want %+v", s, want)
+	if s.Replaced == nil || s.Replaced.Source != "team.yaml:1" {
+		t.Errorf("send_email does not record the entry it replaced: %+v", s.Replaced)
+	}
+	got := *s
+	got.Replaced = nil
+	if want := (&Tool{Name: "send_email", MaxCalls: intp(5), Source: "me.yaml:3"}); !reflect.DeepEqual(&got, want) {
+		t.Errorf("send_email = %+v, want %+v", &got, want)
 	}
 	// The pack's write_params do not survive under the user entry.
 	w, _ := pol.Lookup("write_file")
@@ -569,6 +626,76 @@ func TestCountsAsErrors(t *testing.T) {
 		_, err := LoadSources(Source{Name: "p.yaml", Dir: t.TempDir(), Data: []byte(c.yaml)})
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want prefix %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+func TestLint(t *testing.T) {
+	dir := t.TempDir()
+	pol, err := LoadSources(Source{Name: "p.yaml", Dir: dir, Data: []byte(`
+send_mail:
+  exfiltrating: true
+  sink_params: [to]
+write_file:
+  max_calls: 5
+delete_email:
+  exfiltrating: false
+create_directory:
+  write_params: [path]
+  allowed_path_prefixes: [/srv]
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(Lint(pol, []string{"send_email", "write_file", "delete_email", "create_directory"}), "\n")
+	for _, want := range []string{
+		"p.yaml:2: send_mail: the server has no tool send_mail (did you mean send_email?), so this entry guards nothing",
+		"p.yaml:5: write_file replaces the entry of pack filesystem whole, and its write paths [path] are no longer named",
+		"p.yaml:7: delete_email replaces the entry of pack gmail whole, and its budget of 2 calls is gone",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Lint lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "create_directory") {
+		t.Errorf("an entry that keeps its gates is warned about:\n%s", got)
+	}
+	// Without the server's tools, only the replaced gates are checked.
+	if got := Lint(pol, nil); len(got) != 2 {
+		t.Errorf("Lint(nil tools) = %q", got)
+	}
+}
+
+// The digest changes when any file of the set, their order, or the version
+// changes, and stays the same when none does.
+func TestDigest(t *testing.T) {
+	a := Source{Name: "a.yaml", Data: []byte("send_email:\n  max_calls: 1\n")}
+	b := Source{Name: "b.yaml", Data: []byte("write_file:\n  max_calls: 2\n")}
+	load := func(srcs ...Source) *Policy {
+		p, err := LoadSources(srcs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	d := load(a, b).Digest("1.0")
+	if !strings.HasPrefix(d, "sha256:") || len(d) != 71 {
+		t.Fatalf("digest %q", d)
+	}
+	if load(a, b).Digest("1.0") != d {
+		t.Fatal("the same set gave another digest")
+	}
+	b2 := b
+	b2.Data = []byte("write_file:\n  max_calls: 3\n")
+	for name, other := range map[string]string{
+		"a file changed": load(a, b2).Digest("1.0"),
+		"order":          load(b, a).Digest("1.0"),
+		"version":        load(a, b).Digest("1.1"),
+		"a file less":    load(a).Digest("1.0"),
+		"no files":       load().Digest("1.0"),
+	} {
+		if other == d {
+			t.Errorf("%s: same digest", name)
 		}
 	}
 }

@@ -38,9 +38,11 @@ type call struct {
 	cancel context.CancelFunc // stops the human question, if one is open
 }
 
-// withdraw marks a held call cancelled by the client. It reports false when
-// the call already left the proxy (the cancellation must then go upstream).
-func (c *call) withdraw() bool {
+// withdraw marks a held call cancelled by the client. It reports whether
+// the cancellation is consumed (false when the call already left the
+// proxy: the cancellation must then go upstream), and whether this
+// withdrew the call (its answer is then the caller's business).
+func (c *call) withdraw() (consumed, withdrawn bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch c.state {
@@ -49,11 +51,11 @@ func (c *call) withdraw() bool {
 		if c.cancel != nil {
 			c.cancel()
 		}
-		return true
+		return true, true
 	case stateWithdrawn, stateAnswered:
-		return true // nothing more to do, and nothing for the upstream
+		return true, false // nothing more to do, and nothing for the upstream
 	}
-	return false
+	return false, false
 }
 
 // clientCall handles a tools/call from the client. It runs in the read loop,
@@ -64,8 +66,12 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	tool, args := ec.Tool, ec.Args
 	if !m.IsCall() {
 		// A tools/call without an ID gets no answer, so it can't be told
-		// it was refused; it is never forwarded.
+		// it was refused; it is never forwarded (but in observe mode).
 		p.auditLine(&call{req: m, tool: tool, args: args}, engine.Deny, "tools/call sent as a notification (no id) is never forwarded", engine.RuleDefault, "")
+		if p.cfg.Observe {
+			p.relay(m)
+			return nil
+		}
 		p.logf("refused a tools/call notification for %q", tool)
 		return nil
 	}
@@ -73,6 +79,10 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	if perr != nil {
 		reason := "malformed tools/call: " + perr.Error()
 		p.auditLine(c, engine.Deny, reason, engine.RuleDefault, "")
+		if p.cfg.Observe {
+			p.forward(c) // as the client sent it: observe mode enforces nothing
+			return nil
+		}
 		var ce *engine.CallError
 		if errors.As(perr, &ce) && ce.Invalid {
 			// Broken params are a JSON-RPC error, as a server gives them.
@@ -93,27 +103,33 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 		p.mu.Unlock()
 		reason := "the session is not initialized, so no tool list is pinned"
 		p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
-		p.block(c, reason)
+		p.refuse(c, reason)
 		return nil
-	case !p.pinDone:
-		// Hold the call until the complete tool list is pinned; the pinner
-		// decides queued calls in the order they came. A client that did
-		// not wait for the initialize result is served too.
-		p.held[m.ID] = c
-		p.prepin = append(p.prepin, c)
-		start := p.initResult && !p.pinStarted
-		if start {
-			p.pinStarted = true
-		}
+	case !p.listCurrentLocked():
+		// Hold the call until the tool list is pinned, or re-read after a
+		// list_changed (pin.go); the lister decides held calls in the
+		// order they came.
+		start := p.queueLocked(c)
 		p.mu.Unlock()
 		if start {
-			p.startPin()
+			p.startLister()
 		}
 		return nil
 	}
 	p.mu.Unlock()
 	p.decide(c)
 	return nil
+}
+
+// refuse answers a call the proxy refused before the engine could judge
+// it (its audit line is written): blocked, or, in observe mode, forwarded
+// as it came.
+func (p *Proxy) refuse(c *call, reason string) {
+	if p.cfg.Observe {
+		p.forward(c)
+		return
+	}
+	p.block(c, reason)
 }
 
 // judged takes what the engine judged: the arguments as re-encoded, for the
@@ -138,6 +154,11 @@ func (p *Proxy) decide(c *call) {
 	c.judged(d)
 	if err := p.auditDecision(c, d); err != nil {
 		p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
+		return
+	}
+	if p.cfg.Observe {
+		// Decided and audited as enforcing would; acted on, not.
+		p.forward(c)
 		return
 	}
 	switch d.Verdict {
@@ -167,15 +188,23 @@ func (p *Proxy) auditDecision(c *call, d engine.Decision) error {
 	if d.Tainted != nil {
 		t = &audit.Taint{Param: d.Tainted.Param, Destination: d.Tainted.Value, Source: d.Source}
 	}
-	return p.appendLine(c, d.Verdict, d.Reason, d.Rule, "", t)
+	return p.appendLine(c, d.Verdict, d.Reason, d.Rule, "", t, d.Dests)
 }
 
 // auditLine appends one verdict line for c.
 func (p *Proxy) auditLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string) error {
-	return p.appendLine(c, v, reason, rule, code, nil)
+	return p.appendLine(c, v, reason, rule, code, nil, nil)
 }
 
-func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string, taint *audit.Taint) error {
+func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string, taint *audit.Taint, dests []engine.Destination) error {
+	var ds []audit.Dest
+	for _, d := range dests {
+		ds = append(ds, audit.Dest{Param: d.Param, Value: d.Value})
+	}
+	var enforced *bool
+	if p.cfg.Observe {
+		enforced = new(bool)
+	}
 	var id json.RawMessage
 	if c.req.IsCall() {
 		id, _ = json.Marshal(c.req.ID.Raw())
@@ -185,17 +214,20 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 		args = json.RawMessage("{}")
 	}
 	err := p.cfg.Audit.Append(audit.Entry{
-		TS:      p.cfg.Now().UTC(),
-		Server:  p.cfg.Server,
-		Tool:    c.tool,
-		Args:    args,
-		Verdict: string(v),
-		Reason:  reason,
-		Rule:    string(rule),
-		Session: p.cfg.Session,
-		ID:      id,
-		Code:    code,
-		Taint:   taint,
+		TS:       p.cfg.Now().UTC(),
+		Server:   p.cfg.Server,
+		Tool:     c.tool,
+		Args:     args,
+		Verdict:  string(v),
+		Reason:   reason,
+		Rule:     string(rule),
+		Session:  p.cfg.Session,
+		ID:       id,
+		Code:     code,
+		Taint:    taint,
+		Dests:    ds,
+		Policy:   p.cfg.Policy,
+		Enforced: enforced,
 	})
 	if err != nil {
 		p.logf("audit: %v", err)
@@ -207,9 +239,7 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 func (p *Proxy) forward(c *call) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p.mu.Lock()
-	delete(p.held, c.req.ID)
-	p.mu.Unlock()
+	p.unhold(c)
 	if c.state != stateHeld {
 		return
 	}
@@ -257,9 +287,7 @@ func blockedResult(reason string) json.RawMessage {
 func (p *Proxy) block(c *call, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p.mu.Lock()
-	delete(p.held, c.req.ID)
-	p.mu.Unlock()
+	p.unhold(c)
 	if c.state != stateHeld || !c.req.IsCall() {
 		return
 	}
@@ -482,6 +510,13 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 				p.logf("could not remember %q for server %q: %v", a.Value, p.cfg.Server, err)
 			}
 		}
+	}
+	// A list_changed may have come while the human was asked.
+	if err := p.awaitList(ctx); err != nil {
+		reason := "approved, but the tool list changed and could not be re-read: " + err.Error()
+		_ = p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
+		p.block(c, reason)
+		return
 	}
 	p.settled()
 	d2 := p.cfg.Engine.Recheck(c.ec)

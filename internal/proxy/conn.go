@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sjson "github.com/segmentio/encoding/json"
@@ -19,12 +21,19 @@ import (
 const maxDepth = 1000
 
 // Conn is one side of the pump: newline-delimited JSON-RPC over a byte
-// stream, read and written exactly as the go-sdk's stdio transport does
-// (the same framing rules, message decoding and batch handling), but without
-// its reader goroutine and the three parses and 32 KiB decoder buffers it
-// spends on every message, which dominated the proxy's CPU and garbage on a
-// small call. Read must not be called concurrently with itself; Write may
-// be.
+// stream, read and written as the go-sdk's stdio transport does (the same
+// framing rules and message decoding), but without its reader goroutine and
+// the three parses and 32 KiB decoder buffers it spends on every message,
+// which dominated the proxy's CPU and garbage on a small call. Read must not
+// be called concurrently with itself; Write may be.
+//
+// Where the go-sdk's transport would lose track of a request, Conn keeps a
+// ledger instead: every request read from the peer is owed exactly one
+// answer. A request whose id can't be carried exactly, or is still owed an
+// answer, is refused and answered by Conn itself (see Read); a response
+// that answers nothing owed is not written (see Write); and the answers to a
+// batch go back as one array once every request in it is answered
+// (JSON-RPC 2.0, MCP 2025-03-26).
 type Conn struct {
 	r      *bufio.Reader
 	w      io.Writer
@@ -34,24 +43,33 @@ type Conn struct {
 
 	writeMu sync.Mutex
 
-	// batches maps the calls of a batch read from this side to the batch,
-	// so that their answers go back as one array (JSON-RPC 2.0, 2025-03-26).
-	batchMu sync.Mutex
-	batches map[jsonrpc.ID]*msgBatch
+	// owed holds every request read from this side that has not been
+	// answered yet, with the batch it came in (nil when it came alone).
+	owedMu sync.Mutex
+	owed   map[jsonrpc.ID]*msgBatch
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
+// msgBatch gathers the answers to one batch's requests, in the batch's
+// order.
 type msgBatch struct {
-	unresolved map[jsonrpc.ID]int
-	responses  []*jsonrpc.Response
+	slot      map[jsonrpc.ID]int // unanswered request → its place in responses
+	responses []*jsonrpc.Response
 }
+
+// RefusedError is what Read returns for a message it refused. Conn has
+// already answered it if it was a request (a JSON-RPC -32600 error); the
+// stream is still good, and Read may be called again.
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return e.Reason }
 
 // NewConn returns a Conn reading r and writing w; Close closes r and w if
 // they are closers.
 func NewConn(r io.Reader, w io.Writer) *Conn {
-	c := &Conn{r: bufio.NewReaderSize(r, 64<<10), w: w}
+	c := &Conn{r: bufio.NewReaderSize(r, 64<<10), w: w, owed: map[jsonrpc.ID]*msgBatch{}}
 	if rc, ok := r.(io.Closer); ok {
 		c.closer = append(c.closer, rc)
 	}
@@ -76,8 +94,29 @@ func (c *Conn) Close() error {
 	return c.closeErr
 }
 
-// Read returns the next message. Any error ends the stream: a peer that sent
-// something that is not JSON-RPC is not read further.
+// Read returns the next message.
+//
+// Some messages are refused rather than passed on, because passing them
+// would rewrite them or leave a request with no answer or two. Conn answers
+// a refused request itself with -32600 Invalid Request and returns a
+// *RefusedError; reading may go on. Refused are:
+//
+//   - a request whose id the go-sdk's jsonrpc.ID can't hold exactly (see
+//     parseID: 1.5, 1e3, 1.0, -0, integers beyond ±(2^53-1), null, true,
+//     strings that are not valid UTF-8); its answer has id null, since the
+//     id can't be written back as it came. A response with such an id
+//     answers nothing that was passed on, so it is dropped, unanswered;
+//   - a request whose id is still owed an answer (by a request alone or in
+//     an open batch), answered with id null: an answer carrying the id would
+//     be taken for the earlier request's;
+//   - an empty batch (one answer, id null, as JSON-RPC 2.0 says);
+//   - a batch holding any of the above, or the same request id twice. A
+//     batch is taken or refused whole: each of its requests gets its -32600
+//     error, in one array, with its own id where that id is unambiguous and
+//     null where it is not; nothing in it is passed on.
+//
+// Any other error ends the stream: a peer that sent something that is not
+// JSON-RPC is not read further.
 func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -91,46 +130,176 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	if frame[0] != '[' {
-		return decodeMessage(frame)
+	if frame[0] == '[' {
+		return c.readBatch(frame)
 	}
+	m, err := decodeMessage(frame)
+	var bad *badIDError
+	if errors.As(err, &bad) {
+		if bad.request {
+			c.refuse(false, []refusal{{reason: bad.reason}})
+			return nil, &RefusedError{"refused a request: " + bad.reason}
+		}
+		return nil, &RefusedError{"dropped a response: " + bad.reason}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+		c.owedMu.Lock()
+		_, dup := c.owed[req.ID]
+		if !dup {
+			c.owed[req.ID] = nil
+		}
+		c.owedMu.Unlock()
+		if dup {
+			reason := stillOwed(req.ID)
+			c.refuse(false, []refusal{{reason: reason}})
+			return nil, &RefusedError{"refused a request: " + reason}
+		}
+	}
+	return m, nil
+}
+
+// readBatch splits a batch, registers its requests in the ledger and
+// returns its first message, or refuses it whole (see Read).
+func (c *Conn) readBatch(frame []byte) (jsonrpc.Message, error) {
 	var raws []json.RawMessage
 	if err := parseJSON(frame, &raws); err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc batch: %w", err)
 	}
 	if len(raws) == 0 {
-		return nil, errors.New("empty batch")
+		const reason = "the batch is empty"
+		c.refuse(false, []refusal{{reason: reason}})
+		return nil, &RefusedError{"refused a batch: " + reason}
 	}
 	msgs := make([]jsonrpc.Message, len(raws))
-	var b *msgBatch
+	// The batch's requests, in order; ok is false for one that is refused
+	// for its own sake (why says why).
+	type member struct {
+		id  jsonrpc.ID
+		ok  bool
+		why string
+	}
+	var calls []member
+	why := "" // why the batch is refused, if it is
 	for i, raw := range raws {
 		m, err := decodeMessage(raw)
+		var bad *badIDError
+		if errors.As(err, &bad) {
+			if why == "" {
+				why = bad.reason
+			}
+			if bad.request {
+				calls = append(calls, member{why: bad.reason})
+			}
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		msgs[i] = m
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-			if b == nil {
-				b = &msgBatch{unresolved: map[jsonrpc.ID]int{}}
-			}
-			if _, dup := b.unresolved[req.ID]; dup {
-				return nil, fmt.Errorf("duplicate message ID %v in a batch", req.ID.Raw())
-			}
-			b.unresolved[req.ID] = len(b.responses)
-			b.responses = append(b.responses, nil)
+			calls = append(calls, member{id: req.ID, ok: true})
 		}
 	}
-	if b != nil {
-		if err := c.addBatch(b); err != nil {
-			return nil, err
+	count := map[jsonrpc.ID]int{}
+	for _, m := range calls {
+		if m.ok {
+			count[m.id]++
 		}
 	}
-	c.queue = msgs[1:]
-	return msgs[0], nil
+	c.owedMu.Lock()
+	for i := range calls {
+		m := &calls[i]
+		if !m.ok {
+			continue
+		}
+		if n := count[m.id]; n > 1 {
+			m.ok, m.why = false, fmt.Sprintf("request id %s appears %d times in the batch", idText(m.id), n)
+		} else if _, owed := c.owed[m.id]; owed {
+			m.ok, m.why = false, stillOwed(m.id)
+		}
+		if !m.ok && why == "" {
+			why = m.why
+		}
+	}
+	if why == "" {
+		if len(calls) > 0 {
+			b := &msgBatch{slot: map[jsonrpc.ID]int{}, responses: make([]*jsonrpc.Response, len(calls))}
+			for i, m := range calls {
+				b.slot[m.id] = i
+				c.owed[m.id] = b
+			}
+		}
+		c.owedMu.Unlock()
+		c.queue = msgs[1:]
+		return msgs[0], nil
+	}
+	c.owedMu.Unlock()
+	if len(calls) > 0 {
+		rs := make([]refusal, len(calls))
+		for i, m := range calls {
+			if m.ok {
+				rs[i] = refusal{id: m.id, reason: "its batch was refused: " + why}
+			} else {
+				rs[i] = refusal{reason: m.why}
+			}
+		}
+		c.refuse(true, rs)
+	}
+	return nil, &RefusedError{"refused a batch: " + why}
 }
 
-// Write sends one message, or, for the last answer owed to a batch, the
-// batch's answers as one array.
+// stillOwed is the reason a request reusing an id in use is refused.
+func stillOwed(id jsonrpc.ID) string {
+	return fmt.Sprintf("request id %s is still awaiting its answer; an id can't be used again until then", idText(id))
+}
+
+// refusal is one -32600 answer Conn writes itself; a zero id is written as
+// null.
+type refusal struct {
+	id     jsonrpc.ID
+	reason string
+}
+
+// refuse writes refusals, as an array when they answer a batch. A failed
+// write means the peer is gone, which the next Read will tell.
+func (c *Conn) refuse(batch bool, rs []refusal) {
+	type wireError struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"` // no omitempty: null must be written
+		Error   *jsonrpc.Error `json:"error"`
+	}
+	var data []byte
+	for i, r := range rs {
+		enc, err := json.Marshal(wireError{"2.0", r.id.Raw(), &jsonrpc.Error{
+			Code:    jsonrpc.CodeInvalidRequest,
+			Message: "bouncer: invalid request: " + r.reason,
+		}})
+		if err != nil {
+			continue // can't happen: every field is plain data
+		}
+		if i > 0 {
+			data = append(data, ',')
+		}
+		data = append(data, enc...)
+	}
+	if batch {
+		data = append(append([]byte{'['}, data...), ']')
+	}
+	data = append(data, '\n')
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, _ = c.w.Write(data)
+}
+
+// Write sends one message. A response is written only if it answers a
+// request read from this side that is still owed an answer; any other
+// response (a second answer, or an answer to an id nobody used) is dropped
+// with an error, so no request is ever answered twice. The last answer
+// owed to a batch sends the batch's answers as one array; the ones before
+// it are held until then.
 func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -139,7 +308,11 @@ func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 	defer c.writeMu.Unlock()
 	var data []byte
 	if resp, ok := m.(*jsonrpc.Response); ok {
-		if batch, inBatch := c.completeBatch(resp); inBatch {
+		batch, inBatch, err := c.settle(resp)
+		if err != nil {
+			return err
+		}
+		if inBatch {
 			if batch == nil {
 				return nil // more answers are owed to this batch
 			}
@@ -168,42 +341,49 @@ func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 	return err
 }
 
-// addBatch records the calls of a batch just read, so that their answers
-// can be gathered; a call whose ID is still owed an answer is refused.
-func (c *Conn) addBatch(b *msgBatch) error {
-	c.batchMu.Lock()
-	defer c.batchMu.Unlock()
-	for id := range b.unresolved {
-		if _, seen := c.batches[id]; seen {
-			return fmt.Errorf("invalid request: batch contains previously seen request %v", id.Raw())
-		}
+// settle takes resp's request off the ledger. It reports whether the
+// request came in a batch, and returns the batch's answers once the last
+// one is in; an error means nothing is owed to resp's id.
+func (c *Conn) settle(resp *jsonrpc.Response) ([]*jsonrpc.Response, bool, error) {
+	c.owedMu.Lock()
+	defer c.owedMu.Unlock()
+	b, owed := c.owed[resp.ID]
+	if !owed {
+		return nil, false, fmt.Errorf("no request with id %s is awaiting an answer, so this answer was dropped", idText(resp.ID))
 	}
-	if c.batches == nil {
-		c.batches = map[jsonrpc.ID]*msgBatch{}
+	delete(c.owed, resp.ID)
+	if b == nil {
+		return nil, false, nil
 	}
-	for id := range b.unresolved {
-		c.batches[id] = b
+	b.responses[b.slot[resp.ID]] = resp
+	delete(b.slot, resp.ID)
+	if len(b.slot) > 0 {
+		return nil, true, nil
 	}
-	return nil
+	return b.responses, true, nil
 }
 
-// completeBatch records resp in the batch its call came in, if any. It
-// reports whether resp belongs to a batch, and returns the batch's answers
-// once the last one is in.
-func (c *Conn) completeBatch(resp *jsonrpc.Response) ([]*jsonrpc.Response, bool) {
-	c.batchMu.Lock()
-	defer c.batchMu.Unlock()
-	b, ok := c.batches[resp.ID]
-	if !ok {
-		return nil, false
+// InBatch reports whether id is a request read from this side that came in
+// a batch still waiting for answers.
+func (c *Conn) InBatch(id jsonrpc.ID) bool {
+	c.owedMu.Lock()
+	defer c.owedMu.Unlock()
+	return c.owed[id] != nil
+}
+
+// Release takes a request that will get no answer off the ledger (MCP: a
+// request the client cancelled is not answered), so its id may be used
+// again. A request in a batch still waiting for answers is not released,
+// since the batch goes back only when each of its requests is answered:
+// Release reports true for it, and the caller must answer it.
+func (c *Conn) Release(id jsonrpc.ID) (inBatch bool) {
+	c.owedMu.Lock()
+	defer c.owedMu.Unlock()
+	b, owed := c.owed[id]
+	if owed && b == nil {
+		delete(c.owed, id)
 	}
-	b.responses[b.unresolved[resp.ID]] = resp
-	delete(b.unresolved, resp.ID)
-	delete(c.batches, resp.ID)
-	if len(b.unresolved) > 0 {
-		return nil, true
-	}
-	return b.responses, true
+	return b != nil
 }
 
 // readFrame returns the next JSON value on the stream, as a fresh slice.
@@ -316,10 +496,11 @@ func (s *scanner) feed(chunk []byte) (int, bool, error) {
 	return len(chunk), false, nil
 }
 
-// wireMessage is a JSON-RPC message as the go-sdk decodes it.
+// wireMessage is a JSON-RPC message as the go-sdk decodes it, except that
+// the id is kept as written, to be read exactly by parseID.
 type wireMessage struct {
 	VersionTag string          `json:"jsonrpc"`
-	ID         any             `json:"id,omitempty"`
+	ID         json.RawMessage `json:"id,omitempty"`
 	Method     json.RawMessage `json:"method"`
 	Params     json.RawMessage `json:"params,omitempty"`
 	Result     json.RawMessage `json:"result,omitempty"`
@@ -339,7 +520,18 @@ func parseJSON(data []byte, v any) error {
 	return nil
 }
 
-// decodeMessage is jsonrpc.DecodeMessage without its per-message decoder.
+// badIDError is decodeMessage's error for a message whose id parseID
+// refuses: the message is well formed, and is refused, not the stream.
+type badIDError struct {
+	request bool // it is a request (it has a method), not a response
+	reason  string
+}
+
+func (e *badIDError) Error() string { return e.reason }
+
+// decodeMessage is jsonrpc.DecodeMessage without its per-message decoder,
+// and with exact ids: where DecodeMessage would rewrite the id (1.5 → 1),
+// it returns a *badIDError instead.
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	var w wireMessage
 	if err := parseJSON(data, &w); err != nil {
@@ -348,16 +540,19 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	if w.VersionTag != "2.0" {
 		return nil, fmt.Errorf("invalid message version tag %q; expected %q", w.VersionTag, "2.0")
 	}
-	id, err := jsonrpc.MakeID(w.ID)
-	if err != nil {
-		return nil, err
-	}
+	id, idErr := parseID(w.ID)
 	if len(w.Method) > 0 {
 		var method string
 		if err := parseJSON(w.Method, &method); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
+		if idErr != nil {
+			return nil, &badIDError{request: true, reason: idErr.Error()}
+		}
 		return &jsonrpc.Request{ID: id, Method: method, Params: w.Params}, nil
+	}
+	if idErr != nil {
+		return nil, &badIDError{reason: idErr.Error()}
 	}
 	if !id.IsValid() {
 		return nil, errors.New("JSON RPC invalid request: a response without an id")
@@ -367,6 +562,129 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 		resp.Error = w.Error
 	}
 	return resp, nil
+}
+
+// maxExactID is the largest integer id the go-sdk's jsonrpc.ID holds
+// exactly: jsonrpc.MakeID takes a float64, and 2^53-1 is also the largest
+// integer I-JSON (RFC 7493) and JavaScript peers keep exact.
+const maxExactID = 1<<53 - 1
+
+// parseID reads a JSON-RPC id as written (raw; empty when there is none,
+// which makes a request a notification). It accepts only ids that pass
+// through unchanged: a string, or an integer written plainly
+// (-?(0|[1-9][0-9]*), not -0) within ±maxExactID. Anything else is an
+// error, because the go-sdk's jsonrpc.ID would hold it rewritten: 1.5, 1.0
+// and 1e3 would become 1, 1 and 1000, -0 would become 0, 2^53+1 would
+// become 2^53, and a null id would make a request a notification. MCP
+// allows only strings and integers, and never null.
+func parseID(raw json.RawMessage) (jsonrpc.ID, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return jsonrpc.ID{}, nil
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		if !exactString(raw) {
+			return jsonrpc.ID{}, fmt.Errorf("the id %s is not valid UTF-8 (it would be rewritten)", raw)
+		}
+		var s string
+		if err := parseJSON(raw, &s); err != nil {
+			return jsonrpc.ID{}, fmt.Errorf("the id %s: %w", raw, err)
+		}
+		return jsonrpc.MakeID(s)
+	case c == '-' || c >= '0' && c <= '9':
+		if !plainInteger(raw) {
+			return jsonrpc.ID{}, fmt.Errorf("the id %s is not an integer written plainly, and ids are passed on only unchanged", raw)
+		}
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || n > maxExactID || n < -maxExactID {
+			return jsonrpc.ID{}, fmt.Errorf("the id %s is beyond ±(2^53-1), the integers passed on unchanged", raw)
+		}
+		if n == 0 && c == '-' {
+			return jsonrpc.ID{}, errors.New("the id -0 would be passed on as 0")
+		}
+		return jsonrpc.MakeID(float64(n))
+	case c == 'n':
+		return jsonrpc.ID{}, errors.New("the id is null; MCP ids are strings or integers")
+	default:
+		return jsonrpc.ID{}, fmt.Errorf("the id %s is not a string or an integer", raw)
+	}
+}
+
+// plainInteger reports whether b is a JSON number with no fraction or
+// exponent.
+func plainInteger(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 1 && b[0] == '0' {
+		return false
+	}
+	for _, d := range b {
+		if d < '0' || d > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// exactString reports whether the JSON string literal b decodes to the
+// text it spells: valid UTF-8, and no \u escape of half a surrogate pair.
+// A decoder turns either into U+FFFD, so two different ids could become one.
+func exactString(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	high := false // the last escape was a high surrogate
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			if high {
+				return false
+			}
+			continue
+		}
+		i++
+		if i >= len(b) || b[i] != 'u' {
+			if high {
+				return false
+			}
+			continue
+		}
+		if i+4 >= len(b) {
+			return false
+		}
+		v, err := strconv.ParseUint(string(b[i+1:i+5]), 16, 16)
+		if err != nil {
+			return false
+		}
+		i += 4
+		switch {
+		case v >= 0xD800 && v < 0xDC00:
+			if high {
+				return false
+			}
+			high = true
+		case v >= 0xDC00 && v < 0xE000:
+			if !high {
+				return false
+			}
+			high = false
+		default:
+			if high {
+				return false
+			}
+		}
+	}
+	return !high
+}
+
+// idText is an id as JSON, for messages.
+func idText(id jsonrpc.ID) string {
+	b, err := json.Marshal(id.Raw())
+	if err != nil {
+		return fmt.Sprint(id.Raw())
+	}
+	return string(b)
 }
 
 // Stdio returns the Conn to the client on the process's stdin and stdout.

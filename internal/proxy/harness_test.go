@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -61,6 +62,7 @@ type harness struct {
 	proxy   *Proxy
 	clientT *mcp.IOTransport // the client's end
 	clientW *io.PipeWriter   // the proxy's stdin, for a half close
+	clientR *io.PipeReader   // the proxy's stdout, for a client reading lines
 	runErr  chan error
 	log     *syncBuffer
 	cancel  context.CancelFunc
@@ -153,10 +155,11 @@ func newHarness(t *testing.T, o hopts) *harness {
 		Log:           h.log,
 	})
 	// Two pipes with no frame limit on either end, so huge messages pass.
+	// The proxy's end is the Conn `bouncer run` uses on its stdio.
 	c2pR, c2pW := io.Pipe()
 	p2cR, p2cW := io.Pipe()
-	down, _ := (&mcp.IOTransport{Reader: c2pR, Writer: p2cW, MaxLineLength: -1}).Connect(context.Background())
-	h.clientW = c2pW
+	down := NewConn(c2pR, p2cW)
+	h.clientW, h.clientR = c2pW, p2cR
 	h.clientT = &mcp.IOTransport{Reader: p2cR, Writer: c2pW, MaxLineLength: -1}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
@@ -358,4 +361,188 @@ func groupGone(pgid int) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
+}
+
+// wireClient speaks raw lines, for what a go-sdk connection would not send
+// or would not read as it came: batches, ids such as 1.5, answers with id
+// null. Every read has a deadline, so an answer the proxy withholds fails
+// the test instead of hanging it.
+type wireClient struct {
+	t     *testing.T
+	w     io.Writer
+	lines chan string
+}
+
+// wire connects a line-level client; use it instead of client or raw.
+func (h *harness) wire() *wireClient {
+	w := &wireClient{t: h.t, w: h.clientW, lines: make(chan string, 64)}
+	go func() {
+		defer close(w.lines)
+		br := bufio.NewReaderSize(h.clientR, 1<<20)
+		for {
+			line, err := br.ReadString('\n')
+			if line = strings.TrimSpace(line); line != "" {
+				w.lines <- line
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	h.t.Cleanup(func() { h.clientR.Close() })
+	return w
+}
+
+func (w *wireClient) send(line string) {
+	w.t.Helper()
+	if _, err := io.WriteString(w.w, line+"\n"); err != nil {
+		w.t.Fatalf("send: %v", err)
+	}
+}
+
+// nextWithin returns the next line the proxy writes, or "" when none comes
+// within d.
+func (w *wireClient) nextWithin(d time.Duration) string {
+	select {
+	case line, ok := <-w.lines:
+		if !ok {
+			return ""
+		}
+		return line
+	case <-time.After(d):
+		return ""
+	}
+}
+
+// next returns the next line, failing the test when none comes in time.
+func (w *wireClient) next(why string) string {
+	w.t.Helper()
+	line := w.nextWithin(10 * time.Second)
+	if line == "" {
+		w.t.Fatalf("no line from the proxy within 10s, waiting for %s", why)
+	}
+	return line
+}
+
+// until reads lines until one that match accepts, and returns it with the
+// lines read before it.
+func (w *wireClient) until(why string, match func(line string) bool) (string, []string) {
+	w.t.Helper()
+	var before []string
+	for {
+		line := w.next(why)
+		if match(line) {
+			return line, before
+		}
+		before = append(before, line)
+	}
+}
+
+// isAnswer matches a line holding an answer, or a batch's answers.
+func isAnswer(line string) bool {
+	return strings.HasPrefix(line, "[") || !strings.Contains(line, `"method"`)
+}
+
+// answer reads lines until an answer (or a batch's answers) and returns it.
+func (w *wireClient) answer(why string) string {
+	w.t.Helper()
+	line, _ := w.until(why, isAnswer)
+	return line
+}
+
+// request reads lines until a request for method from the proxy, and
+// returns its id as written.
+func (w *wireClient) request(method string) string {
+	w.t.Helper()
+	line, _ := w.until(method, func(line string) bool {
+		return strings.Contains(line, `"method":"`+method+`"`) && strings.Contains(line, `"id"`)
+	})
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		w.t.Fatal(err)
+	}
+	return string(m.ID)
+}
+
+// handshake initializes with the given protocol version (batches are
+// 2025-03-26's; elicitation needs 2025-06-18 or later, and the proxy's Conn
+// takes batches whatever the version), declaring elicitation or not.
+func (w *wireClient) handshake(version string, elicit bool) {
+	w.t.Helper()
+	caps := `{}`
+	if elicit {
+		caps = `{"elicitation":{}}`
+	}
+	w.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":` + caps + `,"clientInfo":{"name":"wire","version":"1"}}}`)
+	if a := w.answer("initialize"); !strings.Contains(a, `"id":"init","result"`) {
+		w.t.Fatalf("initialize: %s", a)
+	}
+	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// pinned waits until the pin is taken, with a call of echo (which every
+// test server has), and returns its answer.
+func (w *wireClient) pinned() wireAnswer {
+	w.t.Helper()
+	w.send(`{"jsonrpc":"2.0","id":"pinned","method":"tools/call","params":{"name":"echo","arguments":{"text":"pinned"}}}`)
+	a, _ := answers(w.t, w.answer("the first call"))
+	return a[`"pinned"`]
+}
+
+// answers decodes one line holding a batch's answers (an array) or one
+// answer, and returns them by id as JSON text (null for id null).
+func answers(t *testing.T, line string) (map[string]wireAnswer, []string) {
+	t.Helper()
+	var raws []json.RawMessage
+	if strings.HasPrefix(line, "[") {
+		if err := json.Unmarshal([]byte(line), &raws); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+	} else {
+		raws = []json.RawMessage{json.RawMessage(line)}
+	}
+	byID := map[string]wireAnswer{}
+	var order []string
+	for _, raw := range raws {
+		var a wireAnswer
+		if err := json.Unmarshal(raw, &a); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		id := string(a.ID)
+		if id == "" {
+			id = "(none)"
+		}
+		if _, dup := byID[id]; dup && id != "null" {
+			t.Fatalf("two answers for id %s in %s", id, line)
+		}
+		byID[id] = a
+		order = append(order, id)
+	}
+	return byID, order
+}
+
+// wireAnswer is one JSON-RPC answer as written.
+type wireAnswer struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result *struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	} `json:"result"`
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// text is the first text block of a tool result, or "".
+func (a wireAnswer) text() string {
+	if a.Result == nil || len(a.Result.Content) == 0 {
+		return ""
+	}
+	return a.Result.Content[0].Text
 }

@@ -8,56 +8,207 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/bouncer-mcp/bouncer/internal/engine"
 )
 
 // maxPages bounds how many tools/list pages the proxy follows; a server
 // that keeps handing out cursors pins nothing.
 const maxPages = 1000
 
-// startPin lists the upstream's tools (every page) and pins them, then
-// decides the calls that waited, in order. Until it is done, tools/call is
-// held; if the list can't be had, nothing is pinned and every call is
-// denied with rule pinning.
-func (p *Proxy) startPin() {
+// The tool list is taken by one goroutine, the lister, which also decides
+// the calls that waited for it, in the order they came. Every listing is
+// asked for by bumping listWant: the first (the pin) is asked for from the
+// start, and each notifications/tools/list_changed asks for one more. A
+// call is decided only when every listing asked for so far has completed
+// (listHave == listWant), so a change the upstream announced is known
+// before any call that comes after the announcement is decided. Calls that
+// come while a listing is due wait for it, bounded by PinTimeout for each
+// page.
+//
+// When the first listing fails, nothing is pinned and the engine denies
+// every call, for the whole session. When a later one fails, the calls
+// that waited for it are denied with rule pinning rather than decided on
+// the old pin; the next call asks for another listing (and waits for it),
+// so a passing failure does not stop the session for good.
+
+// listCurrentLocked reports whether a call can be decided now: the tool
+// list is pinned and up to date, and no earlier call waits. p.mu is held.
+func (p *Proxy) listCurrentLocked() bool {
+	return p.pinned && !p.listing && p.listHave == p.listWant && len(p.queue) == 0
+}
+
+// listerDueLocked is the one place that decides whether the lister must
+// start now; if so it marks it running, and the caller calls startLister
+// once p.mu is released. The first listing waits until the upstream has
+// accepted initialize and the client has said it is initialized (or sent a
+// call); later ones start as soon as they are asked for, and the lister
+// also starts to decide calls that waited.
+func (p *Proxy) listerDueLocked() bool {
+	if p.listing {
+		return false // it will see what was asked for before it stops
+	}
+	var due bool
+	if p.pinned {
+		due = p.listTried < p.listWant || len(p.queue) > 0
+	} else {
+		due = p.initResult && (p.initialized || len(p.queue) > 0)
+	}
+	p.listing = due
+	return due
+}
+
+// queueLocked holds c until the lister decides it, and reports whether the
+// lister must be started (see listerDueLocked). A call that finds the last
+// re-list failed asks for another. p.mu is held.
+func (p *Proxy) queueLocked(c *call) bool {
+	if p.relistFailedLocked() {
+		p.listWant++
+	}
+	p.held[c.req.ID] = c
+	p.queue = append(p.queue, c)
+	return p.listerDueLocked()
+}
+
+// relistFailedLocked reports whether the last listing asked for failed (it
+// was a re-list: a failed pin is final). p.mu is held.
+func (p *Proxy) relistFailedLocked() bool {
+	return p.listErr != nil && p.listTried == p.listWant
+}
+
+// startLister runs the lister; listerDueLocked has marked it running.
+func (p *Proxy) startLister() {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		tools, err := p.listAll(p.ctx)
-		switch {
-		case err != nil:
-			p.logf("could not get the upstream's tool list, so every tool call will be denied: %v", err)
-		default:
-			if err := p.cfg.Engine.Pin(tools); err != nil {
-				p.logf("could not pin the upstream's tool list, so every tool call will be denied: %v", err)
-			}
-		}
-		p.decideQueued()
+		p.lister()
 	}()
 }
 
-// decideQueued decides the calls that waited for the pin, in order, and
-// then lets later calls be decided as they come.
-func (p *Proxy) decideQueued() {
+// lister takes the listings asked for and decides the calls that waited,
+// until there is nothing left to do.
+func (p *Proxy) lister() {
 	for {
 		p.mu.Lock()
-		if len(p.prepin) == 0 {
-			p.pinDone = true
+		if !p.pinned || p.listTried < p.listWant {
+			first := !p.pinned
+			p.listTried, p.listErr = p.listWant, nil
+			gen := p.listTried
+			p.mu.Unlock()
+			err := p.takeList(first)
+			p.mu.Lock()
+			if err == nil || first {
+				p.listHave = gen
+			} else {
+				p.listErr = err
+			}
+			close(p.listDone)
+			p.listDone = make(chan struct{})
+			p.mu.Unlock()
+			continue // a list_changed may have come meanwhile
+		}
+		if len(p.queue) == 0 {
+			p.listing = false
 			p.mu.Unlock()
 			return
 		}
-		c := p.prepin[0]
-		p.prepin = p.prepin[1:]
+		c := p.queue[0]
+		p.queue = p.queue[1:]
+		stale := p.listHave < p.listWant // the last re-list failed (the loop re-lists before anything else)
+		err := p.listErr
 		p.mu.Unlock()
+
 		c.mu.Lock()
 		waiting := c.state == stateHeld
 		c.mu.Unlock()
-		if waiting {
+		switch {
+		case !waiting:
+			p.unhold(c) // withdrawn while it waited
+		case stale:
+			reason := fmt.Sprintf("the upstream's tool list changed and could not be re-read, so the change is unknown: %v", err)
+			_ = p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
+			p.refuse(c, reason)
+		default:
 			p.decide(c)
-			continue
 		}
+	}
+}
+
+// takeList lists the upstream's tools: the first time to pin them, later to
+// compare them with the pin. A failed first listing is logged, not
+// returned: it is final, since nothing is pinned and every call is denied.
+func (p *Proxy) takeList(first bool) error {
+	tools, err := p.listAll(p.ctx)
+	if !first {
+		if err != nil {
+			if p.ctx.Err() == nil {
+				p.logf("re-listing tools after list_changed: %v", err)
+			}
+			return err
+		}
+		for _, line := range p.cfg.Engine.Observe(tools) {
+			p.logf("tool list changed: %s", line)
+		}
+		return nil
+	}
+	if err != nil {
+		p.logf("could not get the upstream's tool list, so every tool call will be denied: %v", err)
+	} else if err = p.cfg.Engine.Pin(tools); err != nil {
+		p.logf("could not pin the upstream's tool list, so every tool call will be denied: %v", err)
+	} else if p.cfg.OnPinned != nil {
+		p.cfg.OnPinned(tools)
+	}
+	p.mu.Lock()
+	p.pinned = true
+	seen := p.clientLists
+	p.clientLists = nil
+	p.mu.Unlock()
+	if err == nil {
+		// What the client was shown while the pin was taken may already
+		// differ from it.
+		for _, result := range seen {
+			p.observe(result, "the client's tools/list (while pinning)")
+		}
+	}
+	return nil
+}
+
+// awaitList waits until every listing asked for so far has completed (at
+// most PinTimeout), asking for another if the last re-list failed. It
+// returns why the list is not current otherwise.
+func (p *Proxy) awaitList(ctx context.Context) error {
+	t := time.NewTimer(p.cfg.PinTimeout)
+	defer t.Stop()
+	retried := false
+	for {
 		p.mu.Lock()
-		delete(p.held, c.req.ID) // withdrawn while it waited
+		if p.listHave == p.listWant {
+			p.mu.Unlock()
+			return nil
+		}
+		start := false
+		if p.relistFailedLocked() {
+			if retried {
+				err := p.listErr
+				p.mu.Unlock()
+				return err
+			}
+			retried = true
+			p.listWant++
+			start = p.listerDueLocked()
+		}
+		done := p.listDone
 		p.mu.Unlock()
+		if start {
+			p.startLister()
+		}
+		select {
+		case <-done:
+		case <-t.C:
+			return fmt.Errorf("no current tool list within %v", p.cfg.PinTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
@@ -144,15 +295,22 @@ func (p *Proxy) requestUp(ctx context.Context, method string, params json.RawMes
 	}
 }
 
-// observeList compares a tools/list result against the pin; what changed is
-// refused from now on by the engine, and said on stderr.
+// observeList compares a tools/list result the client gets against the
+// pin; what changed is refused from now on by the engine, and said on
+// stderr. A result that comes before the pin is kept, and compared once
+// the pin is taken, before any call is decided.
 func (p *Proxy) observeList(result json.RawMessage, from string) {
 	p.mu.Lock()
-	done := p.pinDone
-	p.mu.Unlock()
-	if !done {
-		return // the pin itself is still being taken
+	if !p.pinned {
+		p.clientLists = append(p.clientLists, result)
+		p.mu.Unlock()
+		return
 	}
+	p.mu.Unlock()
+	p.observe(result, from)
+}
+
+func (p *Proxy) observe(result json.RawMessage, from string) {
 	var r struct {
 		Tools []json.RawMessage `json:"tools"`
 	}
@@ -164,43 +322,16 @@ func (p *Proxy) observeList(result json.RawMessage, from string) {
 	}
 }
 
-// relist re-reads the whole tool list after notifications/tools/list_changed.
-// Notifications that arrive while a re-list runs are folded into one more.
+// relist asks for the whole tool list to be read again, after
+// notifications/tools/list_changed. It runs before the notification is
+// relayed, so no call the client makes in answer to it is decided before
+// the new list is in.
 func (p *Proxy) relist() {
 	p.mu.Lock()
-	if !p.pinDone {
-		p.mu.Unlock()
-		return
-	}
-	if p.relisting {
-		p.relistAgain = true
-		p.mu.Unlock()
-		return
-	}
-	p.relisting = true
+	p.listWant++
+	start := p.listerDueLocked()
 	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			tools, err := p.listAll(p.ctx)
-			if err != nil {
-				if p.ctx.Err() == nil {
-					p.logf("re-listing tools after list_changed: %v", err)
-				}
-			} else {
-				for _, line := range p.cfg.Engine.Observe(tools) {
-					p.logf("tool list changed: %s", line)
-				}
-			}
-			p.mu.Lock()
-			if !p.relistAgain || p.ctx.Err() != nil {
-				p.relisting = false
-				p.mu.Unlock()
-				return
-			}
-			p.relistAgain = false
-			p.mu.Unlock()
-		}
-	}()
+	if start {
+		p.startLister()
+	}
 }

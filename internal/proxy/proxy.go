@@ -12,11 +12,17 @@
 //     version is taken from the upstream's answer;
 //   - tools/list: the proxy lists every page itself at startup and pins the
 //     result; later lists (the client's, and its own after list_changed) are
-//     compared against the pin;
+//     compared against the pin, and no call is decided while a re-list that
+//     a list_changed asked for is under way (pin.go);
 //   - tools/call: decided by the engine in the read loop, written to the audit
 //     log before anything else happens, and forwarded only when allowed;
 //   - the proxy's own requests (its tools/list pages, its elicitation/create)
-//     use string IDs "bouncer-N" and their answers are not forwarded.
+//     use string IDs "bouncer-N" and their answers are not forwarded;
+//   - request IDs pass unchanged or not at all, and each request gets exactly
+//     one answer, a batch's as one array: Conn refuses what it can't carry
+//     exactly and keeps a ledger of the answers owed, and the pump answers a
+//     cancelled request that came in a batch and drops the upstream's
+//     answers to IDs it was never sent.
 //
 // Everything the upstream sends is recorded as untrusted in the session's
 // taint store before the client sees it.
@@ -28,6 +34,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +101,16 @@ type Config struct {
 	// client's question with "remember" ticked: allowed through this server
 	// from now on (session.Remembered). Nil offers no such choice.
 	Remember func(dest string) error
+	// Observe decides every call exactly as enforcing would and audits it
+	// with enforced: false, then forwards it whatever the verdict: nobody
+	// is asked and no approval code is issued (bouncer run --observe).
+	Observe bool
+	// Policy is the effective policy's digest, written on every audit line.
+	Policy string
+	// OnPinned, if set, receives the tool list once it is pinned (run
+	// keeps it for bouncer report and warns about policy entries that name
+	// no tool of the server). It runs before any call is decided.
+	OnPinned func(tools []json.RawMessage)
 	// Session identifies this proxy session in audit lines.
 	Session string
 	// ElicitTimeout, PinTimeout, DrainTimeout default to the constants above.
@@ -109,6 +127,12 @@ type Config struct {
 // ErrUpstreamExited is returned by Run when the upstream closed its output
 // (it exited or crashed) while the client was still connected.
 var ErrUpstreamExited = errors.New("the upstream server closed its output")
+
+// ErrUpstreamOutput is returned by Run (wrapping the parse error) when the
+// upstream wrote something on its stdout that is not a JSON-RPC message: a
+// server that logs to stdout, or a wrong command. The session can't go on,
+// since the stream can't be trusted to be in step.
+var ErrUpstreamOutput = errors.New("the upstream server wrote something that is not an MCP message on its stdout")
 
 // halfCloser is implemented by upstream connections that can signal EOF to
 // the server while still reading its remaining output (*Process does).
@@ -133,17 +157,25 @@ type Proxy struct {
 	initialized  bool        // the client sent notifications/initialized
 	negotiated   string      // protocol version from the upstream's answer
 	clientElicit bool        // the client can answer form elicitation
-	pinStarted   bool
-	pinDone      bool
-	prepin       []*call                               // tools/call waiting for the pin, in order
-	held         map[jsonrpc.ID]*call                  // calls decided but not forwarded (asking, or waiting for the pin)
-	fwd          map[jsonrpc.ID]string                 // client requests sent upstream, by ID → method
-	fwdTrusted   map[jsonrpc.ID]bool                   // forwarded calls of tools whose output the policy trusts
-	waitUp       map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the upstream
-	waitDown     map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the client
-	relisting    bool
-	relistAgain  bool
-	upClosed     bool
+
+	held       map[jsonrpc.ID]*call                  // calls not yet forwarded or answered (asking, or waiting for the tool list)
+	fwd        map[jsonrpc.ID]string                 // client requests sent upstream, by ID → method
+	fwdTrusted map[jsonrpc.ID]bool                   // forwarded calls of tools whose output the policy trusts
+	dropUp     map[jsonrpc.ID]bool                   // forwarded requests answered by the proxy (cancelled in a batch): the upstream's answer is dropped
+	waitUp     map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the upstream
+	waitDown   map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the client
+	upClosed   bool
+
+	// The tool list; see pin.go.
+	pinned      bool              // the first listing is over (pinned, or failed and nothing is pinned)
+	listing     bool              // the lister goroutine runs
+	listWant    uint64            // listings asked for: the pin, then one per list_changed
+	listTried   uint64            // listWant when the last listing started
+	listHave    uint64            // listWant when the last successful listing started
+	listErr     error             // why the last re-list failed
+	listDone    chan struct{}     // closed (and replaced) whenever a listing ends
+	queue       []*call           // tools/call waiting for the tool list, in order
+	clientLists []json.RawMessage // tools/list results the client got before the pin
 }
 
 // New returns a proxy for one session.
@@ -167,9 +199,12 @@ func New(cfg Config) *Proxy {
 		cfg:        cfg,
 		held:       map[jsonrpc.ID]*call{},
 		fwd:        map[jsonrpc.ID]string{},
+		dropUp:     map[jsonrpc.ID]bool{},
 		fwdTrusted: map[jsonrpc.ID]bool{},
 		waitUp:     map[jsonrpc.ID]chan *jsonrpc.Response{},
 		waitDown:   map[jsonrpc.ID]chan *jsonrpc.Response{},
+		listWant:   1, // the pin
+		listDone:   make(chan struct{}),
 	}
 }
 
@@ -200,31 +235,52 @@ func (p *Proxy) Run(ctx context.Context, down, up mcp.Connection) error {
 		if err == nil || errors.Is(err, io.EOF) {
 			// The client is done. Let queued work finish, then tell the
 			// upstream and relay what it still says.
-			p.drain(ctx, upErr)
-			result = nil
+			if err := p.drain(ctx, upErr); err != nil && !errors.Is(err, io.EOF) && !isReadError(err) {
+				result = fmt.Errorf("%w: %w", ErrUpstreamOutput, err)
+				p.failPending("bouncer: the upstream server wrote output that is not MCP, so the session was closed (bouncer's stderr says more)")
+			} else {
+				result = nil
+			}
 		} else {
 			result = fmt.Errorf("reading from the client: %w", err)
 		}
 	case err := <-upErr:
-		if err == nil || errors.Is(err, io.EOF) {
+		switch {
+		case err == nil || errors.Is(err, io.EOF):
 			result = ErrUpstreamExited
-		} else {
+			p.failPending("bouncer: the upstream server exited before answering")
+		case isReadError(err):
 			result = fmt.Errorf("%w: %w", ErrUpstreamExited, err)
+			p.failPending("bouncer: the upstream server exited before answering")
+		default:
+			result = fmt.Errorf("%w: %w", ErrUpstreamOutput, err)
+			p.failPending("bouncer: the upstream server wrote output that is not MCP, so the session was closed (bouncer's stderr says more)")
 		}
-		p.failPending()
 	case <-ctx.Done():
 		result = ctx.Err()
 	}
 	cancel()
+	// The calls still held are now denied (the session ended before a
+	// human answered, or before the tool list came). Their answers go out
+	// before the client's side is closed: a batch holding one would
+	// otherwise never be sent. A client that stopped reading holds this up
+	// for DrainTimeout at most.
+	idle := make(chan struct{})
+	go func() { p.wg.Wait(); close(idle) }()
+	select {
+	case <-idle:
+	case <-time.After(p.cfg.DrainTimeout):
+	}
 	_ = down.Close()
-	p.wg.Wait()
+	<-idle
 	return result
 }
 
 // drain runs after the client closed its side: queued calls are decided,
 // then the upstream gets EOF and the proxy keeps relaying its output until it
-// stops or DrainTimeout passes.
-func (p *Proxy) drain(ctx context.Context, upErr <-chan error) {
+// stops or DrainTimeout passes. It returns how the upstream's output ended,
+// if it did.
+func (p *Proxy) drain(ctx context.Context, upErr <-chan error) error {
 	deadline := time.NewTimer(p.cfg.DrainTimeout)
 	defer deadline.Stop()
 	// Wait for the pin, the calls queued behind it and the answers owed
@@ -234,7 +290,7 @@ func (p *Proxy) drain(ctx context.Context, upErr <-chan error) {
 		p.mu.Lock()
 		// Some servers (the go-sdk's among them) drop answers still owed
 		// when their stdin closes, so wait for those too.
-		waiting := !p.pinDone && (p.pinStarted || len(p.prepin) > 0) || len(p.fwd) > 0
+		waiting := p.listing || len(p.queue) > 0 || len(p.fwd) > 0
 		p.mu.Unlock()
 		if !waiting {
 			break
@@ -242,11 +298,11 @@ func (p *Proxy) drain(ctx context.Context, upErr <-chan error) {
 		select {
 		case <-time.After(5 * time.Millisecond):
 		case <-deadline.C:
-			return
-		case <-upErr:
-			return
+			return nil
+		case err := <-upErr:
+			return err
 		case <-ctx.Done():
-			return
+			return nil
 		}
 	}
 	if hc, ok := p.up.(halfCloser); ok {
@@ -255,15 +311,24 @@ func (p *Proxy) drain(ctx context.Context, upErr <-chan error) {
 		_ = p.up.Close()
 	}
 	select {
-	case <-upErr:
+	case err := <-upErr:
+		return err
 	case <-deadline.C:
 	case <-ctx.Done():
 	}
+	return nil
+}
+
+// isReadError reports whether err came from reading the upstream's pipe
+// (it broke or closed), as opposed to what was read not parsing.
+func isReadError(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed)
 }
 
 // failPending answers every client request still waiting for the upstream
 // with a JSON-RPC error, so the client is not left hanging after a crash.
-func (p *Proxy) failPending() {
+func (p *Proxy) failPending(msg string) {
 	p.mu.Lock()
 	p.upClosed = true
 	ids := make([]jsonrpc.ID, 0, len(p.fwd))
@@ -271,6 +336,7 @@ func (p *Proxy) failPending() {
 		ids = append(ids, id)
 	}
 	p.fwd = map[jsonrpc.ID]string{}
+	p.dropUp = map[jsonrpc.ID]bool{}
 	for id, ch := range p.waitUp {
 		close(ch)
 		delete(p.waitUp, id)
@@ -279,7 +345,7 @@ func (p *Proxy) failPending() {
 	for _, id := range ids {
 		p.writeDown(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
 			Code:    jsonrpc.CodeInternalError,
-			Message: "bouncer: the upstream server exited before answering",
+			Message: msg,
 		}})
 	}
 }
@@ -317,6 +383,11 @@ func ours(id jsonrpc.ID) bool {
 func (p *Proxy) downLoop(ctx context.Context) error {
 	for {
 		msg, err := p.down.Read(ctx)
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			p.logf("from the client: %v", err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -351,12 +422,13 @@ func (p *Proxy) fromClientResponse(m *jsonrpc.Response) {
 }
 
 func (p *Proxy) fromClientRequest(m *jsonrpc.Request) error {
-	if m.IsCall() && ours(m.ID) {
-		p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
-			Code:    jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("bouncer: request IDs starting with %q are reserved for the proxy", idPrefix),
-		}})
-		return nil
+	if m.IsCall() {
+		if why := p.unusableID(m.ID); why != "" {
+			p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
+				Code: jsonrpc.CodeInvalidRequest, Message: "bouncer: " + why,
+			}})
+			return nil
+		}
 	}
 	switch m.Method {
 	case "server/discover":
@@ -371,13 +443,10 @@ func (p *Proxy) fromClientRequest(m *jsonrpc.Request) error {
 		}
 		p.mu.Lock()
 		p.initialized = true
-		start := p.initResult && !p.pinStarted
-		if start {
-			p.pinStarted = true
-		}
+		start := p.listerDueLocked()
 		p.mu.Unlock()
 		if start {
-			p.startPin()
+			p.startLister()
 		}
 		return nil
 	case "tools/call":
@@ -386,6 +455,11 @@ func (p *Proxy) fromClientRequest(m *jsonrpc.Request) error {
 		if p.cancelHeld(m) {
 			return nil
 		}
+		if why := cancelsNothing(m.Params); why != "" {
+			p.logf("dropped the client's notifications/cancelled: %s", why)
+			return nil
+		}
+		p.cancelForwarded(m)
 	}
 	if m.IsCall() {
 		p.mu.Lock()
@@ -500,19 +574,65 @@ func setField(doc json.RawMessage, key string, value any) (json.RawMessage, erro
 	return json.Marshal(obj)
 }
 
+// unusableID says why a client request can't have the id it has, or "".
+// The proxy's own range is refused, so an answer can never be mistaken for
+// one meant for the proxy. So is the id of a request the proxy answered
+// itself while the upstream still has it (see cancelForwarded): the
+// upstream's late answer would be taken for the new request's.
+func (p *Proxy) unusableID(id jsonrpc.ID) string {
+	if ours(id) {
+		return fmt.Sprintf("request IDs starting with %q are reserved for the proxy", idPrefix)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dropUp[id] {
+		return fmt.Sprintf("request id %s was cancelled but the upstream has not answered it yet; use another id", idText(id))
+	}
+	return ""
+}
+
+// cancelledID is the request a notifications/cancelled names, read as
+// exactly as the request's own id was (see parseID).
+func cancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
+	var v struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &v) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := parseID(v.RequestID)
+	return id, err == nil && id.IsValid()
+}
+
+// cancelsNothing says why a notifications/cancelled can name no request
+// that was passed on, or "": its requestId is one no request may have (see
+// parseID). Such a notification is dropped, not relayed: a peer reading ids
+// as the go-sdk does would take requestId 1.5 for 1, and cancel that.
+func cancelsNothing(params json.RawMessage) string {
+	var v struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &v) != nil || len(v.RequestID) == 0 {
+		return ""
+	}
+	if _, err := parseID(v.RequestID); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// codeCancelled is the error code of the answer a cancelled request gets
+// when it must get one (see withdrawn); JSON-RPC and MCP define none, and
+// this is the one LSP uses.
+const codeCancelled = -32800
+
 // cancelHeld handles the client's notifications/cancelled for a call the
-// proxy holds (asking a human, or waiting for the pin): the call is
+// proxy holds (asking a human, or waiting for the tool list): the call is
 // withdrawn here and the upstream never hears of it. It reports whether the
 // notification was consumed.
 func (p *Proxy) cancelHeld(m *jsonrpc.Request) bool {
-	var params struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(m.Params, &params) != nil {
-		return false
-	}
-	id, err := jsonrpc.MakeID(params.RequestID)
-	if err != nil || !id.IsValid() {
+	id, ok := cancelledID(m.Params)
+	if !ok {
 		return false
 	}
 	p.mu.Lock()
@@ -521,7 +641,75 @@ func (p *Proxy) cancelHeld(m *jsonrpc.Request) bool {
 	if !ok {
 		return false
 	}
-	return c.withdraw()
+	consumed, withdrawn := c.withdraw()
+	if withdrawn {
+		p.unhold(c)
+		p.withdrawn(id)
+	}
+	return consumed
+}
+
+// withdrawn is called for a client request that will get no answer,
+// because the client cancelled it. If it came in a batch it is answered
+// anyway, with an error: its batch goes back as one array once every
+// request in it is answered, and without this the answers to the others
+// would never reach the client. (MCP has the client ignore an answer to a
+// request it cancelled.) Otherwise its id is free again.
+func (p *Proxy) withdrawn(id jsonrpc.ID) {
+	book, ok := p.down.(answerBook)
+	if !ok || !book.Release(id) {
+		return
+	}
+	p.writeDown(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code: codeCancelled, Message: "bouncer: the request was cancelled",
+	}})
+}
+
+// cancelForwarded handles the client's notifications/cancelled for a
+// request already sent upstream, before it is relayed there. A request
+// that came alone is left to the upstream, which may answer it or not, as
+// MCP allows. One that came in a batch is answered now (see withdrawn),
+// since an upstream that does not answer cancelled requests would hold up
+// the whole batch; its answer from the upstream, if one comes, is dropped.
+func (p *Proxy) cancelForwarded(m *jsonrpc.Request) {
+	id, ok := cancelledID(m.Params)
+	if !ok {
+		return
+	}
+	book, ok := p.down.(answerBook)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	_, forwarded := p.fwd[id]
+	answer := forwarded && book.InBatch(id)
+	if answer {
+		delete(p.fwd, id)
+		p.dropUp[id] = true
+	}
+	p.mu.Unlock()
+	if answer {
+		p.writeDown(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+			Code: codeCancelled, Message: "bouncer: the request was cancelled",
+		}})
+	}
+}
+
+// answerBook is implemented by *Conn: the requests read from the client
+// that are still owed an answer. The pump needs it to answer each request
+// in a batch exactly once.
+type answerBook interface {
+	InBatch(jsonrpc.ID) bool
+	Release(jsonrpc.ID) (inBatch bool)
+}
+
+// unhold forgets a held call, unless its id is held by a newer call.
+func (p *Proxy) unhold(c *call) {
+	p.mu.Lock()
+	if p.held[c.req.ID] == c {
+		delete(p.held, c.req.ID)
+	}
+	p.mu.Unlock()
 }
 
 // ---- upstream → client ----
@@ -529,6 +717,11 @@ func (p *Proxy) cancelHeld(m *jsonrpc.Request) bool {
 func (p *Proxy) upLoop(ctx context.Context) error {
 	for {
 		msg, err := p.up.Read(ctx)
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			p.logf("from the upstream: %v", err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -614,15 +807,25 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 	p.mu.Lock()
 	method, known := p.fwd[m.ID]
 	delete(p.fwd, m.ID)
+	dropped := p.dropUp[m.ID]
+	delete(p.dropUp, m.ID)
 	isInit := method == "initialize" && p.initID != nil && *p.initID == m.ID
 	p.mu.Unlock()
-	if known {
-		switch {
-		case isInit:
-			p.upstreamInitialized(m)
-		case method == "tools/list" && m.Error == nil:
-			p.observeList(m.Result, "the client's tools/list")
+	if !known {
+		// Only a request sent upstream gets the upstream's answer: an
+		// answer to anything else (a call the proxy holds or answered
+		// itself, an id nobody used, a second answer) would reach the
+		// client as one it never asked for, or answer a request twice.
+		if !dropped {
+			p.logf("the upstream answered id %s, which no request sent to it is waiting for; dropped", idText(m.ID))
 		}
+		return
+	}
+	switch {
+	case isInit:
+		p.upstreamInitialized(m)
+	case method == "tools/list" && m.Error == nil:
+		p.observeList(m.Result, "the client's tools/list")
 	}
 	p.writeDown(m)
 }
@@ -639,22 +842,19 @@ func (p *Proxy) upstreamInitialized(m *jsonrpc.Response) {
 	p.mu.Lock()
 	p.negotiated = res.ProtocolVersion
 	p.initResult = m.Error == nil
-	start := !p.pinStarted && (p.initialized || len(p.prepin) > 0 || m.Error != nil)
-	if start {
-		p.pinStarted = true
+	if m.Error != nil && !p.pinned {
+		// No session, so no tool list: nothing is pinned, and every call
+		// (those that waited, too) is denied with rule pinning.
+		p.pinned = true
+		p.listTried, p.listHave = p.listWant, p.listWant
 	}
+	start := p.listerDueLocked()
 	p.mu.Unlock()
-	switch {
-	case start && m.Error != nil:
-		// No session, so no tool list: calls that waited are denied.
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.logf("the upstream refused initialize, so every tool call will be denied: %v", m.Error)
-			p.decideQueued()
-		}()
-	case start:
-		p.startPin()
+	if m.Error != nil {
+		p.logf("the upstream refused initialize, so every tool call will be denied: %v", m.Error)
+	}
+	if start {
+		p.startLister()
 	}
 }
 
@@ -669,8 +869,36 @@ func (p *Proxy) fromUpstreamRequest(m *jsonrpc.Request) {
 		}
 		return
 	}
-	if m.Method == "notifications/tools/list_changed" {
+	switch m.Method {
+	case "notifications/tools/list_changed":
 		p.relist()
+	case "notifications/cancelled":
+		if why := cancelsNothing(m.Params); why != "" {
+			p.logf("dropped the upstream's notifications/cancelled: %s", why)
+			return
+		}
+		p.upstreamCancelled(m.Params)
 	}
 	p.writeDown(m)
+}
+
+// upstreamCancelled is withdrawn's mirror: the upstream cancelled a
+// request it sent the client, so the client need not answer it (and an
+// answer that comes anyway is dropped). If the request came in a batch,
+// the proxy answers it for the client, or the upstream's batch would wait
+// for it forever.
+func (p *Proxy) upstreamCancelled(params json.RawMessage) {
+	id, ok := cancelledID(params)
+	if !ok {
+		return
+	}
+	book, ok := p.up.(answerBook)
+	if !ok || !book.Release(id) {
+		return
+	}
+	if err := p.writeUp(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code: codeCancelled, Message: "bouncer: the request was cancelled",
+	}}); err != nil {
+		p.logf("%v", err)
+	}
 }

@@ -437,7 +437,7 @@ func TestUpstreamGarbage(t *testing.T) {
 	if resp.Error == nil {
 		t.Fatalf("want an error for the call the garbage answered, got %s", resp.Result)
 	}
-	if err := h.waitExit(); !errors.Is(err, ErrUpstreamExited) {
+	if err := h.waitExit(); !errors.Is(err, ErrUpstreamOutput) {
 		t.Fatalf("Run = %v", err)
 	}
 }

@@ -81,6 +81,13 @@ func (p *Process) Read(ctx context.Context) (jsonrpc.Message, error) { return p.
 // Write sends a message to the upstream.
 func (p *Process) Write(ctx context.Context, m jsonrpc.Message) error { return p.conn.Write(ctx, m) }
 
+// InBatch is Conn.InBatch on the upstream's connection.
+func (p *Process) InBatch(id jsonrpc.ID) bool { return p.conn.InBatch(id) }
+
+// Release is Conn.Release on the upstream's connection: the pump releases
+// (or, in a batch, answers) a request the upstream sent and then cancelled.
+func (p *Process) Release(id jsonrpc.ID) (inBatch bool) { return p.conn.Release(id) }
+
 // SessionID is empty: stdio has no sessions.
 func (p *Process) SessionID() string { return "" }
 

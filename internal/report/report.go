@@ -122,6 +122,13 @@ func (in *Input) controls() []control {
 			}
 		}
 	}
+	// A tool the audit log names is shown too: a pack must not say "0
+	// tools" beside that tool's denials.
+	for _, e := range in.Audit {
+		if _, ok := byName[e.Tool]; !ok && e.Tool != "" && (in.Server == "" || e.Server == in.Server) {
+			byName[e.Tool] = &control{def: ToolDef{Name: e.Tool}}
+		}
+	}
 	var out []control
 	for _, c := range byName {
 		c.t = in.Policy.For(c.def.Name, c.def.Params)
@@ -156,6 +163,7 @@ func Write(in Input) []byte {
 	w.summary(ctrls, sum, finds, &in)
 	w.tools(&in, ctrls)
 	w.audit(&in, entries, sum)
+	w.observed(entries)
 	w.findings(finds)
 	w.limits()
 	w.owasp(ctrls, sum)
@@ -205,7 +213,7 @@ func (w *writer) inputs(in *Input, entries []audit.Entry) {
 	if in.ToolsFile == "" {
 		w.f("- Tools: no `--tools` list given, so only the tools the policy files name are shown (not the built-in packs' entries, nor tools the server offers beyond those). Save the server's `tools/list` result and pass it with `--tools` for a complete pack.\n")
 	} else {
-		w.f("- Tools: %d, from %s (a saved `tools/list` result).\n", len(in.Tools), code(in.ToolsFile))
+		w.f("- Tools: %d, from %s (a saved `tools/list` result: `--tools`, or the lists `bouncer run` pinned).\n", len(in.Tools), code(in.ToolsFile))
 	}
 	if in.AuditFile == "" {
 		w.f("- Audit log: none.\n")

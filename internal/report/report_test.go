@@ -379,3 +379,33 @@ func TestPackSource(t *testing.T) {
 		t.Error("inputs don't say that only packs apply")
 	}
 }
+
+// Lines written in observe mode get their own section: what would have
+// been blocked, by server, tool and rule.
+func TestObservedSection(t *testing.T) {
+	p, err := policy.LoadSources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	es := []audit.Entry{
+		{TS: t0, Server: "mail", Tool: "send_email", Verdict: "deny", Rule: "sink", Enforced: &no},
+		{TS: t0, Server: "mail", Tool: "send_email", Verdict: "deny", Rule: "sink", Enforced: &no},
+		{TS: t0, Server: "mail", Tool: "send_email", Verdict: "ask", Rule: "sink", Enforced: &no},
+		{TS: t0, Server: "fs", Tool: "write_file", Verdict: "allow", Rule: "default", Enforced: &no},
+		{TS: t0, Server: "fs", Tool: "write_file", Verdict: "deny", Rule: "path"},
+	}
+	out := string(Write(Input{Policy: p, AuditFile: "a", Audit: es, Generated: t0}))
+	for _, want := range []string{"## What observe mode would have blocked", "3 calls were audited in observe mode",
+		"| `mail` | `send_email` | deny | `sink` | 2 |", "| `mail` | `send_email` | ask | `sink` | 1 |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pack lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "| `fs` |") {
+		t.Error("an enforced or allowed line is listed as observed")
+	}
+	if out2 := string(Write(Input{Policy: p, AuditFile: "a", Audit: es[4:], Generated: t0})); strings.Contains(out2, "observe mode would") {
+		t.Error("a log with no observed lines gets the section")
+	}
+}

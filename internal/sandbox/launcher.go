@@ -579,3 +579,28 @@ func upstreamRules(p launchPlan, abi int) ([]landlock.Rule, error) {
 	}
 	return rules, nil
 }
+
+// Unworkable says why an upstream command can't work under confinement c,
+// or "": package runners (npx -y, uvx, bunx, pnpm dlx) fetch the server
+// when they start, and container tools (docker, podman) talk to a daemon's
+// socket, and the sandbox gives the upstream neither the network nor the
+// home directory and caches they need. Such an upstream hangs or fails at
+// start, which looks like a broken server; bouncer run says so first.
+func Unworkable(path string, args []string, c Confinement) string {
+	base := filepath.Base(path)
+	sub := ""
+	if len(args) > 0 {
+		sub = args[0]
+	}
+	switch {
+	case base == "npx" || base == "pnpx" || base == "bunx" || base == "uvx" ||
+		(base == "npm" && sub == "exec") || (base == "pnpm" && sub == "dlx") || (base == "yarn" && sub == "dlx") || (base == "uv" && sub == "tool"):
+		return fmt.Sprintf("the upstream starts with %s, which fetches the server at start from the network and into your home directory's cache; "+
+			"the sandbox key gives it neither, so it will hang or fail. Install the server and run it directly "+
+			"(for example: npm install in a directory listed in sandbox.read_only, then node .../dist/index.js), or run with --sandbox off", base)
+	case base == "docker" || base == "podman" || base == "nerdctl":
+		return fmt.Sprintf("the upstream starts with %s, which needs its daemon's socket; the sandbox key does not give it, so it will fail. "+
+			"Confine the container with its own options instead, and run with --sandbox off", base)
+	}
+	return ""
+}

@@ -20,6 +20,11 @@ type Config struct {
 	// ReadPaths are further files or directories the proxy may read
 	// (nothing else is readable). Missing ones are an error.
 	ReadPaths []string
+	// ListDirs are directories the proxy may list, with what lies below
+	// them, without reading any file there: the path check lists the
+	// directory of a name that does not exist yet to rule out a Unicode
+	// look-alike of it (see fsresolve). Missing ones are an error.
+	ListDirs []string
 	// Upstream is the process ID (and process group) of the upstream
 	// server, the one process besides itself the proxy may still signal.
 	// 0: none.
@@ -60,7 +65,8 @@ func (r Report) String() string {
 }
 
 // Restrict confines the calling process, all its threads, for the rest of
-// its life: Landlock first (reads only StateDir, ReadPaths and /dev/null;
+// its life: Landlock first (reads only StateDir, ReadPaths and /dev/null,
+// lists only those and ListDirs;
 // writes only StateDir and /dev/null; executes nothing; no TCP bind or
 // connect; no abstract UNIX sockets out of the domain), then the seccomp
 // allowlist (no execve, no sockets, no ptrace, ...). Call it after the
@@ -157,6 +163,20 @@ func proxyRules(c Config) ([]landlock.Rule, error) {
 	rules := []landlock.Rule{
 		landlock.PathAccess(stateRights, c.StateDir),
 		landlock.PathAccess(devNullRights, "/dev/null"),
+	}
+	for _, p := range c.ListDirs {
+		p, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: list directory: %w", err)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: list directory: %w", err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("sandbox: list directory %s is not a directory", p)
+		}
+		rules = append(rules, landlock.PathAccess(ll.AccessFSReadDir, p))
 	}
 	for _, p := range c.ReadPaths {
 		p, err := filepath.Abs(p)

@@ -99,7 +99,7 @@ func proxyProbe(args []string) int {
 	switch layers {
 	case "all":
 		var r Report
-		r, err = Restrict(Strict, Config{StateDir: state, ReadPaths: []string{allowed}, Upstream: sleeper.Process.Pid})
+		r, err = Restrict(Strict, Config{StateDir: state, ReadPaths: []string{allowed}, ListDirs: []string{outside}, Upstream: sleeper.Process.Pid})
 		report("report "+r.String(), nil)
 	case "landlock":
 		var rules = mustRules(state, allowed)
@@ -122,6 +122,16 @@ func proxyProbe(args []string) int {
 	report("read denied", errnoOf(err))
 	report("create in state", os.WriteFile(filepath.Join(state, "x"), []byte("x"), 0o600))
 	report("create outside", errnoOf(os.WriteFile(filepath.Join(outside, "x"), []byte("x"), 0o600)))
+	if layers == "all" {
+		// outside is a ListDirs entry: listed, but not read, and nothing
+		// beside it is listed.
+		_, err = os.ReadDir(outside)
+		report("list listed dir", err)
+		_, err = os.ReadFile(filepath.Join(outside, "inner.txt"))
+		report("read in listed dir", errnoOf(err))
+		_, err = os.ReadDir(filepath.Dir(outside))
+		report("list unlisted dir", errnoOf(err))
+	}
 	// What the pending file does: lock, temp file, fsync, rename.
 	report("pending cycle", pendingCycle(state))
 	b := make([]byte, 16)
@@ -345,7 +355,7 @@ func setup(t *testing.T) probeDirs {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{d.allowed, d.denied} {
+	for _, f := range []string{d.allowed, d.denied, filepath.Join(d.outside, "inner.txt")} {
 		if err := os.WriteFile(f, []byte("secret"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -391,6 +401,9 @@ func TestRestrictStrict(t *testing.T) {
 	want(t, res, "read denied", unix.EACCES)
 	want(t, res, "create in state", 0)
 	want(t, res, "create outside", unix.EACCES)
+	want(t, res, "list listed dir", 0)
+	want(t, res, "read in listed dir", unix.EACCES)
+	want(t, res, "list unlisted dir", unix.EACCES)
 	want(t, res, "pending cycle", 0)
 	want(t, res, "getrandom", 0)
 	want(t, res, "tcp connect", unix.EPERM) // seccomp: no socket at all

@@ -88,10 +88,17 @@ type Entry struct {
 	TrustedDestinations []string `json:"trusted_destinations,omitempty"`
 	WriteParams         []string `json:"write_params,omitempty"`
 	AllowedPathPrefixes []string `json:"allowed_path_prefixes,omitempty"`
-	MaxCalls            *int     `json:"max_calls,omitempty"`
+	// RelativePaths is how a relative write path is read ("deny",
+	// "workdir" or a directory); set when paths are confined.
+	RelativePaths string `json:"relative_paths,omitempty"`
+	MaxCalls      *int   `json:"max_calls,omitempty"`
 }
 
 func entryOf(t *policy.Tool) Entry {
+	relative := ""
+	if len(t.AllowedPathPrefixes) > 0 {
+		relative = t.RelativePaths.String()
+	}
 	return Entry{
 		Source:              t.Source,
 		Exfiltrating:        t.Exfiltrating,
@@ -99,6 +106,7 @@ func entryOf(t *policy.Tool) Entry {
 		TrustedDestinations: t.TrustedDestinations,
 		WriteParams:         t.WriteParams,
 		AllowedPathPrefixes: t.AllowedPathPrefixes,
+		RelativePaths:       relative,
 		MaxCalls:            t.MaxCalls,
 	}
 }

@@ -20,6 +20,7 @@ package session
 import (
 	"crypto/rand"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/bouncer-mcp/bouncer/internal/taint"
@@ -50,14 +51,21 @@ func New() *Session {
 	return newWithKey(key)
 }
 
+// MinPromptLen is the shortest word of a prompt that vouches, in runes: a
+// name the user typed ("Bob", "Eve") is theirs to send to, though output
+// words that short are too common to taint (taint.MinLen).
+const MinPromptLen = 3
+
 func newWithKey(key [taint.KeySize]byte) *Session {
-	return &Session{
+	s := &Session{
 		key:       key,
 		untrusted: map[string]*taint.Store{},
 		trusted:   map[string]*taint.Store{},
 		prompts:   taint.NewStoreWithKey(key),
 		probe:     taint.NewStoreWithKey(key),
 	}
+	s.prompts.SetMinLen(MinPromptLen)
+	return s
 }
 
 // Record kinds, as written on disk.
@@ -80,10 +88,23 @@ func (s *Session) TrustedOutput(server string) *taint.Store {
 }
 
 // RecordPrompt records what the user typed: a destination in it is vouched
-// for by the user for the rest of the session.
+// for by the user for the rest of the session. Besides its tokens, every
+// run of up to maxPromptPhrase words is recorded whole, so that a name of
+// several words the user typed ("Le Marais Boutique") vouches as a whole.
 func (s *Session) RecordPrompt(text string) {
-	s.store(kindPrompt, "", true).Record(text)
+	st := s.store(kindPrompt, "", true)
+	st.Record(text)
+	words := strings.Fields(taint.Fold(text))
+	for i := range words {
+		for n := 2; n <= maxPromptPhrase && i+n <= len(words); n++ {
+			st.Record(strings.Join(words[i:i+n], " "))
+		}
+	}
 }
+
+// maxPromptPhrase bounds the words of a multi-word destination a prompt
+// vouches for.
+const maxPromptPhrase = 6
 
 // store returns the store of one kind and server, making it on first use.
 // share makes what it records go to disk too (stores filled from disk
@@ -170,10 +191,12 @@ const (
 // (the caller checks Tainted first for that one).
 func (s *Session) Vouched(server, dest string) Vouch {
 	s.sync()
-	p := s.probe.Probe(dest)
-	if s.prompts.Has(p) {
+	// Vouching is for the destination as a whole: a prompt that says
+	// "hotel" does not vouch for "Riverside View Hotel".
+	if s.prompts.Has(s.prompts.ProbeWhole(dest)) {
 		return ByPrompt
 	}
+	p := s.probe.ProbeWhole(dest)
 	if s.remembered != nil && s.remembered.Has(server, dest) {
 		return ByHuman
 	}

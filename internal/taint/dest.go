@@ -19,10 +19,35 @@ func (sc *scanner) destHashes(dest []byte) bool {
 	cur := dest
 	for level := 0; level <= maxDecode; level++ {
 		f := trimSpace(collapse(sc.f.fold(cur, true)))
-		if level == 0 && runeLen(f) < MinLen {
+		if level == 0 && runeLen(f) < sc.min {
 			return false
 		}
 		sc.destForms(f)
+		if level == maxDecode {
+			break
+		}
+		pre := sc.pf.fold(cur, false)
+		d, changed := decode(sc.dec[level][:0], pre)
+		sc.dec[level] = d
+		if !changed {
+			break
+		}
+		cur = d
+	}
+	return true
+}
+
+// destWholeHashes queues the hashes of the forms of dest as a whole (as
+// given and decoded), never of its parts: a destination vouched for must be
+// vouched for whole, while one tainted in part is tainted.
+func (sc *scanner) destWholeHashes(dest []byte) bool {
+	cur := dest
+	for level := 0; level <= maxDecode; level++ {
+		f := trimSpace(collapse(sc.f.fold(cur, true)))
+		if level == 0 && runeLen(f) < sc.min {
+			return false
+		}
+		sc.canon(trim(f), allFlags)
 		if level == maxDecode {
 			break
 		}

@@ -44,6 +44,9 @@ type Store struct {
 	added uint64   // hashes inserted, duplicates included (for Stats)
 	sink  uint64   // keeps touch's loads from being optimized away
 
+	// min, when not 0, replaces MinLen (see SetMinLen).
+	min int
+
 	// onRecord, if set, receives the hashes of each Record or RecordJSON
 	// once they are in the store (package session writes them where the
 	// client's other proxies read them).
@@ -85,6 +88,25 @@ func NewStoreWithKey(key [KeySize]byte) *Store {
 	return &Store{seed: keyedFrom(key), set: newHashSet()}
 }
 
+// SetMinLen sets the shortest form, in runes, that the store records and
+// looks up, in place of MinLen. Only a store that vouches may go lower: a
+// short word the user typed ("Bob") is theirs, while a short word of
+// untrusted output occurs by chance too often to deny on. Set it before
+// the store is used.
+func (s *Store) SetMinLen(n int) {
+	if n < 1 {
+		n = 1
+	}
+	s.min = n
+}
+
+func (s *Store) minLen() int {
+	if s.min == 0 {
+		return MinLen
+	}
+	return s.min
+}
+
 // OnRecord sets a function that receives the token hashes of every later
 // Record and RecordJSON, after they are in the store. It must not keep the
 // slice. Set it before the store is shared.
@@ -107,6 +129,7 @@ const maxPooled = 1 << 20
 func (s *Store) scanner(record bool) *scanner {
 	sc := scanners.Get().(*scanner)
 	sc.seed = s.seed
+	sc.min = s.minLen()
 	sc.store = nil
 	if record {
 		sc.store = s
@@ -226,7 +249,7 @@ func (sc *scanner) piece(b []byte) {
 	}
 	f := trim(collapse(sc.phr.fold(b, true)))
 	if bytes.IndexByte(f, ' ') >= 0 {
-		if n := runeLen(f); n >= MinLen && n <= maxPhraseRunes {
+		if n := runeLen(f); n >= sc.min && n <= maxPhraseRunes {
 			sc.emit(f)
 		}
 	}
@@ -291,7 +314,7 @@ func (s *Store) Match(dest string) (form string, ok bool) {
 // keeps only hashes.
 func Tokens(text string) []string {
 	var out []string
-	sc := &scanner{seed: newKeyed(), collect: &out}
+	sc := &scanner{seed: newKeyed(), collect: &out, min: MinLen}
 	sc.piece([]byte(text))
 	return dedupe(out)
 }
@@ -300,7 +323,7 @@ func Tokens(text string) []string {
 // duplicates (nil when dest is shorter than MinLen).
 func DestForms(dest string) []string {
 	var out []string
-	sc := &scanner{seed: newKeyed(), collect: &out}
+	sc := &scanner{seed: newKeyed(), collect: &out, min: MinLen}
 	sc.destHashes([]byte(dest))
 	return dedupe(out)
 }
@@ -330,6 +353,19 @@ func (s *Store) Probe(dest string) Probe {
 	sc := s.scanner(false)
 	defer putScanner(sc)
 	if !sc.destHashes([]byte(dest)) {
+		return Probe{}
+	}
+	return Probe{hashes: append([]uint64(nil), sc.hashes...)}
+}
+
+// ProbeWhole is Probe for the forms of dest as a whole only: not each
+// entry of a list, each word, or a URL's parts. Vouching asks with it, so
+// that "Riverside View Hotel" is not vouched for by a prompt that says
+// "hotel".
+func (s *Store) ProbeWhole(dest string) Probe {
+	sc := s.scanner(false)
+	defer putScanner(sc)
+	if !sc.destWholeHashes([]byte(dest)) {
 		return Probe{}
 	}
 	return Probe{hashes: append([]uint64(nil), sc.hashes...)}

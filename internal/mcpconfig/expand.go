@@ -1,0 +1,220 @@
+package mcpconfig
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Client is an MCP client whose config format and ${...} variables this
+// package knows.
+type Client string
+
+// The clients, by the names their users know them by.
+const (
+	UnknownClient Client = ""
+	ClaudeCode    Client = "Claude Code"
+	ClaudeDesktop Client = "Claude Desktop"
+	Cursor        Client = "Cursor"
+	VSCode        Client = "VS Code"
+	Gemini        Client = "Gemini CLI"
+)
+
+// ClientOf tells which client reads the config at path, by the file's name
+// and the directory it sits in: .mcp.json and .claude.json are Claude
+// Code's, claude_desktop_config.json Claude Desktop's, mcp.json in .cursor
+// Cursor's, mcp.json in .vscode or in a VS Code user directory (User, or a
+// profile under User/profiles) VS Code's, settings.json in .gemini Gemini
+// CLI's. Any other file is UnknownClient, whose variables are not expanded.
+func ClientOf(path string) Client {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	base := filepath.Base(abs)
+	dir := filepath.Dir(abs)
+	parent := filepath.Base(dir)
+	switch {
+	case base == ".mcp.json" || base == ".claude.json":
+		return ClaudeCode
+	case base == "claude_desktop_config.json":
+		return ClaudeDesktop
+	case base == "mcp.json" && parent == ".cursor":
+		return Cursor
+	case base == "mcp.json" && parent == ".vscode":
+		return VSCode
+	case base == "mcp.json" && parent == "User":
+		return VSCode
+	case base == "mcp.json" && filepath.Base(filepath.Dir(dir)) == "profiles" && filepath.Base(filepath.Dir(filepath.Dir(dir))) == "User":
+		return VSCode
+	case base == "settings.json" && parent == ".gemini":
+		return Gemini
+	}
+	return UnknownClient
+}
+
+// Expander expands the ${...} variables of a config string the way Client
+// does when it starts a server, from Getenv (bouncer's own environment,
+// which the client gave it: the same one the client expanded from).
+//
+//   - Claude Code: ${NAME} and ${NAME:-default}. A variable that is unset
+//     (or empty, with a default) takes the default; unset with no default
+//     is an error, as Claude Code's documentation says it refuses such a
+//     config.
+//   - VS Code and Cursor: ${env:NAME} (empty when unset, as they do),
+//     ${userHome}, ${workspaceFolder}, ${workspaceFolderBasename},
+//     ${pathSeparator} and ${/}. ${workspaceFolder} is known only for a
+//     project's own file. ${input:...}, ${config:...}, ${command:...} and
+//     the rest are the editor's to fill in and are an error here.
+//   - Gemini CLI: $NAME and ${NAME}; an unset variable stays as written, as
+//     Gemini CLI leaves it.
+//   - Claude Desktop and files of no known client: nothing is expanded.
+type Expander struct {
+	Client Client
+	// Workspace is the project directory of a project's own file, "" for a
+	// user's file.
+	Workspace string
+	// Home is ${userHome}.
+	Home string
+	// Getenv looks a variable up; ok is false when it is unset.
+	Getenv func(name string) (value string, ok bool)
+}
+
+// VarError is a variable an Expander could not expand.
+type VarError struct {
+	Var    string // as written, e.g. "${input:token}"
+	Reason string
+}
+
+func (e *VarError) Error() string { return fmt.Sprintf("%s %s", e.Var, e.Reason) }
+
+// Expand returns s with its variables expanded.
+func (x Expander) Expand(s string) (string, error) {
+	switch x.Client {
+	case ClaudeCode:
+		return x.braces(s, x.claude)
+	case VSCode, Cursor:
+		return x.braces(s, x.editor)
+	case Gemini:
+		return x.gemini(s), nil
+	case UnknownClient:
+		if strings.Contains(s, "${") {
+			return "", &VarError{Var: firstVar(s), Reason: "is in a file bouncer can't tell the client of, so not how the client expands it (it knows .mcp.json, .claude.json, .cursor/mcp.json, .vscode/mcp.json, claude_desktop_config.json and .gemini/settings.json)"}
+		}
+	}
+	return s, nil
+}
+
+func firstVar(s string) string {
+	i := strings.Index(s, "${")
+	j := strings.IndexByte(s[i:], '}')
+	if j < 0 {
+		return s[i:]
+	}
+	return s[i : i+j+1]
+}
+
+// braces replaces each ${...} of s by what one returns for its inside. An
+// unclosed ${ stays as written, as the clients' patterns don't match it.
+func (x Expander) braces(s string, one func(inner string) (string, error)) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		j := strings.IndexByte(s[i+2:], '}')
+		if j < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		v, err := one(s[i+2 : i+2+j])
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(v)
+		s = s[i+2+j+1:]
+	}
+}
+
+func (x Expander) claude(inner string) (string, error) {
+	name, def, hasDef := strings.Cut(inner, ":-")
+	v, ok := x.Getenv(name)
+	switch {
+	case hasDef && (!ok || v == ""):
+		return def, nil
+	case !ok:
+		return "", &VarError{Var: "${" + inner + "}", Reason: fmt.Sprintf("is not set in the environment the client started bouncer with (Claude Code refuses such a server too): set %s where you start the client, or write ${%s:-DEFAULT}", name, name)}
+	}
+	return v, nil
+}
+
+func (x Expander) editor(inner string) (string, error) {
+	if name, ok := strings.CutPrefix(inner, "env:"); ok {
+		v, _ := x.Getenv(name)
+		return v, nil // unset is empty, as in the editor
+	}
+	switch inner {
+	case "userHome":
+		if x.Home == "" {
+			return "", &VarError{Var: "${userHome}", Reason: "can't be expanded: HOME is not set"}
+		}
+		return x.Home, nil
+	case "pathSeparator", "/":
+		return string(filepath.Separator), nil
+	case "workspaceFolder", "workspaceFolderBasename":
+		if x.Workspace == "" {
+			return "", &VarError{Var: "${" + inner + "}", Reason: "has no one value in a user's own config (it is whichever folder is open); wrap it by hand (docs/clients.md)"}
+		}
+		if inner == "workspaceFolder" {
+			return x.Workspace, nil
+		}
+		return filepath.Base(x.Workspace), nil
+	}
+	return "", &VarError{Var: "${" + inner + "}", Reason: fmt.Sprintf("is filled in by %s itself, which bouncer can't do; wrap it by hand (docs/clients.md)", x.Client)}
+}
+
+// gemini expands $NAME and ${NAME} as Gemini CLI does when it loads
+// settings, leaving a reference to an unset variable as written.
+func (x Expander) gemini(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] != '$' {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		var name string
+		end := i + 1
+		if end < len(s) && s[end] == '{' {
+			j := strings.IndexByte(s[end+1:], '}')
+			if j > 0 {
+				name = s[end+1 : end+1+j]
+				end = end + 1 + j + 1
+			}
+		} else {
+			for end < len(s) && isWord(s[end]) {
+				end++
+			}
+			name = s[i+1 : end]
+		}
+		if name == "" {
+			b.WriteByte('$')
+			i++
+			continue
+		}
+		if v, ok := x.Getenv(name); ok {
+			b.WriteString(v)
+		} else {
+			b.WriteString(s[i:end])
+		}
+		i = end
+	}
+	return b.String()
+}
+
+func isWord(c byte) bool {
+	return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}

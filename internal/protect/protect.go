@@ -1,0 +1,362 @@
+// Package protect works out what `bouncer init` puts in a policy file for
+// the servers it wraps, and says per server what is enforced and what is
+// not. Both are derived from the built-in packs and the policy as loaded
+// (package policy), not from a list of its own: a pack that changes changes
+// what init writes and says.
+package protect
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+)
+
+// FilesystemPack is the pack whose write tools init confines to the
+// server's own directories.
+const FilesystemPack = "filesystem"
+
+var checkedAgainst = regexp.MustCompile(`(?m)^# Checked against (\S+) `)
+
+// packPackage returns the npm package a pack was checked against, from the
+// pack's own header ("# Checked against PACKAGE VERSION").
+func packPackage(p policy.Pack) string {
+	m := checkedAgainst.FindSubmatch(p.Data)
+	if m == nil {
+		return ""
+	}
+	return string(m[1])
+}
+
+// Recognize tells which built-in pack was written for the server an entry
+// launches, and returns the arguments that follow the server's name (for
+// the filesystem server, its directories). It knows the server by the
+// package its pack was checked against, however it is started: through npx
+// (or bunx, pnpm dlx), `node .../node_modules/PACKAGE/...`, its installed
+// binary (mcp-server-NAME), or Docker's mcp/NAME image.
+func Recognize(l mcpconfig.Launch) (pack string, rest []string, ok bool) {
+	words := append([]string{l.Command}, l.Args...)
+	for _, p := range policy.Packs() {
+		pkg := packPackage(p)
+		if pkg == "" {
+			continue
+		}
+		bin := "mcp-" + pkg[strings.LastIndexByte(pkg, '/')+1:]
+		image := regexp.MustCompile(`^([^/\s]+/)?mcp/` + regexp.QuoteMeta(p.Name) + `(:[^/\s]*)?$`)
+		for i, w := range words {
+			if w == pkg || strings.HasPrefix(w, pkg+"@") || strings.Contains(w, "/node_modules/"+pkg+"/") ||
+				filepath.Base(w) == bin || image.MatchString(w) {
+				return p.Name, words[i+1:], true
+			}
+		}
+	}
+	return "", nil, false
+}
+
+// Dirs returns a filesystem server's directories: its arguments that are
+// not flags.
+func Dirs(rest []string) []string {
+	var out []string
+	for _, a := range rest {
+		if !strings.HasPrefix(a, "-") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// writeTools returns the pack's tools that have write_params, with them.
+func writeTools(pack string) ([]string, map[string][]string, error) {
+	base, err := policy.LoadSources()
+	if err != nil {
+		return nil, nil, err
+	}
+	var names []string
+	params := map[string][]string{}
+	for _, p := range policy.Packs() {
+		if p.Name != pack {
+			continue
+		}
+		for _, t := range p.Tools {
+			if e, ok := base.Lookup(t); ok && len(e.WriteParams) > 0 {
+				names = append(names, t)
+				params[t] = e.WriteParams
+			}
+		}
+	}
+	return names, params, nil
+}
+
+// Edit is what init changes in a policy file.
+type Edit struct {
+	Path string
+	// Old is the file as read; nil when it does not exist.
+	Old []byte
+	// New is the text to write; equal to Old when nothing is missing.
+	New []byte
+	// Added says what New adds, one line each.
+	Added []string
+	// Left says what init left as the user wrote it, and what to do.
+	Left []string
+}
+
+// Changed reports whether the edit writes anything.
+func (e Edit) Changed() bool { return e.Old == nil || !bytes.Equal(e.Old, e.New) }
+
+// Header starts a policy file init creates.
+const Header = `# Bouncer policy, written by bouncer init. Edit it freely: init only adds
+# what is missing and never removes or changes an entry you wrote.
+# Reference: docs/policy.md. Relative paths are relative to this file.
+`
+
+// Extend returns the policy file at path (holding old, nil when missing)
+// with the filesystem pack's write tools confined to dirs (each as it is to
+// be written: relative to the file's directory, or absolute). A tool the
+// file does not name gets an entry; one it names with the pack's
+// write_params and a list of allowed_path_prefixes gets the directories it
+// lacks; one it configures otherwise is left alone, and Left says so.
+func Extend(path string, old []byte, dirs []string) (Edit, error) {
+	e := Edit{Path: path, Old: old, New: old}
+	dir := filepath.Dir(path)
+	if old != nil {
+		if _, err := policy.LoadSources(policy.Source{Name: path, Dir: dir, Data: old}); err != nil {
+			return e, err
+		}
+	}
+	if len(dirs) == 0 {
+		return e, nil
+	}
+	tools, params, err := writeTools(FilesystemPack)
+	if err != nil {
+		return e, err
+	}
+	text := old
+	if text == nil {
+		text = []byte(Header)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(text, &doc); err != nil {
+		return e, fmt.Errorf("%s: %v", path, err)
+	}
+	var top *yaml.Node
+	if len(doc.Content) > 0 && doc.Content[0].Kind == yaml.MappingNode {
+		top = doc.Content[0]
+	}
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(dir, p)
+	}
+	var appendText strings.Builder
+	type insert struct {
+		line int // insert before this 1-based line (len+1: at the end)
+		text string
+	}
+	var inserts []insert
+	lines := strings.SplitAfter(string(text), "\n")
+	for _, tool := range tools {
+		var entry *yaml.Node
+		var keyLine int
+		if top != nil {
+			for i := 0; i+1 < len(top.Content); i += 2 {
+				if top.Content[i].Value == tool {
+					entry, keyLine = top.Content[i+1], top.Content[i].Line
+				}
+			}
+		}
+		if entry == nil {
+			fmt.Fprintf(&appendText, "\n%s:\n  write_params: %s\n  allowed_path_prefixes:\n", tool, flowList(params[tool]))
+			for _, d := range dirs {
+				fmt.Fprintf(&appendText, "    - %s\n", yamlScalar(d))
+			}
+			e.Added = append(e.Added, fmt.Sprintf("%s: writes confined to %s", tool, strings.Join(dirs, ", ")))
+			continue
+		}
+		where := fmt.Sprintf("%s:%d", path, keyLine)
+		wp, prefixes, other := toolKeys(entry)
+		if other != "" || wp == nil || !sameList(wp, params[tool]) || prefixes == nil {
+			e.Left = append(e.Left, fmt.Sprintf("%s (%s) is configured in a way init leaves alone; add %s to its allowed_path_prefixes there to confine the filesystem server's writes", tool, where, strings.Join(dirs, ", ")))
+			continue
+		}
+		var missing []string
+		for _, d := range dirs {
+			covered := false
+			for _, it := range prefixes.Content {
+				if under(abs(d), abs(it.Value)) {
+					covered = true
+				}
+			}
+			if !covered {
+				missing = append(missing, d)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		switch {
+		case prefixes.Style&yaml.FlowStyle == 0 && len(prefixes.Content) > 0 && singleLine(prefixes.Content):
+			last := prefixes.Content[len(prefixes.Content)-1]
+			ind := strings.Repeat(" ", last.Column-1)
+			if ln := lines[last.Line-1]; strings.HasPrefix(strings.TrimLeft(ln, " "), "- ") {
+				ind = ln[:len(ln)-len(strings.TrimLeft(ln, " "))]
+			}
+			var b strings.Builder
+			for _, d := range missing {
+				fmt.Fprintf(&b, "%s- %s\n", ind, yamlScalar(d))
+			}
+			inserts = append(inserts, insert{last.Line + 1, b.String()})
+		default:
+			e.Left = append(e.Left, fmt.Sprintf("%s (%s): its allowed_path_prefixes is not a list init can add to; add %s there", tool, where, strings.Join(missing, ", ")))
+			continue
+		}
+		e.Added = append(e.Added, fmt.Sprintf("%s: allowed_path_prefixes += %s", tool, strings.Join(missing, ", ")))
+	}
+	sort.SliceStable(inserts, func(i, j int) bool { return inserts[i].line < inserts[j].line })
+	var out strings.Builder
+	next := 0
+	for i, ln := range lines {
+		for next < len(inserts) && inserts[next].line == i+1 {
+			out.WriteString(inserts[next].text)
+			next++
+		}
+		out.WriteString(ln)
+	}
+	if s := out.String(); s != "" && !strings.HasSuffix(s, "\n") && (next < len(inserts) || appendText.Len() > 0) {
+		out.WriteString("\n")
+	}
+	for ; next < len(inserts); next++ {
+		out.WriteString(inserts[next].text)
+	}
+	if appendText.Len() > 0 {
+		if old != nil {
+			out.WriteString("\n# Added by bouncer init: the filesystem server's writes stay in its own directories.")
+		}
+		out.WriteString(appendText.String())
+	}
+	e.New = []byte(out.String())
+	// What was written must load, and must confine what it says it does;
+	// anything else is a bug here, and writing it would be worse.
+	pol, err := policy.LoadSources(policy.Source{Name: path, Dir: dir, Data: e.New})
+	if err != nil {
+		return e, fmt.Errorf("bouncer init made a policy that does not load (a bug; nothing written): %v", err)
+	}
+	for _, tool := range tools {
+		t, _ := pol.Lookup(tool)
+		for _, d := range dirs {
+			if t != nil && len(t.AllowedPathPrefixes) > 0 && !covers(t.AllowedPathPrefixes, abs(d)) && !leftAlone(e.Left, tool) {
+				return e, fmt.Errorf("bouncer init made a policy that does not confine %s to %s (a bug; nothing written)", tool, d)
+			}
+		}
+	}
+	if old != nil && bytes.Equal(e.New, old) {
+		e.New = old
+	}
+	return e, nil
+}
+
+func leftAlone(left []string, tool string) bool {
+	for _, l := range left {
+		if strings.HasPrefix(l, tool+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+func covers(prefixes []string, p string) bool {
+	for _, x := range prefixes {
+		if under(p, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether p is prefix or lies below it, by path component,
+// as the engine compares them.
+func under(p, prefix string) bool {
+	p, prefix = filepath.Clean(p), filepath.Clean(prefix)
+	return p == prefix || prefix == "/" || strings.HasPrefix(p, prefix+"/")
+}
+
+// toolKeys returns an entry's write_params and allowed_path_prefixes, and
+// the name of any other key it has.
+func toolKeys(entry *yaml.Node) (wp []string, prefixes *yaml.Node, other string) {
+	if entry.Kind != yaml.MappingNode {
+		return nil, nil, "(not a mapping)"
+	}
+	for i := 0; i+1 < len(entry.Content); i += 2 {
+		k, v := entry.Content[i].Value, entry.Content[i+1]
+		switch k {
+		case "write_params":
+			if v.Kind != yaml.SequenceNode {
+				return nil, nil, k
+			}
+			for _, it := range v.Content {
+				wp = append(wp, it.Value)
+			}
+		case "allowed_path_prefixes":
+			if v.Kind != yaml.SequenceNode || v.Anchor != "" || v.Alias != nil {
+				return nil, nil, k
+			}
+			prefixes = v
+		default:
+			other = k
+		}
+	}
+	return wp, prefixes, other
+}
+
+func singleLine(items []*yaml.Node) bool {
+	for _, it := range items {
+		if it.Kind != yaml.ScalarNode || strings.ContainsAny(it.Value, "\n") || it.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func sameList(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func flowList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = yamlScalar(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+var plainScalar = regexp.MustCompile(`^[A-Za-z0-9_./][A-Za-z0-9_./-]*$`)
+
+// yamlScalar writes s plain when YAML reads it back as the same string,
+// else double-quoted.
+func yamlScalar(s string) string {
+	if plainScalar.MatchString(s) {
+		var m map[string]any
+		if yaml.Unmarshal([]byte("x: "+s), &m) == nil {
+			if v, ok := m["x"].(string); ok && v == s {
+				return s
+			}
+		}
+	}
+	return strconv.Quote(s)
+}

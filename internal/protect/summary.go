@@ -1,0 +1,105 @@
+package protect
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+)
+
+// Describe says in one line what the policy pol enforces on a server whose
+// tools are those of pack ("" for a server no pack was written for): which
+// sending tools are gated and by what, which writing tools are confined and
+// where, which are not, and the budgets. relTo shortens policy file names
+// in the line.
+func Describe(pol *policy.Policy, pack, relTo string) string {
+	if pack == "" {
+		return "no pack; destination-shaped arguments gated by the fallback; nothing else"
+	}
+	var tools []string
+	for _, p := range policy.Packs() {
+		if p.Name == pack {
+			tools = p.Tools
+		}
+	}
+	sendsBy := map[string][]string{}
+	confined := map[string][]string{}
+	var unconfined, budgets []string
+	for _, name := range tools {
+		t, ok := pol.Lookup(name)
+		if !ok {
+			continue
+		}
+		if t.Exfiltrating {
+			src := sourceName(t.Source, relTo)
+			sendsBy[src] = append(sendsBy[src], name)
+		}
+		if len(t.WriteParams) > 0 {
+			if len(t.AllowedPathPrefixes) > 0 {
+				key := strings.Join(t.AllowedPathPrefixes, ", ")
+				confined[key] = append(confined[key], name)
+			} else {
+				unconfined = append(unconfined, name)
+			}
+		}
+		if t.MaxCalls != nil {
+			budgets = append(budgets, fmt.Sprintf("%s %d", name, *t.MaxCalls))
+		}
+	}
+	var parts []string
+	for _, where := range sortedKeys(confined) {
+		if len(confined) == 1 && len(unconfined) == 0 {
+			parts = append(parts, "writes confined to "+where)
+		} else {
+			parts = append(parts, fmt.Sprintf("%s writes confined to %s", strings.Join(confined[where], ", "), where))
+		}
+	}
+	if len(unconfined) > 0 {
+		parts = append(parts, strings.Join(unconfined, ", ")+" writes: not confined")
+	}
+	if len(sendsBy) == 0 {
+		parts = append(parts, "sends: none")
+	} else {
+		var by []string
+		for _, src := range sortedKeys(sendsBy) {
+			if strings.HasPrefix(src, "the ") {
+				by = append(by, src)
+			} else {
+				by = append(by, fmt.Sprintf("%s (%s)", src, strings.Join(sendsBy[src], ", ")))
+			}
+		}
+		parts = append(parts, "sends gated by "+strings.Join(by, " and "))
+	}
+	if len(budgets) > 0 {
+		parts = append(parts, "calls per session: "+strings.Join(budgets, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sourceName names where an entry came from: "the github pack", or the
+// policy file (relative to relTo when below it).
+func sourceName(src, relTo string) string {
+	if name, ok := strings.CutPrefix(src, "pack "); ok {
+		return "the " + name + " pack"
+	}
+	if i := strings.LastIndexByte(src, ':'); i > 0 {
+		src = src[:i]
+	}
+	if relTo != "" {
+		if r, err := filepath.Rel(relTo, src); err == nil && !strings.HasPrefix(r, "..") {
+			return r
+		}
+	}
+	return src
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

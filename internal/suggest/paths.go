@@ -1,0 +1,135 @@
+package suggest
+
+import (
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/audit"
+)
+
+// pathUse is one written path and the line it came from.
+type pathUse struct {
+	path  string
+	entry audit.Entry
+}
+
+// systemDirs are never suggested: writing there changes how the machine
+// or its programs run.
+var systemDirs = []string{"/etc", "/root", "/proc", "/sys", "/dev", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/var", "/opt", "/System", "/Library", "/private/etc"}
+
+// sensitive says why a path is never suggested, or "".
+func sensitive(p string) string {
+	for _, d := range systemDirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return "a system directory"
+		}
+	}
+	for _, c := range strings.Split(p, "/") {
+		if strings.HasPrefix(c, ".") && c != "." && c != ".." {
+			return "a hidden file or directory (~/.ssh, ~/.config, .git and dotfiles change how programs run)"
+		}
+	}
+	return ""
+}
+
+// depth counts a clean absolute path's components: /a/b is 2.
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+// homeRoot reports a user's home directory itself (/home/u, /Users/u).
+func homeRoot(p string) bool {
+	return depth(p) == 2 && (strings.HasPrefix(p, "/home/") || strings.HasPrefix(p, "/Users/"))
+}
+
+// groupPaths turns written paths into prefixes: each path's directory;
+// directories below another one in the set fold into it; three or more
+// sibling directories fold into their parent. Nothing shallower than two
+// levels, and no home directory itself, becomes a prefix: such a path is
+// suggested as itself. Relative and sensitive paths are not suggested.
+func groupPaths(uses []pathUse) ([]Prefix, []string) {
+	var unplaced []string
+	dirs := map[string]bool{}
+	for _, u := range uses {
+		p := u.path
+		if !filepath.IsAbs(p) {
+			unplaced = append(unplaced, p+": relative, so where it lands depends on the server")
+			continue
+		}
+		p = filepath.Clean(p)
+		if why := sensitive(p); why != "" {
+			unplaced = append(unplaced, p+": "+why)
+			continue
+		}
+		d := filepath.Dir(p)
+		if depth(d) < 2 || homeRoot(d) {
+			d = p // the file itself
+		}
+		dirs[d] = true
+	}
+	// Siblings fold into their parent, when it is deep enough.
+	for changed := true; changed; {
+		changed = false
+		byParent := map[string][]string{}
+		for d := range dirs {
+			byParent[filepath.Dir(d)] = append(byParent[filepath.Dir(d)], d)
+		}
+		for parent, kids := range byParent {
+			if len(kids) >= 3 && depth(parent) >= 2 && !homeRoot(parent) && sensitive(parent) == "" {
+				for _, k := range kids {
+					delete(dirs, k)
+				}
+				dirs[parent] = true
+				changed = true
+			}
+		}
+	}
+	// A directory below another in the set adds nothing.
+	list := make([]string, 0, len(dirs))
+	for d := range dirs {
+		list = append(list, d)
+	}
+	sort.Strings(list)
+	var prefixes []string
+	for _, d := range list {
+		if len(prefixes) > 0 && within(d, prefixes[len(prefixes)-1]) {
+			continue
+		}
+		prefixes = append(prefixes, d)
+	}
+	out := make([]Prefix, 0, len(prefixes))
+	for _, pre := range prefixes {
+		px := Prefix{Prefix: pre}
+		seen := map[string]bool{}
+		for _, u := range uses {
+			p := filepath.Clean(u.path)
+			if filepath.IsAbs(u.path) && sensitive(p) == "" && within(p, pre) {
+				px.Evidence.add(u.entry)
+				if !seen[p] {
+					seen[p] = true
+					px.Paths = append(px.Paths, p)
+				}
+			}
+		}
+		sort.Strings(px.Paths)
+		out = append(out, px)
+	}
+	sort.Strings(unplaced)
+	return out, dedupe(unplaced)
+}
+
+func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+func dedupe(in []string) []string {
+	var out []string
+	for i, s := range in {
+		if i == 0 || s != in[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

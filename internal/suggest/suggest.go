@@ -1,0 +1,346 @@
+// Package suggest reads an audit log and proposes the policy that would let
+// the observed legitimate work through: the audit2allow of Bouncer.
+//
+// A team runs `bouncer run --observe` on its machines, ships the audit, and
+// feeds it to `bouncer policy suggest`. What comes out is a policy file to
+// load beside the current ones, for a person to review, sign and push:
+//
+//   - destinations a human approved, or that were asked about and never
+//     appeared in untrusted output, become trusted_destinations of the tool
+//     and argument they were sent through;
+//   - a destination that appeared in untrusted output is never suggested,
+//     however often it was used: that is exactly what an injection looks
+//     like. It is listed in a comment that says so;
+//   - written paths that the path check refused become allowed_path_prefixes,
+//     grouped by directory, never a sensitive one (a home's dot-directories,
+//     /etc, /root);
+//   - budgets that were exceeded sit above the peak calls of one session.
+//
+// Each tool it touches is restated whole, as layering requires (a later
+// entry replaces an earlier one), starting from the entry in effect. Every
+// suggestion carries its evidence: how many times, first and last seen,
+// and which verdicts it changes.
+package suggest
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+)
+
+// Evidence is what the log says about one suggestion.
+type Evidence struct {
+	Count int       `json:"count"`
+	First time.Time `json:"first_seen"`
+	Last  time.Time `json:"last_seen"`
+	// Verdicts counts the verdicts the suggestion changes ("ask", "deny"),
+	// as audited (observe mode's "would" verdicts included).
+	Verdicts map[string]int `json:"verdicts"`
+	// Servers are the servers the lines came from.
+	Servers []string `json:"servers"`
+}
+
+func (e *Evidence) add(entry audit.Entry) {
+	if e.Count == 0 || entry.TS.Before(e.First) {
+		e.First = entry.TS
+	}
+	if entry.TS.After(e.Last) {
+		e.Last = entry.TS
+	}
+	e.Count++
+	if e.Verdicts == nil {
+		e.Verdicts = map[string]int{}
+	}
+	e.Verdicts[entry.Verdict]++
+	for _, s := range e.Servers {
+		if s == entry.Server {
+			return
+		}
+	}
+	e.Servers = append(e.Servers, entry.Server)
+	sort.Strings(e.Servers)
+}
+
+// Destination is a suggested (or refused) trusted destination.
+type Destination struct {
+	Param       string   `json:"param"`
+	Destination string   `json:"destination"`
+	Why         string   `json:"why"` // "approved", "asked"
+	Evidence    Evidence `json:"evidence"`
+}
+
+// Refused is a destination that appeared in untrusted output: never
+// suggested.
+type Refused struct {
+	Destination string   `json:"destination"`
+	Sources     []string `json:"sources"` // the servers whose output held it
+	Evidence    Evidence `json:"evidence"`
+}
+
+// Prefix is a suggested allowed path prefix.
+type Prefix struct {
+	Prefix   string   `json:"prefix"`
+	Paths    []string `json:"paths"` // the paths it admits, as written
+	Evidence Evidence `json:"evidence"`
+}
+
+// Budget is a suggested max_calls.
+type Budget struct {
+	Was      int      `json:"was"`
+	Suggest  int      `json:"suggest"`
+	Peak     int      `json:"peak"` // most calls in one session
+	Evidence Evidence `json:"evidence"`
+}
+
+// Tool is everything suggested for one tool.
+type Tool struct {
+	Name         string        `json:"tool"`
+	Source       string        `json:"entry_was"` // where the entry in effect came from
+	Destinations []Destination `json:"trusted_destinations,omitempty"`
+	Refused      []Refused     `json:"refused_destinations,omitempty"`
+	Prefixes     []Prefix      `json:"allowed_path_prefixes,omitempty"`
+	Unplaced     []string      `json:"paths_not_suggested,omitempty"` // sensitive or unplaceable paths
+	Budget       *Budget       `json:"max_calls,omitempty"`
+
+	entry *policy.Tool
+}
+
+// Result is a suggestion: per tool, in name order.
+type Result struct {
+	Lines int    `json:"lines"` // audit lines read in the period
+	Tools []Tool `json:"tools"`
+}
+
+// Suggest reads entries (already limited to the period) against the
+// policy in effect.
+func Suggest(pol *policy.Policy, entries []audit.Entry) *Result {
+	tools := map[string]*Tool{}
+	get := func(name string) *Tool {
+		t := tools[name]
+		if t == nil {
+			e := pol.For(name, nil)
+			t = &Tool{Name: name, Source: e.Source, entry: e}
+			tools[name] = t
+		}
+		return t
+	}
+
+	// Every destination that appeared in untrusted output, by any server:
+	// the taint denies say so.
+	tainted := map[string][]string{} // vouch form → source servers
+	for _, e := range entries {
+		if e.Taint != nil {
+			k := key(e.Taint.Destination)
+			tainted[k] = appendOnce(tainted[k], e.Taint.Source)
+		}
+	}
+
+	dests := map[string]map[string]*Destination{} // tool → param\x00key → suggestion
+	refused := map[string]map[string]*Refused{}
+	paths := map[string][]pathUse{}
+	calls := map[string]map[string]map[string]bool{} // tool → session → call ids
+	budgetHit := map[string]*Evidence{}
+
+	for _, e := range entries {
+		// Calls per session, counting each call once (an ask and the
+		// line that ends it share an id).
+		if calls[e.Tool] == nil {
+			calls[e.Tool] = map[string]map[string]bool{}
+		}
+		if calls[e.Tool][e.Session] == nil {
+			calls[e.Tool][e.Session] = map[string]bool{}
+		}
+		callKey := string(e.ID)
+		if callKey == "" {
+			callKey = e.TS.String()
+		}
+		calls[e.Tool][e.Session][callKey] = true
+
+		if e.Taint != nil && e.Verdict == "deny" {
+			// Sent to a destination from untrusted output: listed as
+			// refused, however often it was tried.
+			k := key(e.Taint.Destination)
+			if refused[e.Tool] == nil {
+				refused[e.Tool] = map[string]*Refused{}
+			}
+			r := refused[e.Tool][k]
+			if r == nil {
+				r = &Refused{Destination: strings.TrimSpace(e.Taint.Destination), Sources: tainted[k]}
+				refused[e.Tool][k] = r
+			}
+			r.Evidence.add(e)
+			continue
+		}
+		switch {
+		case e.Rule == "budget" && e.Verdict == "deny":
+			if budgetHit[e.Tool] == nil {
+				budgetHit[e.Tool] = &Evidence{}
+			}
+			budgetHit[e.Tool].add(e)
+		case e.Rule == "path" && e.Verdict == "deny":
+			t := get(e.Tool)
+			for _, p := range writePaths(t.entry, e.Args) {
+				paths[e.Tool] = append(paths[e.Tool], pathUse{path: p, entry: e})
+			}
+		case e.Verdict == "ask" && e.Rule == "sink", e.Verdict == "allow" && e.Rule == "approval":
+			why := "asked"
+			if e.Verdict == "allow" {
+				why = "approved"
+			}
+			for _, d := range e.Dests {
+				k := key(d.Value)
+				if k == "" {
+					continue
+				}
+				if srcs, bad := tainted[k]; bad {
+					if refused[e.Tool] == nil {
+						refused[e.Tool] = map[string]*Refused{}
+					}
+					r := refused[e.Tool][k]
+					if r == nil {
+						r = &Refused{Destination: strings.TrimSpace(d.Value), Sources: srcs}
+						refused[e.Tool][k] = r
+					}
+					r.Evidence.add(e)
+					continue
+				}
+				if dests[e.Tool] == nil {
+					dests[e.Tool] = map[string]*Destination{}
+				}
+				dk := d.Param + "\x00" + k
+				s := dests[e.Tool][dk]
+				if s == nil {
+					s = &Destination{Param: d.Param, Destination: strings.TrimSpace(d.Value), Why: why}
+					dests[e.Tool][dk] = s
+				}
+				if why == "approved" {
+					s.Why = "approved"
+				}
+				s.Evidence.add(e)
+			}
+		}
+	}
+
+	for name, m := range dests {
+		t := get(name)
+		for _, d := range m {
+			if alreadyTrusted(t.entry, d.Destination) {
+				continue
+			}
+			t.Destinations = append(t.Destinations, *d)
+		}
+		sort.Slice(t.Destinations, func(i, j int) bool { return t.Destinations[i].Destination < t.Destinations[j].Destination })
+	}
+	for name, m := range refused {
+		t := get(name)
+		for _, r := range m {
+			t.Refused = append(t.Refused, *r)
+		}
+		sort.Slice(t.Refused, func(i, j int) bool { return t.Refused[i].Destination < t.Refused[j].Destination })
+	}
+	for name, uses := range paths {
+		t := get(name)
+		t.Prefixes, t.Unplaced = groupPaths(uses)
+	}
+	for name, ev := range budgetHit {
+		t := get(name)
+		peak := 0
+		for _, ids := range calls[name] {
+			if len(ids) > peak {
+				peak = len(ids)
+			}
+		}
+		was := 0
+		if t.entry.MaxCalls != nil {
+			was = *t.entry.MaxCalls
+		}
+		t.Budget = &Budget{Was: was, Peak: peak, Suggest: above(peak), Evidence: *ev}
+	}
+
+	res := &Result{Lines: len(entries)}
+	for _, t := range tools {
+		if len(t.Destinations)+len(t.Refused)+len(t.Prefixes)+len(t.Unplaced) == 0 && t.Budget == nil {
+			continue
+		}
+		res.Tools = append(res.Tools, *t)
+	}
+	sort.Slice(res.Tools, func(i, j int) bool { return res.Tools[i].Name < res.Tools[j].Name })
+	return res
+}
+
+// above is the budget suggested for an observed peak: half again as much,
+// and at least one more, so that a legitimate session at its busiest still
+// fits while a mass deletion does not.
+func above(peak int) int {
+	s := (peak*3 + 1) / 2
+	if s <= peak {
+		s = peak + 1
+	}
+	return s
+}
+
+// key is how destinations are compared, as allowlists and approvals compare
+// them: ASCII case and surrounding space aside.
+func key(s string) string {
+	s = strings.Trim(s, " \t\n\v\f\r")
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func alreadyTrusted(t *policy.Tool, dest string) bool {
+	for _, d := range t.TrustedDestinations {
+		if key(d) == key(dest) {
+			return true
+		}
+	}
+	return false
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// writePaths picks the path values out of a call's audited arguments: the
+// tool's write_params, as strings, lists, or objects with a path field.
+func writePaths(t *policy.Tool, args json.RawMessage) []string {
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil {
+		return nil
+	}
+	var out []string
+	var collect func(v any)
+	collect = func(v any) {
+		switch x := v.(type) {
+		case string:
+			out = append(out, x)
+		case []any:
+			for _, el := range x {
+				collect(el)
+			}
+		case map[string]any:
+			for _, k := range []string{"path", "file_path", "filepath", "filename", "file", "dest", "destination", "source", "target", "dir", "directory"} {
+				if el, ok := x[k]; ok {
+					collect(el)
+				}
+			}
+		}
+	}
+	for _, p := range t.WriteParams {
+		collect(m[p])
+	}
+	return out
+}

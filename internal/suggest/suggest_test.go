@@ -1,0 +1,144 @@
+package suggest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+)
+
+var t0 = time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+
+func line(min int, session, id, server, tool, verdict, rule string, args string, dests ...string) audit.Entry {
+	e := audit.Entry{TS: t0.Add(time.Duration(min) * time.Minute), Session: session, ID: json.RawMessage(id), Server: server,
+		Tool: tool, Verdict: verdict, Rule: rule, Args: json.RawMessage(args)}
+	for i := 0; i+1 < len(dests); i += 2 {
+		e.Dests = append(e.Dests, audit.Dest{Param: dests[i], Value: dests[i+1]})
+	}
+	return e
+}
+
+func taintDeny(min int, session, id, dest, source string) audit.Entry {
+	e := line(min, session, id, "mail", "send_email", "deny", "sink", `{"to":"`+dest+`"}`, "to", dest)
+	e.Taint = &audit.Taint{Param: "to", Destination: dest, Source: source}
+	return e
+}
+
+const current = `
+send_email:
+  exfiltrating: true
+  sink_params: [to, cc]
+  trusted_destinations: [boss@corp.example]
+write_file:
+  write_params: [path]
+  allowed_path_prefixes: [/srv/out]
+`
+
+func TestSuggest(t *testing.T) {
+	pol, err := policy.LoadSources(policy.Source{Name: "bouncer.yaml", Dir: "/srv", Data: []byte(current)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []audit.Entry
+	// A colleague asked about three times, once approved.
+	entries = append(entries,
+		line(1, "s1", "1", "mail", "send_email", "ask", "sink", `{"to":"carol@partner.example"}`, "to", "carol@partner.example"),
+		line(2, "s1", "1", "mail", "send_email", "allow", "approval", `{"to":"carol@partner.example"}`, "to", "carol@partner.example"),
+		line(60, "s2", "4", "mail", "send_email", "ask", "sink", `{"to":"Carol@Partner.example"}`, "to", "Carol@Partner.example"),
+	)
+	// The injection's address: asked once (before the ticket was read),
+	// then denied as tainted, many times. Never suggested.
+	entries = append(entries,
+		line(3, "s1", "2", "mail", "send_email", "ask", "sink", `{"to":"attacker@evil.example"}`, "to", "attacker@evil.example"),
+		taintDeny(4, "s1", "3", "attacker@evil.example", "tickets"),
+		taintDeny(5, "s2", "5", "attacker@evil.example", "tickets"),
+	)
+	// Writes outside the prefix, in three sibling directories of one
+	// project, and one into ~/.ssh.
+	for i, p := range []string{"/home/me/proj/docs/a.md", "/home/me/proj/src/b.go", "/home/me/proj/test/c_test.go", "/home/me/proj/src/d.go", "/home/me/.ssh/authorized_keys"} {
+		entries = append(entries, line(10+i, "s1", "1"+string(rune('0'+i)), "fs", "write_file", "deny", "path", `{"path":"`+p+`","content":"x"}`))
+	}
+	// A budget: 4 deletes in one session, 2 in another, with a limit of 2.
+	for i := 0; i < 4; i++ {
+		v, rule := "allow", "default"
+		if i >= 2 {
+			v, rule = "deny", "budget"
+		}
+		entries = append(entries, line(20+i, "s1", "2"+string(rune('0'+i)), "mail", "delete_email", v, rule, `{"messageId":"x"}`))
+	}
+	res := Suggest(pol, entries)
+	var out strings.Builder
+	if err := res.WriteYAML(&out, "2026-11-02"); err != nil {
+		t.Fatal(err)
+	}
+	y := out.String()
+	for _, want := range []string{
+		`- "boss@corp.example"`,
+		`- "carol@partner.example"  # to=carol@partner.example: approved by a human, never in untrusted output; seen 3× on mail`,
+		`changes 2 ask`,
+		`# NOT suggested: attacker@evil.example appeared in the output of server tickets`,
+		`- "/srv/out"`,
+		`- "/home/me/proj"  # admits /home/me/proj/docs/a.md, /home/me/proj/src/b.go, /home/me/proj/src/d.go, and 1 more`,
+		`# NOT suggested: /home/me/.ssh/authorized_keys: a hidden file or directory`,
+		`max_calls: 6  # was 2; at most 4 calls in one session`,
+	} {
+		if !strings.Contains(y, want) {
+			t.Errorf("suggestion lacks %q:\n%s", want, y)
+		}
+	}
+	if strings.Contains(y, `- "attacker@evil.example"`) {
+		t.Fatalf("a tainted destination was suggested:\n%s", y)
+	}
+	// It loads beside the current policy, and changes the verdicts.
+	next, err := policy.LoadSources(policy.Source{Name: "bouncer.yaml", Dir: "/srv", Data: []byte(current)},
+		policy.Source{Name: "suggested.yaml", Dir: "/srv", Data: []byte(y)})
+	if err != nil {
+		t.Fatalf("the suggestion does not load: %v\n%s", err, y)
+	}
+	se, _ := next.Lookup("send_email")
+	if len(se.TrustedDestinations) != 2 || !se.Exfiltrating || len(se.SinkParams) != 2 {
+		t.Fatalf("send_email restated as %+v", se)
+	}
+	wf, _ := next.Lookup("write_file")
+	if len(wf.AllowedPathPrefixes) != 2 || wf.AllowedPathPrefixes[1] != "/home/me/proj" {
+		t.Fatalf("write_file prefixes %v", wf.AllowedPathPrefixes)
+	}
+	de, _ := next.Lookup("delete_email")
+	if de.MaxCalls == nil || *de.MaxCalls != 6 {
+		t.Fatalf("delete_email budget %v", de.MaxCalls)
+	}
+}
+
+func TestGroupPaths(t *testing.T) {
+	uses := func(ps ...string) []pathUse {
+		var out []pathUse
+		for _, p := range ps {
+			out = append(out, pathUse{path: p, entry: audit.Entry{TS: t0, Verdict: "deny"}})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		in       []string
+		prefixes []string
+		unplaced int
+	}{
+		{[]string{"/home/me/proj/a/x", "/home/me/proj/a/y"}, []string{"/home/me/proj/a"}, 0},
+		{[]string{"/home/me/x.txt"}, []string{"/home/me/x.txt"}, 0}, // never a whole home
+		{[]string{"/tmp/x"}, []string{"/tmp/x"}, 0},                 // never a top-level directory
+		{[]string{"/home/me/a/1", "/home/me/b/2", "/home/me/c/3"}, []string{"/home/me/a", "/home/me/b", "/home/me/c"}, 0},
+		{[]string{"/etc/passwd", "rel/x", "/home/me/.bashrc", "/home/me/p/.git/hooks/pre-commit"}, nil, 4},
+		{[]string{"/w/p/a/1", "/w/p/a/b/2"}, []string{"/w/p/a"}, 0},
+	} {
+		ps, un := groupPaths(uses(c.in...))
+		var got []string
+		for _, p := range ps {
+			got = append(got, p.Prefix)
+		}
+		if strings.Join(got, " ") != strings.Join(c.prefixes, " ") || len(un) != c.unplaced {
+			t.Errorf("groupPaths(%v) = %v, unplaced %v; want %v and %d", c.in, got, un, c.prefixes, c.unplaced)
+		}
+	}
+}

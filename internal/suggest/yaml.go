@@ -1,0 +1,181 @@
+package suggest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+)
+
+// WriteYAML writes the suggestion as a policy file: each tool's entry in
+// effect restated whole, with the suggestions added and their evidence in
+// comments. It loads with `bouncer check --policy` beside the current files.
+func (r *Result) WriteYAML(w io.Writer, period string) error {
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "# Suggested by `bouncer policy suggest` from %d audit lines (%s).\n", r.Lines, comment(period))
+	b.WriteString("# Load it after your current policy files. Each entry restates the tool's whole entry in\n")
+	b.WriteString("# effect (a later entry replaces an earlier one), with the suggestions added; each\n")
+	b.WriteString("# suggestion says how often it was seen and which verdicts it changes. Review every line,\n")
+	b.WriteString("# then sign and push it (docs/rollout.md).\n")
+	if len(r.Tools) == 0 {
+		b.WriteString("#\n# Nothing to suggest: no ask, approval, path or budget denial in the period.\n")
+	}
+	for _, t := range r.Tools {
+		b.WriteString("\n")
+		writeTool(b, t)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeTool(b *strings.Builder, t Tool) {
+	e := t.entry
+	fmt.Fprintf(b, "# %s: restated from %s.\n", comment(t.Name), comment(t.Source))
+	fmt.Fprintf(b, "%s:\n", q(t.Name))
+
+	exfil := e.Exfiltrating
+	sinks := append([]string(nil), e.SinkParams...)
+	if e.Fallback && len(t.Destinations) > 0 {
+		// No entry named the tool; its sinks were derived from argument
+		// names. Name them now.
+		exfil = true
+		for _, d := range t.Destinations {
+			sinks = appendOnce(sinks, d.Param)
+		}
+		sort.Strings(sinks)
+	}
+	if exfil {
+		b.WriteString("  exfiltrating: true\n")
+		if len(sinks) > 0 {
+			fmt.Fprintf(b, "  sink_params: %s\n", flow(sinks))
+		}
+	}
+	if exfil && (len(e.TrustedDestinations) > 0 || len(t.Destinations) > 0) {
+		b.WriteString("  trusted_destinations:\n")
+		for _, d := range e.TrustedDestinations {
+			fmt.Fprintf(b, "    - %s\n", q(d))
+		}
+		for _, d := range t.Destinations {
+			how := "asked about, never in untrusted output"
+			if d.Why == "approved" {
+				how = "approved by a human, never in untrusted output"
+			}
+			fmt.Fprintf(b, "    - %s  # %s=%s: %s; %s\n", q(d.Destination), comment(d.Param), comment(d.Destination), how, evidence(d.Evidence))
+		}
+	}
+	for _, r := range t.Refused {
+		src := "a server"
+		if len(r.Sources) > 0 && r.Sources[0] != "" {
+			src = "server " + strings.Join(r.Sources, ", ")
+		}
+		fmt.Fprintf(b, "  # NOT suggested: %s appeared in the output of %s, which is exactly what an injection\n", comment(r.Destination), comment(src))
+		fmt.Fprintf(b, "  #   looks like; if you know this recipient, vouch for it yourself (bouncer trust add). %s\n", evidence(r.Evidence))
+	}
+	if len(e.WriteParams) > 0 {
+		fmt.Fprintf(b, "  write_params: %s\n", flow(e.WriteParams))
+	}
+	if len(e.AllowedPathPrefixes) > 0 || len(t.Prefixes) > 0 {
+		b.WriteString("  allowed_path_prefixes:\n")
+		for _, p := range e.AllowedPathPrefixes {
+			fmt.Fprintf(b, "    - %s\n", q(p))
+		}
+		for _, p := range t.Prefixes {
+			fmt.Fprintf(b, "    - %s  # admits %s; %s\n", q(p.Prefix), comment(strings.Join(shorten(p.Paths, 3), ", ")), evidence(p.Evidence))
+		}
+	}
+	for _, u := range t.Unplaced {
+		fmt.Fprintf(b, "  # NOT suggested: %s\n", comment(u))
+	}
+	if e.RelativePaths.Mode != policy.RelativeDeny {
+		fmt.Fprintf(b, "  relative_paths: %s\n", q(e.RelativePaths.String()))
+	}
+	if len(e.ArgPatterns) > 0 {
+		b.WriteString("  arg_patterns:\n")
+		for _, ap := range e.ArgPatterns {
+			fmt.Fprintf(b, "    %s: %s\n", q(ap.Arg), q(ap.Pattern))
+		}
+	}
+	switch {
+	case t.Budget != nil:
+		fmt.Fprintf(b, "  max_calls: %d  # was %d; at most %d calls in one session; %s\n", t.Budget.Suggest, t.Budget.Was, t.Budget.Peak, evidence(t.Budget.Evidence))
+	case e.MaxCalls != nil:
+		fmt.Fprintf(b, "  max_calls: %d\n", *e.MaxCalls)
+	}
+	if len(e.CountsAs) > 0 {
+		b.WriteString("  counts_as:\n")
+		for _, ca := range e.CountsAs {
+			fmt.Fprintf(b, "    %s:\n", q(ca.Tool))
+			for _, ap := range ca.When {
+				fmt.Fprintf(b, "      %s: %s\n", q(ap.Arg), q(ap.Pattern))
+			}
+		}
+	}
+	if e.TrustedOutput {
+		b.WriteString("  trusted_output: true\n")
+	}
+	if !exfil && len(e.WriteParams) == 0 && e.MaxCalls == nil && t.Budget == nil && len(e.ArgPatterns) == 0 && len(e.CountsAs) == 0 && !e.TrustedOutput {
+		// An entry must hold a key; this one gates nothing.
+		b.WriteString("  exfiltrating: false\n")
+	}
+}
+
+// evidence is the comment on one suggestion.
+func evidence(e Evidence) string {
+	var vs []string
+	keys := make([]string, 0, len(e.Verdicts))
+	for v := range e.Verdicts {
+		keys = append(keys, v)
+	}
+	sort.Strings(keys)
+	for _, v := range keys {
+		if v == "allow" {
+			continue // a human's yes after an ask: evidence, not a verdict it changes
+		}
+		vs = append(vs, fmt.Sprintf("%d %s", e.Verdicts[v], v))
+	}
+	return fmt.Sprintf("seen %d× on %s, first %s, last %s; changes %s", e.Count, strings.Join(e.Servers, ", "),
+		e.First.UTC().Format(time.DateOnly), e.Last.UTC().Format(time.DateOnly), strings.Join(vs, ", "))
+}
+
+// q quotes a YAML scalar: JSON strings are YAML double-quoted strings.
+func q(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func flow(list []string) string {
+	parts := make([]string, len(list))
+	for i, s := range list {
+		parts[i] = q(s)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// comment makes text safe inside a YAML comment: one line, no control or
+// invisible characters (an agent chose most of it).
+func comment(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteByte(' ')
+		case !unicode.IsPrint(r) || unicode.Is(unicode.Cf, r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func shorten(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(append([]string(nil), list[:n]...), fmt.Sprintf("and %d more", len(list)-n))
+}
