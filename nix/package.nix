@@ -32,7 +32,7 @@ buildGo126Module {
   pname = "bouncer";
   inherit version src;
 
-  vendorHash = "sha256-qD86RK1a3vbNwZhEv4LQyrhAuuYXiCAbm2I3MN0xDrQ=";
+  vendorHash = "sha256-K5sR0GPqm8Wtm5oO5gSA6fksx/GEOgKDrvdHRILkEy0=";
 
   subPackages = [ "cmd/bouncer" ];
 

@@ -11,20 +11,25 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 )
 
-// cmdAudit runs an audit subcommand; there is one, verify.
+// cmdAudit runs an audit subcommand: verify or ship.
 func cmdAudit(args []string) int {
 	const synopsis = "bouncer audit verify [--home DIR] [--audit FILE] [--expect-head sha256:HEX]"
+	const usage = synopsis + " | " + shipSynopsis
 	if len(args) == 0 {
-		return usageError("audit: missing subcommand; usage: " + synopsis)
+		return usageError("audit: missing subcommand; usage: " + usage)
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Printf("Usage: %s\n\nChecks the audit log's hash chain and prints its head hash.\nRun 'bouncer audit verify --help' for its flags.\n", synopsis)
+		fmt.Printf("Usage:\n  %s\n  %s\n\nverify checks the audit log's hash chain and prints its head hash.\n"+
+			"ship sends the audit log to the collectors named by audit_ship in the trust configuration.\n"+
+			"Run 'bouncer audit verify --help' or 'bouncer audit ship --help' for their flags.\n", synopsis, shipSynopsis)
 		return exitOK
 	case "verify":
 		return cmdAuditVerify(args[1:], synopsis)
+	case "ship":
+		return cmdAuditShip(args[1:])
 	}
-	return usageError(fmt.Sprintf("audit: unknown subcommand %q; usage: %s", args[0], synopsis))
+	return usageError(fmt.Sprintf("audit: unknown subcommand %q; usage: %s", args[0], usage))
 }
 
 var headRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)

@@ -9,13 +9,14 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 )
 
-const doctorSynopsis = `bouncer doctor [--json]`
+const doctorSynopsis = `bouncer doctor [--json] [--policy-dir DIR]`
 
 // cmdDoctor shows what confinement this machine offers and what
 // `bouncer run --sandbox auto` (and strict) would do with it.
 func cmdDoctor(args []string) int {
-	fs, _ := newFlags("doctor", doctorSynopsis)
+	fs, home := newFlags("doctor", doctorSynopsis)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	policyDir := fs.String("policy-dir", "", "the policy install `DIR` to show (default $BOUNCER_HOME/policy)")
 	if done, status := parseFlags(fs, args); done {
 		return status
 	}
@@ -28,10 +29,11 @@ func cmdDoctor(args []string) int {
 	if *asJSON {
 		out := struct {
 			sandbox.Capabilities
-			Auto        string `json:"run_sandbox_auto"`
-			Strict      string `json:"run_sandbox_strict,omitempty"`
-			StrictError string `json:"run_sandbox_strict_error,omitempty"`
-		}{Capabilities: c, Auto: auto, Strict: strictPlan}
+			Auto        string           `json:"run_sandbox_auto"`
+			Strict      string           `json:"run_sandbox_strict,omitempty"`
+			StrictError string           `json:"run_sandbox_strict_error,omitempty"`
+			PolicySet   *policySetStatus `json:"policy_set"`
+		}{Capabilities: c, Auto: auto, Strict: strictPlan, PolicySet: policySet(*home, *policyDir)}
 		if strictErr != nil {
 			out.StrictError = strictErr.Error()
 		}
@@ -70,6 +72,9 @@ func cmdDoctor(args []string) int {
 		fmt.Fprintf(w, "run --sandbox strict: would exit 2: %v\n", strictErr)
 	} else {
 		fmt.Fprintf(w, "run --sandbox strict: %s\n", strictPlan)
+	}
+	for _, l := range policySet(*home, *policyDir).lines() {
+		fmt.Fprintln(w, l)
 	}
 	return exitOK
 }

@@ -24,10 +24,6 @@ With no --config, init finds the MCP client configs of this user and of the
 project in the current directory (Claude Code, Cursor, Claude Desktop,
 VS Code, Gemini CLI), lists them, and asks before changing each.`
 
-// wrapRemoteUpstreams turns on wrapping of `url` entries (remote servers)
-// as remote upstreams. It stays off until `bouncer run --config` can start
-// a remote upstream; until then those entries are left alone and listed.
-const wrapRemoteUpstreams = false
 
 // initState is what init remembers in the state directory: what it added
 // to each hook file, so that --undo removes that and nothing the user had.
@@ -267,7 +263,7 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 	usePolicy := pe.New != nil
 	opts := mcpconfig.WrapOptions{
 		Servers: in.servers, Project: t.Project, Command: command,
-		ConfigArg: projectArg(t, abs), Remote: wrapRemoteUpstreams, Workspace: t.Workspace,
+		ConfigArg: projectArg(t, abs), Remote: true, Workspace: t.Workspace,
 	}
 	if usePolicy {
 		opts.ExtraArgs = []string{"--policy", projectArg(t, polFile)}
@@ -673,8 +669,6 @@ func (in *initRun) describe(t mcpconfig.Found, cfg *mcpconfig.Config) {
 		}
 		line := s.Name + ": "
 		switch {
-		case !s.Wrapped && s.Remote:
-			line += "not proxied (" + mcpconfig.RemoteNotYet + "); nothing enforced"
 		case !s.Wrapped:
 			line += "not proxied; nothing enforced"
 		default:

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 )
 
 // command is one subcommand: it gets its arguments (without its name) and
@@ -29,25 +31,19 @@ var commands = map[string]command{
 	"check":   {run: cmdCheck, short: "replay a recorded session against a policy, offline"},
 	"approve": {run: cmdApprove, short: "approve a blocked destination by its one-time code (needs a terminal)"},
 	"pending": {run: cmdPending, short: "list open approval codes"},
-	"audit":   {run: cmdAudit, short: "verify the audit log's hash chain (audit verify)"},
+	"audit":   {run: cmdAudit, short: "verify the audit log's hash chain (audit verify), or ship it to a collector (audit ship)"},
 	"init":    {run: cmdInit, short: "wrap the stdio servers of an MCP client config"},
 	"report":  {run: cmdReport, short: "write the Markdown review pack"},
 	"serve":   {run: cmdServe, short: "Bouncer's own MCP server for policy authors (the default)"},
 	"verify":  {run: cmdVerify, short: "verify policy files against their Sigstore bundles"},
 	"sign":    {run: cmdSign, short: "sign policy files with a local key"},
+	"policy":  {run: cmdPolicy, short: "push, pull (signed policy via an OCI registry), digest, suggest (from the audit log)"},
 	"doctor":  {run: cmdDoctor, short: "show what sandboxing this machine offers"},
-	"policy":  {run: cmdPolicy, short: "policy digest (the policy set's identity) and policy suggest (from the audit log)"},
 	"log":     {run: cmdLog, short: "show the audit log as a person reads it (-f follows)"},
 	"trust":   {run: cmdTrust, short: "list, add (needs a terminal) or remove remembered destinations"},
 	"hook":    {run: cmdHook, short: "record what the user typed (the client's prompt-submit hook: hook prompt)"},
 	"version": {run: cmdVersion, short: "print version, commit and build date"},
 }
-
-const (
-	exitOK    = 0
-	exitFail  = 1 // the command ran and refused or failed
-	exitUsage = 2 // bad usage, bad input file, bad configuration
-)
 
 func main() { os.Exit(dispatch(os.Args[1:])) }
 
@@ -74,9 +70,11 @@ func dispatch(args []string) int {
 	return c.run(args[1:])
 }
 
-// hiddenCommands are internal entry points (the sandbox launcher, self
-// tests); they are not listed in help. Packages register them from init.
-var hiddenCommands = map[string]func(args []string) int{}
+// hiddenCommands are internal entry points, not listed in help: the
+// sandbox launcher that bouncer run re-executes itself as.
+var hiddenCommands = map[string]func(args []string) int{
+	sandbox.LauncherName: sandbox.RunLauncher,
+}
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Bouncer: a hardened MCP proxy that denies sends to destinations taken from untrusted tool output.")

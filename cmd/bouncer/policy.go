@@ -14,9 +14,17 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/suggest"
 )
 
-const policySynopsis = `bouncer policy digest [--policy FILE]...
+const policySynopsis = `bouncer policy push [--key PRIVATE.pem] [--trust FILE] [--plain-http] FILE... REF
+       bouncer policy pull [--trust FILE] [--dir DIR] [--plain-http] [REF]
+       bouncer policy digest [--policy FILE]...
        bouncer policy suggest [--audit FILE] [--since DURATION|DATE] [--policy FILE]... [--json]
 
+push stores the policy files and their Sigstore bundles (FILE.sigstore.json; with --key,
+signed first as bouncer sign does) as one OCI artifact at REF (REGISTRY/REPOSITORY:TAG).
+pull resolves REF (default: policy_artifact in the trust file) to a digest, fetches the
+artifact by it, verifies every file under the trust configuration, and only then installs
+the set atomically into DIR (default $BOUNCER_HOME/policy), recording the digest. A failed
+pull changes nothing and exits 1. bouncer run --policy-dir DIR loads the installed set.
 digest prints the digest of the effective policy set, the value every audit line carries as
 "policy" (the built-in packs, each --policy file's bytes in order, and this binary's version).
 suggest reads the audit log (bouncer run --observe writes the evidence) and prints a policy
@@ -29,15 +37,19 @@ func cmdPolicy(args []string) int {
 			fmt.Fprintf(os.Stdout, "Usage: %s\n", policySynopsis)
 			return exitOK
 		}
-		return usageError("policy: give digest or suggest; see bouncer policy --help")
+		return usageError("policy: give push, pull, digest or suggest; see bouncer policy --help")
 	}
 	switch args[0] {
+	case "push":
+		return policyPush(args[1:])
+	case "pull":
+		return policyPull(args[1:])
 	case "digest":
 		return cmdPolicyDigest(args[1:])
 	case "suggest":
 		return cmdPolicySuggest(args[1:])
 	}
-	return usageError(fmt.Sprintf("policy: unknown %q; give digest or suggest", args[0]))
+	return usageError(fmt.Sprintf("policy: unknown %q; give push, pull, digest or suggest", args[0]))
 }
 
 func cmdPolicyDigest(args []string) int {

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -23,197 +25,313 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
 	"github.com/bouncer-mcp/bouncer/internal/report"
-	sandboxpkg "github.com/bouncer-mcp/bouncer/internal/sandbox"
+	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
-const runSynopsis = `bouncer run [--policy FILE]... [--name NAME] [--sandbox auto|strict|off] [--trust FILE] [--observe] -- COMMAND [ARG]...
+const runSynopsis = `bouncer run [--policy FILE]... [--policy-dir DIR] [--name NAME] [--sandbox auto|strict|off] [--trust FILE] [--observe] -- COMMAND [ARG]...
+       bouncer run [--policy FILE]... [--name NAME] --url URL [--header "Name: value"]... [--transport auto|streamable|sse]
        bouncer run --config FILE --server NAME [--policy FILE]... [other flags]`
 
 // stopGrace is how long the upstream gets after its stdin closes, and again
 // after SIGTERM, before the next step.
 const stopGrace = 2 * time.Second
 
-// Hooks for the packages that confine and verify. Their owners set them from
-// an init function in their own cmd file; the defaults below fail closed
-// where doing nothing would be a silent weakening.
-var (
-	// prepareSandbox may rewrite the upstream command before it starts
-	// (the sandbox launcher re-execs itself around it), keeping the
-	// upstream away from stateDir. An error exits 2.
-	prepareSandbox = func(mode string, pol *policy.Policy, stateDir string, cmd *proxy.Command) error { return nil }
-
-	// applySandbox confines the proxy itself once the upstream runs. It
-	// returns what it applied, for one line on stderr. An error exits 2
-	// (strict mode with no kernel support, say); the upstream is stopped.
-	applySandbox = func(mode string, pol *policy.Policy, stateDir string, up *proxy.Process) (applied string, err error) {
-		if mode == "strict" {
-			return "", errors.New("--sandbox strict: sandboxing is not available in this build")
-		}
-		return "", nil
-	}
-)
+// runFlags are bouncer run's flags.
+type runFlags struct {
+	home, name, sandbox, trust      string
+	configFile, serverName, project string
+	policyDir, remoteURL, transport string
+	observe                         bool
+	policies, headers               multiFlag
+	rest                            []string
+}
 
 // cmdRun proxies one MCP server on stdio, enforcing the policy.
-func cmdRun(args []string) int {
-	fs, home := newFlags("run", runSynopsis)
-	var policies multiFlag
-	fs.Var(&policies, "policy", "policy `FILE` (repeatable; later files override earlier ones)")
-	name := fs.String("name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
-	sandbox := fs.String("sandbox", "auto", "confinement: auto, strict or off")
-	trust := fs.String("trust", "", "trust configuration `FILE` for signed policy")
-	observe := fs.Bool("observe", false, "decide and audit every call as enforcing would (enforced: false), but forward it anyway and ask nobody: for rolling out")
-	configFile := fs.String("config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
-	serverName := fs.String("server", "", "server `NAME` in --config")
-	project := fs.String("project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
-	if done, status := parseFlags(fs, args); done {
-		return status
-	}
-	rest := fs.Args()
-	switch *sandbox {
-	case "auto", "strict", "off":
-	default:
-		return usageError(fmt.Sprintf("--sandbox %q: must be auto, strict or off", *sandbox))
-	}
-	var upCmd proxy.Command
-	switch {
-	case *configFile != "" || *serverName != "":
-		if *configFile == "" || *serverName == "" {
-			return usageError("--config and --server go together")
-		}
-		if len(rest) > 0 {
-			return usageError("give either --config/--server or -- COMMAND, not both")
-		}
-		c, base, err := upstreamFromConfig(*configFile, *project, *serverName)
-		if err != nil {
-			errorf("%v", err)
-			return exitUsage
-		}
-		upCmd = c
-		// A relative --policy is relative to where a relative --config
-		// was found (the project's root), so a wrapped entry a team
-		// commits names both without an absolute path.
-		for i, p := range policies {
-			if !filepath.IsAbs(p) {
-				policies[i] = filepath.Join(base, p)
-			}
-		}
-		if *name == "" {
-			*name = *serverName
-		}
-	case *project != "":
-		return usageError("--project goes with --config and --server")
-	case len(rest) == 0:
-		return usageError("no upstream: give -- COMMAND [ARG]... or --config FILE --server NAME")
-	default:
-		upCmd = proxy.Command{Path: rest[0], Args: rest[1:]}
-		if *name == "" {
-			*name = filepath.Base(rest[0])
-		}
-	}
+func cmdRun(args []string) int { return finish(run(args)) }
 
-	// All policy is verified and loaded before anything starts.
-	dir, err := stateDir(*home)
+func run(args []string) error {
+	f, err := parseRunFlags(args)
+	if err != nil || f == nil {
+		return err
+	}
+	up, err := f.upstream()
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return err
+	}
+	// All policy is verified and loaded before anything starts.
+	dir, err := stateDir(f.home)
+	if err != nil {
+		return badInput(err)
 	}
 	if err := ensureStateDir(dir); err != nil {
-		errorf("%v", err)
-		return exitFail
+		return failed(err)
 	}
-	// The trust configuration: the signed-policy check of each file's
-	// exact bytes, and whether observe mode is allowed.
-	var check func(file string, data []byte) error
-	tr, err := bundle.LoadTrust(*trust, dir)
-	switch {
-	case errors.Is(err, bundle.ErrNoTrust):
-		tr = nil
-	case err != nil:
-		errorf("%v", err)
-		return exitUsage
-	default:
-		check = tr.CheckPolicy
-	}
-	if *observe && tr != nil {
-		if file, on := tr.Enforce(); on {
-			errorf("--observe: %s sets enforce: true, so this machine enforces its policy; observe mode is for a rollout that has not reached it (remove --observe)", file)
-			return exitUsage
-		}
-	}
-	workDir := upCmd.Dir
-	if workDir == "" {
-		workDir, _ = os.Getwd()
-	}
-	dec, err := setup.Load(setup.Config{Policies: policies, Verify: check, StateDir: dir, WorkDir: workDir})
+	dec, err := f.loadPolicy(dir, up)
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return err
 	}
-	pol := dec.Policy
 	// Before the sandbox: finding the client reads other processes' /proc.
 	dec.JoinClient(dir, func(msg string) { errorf("%s", msg) })
 	// The sandboxed proxy may write files in its state directory but not
 	// make directories there: make the one for the pinned tool list now.
-	if err := os.MkdirAll(filepath.Dir(report.PinnedPath(dir, *name)), 0o700); err != nil {
-		errorf("%v", err)
-		return exitFail
+	if err := os.MkdirAll(filepath.Dir(report.PinnedPath(dir, f.name)), 0o700); err != nil {
+		return failed(err)
 	}
-	if err := resolveCommand(&upCmd); err != nil {
-		errorf("%v", err)
-		return exitUsage
+	launch, err := prepareUpstream(f.sandbox, dec.Policy, dir, up)
+	if err != nil {
+		return err
 	}
-	if pol.Sandbox != nil && *sandbox != "off" {
-		if why := sandboxpkg.Unworkable(upCmd.Path, upCmd.Args, setup.Confinement(pol, dir)); why != "" {
-			errorf("warning: %s: sandbox: %s", pol.Sandbox.Source, why)
-		}
-	}
-	if err := prepareSandbox(*sandbox, pol, dir, &upCmd); err != nil {
-		errorf("%v", err)
-		return exitUsage
-	}
+
 	// A client that vanishes must not kill us with SIGPIPE before the
 	// upstream is stopped; a client that signals us stops the session.
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 
-	up, err := proxy.Start(upCmd, os.Stderr)
+	conn, reach, closeUp, err := startUpstream(ctx, up, dir)
 	if err != nil {
-		errorf("%v", err)
-		return exitFail
+		return failed(err)
 	}
-	defer up.Stop(stopGrace)
+	defer closeUp()
 	// Opened while the upstream starts up (nothing is forwarded before the
 	// log is open, and a log that can't be opened stops the session).
 	auditLog, err := audit.Open(filepath.Join(dir, "audit.jsonl"))
 	if err != nil {
-		errorf("%v", err)
-		return exitFail
+		return failed(err)
 	}
 	defer auditLog.Close()
-	applied, err := applySandbox(*sandbox, pol, dir, up)
+	applied, err := confineProxy(f.sandbox, dec.Policy, dir, reach, launch)
 	if err != nil {
-		errorf("%v", err)
-		return exitUsage
+		return badInput(err)
 	}
-	if applied != "" {
-		errorf("sandbox: %s", applied)
+	errorf("sandbox: %s", applied)
+	if reach.Seal != nil && f.sandbox != "off" {
+		reach.Seal()
 	}
-	if *observe {
+	if f.observe {
 		errorf("OBSERVE MODE: every call is decided and audited (enforced: false) but forwarded whatever the verdict, and nobody is asked. Nothing is blocked. bouncer log shows what would have been.")
 	}
+	p := proxy.New(f.proxyConfig(dec, dir, auditLog))
+	return up.ended(p.Run(ctx, proxy.Stdio(), conn))
+}
 
-	p := proxy.New(proxy.Config{
-		Server:  *name,
-		Engine:  dec.Engine(*name),
-		Store:   dec.Session.Output(*name),
-		Trusted: dec.Session.TrustedOutput(*name),
-		Observe: *observe,
+// parseRunFlags reads the flags. A nil runFlags with a nil error means
+// --help was printed.
+func parseRunFlags(args []string) (*runFlags, error) {
+	f := &runFlags{}
+	fs, home := newFlags("run", runSynopsis)
+	fs.Var(&f.policies, "policy", "policy `FILE` (repeatable; later files override earlier ones)")
+	fs.StringVar(&f.name, "name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
+	fs.StringVar(&f.sandbox, "sandbox", "auto", "confinement: auto, strict or off")
+	fs.StringVar(&f.trust, "trust", "", "trust configuration `FILE` for signed policy")
+	fs.BoolVar(&f.observe, "observe", false, "decide and audit every call as enforcing would (enforced: false), but forward it anyway and ask nobody: for rolling out")
+	fs.StringVar(&f.configFile, "config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
+	fs.StringVar(&f.serverName, "server", "", "server `NAME` in --config")
+	fs.StringVar(&f.project, "project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
+	fs.StringVar(&f.policyDir, "policy-dir", "", "load the policy set `DIR` holds (bouncer policy pull --dir DIR; default pull location $BOUNCER_HOME/policy) before any --policy file; each of its files must verify under the trust configuration")
+	fs.StringVar(&f.remoteURL, "url", "", "reach the remote MCP server at `URL` (streamable HTTP, or the older HTTP+SSE) instead of starting a command")
+	fs.Var(&f.headers, "header", "with --url: send `\"Name: value\"` with every request (repeatable; values are kept out of logs and messages)")
+	fs.StringVar(&f.transport, "transport", "", "with --url: `auto` (streamable HTTP, falling back to HTTP+SSE), streamable or sse")
+	if done, st := parseFlags(fs, args); done {
+		if st == exitOK {
+			return nil, nil
+		}
+		return nil, silently(st)
+	}
+	f.home, f.rest = *home, fs.Args()
+	switch f.sandbox {
+	case "auto", "strict", "off":
+	default:
+		return nil, usageErr("--sandbox %q: must be auto, strict or off", f.sandbox)
+	}
+	switch f.transport {
+	case "", proxy.TransportAuto, proxy.TransportStreamable, proxy.TransportSSE:
+	default:
+		return nil, usageErr("--transport %q: must be auto, streamable or sse", f.transport)
+	}
+	if f.remoteURL == "" && (len(f.headers) > 0 || f.transport != "") && f.configFile == "" {
+		return nil, usageErr("--header and --transport go with --url (or a --config entry with a url)")
+	}
+	return f, nil
+}
+
+// upstreamSpec is the server bouncer run proxies: a command to start, or
+// a remote server to reach.
+type upstreamSpec struct {
+	cmd    proxy.Command
+	remote *proxy.RemoteConfig
+	proc   *proxy.Process // once started
+}
+
+// upstream decides the upstream from the flags: --config and --server,
+// --url, or -- COMMAND. It sets the default --name.
+func (f *runFlags) upstream() (*upstreamSpec, error) {
+	up := &upstreamSpec{}
+	switch {
+	case f.configFile != "" || f.serverName != "":
+		if f.configFile == "" || f.serverName == "" {
+			return nil, usageErr("--config and --server go together")
+		}
+		if len(f.rest) > 0 || f.remoteURL != "" {
+			return nil, usageErr("give one of --config/--server, --url or -- COMMAND")
+		}
+		c, rc, base, err := upstreamFromConfig(f.configFile, f.project, f.serverName)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		up.cmd, up.remote = c, rc
+		if rc == nil && (len(f.headers) > 0 || f.transport != "") {
+			return nil, usageErr("--header and --transport go with a remote server; %q in %s has a command", f.serverName, f.configFile)
+		}
+		if rc != nil {
+			if err := addHeaders(rc.Headers, f.headers); err != nil {
+				return nil, usageErr("%v", err)
+			}
+			if f.transport != "" {
+				rc.Transport = f.transport
+			}
+		}
+		// A relative --policy is relative to where a relative --config
+		// was found (the project's root), so a wrapped entry a team
+		// commits names both without an absolute path.
+		for i, p := range f.policies {
+			if !filepath.IsAbs(p) {
+				f.policies[i] = filepath.Join(base, p)
+			}
+		}
+		if f.name == "" {
+			f.name = f.serverName
+		}
+	case f.project != "":
+		return nil, usageErr("--project goes with --config and --server")
+	case f.remoteURL != "":
+		if len(f.rest) > 0 {
+			return nil, usageErr("give either --url or -- COMMAND, not both")
+		}
+		if u, err := url.Parse(f.remoteURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, usageErr("--url: give the server's MCP endpoint as an http:// or https:// URL")
+		}
+		up.remote = &proxy.RemoteConfig{URL: f.remoteURL, Headers: http.Header{}, Transport: f.transport}
+		if err := addHeaders(up.remote.Headers, f.headers); err != nil {
+			return nil, usageErr("%v", err)
+		}
+		if f.name == "" {
+			f.name = remoteName(f.remoteURL)
+		}
+	case len(f.rest) == 0:
+		return nil, usageErr("no upstream: give -- COMMAND [ARG]..., --url URL, or --config FILE --server NAME")
+	default:
+		up.cmd = proxy.Command{Path: f.rest[0], Args: f.rest[1:]}
+		if f.name == "" {
+			f.name = filepath.Base(f.rest[0])
+		}
+	}
+	return up, nil
+}
+
+// loadPolicy loads the trust configuration and the policy (an installed
+// set first, then the --policy files), each file's exact bytes verified
+// before they are parsed, and refuses --observe where a trust file says
+// enforce: true.
+func (f *runFlags) loadPolicy(dir string, up *upstreamSpec) (*setup.Decider, error) {
+	var check func(file string, data []byte) error
+	tr, err := bundle.LoadTrust(f.trust, dir)
+	switch {
+	case errors.Is(err, bundle.ErrNoTrust):
+		tr = nil
+	case err != nil:
+		return nil, badInput(err)
+	default:
+		check = tr.CheckPolicy
+	}
+	if f.observe && tr != nil {
+		if file, on := tr.Enforce(); on {
+			return nil, usageErr("--observe: %s sets enforce: true, so this machine enforces its policy; observe mode is for a rollout that has not reached it (remove --observe)", file)
+		}
+	}
+	policies := f.policies
+	if f.policyDir != "" {
+		var set []string
+		if set, check, err = installedPolicy(f.policyDir, f.trust, dir, check); err != nil {
+			return nil, badInput(err)
+		}
+		policies = append(set, policies...)
+	}
+	workDir := up.cmd.Dir
+	if workDir == "" {
+		workDir, _ = os.Getwd()
+	}
+	dec, err := setup.Load(setup.Config{Policies: policies, Verify: check, StateDir: dir, WorkDir: workDir})
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return dec, nil
+}
+
+// prepareUpstream readies a stdio upstream's command (found in PATH, and
+// wrapped in the sandbox launcher when the policy has a sandbox: key), or
+// says that the key does not apply to a remote one. In strict mode it
+// refuses before anything starts if the kernel can't confine the proxy.
+func prepareUpstream(mode string, pol *policy.Policy, dir string, up *upstreamSpec) (*launchPlan, error) {
+	if up.remote != nil {
+		if pol.Sandbox != nil {
+			errorf("warning: %s: sandbox: the key confines a server bouncer starts; this one is remote, so it does not apply", pol.Sandbox.Source)
+		}
+		// No policy: there is no server process to confine, only the
+		// strict mode's check that the kernel can confine the proxy.
+		l, err := planUpstreamSandbox(mode, nil, dir, &up.cmd)
+		return l, badInputIf(err)
+	}
+	if err := resolveCommand(&up.cmd); err != nil {
+		return nil, badInput(err)
+	}
+	if pol.Sandbox != nil && mode != "off" {
+		if why := sandbox.Unworkable(up.cmd.Path, up.cmd.Args, setup.Confinement(pol, dir)); why != "" {
+			errorf("warning: %s: sandbox: %s", pol.Sandbox.Source, why)
+		}
+	}
+	l, err := planUpstreamSandbox(mode, pol, dir, &up.cmd)
+	return l, badInputIf(err)
+}
+
+func badInputIf(err error) error {
+	if err == nil {
+		return nil
+	}
+	return badInput(err)
+}
+
+// startUpstream starts the command, or dials the remote server.
+func startUpstream(ctx context.Context, up *upstreamSpec, dir string) (proxy.Upstream, upstreamReach, func(), error) {
+	if up.remote == nil {
+		proc, err := proxy.Start(up.cmd, os.Stderr)
+		if err != nil {
+			return nil, upstreamReach{}, nil, err
+		}
+		up.proc = proc
+		return proc, upstreamReach{Pid: proc.Pid()}, func() { proc.Stop(stopGrace) }, nil
+	}
+	rem, r, err := dialRemote(ctx, up.remote, dir)
+	if err != nil {
+		return nil, upstreamReach{}, nil, err
+	}
+	return rem, r, func() { rem.Close() }, nil
+}
+
+// proxyConfig is the pump's configuration for this run.
+func (f *runFlags) proxyConfig(dec *setup.Decider, dir string, auditLog *audit.Log) proxy.Config {
+	pol := dec.Policy
+	return proxy.Config{
+		Server:  f.name,
+		Engine:  dec.Engine(f.name),
+		Store:   dec.Session.Output(f.name),
+		Trusted: dec.Session.TrustedOutput(f.name),
+		Observe: f.observe,
 		Policy:  pol.Digest(version),
 		OnPinned: func(tools []json.RawMessage) {
-			if err := report.SavePinned(dir, *name, tools); err != nil {
+			if err := report.SavePinned(dir, f.name, tools); err != nil {
 				errorf("could not keep the pinned tool list for bouncer report: %v", err)
 			}
 			for _, w := range policy.Lint(pol, toolNames(tools)) {
@@ -221,41 +339,45 @@ func cmdRun(args []string) int {
 			}
 		},
 		Remember: func(dest string) error {
-			return session.OpenRemembered(dir).Add(*name, dest, "client", time.Now())
+			return session.OpenRemembered(dir).Add(f.name, dest, "client", time.Now())
 		},
 		Audit:     auditLog,
 		Approvals: approval.Open(filepath.Join(dir, "pending.json"), nil),
 		Session:   newSessionID(),
 		Log:       os.Stderr,
-	})
-	runErr := p.Run(ctx, proxy.Stdio(), up)
+	}
+}
+
+// ended turns how the pump ended into the command's outcome.
+func (up *upstreamSpec) ended(runErr error) error {
+	var ended *proxy.EndedError
 	switch {
 	case runErr == nil:
-		return exitOK // the client closed stdin
+		return nil // the client closed stdin
 	case errors.Is(runErr, context.Canceled):
-		return exitOK // SIGTERM/SIGINT/SIGHUP: an ordinary stop
+		return nil // SIGTERM/SIGINT/SIGHUP: an ordinary stop
+	case up.remote != nil && errors.As(runErr, &ended):
+		return failed(errors.New(ended.Why))
+	case up.remote != nil:
+		return failed(fmt.Errorf("the remote server's session ended: %v; restart the MCP client (or reconnect this server in it) to start a new one", runErr))
 	case errors.Is(runErr, proxy.ErrUpstreamOutput):
-		errorf("upstream %s wrote something that is not an MCP message on its stdout (%v). "+
-			"An MCP server must write only JSON-RPC messages to stdout, and its logs to stderr: check its command, arguments and log settings. The session is closed.",
-			upCmd.Path, strings.TrimPrefix(runErr.Error(), proxy.ErrUpstreamOutput.Error()+": "))
-		return exitFail
+		return failed(fmt.Errorf("upstream %s wrote something that is not an MCP message on its stdout (%s). "+
+			"An MCP server must write only JSON-RPC messages to stdout, and its logs to stderr: check its command, arguments and log settings; the session is closed",
+			up.cmd.Path, strings.TrimPrefix(runErr.Error(), proxy.ErrUpstreamOutput.Error()+": ")))
 	case errors.Is(runErr, proxy.ErrUpstreamExited):
 		select {
-		case <-up.Done():
+		case <-up.proc.Done():
 		case <-time.After(stopGrace):
 		}
 		status := "it is still running"
-		if e := up.ExitError(); e == nil {
+		if e := up.proc.ExitError(); e == nil {
 			status = "exit status 0"
 		} else {
 			status = e.Error()
 		}
-		errorf("upstream %s stopped unexpectedly (%s): %v", upCmd.Path, status, runErr)
-		return exitFail
-	default:
-		errorf("%v", runErr)
-		return exitFail
+		return failed(fmt.Errorf("upstream %s stopped unexpectedly (%s): %v", up.cmd.Path, status, runErr))
 	}
+	return failed(runErr)
 }
 
 // resolveCommand finds the upstream program in PATH (the entry's PATH, if
@@ -299,20 +421,26 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// upstreamFromConfig returns the command for the x-bouncer-upstream entry
+// upstreamFromConfig returns the upstream of the x-bouncer-upstream entry
 // of server name in a client config (in its projects[project] block when
-// project is set): its command and args, its env laid over ours (as the
-// client would have done), and its cwd, with the client's ${...} variables
-// expanded from our environment, which is the one the client gave us. base
-// is the directory relative --policy files are resolved against.
-func upstreamFromConfig(file, project, name string) (c proxy.Command, base string, err error) {
+// project is set), with the client's ${...} variables expanded from our
+// environment, which is the one the client gave us: for a stdio server its
+// command and args, its env laid over ours (as the client would have done)
+// and its cwd; for a remote one (an entry with a url) its url, headers and
+// transport (rc is then set). base is the directory relative --policy
+// files are resolved against.
+func upstreamFromConfig(file, project, name string) (c proxy.Command, rc *proxy.RemoteConfig, base string, err error) {
 	r, err := mcpconfig.Resolve(mcpconfig.Lookup{File: file, Project: project, Server: name, Getenv: os.LookupEnv})
 	if err != nil {
-		return proxy.Command{}, "", err
+		return proxy.Command{}, nil, "", err
 	}
 	e := r.Entry
 	if e.Command == "" {
-		return proxy.Command{}, "", fmt.Errorf("%s: server %q is a remote server (url %s); bouncer run can't reach remote servers yet", r.File, name, e.URL)
+		rc = &proxy.RemoteConfig{URL: e.URL, Headers: http.Header{}, Transport: transportOf(e.Type)}
+		for k, v := range e.Headers {
+			rc.Headers.Add(k, v)
+		}
+		return proxy.Command{}, rc, r.Base, nil
 	}
 	c = proxy.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
 	if len(e.Env) > 0 {
@@ -326,7 +454,7 @@ func upstreamFromConfig(file, project, name string) (c proxy.Command, base strin
 			c.Env = append(c.Env, k+"="+e.Env[k]) // exec keeps the last of duplicate keys
 		}
 	}
-	return c, r.Base, nil
+	return c, nil, r.Base, nil
 }
 
 // toolNames lists the names in a tools/list result's tools.

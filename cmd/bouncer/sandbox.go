@@ -11,74 +11,71 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
-// This file wires internal/sandbox into `bouncer run` through the hooks
-// run.go declares, and registers the launcher that confines the upstream.
-func init() {
-	hiddenCommands[sandbox.LauncherName] = sandbox.RunLauncher
-	prepareSandbox = prepareUpstreamSandbox
-	applySandbox = applyProxySandbox
+// This file is bouncer run's use of internal/sandbox: the launcher that
+// confines a stdio upstream, planned before it starts, and the proxy's own
+// confinement, applied once the upstream runs.
+
+// launchPlan is what planUpstreamSandbox planned: the launcher, if the
+// upstream starts through one, and the line that says so.
+type launchPlan struct {
+	launch *sandbox.Launch
+	note   string
+	source string // the sandbox key's FILE:LINE
 }
 
-// launchNote is what prepareUpstreamSandbox planned, for applySandbox's
-// report line, and launched the plan itself. run calls prepare and apply
-// once each, in that order.
-var (
-	launchNote string
-	launched   *sandbox.Launch
-)
-
-// prepareUpstreamSandbox rewrites the upstream command to start through the
-// launcher when the policy has a sandbox: key.
-func prepareUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, cmd *proxy.Command) error {
+// planUpstreamSandbox rewrites the upstream command to start through the
+// launcher when the policy has a sandbox: key. In strict mode it refuses
+// before the upstream starts if the kernel can't confine the proxy.
+func planUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, cmd *proxy.Command) (*launchPlan, error) {
 	m, err := sandbox.ParseMode(mode)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	launchNote, launched = "", nil
 	if m == sandbox.Strict {
-		// Refuse before the upstream starts, not after.
 		if err := sandbox.CheckStrict(); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	plan := &launchPlan{}
 	if pol == nil || pol.Sandbox == nil {
-		return nil
+		return plan, nil
 	}
+	plan.source = pol.Sandbox.Source
 	if m == sandbox.Off {
-		launchNote = fmt.Sprintf("the upstream is NOT confined: --sandbox off overrides the sandbox key at %s", pol.Sandbox.Source)
-		return nil
+		plan.note = fmt.Sprintf("the upstream is NOT confined: --sandbox off overrides the sandbox key at %s", pol.Sandbox.Source)
+		return plan, nil
 	}
-	c := setup.Confinement(pol, stateDir)
-	l, err := sandbox.LauncherArgs(m, c, cmd.Path, cmd.Args, cmd.Dir)
+	l, err := sandbox.LauncherArgs(m, setup.Confinement(pol, stateDir), cmd.Path, cmd.Args, cmd.Dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd.Path, cmd.Args = l.Path, l.Args
-	launchNote = l.String()
-	launched = &l
-	return nil
+	plan.launch, plan.note = &l, l.String()
+	return plan, nil
 }
 
-// applyProxySandbox restricts the proxy itself once the upstream runs: it
-// keeps its state directory and stdio, and loses exec, the network and
-// every other file.
-func applyProxySandbox(mode string, pol *policy.Policy, stateDir string, up *proxy.Process) (string, error) {
+// confineProxy restricts the proxy itself once the upstream runs: it
+// keeps its state directory and stdio, and loses exec, the network (but
+// a remote upstream's pinned ports) and every other file. It returns what
+// it applied, for one line on stderr.
+func confineProxy(mode string, pol *policy.Policy, stateDir string, up upstreamReach, plan *launchPlan) (string, error) {
 	m, err := sandbox.ParseMode(mode)
 	if err != nil {
 		return "", err
 	}
-	if launched != nil {
-		if r, _ := launched.Reaches(stateDir); r {
-			return "", fmt.Errorf("%s: sandbox: the upstream could reach the state directory %s; list narrower paths", pol.Sandbox.Source, stateDir)
+	if plan != nil && plan.launch != nil {
+		if r, _ := plan.launch.Reaches(stateDir); r {
+			return "", fmt.Errorf("%s: sandbox: the upstream could reach the state directory %s; list narrower paths", plan.source, stateDir)
 		}
 	}
-	r, err := sandbox.Restrict(m, sandbox.Config{StateDir: stateDir, ListDirs: prefixDirs(pol), Upstream: up.Pid()})
+	r, err := sandbox.Restrict(m, sandbox.Config{StateDir: stateDir, ListDirs: prefixDirs(pol), Upstream: up.Pid,
+		Remote: up.Remote, ConnectPorts: up.Ports})
 	if err != nil {
 		return "", err
 	}
 	s := r.String()
-	if launchNote != "" {
-		s += "; " + launchNote
+	if plan != nil && plan.note != "" {
+		s += "; " + plan.note
 	}
 	return s, nil
 }

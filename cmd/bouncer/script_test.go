@@ -1,12 +1,43 @@
 package main
 
 import (
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/bouncer-mcp/bouncer/internal/testserver"
 )
+
+// serveHelpdesk is the script command `serve-helpdesk [OPTION]...
+// [token=TOKEN]`: it serves the helpdesk over HTTP on a loopback port for
+// the rest of the script (its side effects in $WORK), with the options of
+// testserver.HelpdeskHandler, and sets $URL to its endpoint.
+func serveHelpdesk(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("serve-helpdesk does not fail")
+	}
+	var opts []string
+	token := ""
+	for _, a := range args {
+		if t, ok := strings.CutPrefix(a, "token="); ok {
+			token = t
+		} else {
+			opts = append(opts, a)
+		}
+	}
+	h, path := testserver.HelpdeskHandler(ts.Getenv("WORK"), opts, token)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	ts.Defer(func() { srv.Close() })
+	ts.Setenv("URL", "http://"+ln.Addr().String()+path)
+}
 
 // TestMain lets the test binary act as the bouncer command inside scripts,
 // so the CLI cases run the real dispatch, flags and exit codes.
@@ -34,5 +65,6 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		RequireExplicitExec: true,
+		Cmds:                scriptCmds, // script_registry_test.go
 	})
 }

@@ -94,6 +94,13 @@ type Taint struct {
 // than bytes that would make the line unreadable.
 const ArgsText = "text"
 
+// ArgsElided is the ArgsForm of a line whose arguments were too large to
+// record whole (more than 64 KiB encoded): every string longer than 1 KiB
+// is its first 256 bytes followed by "…[bouncer: N bytes, sha256:HEX]",
+// with N and HEX those of the whole string. The rest (keys, numbers, short
+// strings such as paths and destinations) is kept as sent.
+const ArgsElided = "elided"
+
 // Genesis is the prev value of the first line of a log.
 const Genesis = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 

@@ -140,15 +140,24 @@ func (s *Signer) SignFile(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}
+	_, bp, err := s.SignBytes(path, data)
+	return bp, err
+}
+
+// SignBytes signs data, the bytes the caller read from path, and writes the
+// bundle to path.sigstore.json atomically. It returns the bundle and its
+// path, so a caller that goes on to use data (bouncer policy push) holds
+// the bundle over exactly those bytes.
+func (s *Signer) SignBytes(path string, data []byte) (bundle []byte, bundlePath string, err error) {
 	out, err := s.Bundle(data)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
+		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
 	bp := BundlePath(path)
 	if err := writeAtomic(bp, out, 0o644); err != nil {
-		return "", err
+		return nil, "", err
 	}
-	return bp, nil
+	return out, bp, nil
 }
 
 // SignFile signs path with the PEM private key keyPEM, writing

@@ -87,6 +87,8 @@ type layer struct {
 	identities    []identity
 	root          root.TrustedMaterial // nil without trusted_root
 	rootFile      string
+	artifact      lineString // policy_artifact: the OCI reference `bouncer policy pull` follows
+	auditShip     *AuditShip // nil without audit_ship
 }
 
 // trustedKey is one public key from a trust file.
@@ -145,6 +147,19 @@ func (t *Trust) Files() []string {
 		out[i] = l.file
 	}
 	return out
+}
+
+// PolicyArtifact returns the OCI reference named by policy_artifact, the
+// artifact `bouncer policy pull` follows when given no reference, and where
+// it was set ("FILE:LINE"). The system file's wins: a user's file cannot
+// point a machine whose team pinned an artifact at another one.
+func (t *Trust) PolicyArtifact() (ref, source string) {
+	for _, l := range t.layers { // system file first
+		if l.artifact.val != "" {
+			return l.artifact.val, fmt.Sprintf("%s:%d", l.file, l.artifact.line)
+		}
+	}
+	return "", ""
 }
 
 // ErrNoTrust is returned by LoadTrust when no trust file exists anywhere.
@@ -246,6 +261,8 @@ type trustConfig struct {
 	keys              []lineString
 	identities        []identityConfig
 	trustedRoot       lineString
+	policyArtifact    lineString
+	auditShip         *AuditShip
 }
 
 type lineString struct {
@@ -350,8 +367,20 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 				return nil, err
 			}
 			cfg.trustedRoot = lineString{s, v.Line}
+		case "policy_artifact":
+			s, err := str(file, k.Value, v)
+			if err != nil {
+				return nil, err
+			}
+			cfg.policyArtifact = lineString{s, v.Line}
+		case "audit_ship":
+			s, err := parseAuditShip(file, k, v)
+			if err != nil {
+				return nil, err
+			}
+			cfg.auditShip = s
 		default:
-			return nil, fail(k, k.Value, "unknown key (known: require_signed, enforce, keys, identities, trusted_root)")
+			return nil, fail(k, k.Value, "unknown key (known: require_signed, enforce, keys, identities, trusted_root, policy_artifact, audit_ship)")
 		}
 	}
 	if cfg.requireSigned && len(cfg.keys) == 0 && len(cfg.identities) == 0 {
@@ -469,7 +498,7 @@ func yamlError(file string, err error) error {
 // load reads the key files and trusted root a parsed trust file names,
 // relative to dir.
 func (c *trustConfig) load(dir string) (*layer, error) {
-	l := &layer{file: c.file, requireSigned: c.requireSigned, enforce: c.enforce}
+	l := &layer{file: c.file, requireSigned: c.requireSigned, enforce: c.enforce, artifact: c.policyArtifact}
 	rel := func(p string) string {
 		if filepath.IsAbs(p) {
 			return p
@@ -512,6 +541,11 @@ func (c *trustConfig) load(dir string) (*layer, error) {
 		}
 		l.root, l.rootFile = tr, p
 	}
+	s, err := loadAuditShip(c.auditShip, dir)
+	if err != nil {
+		return nil, err
+	}
+	l.auditShip = s
 	return l, nil
 }
 

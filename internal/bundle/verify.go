@@ -78,6 +78,27 @@ func (t *Trust) VerifyBytes(file string, data []byte, bundlePath string) (Result
 	return res, nil
 }
 
+// VerifyBundle verifies data, the exact bytes of file, against bundleJSON,
+// a bundle already in memory (one fetched from a registry beside the file,
+// say), under the same rules as VerifyFile. file is used in messages only.
+func (t *Trust) VerifyBundle(file string, data, bundleJSON []byte) (Result, error) {
+	res := Result{File: file, Bundle: file + BundleSuffix}
+	switch {
+	case len(data) > maxPolicySize:
+		return res, fmt.Errorf("%s: larger than %d bytes", file, maxPolicySize)
+	case len(bundleJSON) == 0:
+		return res, fmt.Errorf("%w: %s is empty", ErrNoBundle, res.Bundle)
+	case len(bundleJSON) > maxBundleSize:
+		return res, fmt.Errorf("bundle %s: larger than %d bytes", res.Bundle, maxBundleSize)
+	}
+	signers, err := t.verifyBundleJSON(bundleJSON, data)
+	if err != nil {
+		return res, fmt.Errorf("bundle %s: %w", res.Bundle, err)
+	}
+	res.Signers = signers
+	return res, nil
+}
+
 // verifyBundleJSON parses a bundle and verifies it over data.
 func (t *Trust) verifyBundleJSON(raw, data []byte) ([]string, error) {
 	b := &sgbundle.Bundle{}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -18,7 +16,8 @@ import (
 type Call struct {
 	Tool string
 	// Args is the arguments object as sent (null or absent is an empty
-	// object).
+	// object), for a Call built by hand; ParseCall fills it only when it
+	// refuses the call (see Arguments).
 	Args json.RawMessage
 
 	// meta and task are the params' "_meta" and "task" members, forwarded
@@ -26,6 +25,8 @@ type Call struct {
 	meta, task json.RawMessage
 	// args is Args parsed by ParseCall (nil until then).
 	args map[string]any
+	// size is the length of the params as sent, to size buffers.
+	size int
 }
 
 // CallError is a tools/call whose params are not well formed. Invalid is
@@ -122,11 +123,23 @@ func parseCall(params json.RawMessage) (Call, error) {
 	if t, ok := obj[paramTask]; ok {
 		c.task, _ = marshal(t)
 	}
-	c.Args, err = marshal(c.args)
-	if err != nil {
-		return Call{Tool: name}, &CallError{Msg: "the arguments can't be re-encoded: " + err.Error()}
-	}
+	// The arguments are encoded once, when the call is decided
+	// (Decision.Args); Arguments encodes them for a call refused before.
+	c.size = len(params)
 	return c, nil
+}
+
+// Arguments returns the arguments as JSON: as ParseCall read them
+// (re-encoded), or Args as given for a Call built by hand or one ParseCall
+// refused. The audit line of a call refused before it is judged records
+// them; a judged call's line records Decision.Args.
+func (c *Call) Arguments() json.RawMessage {
+	if c.args != nil {
+		if b, err := marshal(c.args); err == nil {
+			return b
+		}
+	}
+	return c.Args
 }
 
 // parsed returns the call's arguments, parsing Args if ParseCall did not.
@@ -156,38 +169,33 @@ func (c *Call) parsed() (map[string]any, error) {
 // judged, re-encoded from the parsed (and, for paths, canonicalised)
 // arguments.
 func (c *Call) forward(args map[string]any) (fwdArgs, params json.RawMessage, err error) {
-	fwdArgs, err = marshal(args)
-	if err != nil {
+	// One buffer, sized for the params as they came: the arguments are
+	// the bulk of a large call, and are encoded once, in place.
+	buf := make([]byte, 0, c.size+64)
+	buf = append(buf, `{"name":`...)
+	buf = appendQuoted(buf, c.Tool)
+	buf = append(buf, `,"arguments":`...)
+	start := len(buf)
+	if buf, err = encodeValue(buf, args); err != nil {
 		return nil, nil, err
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"name":`)
-	n, _ := marshal(c.Tool)
-	b.Write(n)
-	b.WriteString(`,"arguments":`)
-	b.Write(fwdArgs)
+	fwdArgs = buf[start:len(buf):len(buf)]
 	if c.meta != nil {
-		b.WriteString(`,"_meta":`)
-		b.Write(c.meta)
+		buf = append(buf, `,"_meta":`...)
+		buf = append(buf, c.meta...)
 	}
 	if c.task != nil {
-		b.WriteString(`,"task":`)
-		b.Write(c.task)
+		buf = append(buf, `,"task":`...)
+		buf = append(buf, c.task...)
 	}
-	b.WriteByte('}')
-	return fwdArgs, b.Bytes(), nil
+	buf = append(buf, '}')
+	return fwdArgs, buf, nil
 }
 
 // marshal encodes a parsed value as compact JSON without HTML escaping, so
 // that what is forwarded and audited reads as what was sent.
 func marshal(v any) (json.RawMessage, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return encodeValue(nil, v)
 }
 
 // keyError is an object whose keys a server may read differently.
@@ -213,76 +221,7 @@ func (e *keyError) Error() string {
 // surrogate becomes U+FFFD), and what is forwarded is re-encoded from the
 // result, so every server reads the same characters Bouncer judged.
 func decodeStrict(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeValue(dec, "")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, err
-		}
-		return nil, errors.New("trailing data after the value")
-	}
-	return v, nil
-}
-
-func decodeValue(dec *json.Decoder, path string) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			obj := map[string]any{}
-			folded := map[string]string{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("object key is not a string")
-				}
-				f := FoldKey(k)
-				if prev, ok := folded[f]; ok {
-					return nil, &keyError{path: path, prev: prev, at: k}
-				}
-				folded[f] = k
-				v, err := decodeValue(dec, joinPath(path, k))
-				if err != nil {
-					return nil, err
-				}
-				obj[k] = v
-			}
-			if _, err := dec.Token(); err != nil { // '}'
-				return nil, err
-			}
-			return obj, nil
-		case '[':
-			arr := []any{}
-			for i := 0; dec.More(); i++ {
-				v, err := decodeValue(dec, path+"["+strconv.Itoa(i)+"]")
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			if _, err := dec.Token(); err != nil { // ']'
-				return nil, err
-			}
-			return arr, nil
-		}
-		return nil, fmt.Errorf("unexpected %q", rune(t))
-	}
-	return tok, nil
+	return parseValue(data)
 }
 
 func joinPath(path, key string) string {

@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -37,7 +41,7 @@ func TestParseCall(t *testing.T) {
 		{"null params", `null`, "", true, "not an object"},
 		{"array params", `[1]`, "", true, "not an object"},
 		{"invalid UTF-8", "{\"name\":\"send\",\"arguments\":{\"to\":\"a\xffb\"}}", "", false, "UTF-8"},
-		{"trailing data", `{"name":"send"} {}`, "", true, "trailing"},
+		{"trailing data", `{"name":"send"} {}`, "", true, "after top-level value"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -194,8 +198,8 @@ func FuzzParseCall(f *testing.F) {
 			return
 		}
 		var m map[string]json.RawMessage
-		if json.Unmarshal(c.Args, &m) != nil {
-			t.Fatalf("accepted arguments that are not an object: %s", c.Args)
+		if json.Unmarshal(c.Arguments(), &m) != nil {
+			t.Fatalf("accepted arguments that are not an object: %s", c.Arguments())
 		}
 		fwd, _, err := c.forward(c.args)
 		if err != nil {
@@ -205,8 +209,8 @@ func FuzzParseCall(f *testing.F) {
 		if err != nil {
 			t.Fatalf("forwarded arguments %s are refused: %v", fwd, err)
 		}
-		if string(again.Args) != string(c.Args) {
-			t.Fatalf("forwarded %s reads back as %s", c.Args, again.Args)
+		if string(again.Arguments()) != string(c.Arguments()) {
+			t.Fatalf("forwarded %s reads back as %s", c.Arguments(), again.Arguments())
 		}
 		if !utf8.Valid(fwd) || strings.Contains(strings.ToLower(string(fwd)), `\ud8`) {
 			t.Fatalf("forwarded %q", fwd)
@@ -224,5 +228,96 @@ func TestLongValueInReason(t *testing.T) {
 	}
 	if !utf8.ValidString(d.Reason) {
 		t.Fatal("cut inside a rune")
+	}
+}
+
+// FuzzFastJSON holds the call parser and encoder to encoding/json: the
+// same documents are accepted (apart from keys that fold together, which
+// only the parser refuses), they decode to the same values, and the
+// encoder writes the bytes encoding/json's Encoder writes.
+func FuzzFastJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `[1,2.5e-3,"x\u00e9\ud83d\ude00",null,true]`, `"\ud800"`, `"\udc00\ud800x"`, `{"a":{"b":[]}}`,
+		`-0`, `01`, `1.`, `"\u0000\b\f\n\r\t\"\\/"`, "\"\u2028<>&\"", ` {"x" : [ ] } `, `{"a":1,}`, `[1,]`, `"\x01"`, `nul`, `"\ud800\u"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !utf8.Valid(b) {
+			return
+		}
+		got, err := parseValue(b)
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.UseNumber()
+		var want any
+		werr := dec.Decode(&want)
+		if werr == nil && dec.More() {
+			werr = errors.New("trailing")
+		}
+		if werr == nil {
+			if _, err := dec.Token(); err != io.EOF {
+				werr = errors.New("trailing")
+			}
+		}
+		var ke *keyError
+		if errors.As(err, &ke) {
+			return // refused on purpose: keys a Go server reads as one
+		}
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: parseValue err %v, encoding/json err %v", b, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: parseValue %#v, encoding/json %#v", b, got, want)
+		}
+		enc, err := encodeValue(nil, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w strings.Builder
+		je := json.NewEncoder(&w)
+		je.SetEscapeHTML(false)
+		if err := je.Encode(want); err != nil {
+			t.Fatal(err)
+		}
+		if string(enc) != strings.TrimSuffix(w.String(), "\n") {
+			t.Fatalf("%q: encodeValue %s, encoding/json %s", b, enc, w.String())
+		}
+	})
+}
+
+// Arguments over MaxAuditArgs are audited elided: short values whole, each
+// long string as its start, length and digest; the server still gets all.
+func TestElidedAuditArgs(t *testing.T) {
+	e, _ := newEngine(t, testPolicy, Options{})
+	content := strings.Repeat("x", 100<<10)
+	small := strings.Repeat("y", 2000)
+	params, _ := json.Marshal(map[string]any{"name": "write_file", "arguments": map[string]any{"path": "/srv/out/f", "content": content, "note": small, "n": 3}})
+	c, err := ParseCall(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := e.Decide(c)
+	if !d.ArgsElided || len(d.Args) > 2000 {
+		t.Fatalf("args of %d bytes, elided %v", len(d.Args), d.ArgsElided)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(d.Args, &got); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(content))
+	if got["path"] != "/srv/out/f" || got["n"] != float64(3) ||
+		got["content"] != strings.Repeat("x", 256)+"…[bouncer: 102400 bytes, sha256:"+hex.EncodeToString(sum[:])+"]" ||
+		!strings.HasSuffix(got["note"].(string), " bytes, sha256:"+func() string { s := sha256.Sum256([]byte(small)); return hex.EncodeToString(s[:]) }()+"]") {
+		t.Fatalf("elided args %s", d.Args)
+	}
+	if !strings.Contains(string(d.Forward), content) {
+		t.Fatal("the forwarded call lost its content")
+	}
+	// Below the threshold, nothing is elided.
+	params, _ = json.Marshal(map[string]any{"name": "write_file", "arguments": map[string]any{"path": "/srv/out/f", "content": small}})
+	c, _ = ParseCall(params)
+	if d := e.Decide(c); d.ArgsElided || !strings.Contains(string(d.Args), small) {
+		t.Fatalf("small args elided: %s", d.Args)
 	}
 }

@@ -69,6 +69,9 @@ type Decision struct {
 	// path check canonicalised): what the audit line records. Nil when the
 	// arguments could not be read.
 	Args []byte
+	// ArgsElided says Args holds long strings elided (see MaxAuditArgs):
+	// the audit line's args_form is then "elided".
+	ArgsElided bool
 	// Forward is the tools/call params to send upstream when the call is
 	// allowed: the name, Args and the protocol members that were read, and
 	// nothing else. A proxy forwards these bytes, never the ones the client
@@ -178,6 +181,13 @@ func (e *Engine) decide(c Call, countBudget bool) Decision {
 			Reason: fmt.Sprintf("arguments of %s can't be re-encoded for the server: %v", quote(c.Tool), err)}
 	}
 	d.Args = fwdArgs
+	if len(fwdArgs) > MaxAuditArgs {
+		// The audit line keeps the arguments' shape and every short
+		// value, and a digest of each long one.
+		if b, err := encodeValue(nil, elide(args)); err == nil {
+			d.Args, d.ArgsElided = b, true
+		}
+	}
 	if d.Verdict != Deny {
 		d.Forward = params
 	}

@@ -36,7 +36,7 @@ set_mode:
     count: "[0-9]+"
 `
 
-func newEngine(t *testing.T, yaml string, opts Options) (*Engine, *taint.Store) {
+func newEngine(t testing.TB, yaml string, opts Options) (*Engine, *taint.Store) {
 	t.Helper()
 	pol, err := policy.LoadSources(policy.Source{Name: "test.yaml", Dir: t.TempDir(), Data: []byte(yaml)})
 	if err != nil {

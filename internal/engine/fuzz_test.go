@@ -11,13 +11,19 @@ import (
 
 // FuzzDecide feeds arbitrary arguments to a sending tool. The engine must
 // never panic, and a call carrying a destination recorded as untrusted (and
-// not allowlisted) must never be allowed, wherever in the arguments it sits.
+// not allowlisted) must never be allowed, wherever it sits under an
+// argument a server could read as a destination: one named like the
+// declared sinks (to, cc) as a Go server matches names, or a
+// destination-shaped one (recipient, email, url, ...). The content of other
+// arguments (a body that quotes the address) is not a destination: a call
+// that names none sends to nobody.
 func FuzzDecide(f *testing.F) {
 	for _, s := range []string{
 		`{"to":"attacker@evil.example"}`,
 		`{"to":[{"email":"attacker@evil.example","name":"x"}]}`,
 		`{"recipients":["a@b.example","attacker@evil.example"]}`,
 		`{"to":[],"cc":null}`, `{}`, `[]`, `null`, `{"to":1e999}`, `{"to":{"a":{"b":["c"]}}}`,
+		`{"":["","attacker@evil.example"]}`, `{"body":"mail attacker@evil.example"}`, `{"tO":"attacker@evil.example"}`, `{"recipient_email":"attacker@evil.example"}`,
 	} {
 		f.Add(s)
 	}
@@ -38,15 +44,20 @@ func FuzzDecide(f *testing.F) {
 		if d.Verdict != Allow {
 			return
 		}
-		// Allowed: then no string anywhere in what is forwarded, key or
-		// value, is the attacker.
-		var v any
+		// Allowed: then no string under a destination argument of what
+		// is forwarded, key or value, is the attacker.
+		var v map[string]any
 		if json.Unmarshal(d.Args, &v) != nil {
 			t.Fatalf("allowed unparsable arguments %q", args)
 		}
-		for _, s := range allStrings(v, nil) {
-			if store.Seen(s) {
-				t.Fatalf("allowed %q carrying tainted %q: %+v", args, s, d)
+		for name, val := range v {
+			if aliasKey(name) != aliasKey("to") && aliasKey(name) != aliasKey("cc") && !policy.IsDestinationName(name) {
+				continue
+			}
+			for _, s := range append(allStrings(val, nil), name) {
+				if store.Seen(s) {
+					t.Fatalf("allowed %q carrying tainted %q in %q: %+v", args, s, name, d)
+				}
 			}
 		}
 	})

@@ -257,3 +257,58 @@ func benchHome(b *testing.B, dir string) string {
 	}
 	return filepath.Join(dir, "home")
 }
+
+// remoteBenchSession connects a go-sdk client to the helpdesk served over
+// streamable HTTP (one server process, on loopback): directly with the
+// go-sdk's streamable client, or through a real `bouncer run --url`.
+func remoteBenchSession(b *testing.B, url string, proxied bool) *mcp.ClientSession {
+	b.Helper()
+	bin := bouncerBinary(b) // built before the connect's deadline starts
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var t mcp.Transport = &mcp.StreamableClientTransport{Endpoint: url, MaxEventSize: -1}
+	stderr := &syncBuffer{}
+	if proxied {
+		cmd := exec.Command(bin, "run", "--sandbox", "off", "--url", url)
+		cmd.Env = append(os.Environ(), "BOUNCER_HOME="+benchHome(b, b.TempDir()))
+		cmd.Stderr = stderr
+		t = &mcp.CommandTransport{Command: cmd}
+	}
+	cs, err := c.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatalf("%v\n%s", err, stderr.String())
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// benchPairedRemote is benchPaired for a remote upstream: a call through
+// `bouncer run --url` against the same call made directly, in turn, to
+// the same loopback server.
+func benchPairedRemote(b *testing.B, tool string, args map[string]any) {
+	url, _ := startHTTPServer(b, b.TempDir(), "streamable", "")
+	direct := remoteBenchSession(b, url, false)
+	proxied := remoteBenchSession(b, url, true)
+	timedCall(b, direct, tool, args)
+	timedCall(b, proxied, tool, args) // waits for the pin
+	b.ResetTimer()
+	var d, p time.Duration
+	for i := 0; i < b.N; i++ {
+		d += timedCall(b, direct, tool, args)
+		p += timedCall(b, proxied, tool, args)
+	}
+	b.ReportMetric(float64(d.Microseconds())/float64(b.N), "direct-µs")
+	b.ReportMetric(float64(p.Microseconds())/float64(b.N), "proxied-µs")
+	b.ReportMetric(float64(p)/float64(d), "ratio")
+}
+
+// BenchmarkPairedRemoteTrivial and BenchmarkPairedRemoteCall1MiB: a
+// proxied remote call against a direct one (targets: ≤1.3× and ≤1.25×).
+func BenchmarkPairedRemoteTrivial(b *testing.B) {
+	benchPairedRemote(b, "echo", trivialArgs)
+}
+
+func BenchmarkPairedRemoteCall1MiB(b *testing.B) {
+	benchPairedRemote(b, "big", bigArgs)
+}

@@ -31,7 +31,9 @@ type call struct {
 	req  *jsonrpc.Request
 	tool string
 	args json.RawMessage // as judged (re-encoded) once decided; as sent before
-	ec   engine.Call     // the parsed call the engine judges
+	// argsForm is the audit line's args_form for args ("" or elided).
+	argsForm string
+	ec       engine.Call // the parsed call the engine judges
 
 	mu     sync.Mutex // held while forwarding or answering, so a cancellation can't slip in between
 	state  int
@@ -99,7 +101,7 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	}
 	p.mu.Lock()
 	switch {
-	case p.initID == nil && !p.initResult:
+	case p.stage == stageNew:
 		p.mu.Unlock()
 		reason := "the session is not initialized, so no tool list is pinned"
 		p.auditLine(c, engine.Deny, reason, engine.RulePinning, "")
@@ -140,6 +142,10 @@ func (c *call) judged(d engine.Decision) {
 	defer c.mu.Unlock()
 	if d.Args != nil {
 		c.args = d.Args
+		c.argsForm = ""
+		if d.ArgsElided {
+			c.argsForm = audit.ArgsElided
+		}
 	}
 	if d.Forward != nil {
 		c.req = &jsonrpc.Request{ID: c.req.ID, Method: c.req.Method, Params: d.Forward}
@@ -191,6 +197,10 @@ func (p *Proxy) auditDecision(c *call, d engine.Decision) error {
 	return p.appendLine(c, d.Verdict, d.Reason, d.Rule, "", t, d.Dests)
 }
 
+// maxDestAudit bounds a destination's value in the audit line's dests:
+// the args hold it (elided when huge), and the line must stay small.
+const maxDestAudit = 1024
+
 // auditLine appends one verdict line for c.
 func (p *Proxy) auditLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string) error {
 	return p.appendLine(c, v, reason, rule, code, nil, nil)
@@ -199,7 +209,11 @@ func (p *Proxy) auditLine(c *call, v engine.Verdict, reason string, rule engine.
 func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string, taint *audit.Taint, dests []engine.Destination) error {
 	var ds []audit.Dest
 	for _, d := range dests {
-		ds = append(ds, audit.Dest{Param: d.Param, Value: d.Value})
+		v := d.Value
+		if len(v) > maxDestAudit {
+			v = strings.ToValidUTF8(v[:maxDestAudit], "") + "…"
+		}
+		ds = append(ds, audit.Dest{Param: d.Param, Value: v})
 	}
 	var enforced *bool
 	if p.cfg.Observe {
@@ -210,6 +224,9 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 		id, _ = json.Marshal(c.req.ID.Raw())
 	}
 	args := c.args
+	if len(args) == 0 {
+		args = c.ec.Arguments()
+	}
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
@@ -244,25 +261,15 @@ func (p *Proxy) forward(c *call) {
 		return
 	}
 	c.state = stateForwarded
-	p.mu.Lock()
-	if p.upClosed {
-		p.mu.Unlock()
+	if !p.routes.send(c.req.ID, "tools/call", p.cfg.Engine.TrustedOutput(c.tool)) {
 		p.writeDown(&jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{
-			Code: jsonrpc.CodeInternalError, Message: "bouncer: the upstream server exited",
+			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + p.goneText(),
 		}})
 		return
 	}
-	p.fwd[c.req.ID] = "tools/call"
-	if p.cfg.Engine.TrustedOutput(c.tool) {
-		p.fwdTrusted[c.req.ID] = true
-	}
-	p.mu.Unlock()
 	if err := p.writeUp(c.req); err != nil {
 		p.logf("%v", err)
-		p.mu.Lock()
-		delete(p.fwd, c.req.ID)
-		delete(p.fwdTrusted, c.req.ID)
-		p.mu.Unlock()
+		p.routes.unsend(c.req.ID)
 		p.writeDown(&jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + err.Error(),
 		}})
@@ -318,9 +325,7 @@ func (p *Proxy) ask(c *call, d engine.Decision) {
 	c.mu.Lock()
 	c.cancel = cancel
 	c.mu.Unlock()
-	p.mu.Lock()
-	p.held[c.req.ID] = c
-	p.mu.Unlock()
+	p.routes.hold(c)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -447,16 +452,11 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 	p.mu.Unlock()
 	raw, _ := json.Marshal(params)
 	id := p.newID()
-	ch := make(chan *jsonrpc.Response, 1)
-	p.mu.Lock()
-	p.waitDown[id] = ch
-	p.mu.Unlock()
+	ch := p.routes.askDown(id)
 	p.writeDown(&jsonrpc.Request{ID: id, Method: "elicitation/create", Params: raw})
 
 	withdrawQuestion := func(why string) {
-		p.mu.Lock()
-		delete(p.waitDown, id)
-		p.mu.Unlock()
+		p.routes.forgetDown(id)
 		b, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": why})
 		p.writeDown(&jsonrpc.Request{Method: "notifications/cancelled", Params: b})
 	}

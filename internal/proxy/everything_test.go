@@ -3,11 +3,15 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -224,13 +228,76 @@ func TestGoEverythingPassthrough(t *testing.T) {
 	}
 }
 
+// npmEverything runs a test against the npm everything server on stdio,
+// and again on its streamable HTTP transport (its own process, on a
+// loopback port) as a remote upstream: the same checks hold for both.
+func npmEverything(t *testing.T, test func(t *testing.T, o hopts)) {
+	t.Run("stdio", func(t *testing.T) {
+		cmd := npmServer(t, "server-everything", "stdio")
+		test(t, hopts{cmd: &cmd})
+	})
+	t.Run("http", func(t *testing.T) {
+		test(t, hopts{url: npmHTTPServer(t, "server-everything", "streamableHttp")})
+	})
+}
+
+// npmHTTPServer starts an npm reference server on its HTTP transport, on a
+// free loopback port, and returns its endpoint once it listens.
+func npmHTTPServer(t *testing.T, pkg, mode string) string {
+	t.Helper()
+	cmd := npmServer(t, pkg, mode)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	c := exec.Command(cmd.Path, cmd.Args...)
+	c.Env = append(os.Environ(), "PORT="+port)
+	c.Stdout = io.Discard
+	stderr, err := c.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	listening := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		said := false
+		for sc.Scan() {
+			if !said && strings.Contains(sc.Text(), "listening on port") {
+				said = true
+				listening <- true
+			}
+		}
+		if !said {
+			listening <- false
+		}
+	}()
+	select {
+	case ok := <-listening:
+		if !ok {
+			t.Fatalf("%s %s did not start", pkg, mode)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s %s did not listen within 30s", pkg, mode)
+	}
+	return "http://127.0.0.1:" + port + "/mcp"
+}
+
 // The npm everything server: the newer protocol features (tasks
 // capability, execution.taskSupport, annotations) survive byte for byte;
 // progress, logging, list_changed, prompts, resources and completion
 // pass through.
 func TestNPMEverythingPassthrough(t *testing.T) {
-	cmd := npmServer(t, "server-everything", "stdio")
-	h := newHarness(t, hopts{cmd: &cmd})
+	npmEverything(t, testNPMEverythingPassthrough)
+}
+
+func testNPMEverythingPassthrough(t *testing.T, o hopts) {
+	h := newHarness(t, o)
 	r := h.raw()
 	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"x-unknown":{"keep":true}},"clientInfo":{"name":"raw","version":"1"}}}`)
 	init := r.response(0)
@@ -288,8 +355,11 @@ func TestNPMEverythingPassthrough(t *testing.T) {
 // for them reach the go-sdk client through the proxy, and list_changed
 // notifications are relayed.
 func TestNPMEverythingRelaysServerRequests(t *testing.T) {
-	cmd := npmServer(t, "server-everything", "stdio")
-	h := newHarness(t, hopts{cmd: &cmd})
+	npmEverything(t, testNPMEverythingRelaysServerRequests)
+}
+
+func testNPMEverythingRelaysServerRequests(t *testing.T, o hopts) {
+	h := newHarness(t, o)
 	rc := &relayClient{}
 	cs := h.client(rc.options())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

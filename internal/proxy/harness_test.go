@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -56,9 +58,12 @@ func (s *syncBuffer) String() string {
 // engine, audit log and approval store, and the client end of the pipes.
 type harness struct {
 	t       *testing.T
-	dir     string // the helpdesk's side effects
-	home    string // the state directory
-	proc    *Process
+	dir     string    // the helpdesk's side effects
+	home    string    // the state directory
+	proc    *Process  // the stdio upstream, or nil
+	remote  *Remote   // the HTTP upstream, or nil
+	server  *exec.Cmd // the HTTP upstream's server process
+	url     string    // its URL
 	proxy   *Proxy
 	clientT *mcp.IOTransport // the client's end
 	clientW *io.PipeWriter   // the proxy's stdin, for a half close
@@ -76,6 +81,15 @@ type hopts struct {
 	// session judges with a client session (in memory) whose remembered
 	// destinations live in the harness's home, and offers "remember".
 	session bool
+	// http serves the helpdesk over HTTP in a process of its own, with
+	// these options (testserver.EnvHTTP; "streamable" for none), and
+	// proxies it as a remote upstream.
+	http      string
+	transport string      // RemoteConfig.Transport
+	token     string      // the server demands this bearer token
+	headers   http.Header // RemoteConfig.Headers
+	// url proxies the remote server there (one the test started).
+	url string
 }
 
 const helpdeskPolicy = `
@@ -122,14 +136,29 @@ func newHarness(t *testing.T, o hopts) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	cmd := selfServer(t, "helpdesk", h.dir)
-	if o.cmd != nil {
-		cmd = *o.cmd
-	}
-	cmd.Dir = h.dir
-	h.proc, err = Start(cmd, h.log)
-	if err != nil {
-		t.Fatal(err)
+	var up Upstream
+	if o.http != "" || o.url != "" {
+		if o.url != "" {
+			h.url = o.url
+		} else {
+			h.url, h.server = startHTTPServer(t, h.dir, o.http, o.token)
+		}
+		h.remote, err = DialRemote(RemoteConfig{URL: h.url, Transport: o.transport, Headers: o.headers, Log: h.log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		up = h.remote
+	} else {
+		cmd := selfServer(t, "helpdesk", h.dir)
+		if o.cmd != nil {
+			cmd = *o.cmd
+		}
+		cmd.Dir = h.dir
+		h.proc, err = Start(cmd, h.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up = h.proc
 	}
 	store := taint.NewStore()
 	opts := engine.Options{Resolve: fsresolve.Existing, WorkDir: h.dir}
@@ -163,10 +192,14 @@ func newHarness(t *testing.T, o hopts) *harness {
 	h.clientT = &mcp.IOTransport{Reader: p2cR, Writer: c2pW, MaxLineLength: -1}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
-	go func() { h.runErr <- h.proxy.Run(ctx, down, h.proc) }()
+	go func() { h.runErr <- h.proxy.Run(ctx, down, up) }()
 	t.Cleanup(func() {
 		cancel()
-		_ = h.proc.Stop(time.Second)
+		if h.proc != nil {
+			_ = h.proc.Stop(time.Second)
+		} else {
+			_ = h.remote.Close()
+		}
 		select {
 		case <-h.runErr:
 		case <-time.After(10 * time.Second):
@@ -177,6 +210,36 @@ func newHarness(t *testing.T, o hopts) *harness {
 		}
 	})
 	return h
+}
+
+// startHTTPServer runs the test binary as the helpdesk over HTTP (options
+// as in testserver.EnvHTTP, "streamable" for none; token, if set, is the
+// bearer token it demands) and returns its URL. The server is killed when
+// the test ends.
+func startHTTPServer(t testing.TB, dir, opts, token string) (string, *exec.Cmd) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), testserver.EnvServer+"=helpdesk-http", testserver.EnvDir+"="+dir,
+		testserver.EnvHTTP+"="+opts, testserver.EnvToken+"="+token)
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the HTTP test server did not say its URL: %v", err)
+	}
+	return strings.TrimSpace(line), cmd
 }
 
 // client connects a go-sdk client through the proxy.

@@ -35,7 +35,8 @@ const maxPages = 1000
 // listCurrentLocked reports whether a call can be decided now: the tool
 // list is pinned and up to date, and no earlier call waits. p.mu is held.
 func (p *Proxy) listCurrentLocked() bool {
-	return p.pinned && !p.listing && p.listHave == p.listWant && len(p.queue) == 0
+	l := &p.list
+	return p.pinOverLocked() && !l.running && l.have == l.want && len(l.queue) == 0
 }
 
 // listerDueLocked is the one place that decides whether the lister must
@@ -45,16 +46,18 @@ func (p *Proxy) listCurrentLocked() bool {
 // call); later ones start as soon as they are asked for, and the lister
 // also starts to decide calls that waited.
 func (p *Proxy) listerDueLocked() bool {
-	if p.listing {
+	l := &p.list
+	if l.running {
 		return false // it will see what was asked for before it stops
 	}
 	var due bool
-	if p.pinned {
-		due = p.listTried < p.listWant || len(p.queue) > 0
-	} else {
-		due = p.initResult && (p.initialized || len(p.queue) > 0)
+	switch {
+	case p.pinOverLocked():
+		due = l.tried < l.want || len(l.queue) > 0
+	case p.stage == stageListing:
+		due = p.initialized || len(l.queue) > 0
 	}
-	p.listing = due
+	l.running = due
 	return due
 }
 
@@ -63,17 +66,17 @@ func (p *Proxy) listerDueLocked() bool {
 // re-list failed asks for another. p.mu is held.
 func (p *Proxy) queueLocked(c *call) bool {
 	if p.relistFailedLocked() {
-		p.listWant++
+		p.list.want++
 	}
-	p.held[c.req.ID] = c
-	p.queue = append(p.queue, c)
+	p.routes.hold(c)
+	p.list.queue = append(p.list.queue, c)
 	return p.listerDueLocked()
 }
 
 // relistFailedLocked reports whether the last listing asked for failed (it
 // was a re-list: a failed pin is final). p.mu is held.
 func (p *Proxy) relistFailedLocked() bool {
-	return p.listErr != nil && p.listTried == p.listWant
+	return p.list.err != nil && p.list.tried == p.list.want
 }
 
 // startLister runs the lister; listerDueLocked has marked it running.
@@ -90,32 +93,32 @@ func (p *Proxy) startLister() {
 func (p *Proxy) lister() {
 	for {
 		p.mu.Lock()
-		if !p.pinned || p.listTried < p.listWant {
-			first := !p.pinned
-			p.listTried, p.listErr = p.listWant, nil
-			gen := p.listTried
+		l := &p.list
+		if first := p.stage == stageListing; first || l.tried < l.want {
+			l.tried, l.err = l.want, nil
+			gen := l.tried
 			p.mu.Unlock()
 			err := p.takeList(first)
 			p.mu.Lock()
 			if err == nil || first {
-				p.listHave = gen
+				l.have = gen
 			} else {
-				p.listErr = err
+				l.err = err
 			}
-			close(p.listDone)
-			p.listDone = make(chan struct{})
+			close(l.done)
+			l.done = make(chan struct{})
 			p.mu.Unlock()
 			continue // a list_changed may have come meanwhile
 		}
-		if len(p.queue) == 0 {
-			p.listing = false
+		if len(l.queue) == 0 {
+			l.running = false
 			p.mu.Unlock()
 			return
 		}
-		c := p.queue[0]
-		p.queue = p.queue[1:]
-		stale := p.listHave < p.listWant // the last re-list failed (the loop re-lists before anything else)
-		err := p.listErr
+		c := l.queue[0]
+		l.queue = l.queue[1:]
+		stale := l.have < l.want // the last re-list failed (the loop re-lists before anything else)
+		err := l.err
 		p.mu.Unlock()
 
 		c.mu.Lock()
@@ -159,9 +162,13 @@ func (p *Proxy) takeList(first bool) error {
 		p.cfg.OnPinned(tools)
 	}
 	p.mu.Lock()
-	p.pinned = true
-	seen := p.clientLists
-	p.clientLists = nil
+	if err == nil {
+		p.advanceLocked(stagePinned)
+	} else {
+		p.advanceLocked(stageRefusing)
+	}
+	seen := p.list.clientLists
+	p.list.clientLists = nil
 	p.mu.Unlock()
 	if err == nil {
 		// What the client was shown while the pin was taken may already
@@ -182,22 +189,22 @@ func (p *Proxy) awaitList(ctx context.Context) error {
 	retried := false
 	for {
 		p.mu.Lock()
-		if p.listHave == p.listWant {
+		if p.list.have == p.list.want {
 			p.mu.Unlock()
 			return nil
 		}
 		start := false
 		if p.relistFailedLocked() {
 			if retried {
-				err := p.listErr
+				err := p.list.err
 				p.mu.Unlock()
 				return err
 			}
 			retried = true
-			p.listWant++
+			p.list.want++
 			start = p.listerDueLocked()
 		}
-		done := p.listDone
+		done := p.list.done
 		p.mu.Unlock()
 		if start {
 			p.startLister()
@@ -256,18 +263,12 @@ func (p *Proxy) listAll(ctx context.Context) ([]json.RawMessage, error) {
 // for its result (PinTimeout at most).
 func (p *Proxy) requestUp(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	id := p.newID()
-	ch := make(chan *jsonrpc.Response, 1)
-	p.mu.Lock()
-	if p.upClosed {
-		p.mu.Unlock()
-		return nil, errors.New("the upstream server exited")
+	ch := p.routes.askUp(id)
+	if ch == nil {
+		return nil, errors.New(p.goneText())
 	}
-	p.waitUp[id] = ch
-	p.mu.Unlock()
 	if err := p.writeUp(&jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
-		p.mu.Lock()
-		delete(p.waitUp, id)
-		p.mu.Unlock()
+		p.routes.forgetUp(id)
 		return nil, err
 	}
 	t := time.NewTimer(p.cfg.PinTimeout)
@@ -275,7 +276,7 @@ func (p *Proxy) requestUp(ctx context.Context, method string, params json.RawMes
 	select {
 	case resp, ok := <-ch:
 		if !ok {
-			return nil, errors.New("the upstream server exited")
+			return nil, errors.New(p.goneText())
 		}
 		if resp.Error != nil {
 			return nil, fmt.Errorf("%s: %w", method, resp.Error)
@@ -283,14 +284,10 @@ func (p *Proxy) requestUp(ctx context.Context, method string, params json.RawMes
 		return resp.Result, nil
 	case <-t.C:
 		err := fmt.Errorf("%s: no answer within %v", method, p.cfg.PinTimeout)
-		p.mu.Lock()
-		delete(p.waitUp, id)
-		p.mu.Unlock()
+		p.routes.forgetUp(id)
 		return nil, err
 	case <-ctx.Done():
-		p.mu.Lock()
-		delete(p.waitUp, id)
-		p.mu.Unlock()
+		p.routes.forgetUp(id)
 		return nil, ctx.Err()
 	}
 }
@@ -301,8 +298,8 @@ func (p *Proxy) requestUp(ctx context.Context, method string, params json.RawMes
 // the pin is taken, before any call is decided.
 func (p *Proxy) observeList(result json.RawMessage, from string) {
 	p.mu.Lock()
-	if !p.pinned {
-		p.clientLists = append(p.clientLists, result)
+	if !p.pinOverLocked() {
+		p.list.clientLists = append(p.list.clientLists, result)
 		p.mu.Unlock()
 		return
 	}
@@ -328,7 +325,7 @@ func (p *Proxy) observe(result json.RawMessage, from string) {
 // the new list is in.
 func (p *Proxy) relist() {
 	p.mu.Lock()
-	p.listWant++
+	p.list.want++
 	start := p.listerDueLocked()
 	p.mu.Unlock()
 	if start {

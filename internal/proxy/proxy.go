@@ -134,46 +134,48 @@ var ErrUpstreamExited = errors.New("the upstream server closed its output")
 // since the stream can't be trusted to be in step.
 var ErrUpstreamOutput = errors.New("the upstream server wrote something that is not an MCP message on its stdout")
 
-// halfCloser is implemented by upstream connections that can signal EOF to
-// the server while still reading its remaining output (*Process does).
-type halfCloser interface{ CloseWrite() error }
-
 // Proxy is one session between a client and an upstream server.
 type Proxy struct {
-	cfg      Config
-	down, up mcp.Connection
-	ctx      context.Context // cancelled when the session ends
-	nextID   atomic.Int64
-	wg       sync.WaitGroup
+	cfg    Config
+	down   mcp.Connection
+	up     Upstream
+	ctx    context.Context // cancelled when the session ends
+	nextID atomic.Int64
+	wg     sync.WaitGroup
 
 	// recording is read-held while a large result is recorded as untrusted
 	// in parallel with its write to the client; every decision takes it
 	// for writing first, so no call is decided on a half-recorded history.
 	recording sync.RWMutex
 
-	mu           sync.Mutex
-	initID       *jsonrpc.ID // the client's initialize request, until answered
-	initResult   bool        // the upstream answered initialize
+	// routes says where each message in flight is owed (lifecycle.go).
+	routes *routes
+
+	mu sync.Mutex
+	// stage is where the session is in its life; advanceLocked moves it
+	// (lifecycle.go).
+	stage stage
+	// What the session learnt on the way, which stays true whatever the
+	// stage.
+	initID       *jsonrpc.ID // the client's latest initialize request
 	initialized  bool        // the client sent notifications/initialized
 	negotiated   string      // protocol version from the upstream's answer
 	clientElicit bool        // the client can answer form elicitation
-
-	held       map[jsonrpc.ID]*call                  // calls not yet forwarded or answered (asking, or waiting for the tool list)
-	fwd        map[jsonrpc.ID]string                 // client requests sent upstream, by ID → method
-	fwdTrusted map[jsonrpc.ID]bool                   // forwarded calls of tools whose output the policy trusts
-	dropUp     map[jsonrpc.ID]bool                   // forwarded requests answered by the proxy (cancelled in a batch): the upstream's answer is dropped
-	waitUp     map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the upstream
-	waitDown   map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the client
-	upClosed   bool
+	gone         string      // why the upstream is gone, once it is
 
 	// The tool list; see pin.go.
-	pinned      bool              // the first listing is over (pinned, or failed and nothing is pinned)
-	listing     bool              // the lister goroutine runs
-	listWant    uint64            // listings asked for: the pin, then one per list_changed
-	listTried   uint64            // listWant when the last listing started
-	listHave    uint64            // listWant when the last successful listing started
-	listErr     error             // why the last re-list failed
-	listDone    chan struct{}     // closed (and replaced) whenever a listing ends
+	list listState
+}
+
+// listState is the tool list's bookkeeping: which listings were asked for
+// and done, and the calls waiting for them. Guarded by Proxy.mu.
+type listState struct {
+	running     bool              // the lister goroutine runs
+	want        uint64            // listings asked for: the pin, then one per list_changed
+	tried       uint64            // want when the last listing started
+	have        uint64            // want when the last successful listing started
+	err         error             // why the last re-list failed
+	done        chan struct{}     // closed (and replaced) whenever a listing ends
 	queue       []*call           // tools/call waiting for the tool list, in order
 	clientLists []json.RawMessage // tools/list results the client got before the pin
 }
@@ -196,15 +198,12 @@ func New(cfg Config) *Proxy {
 		cfg.Now = time.Now
 	}
 	return &Proxy{
-		cfg:        cfg,
-		held:       map[jsonrpc.ID]*call{},
-		fwd:        map[jsonrpc.ID]string{},
-		dropUp:     map[jsonrpc.ID]bool{},
-		fwdTrusted: map[jsonrpc.ID]bool{},
-		waitUp:     map[jsonrpc.ID]chan *jsonrpc.Response{},
-		waitDown:   map[jsonrpc.ID]chan *jsonrpc.Response{},
-		listWant:   1, // the pin
-		listDone:   make(chan struct{}),
+		cfg:    cfg,
+		routes: newRoutes(),
+		list: listState{
+			want: 1, // the pin
+			done: make(chan struct{}),
+		},
 	}
 }
 
@@ -215,11 +214,12 @@ func (p *Proxy) logf(format string, a ...any) {
 // Run pumps messages between down (the client) and up (the upstream server)
 // until one side ends. It returns nil when the client closed its side
 // (after giving the upstream DrainTimeout to finish answering),
-// ErrUpstreamExited (wrapped) when the upstream's output ended first, the
-// context's error when ctx was cancelled, or another error when a peer sent
-// something that is not JSON-RPC. Run closes down but not up: the caller
-// owns the upstream process and stops it.
-func (p *Proxy) Run(ctx context.Context, down, up mcp.Connection) error {
+// ErrUpstreamExited (wrapped, with the upstream's *EndedError when it gave
+// one) when the upstream ended first, the context's error when ctx was
+// cancelled, or another error when a peer sent something that is not
+// JSON-RPC. Run closes down but not up: the caller owns the upstream and
+// stops it.
+func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up Upstream) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.ctx, p.down, p.up = ctx, down, up
@@ -235,17 +235,28 @@ func (p *Proxy) Run(ctx context.Context, down, up mcp.Connection) error {
 		if err == nil || errors.Is(err, io.EOF) {
 			// The client is done. Let queued work finish, then tell the
 			// upstream and relay what it still says.
-			if err := p.drain(ctx, upErr); err != nil && !errors.Is(err, io.EOF) && !isReadError(err) {
+			var ended *EndedError
+			switch err := p.drain(ctx, upErr); {
+			case errors.As(err, &ended):
+				// The upstream went while the client's last requests were
+				// answered: they get the reason, and so does the caller.
+				result = fmt.Errorf("%w: %w", ErrUpstreamExited, err)
+				p.failPending("bouncer: " + ended.Why)
+			case err != nil && !errors.Is(err, io.EOF) && !isReadError(err):
 				result = fmt.Errorf("%w: %w", ErrUpstreamOutput, err)
 				p.failPending("bouncer: the upstream server wrote output that is not MCP, so the session was closed (bouncer's stderr says more)")
-			} else {
+			default:
 				result = nil
 			}
 		} else {
 			result = fmt.Errorf("reading from the client: %w", err)
 		}
 	case err := <-upErr:
+		var ended *EndedError
 		switch {
+		case errors.As(err, &ended):
+			result = fmt.Errorf("%w: %w", ErrUpstreamExited, err)
+			p.failPending("bouncer: " + ended.Why)
 		case err == nil || errors.Is(err, io.EOF):
 			result = ErrUpstreamExited
 			p.failPending("bouncer: the upstream server exited before answering")
@@ -260,6 +271,9 @@ func (p *Proxy) Run(ctx context.Context, down, up mcp.Connection) error {
 		result = ctx.Err()
 	}
 	cancel()
+	p.mu.Lock()
+	p.advanceLocked(stageClosed)
+	p.mu.Unlock()
 	// The calls still held are now denied (the session ended before a
 	// human answered, or before the tool list came). Their answers go out
 	// before the client's side is closed: a batch holding one would
@@ -290,7 +304,7 @@ func (p *Proxy) drain(ctx context.Context, upErr <-chan error) error {
 		p.mu.Lock()
 		// Some servers (the go-sdk's among them) drop answers still owed
 		// when their stdin closes, so wait for those too.
-		waiting := p.listing || len(p.queue) > 0 || len(p.fwd) > 0
+		waiting := p.list.running || len(p.list.queue) > 0 || p.routes.owed() > 0
 		p.mu.Unlock()
 		if !waiting {
 			break
@@ -305,11 +319,10 @@ func (p *Proxy) drain(ctx context.Context, upErr <-chan error) error {
 			return nil
 		}
 	}
-	if hc, ok := p.up.(halfCloser); ok {
-		_ = hc.CloseWrite()
-	} else {
-		_ = p.up.Close()
-	}
+	p.mu.Lock()
+	p.advanceLocked(stageDraining)
+	p.mu.Unlock()
+	_ = p.up.CloseWrite()
 	select {
 	case err := <-upErr:
 		return err
@@ -330,24 +343,26 @@ func isReadError(err error) bool {
 // with a JSON-RPC error, so the client is not left hanging after a crash.
 func (p *Proxy) failPending(msg string) {
 	p.mu.Lock()
-	p.upClosed = true
-	ids := make([]jsonrpc.ID, 0, len(p.fwd))
-	for id := range p.fwd {
-		ids = append(ids, id)
-	}
-	p.fwd = map[jsonrpc.ID]string{}
-	p.dropUp = map[jsonrpc.ID]bool{}
-	for id, ch := range p.waitUp {
-		close(ch)
-		delete(p.waitUp, id)
-	}
+	p.advanceLocked(stageClosed)
+	p.gone = strings.TrimPrefix(msg, "bouncer: ")
 	p.mu.Unlock()
+	ids := p.routes.close()
 	for _, id := range ids {
 		p.writeDown(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
 			Code:    jsonrpc.CodeInternalError,
 			Message: msg,
 		}})
 	}
+}
+
+// goneText says why nothing can be sent upstream any more.
+func (p *Proxy) goneText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone != "" {
+		return p.gone
+	}
+	return "the upstream server exited"
 }
 
 // writeDown sends a message to the client. A failed write means the client
@@ -406,14 +421,8 @@ func (p *Proxy) downLoop(ctx context.Context) error {
 // if it answers one of our requests, else to the upstream that asked.
 func (p *Proxy) fromClientResponse(m *jsonrpc.Response) {
 	if ours(m.ID) {
-		p.mu.Lock()
-		ch, ok := p.waitDown[m.ID]
-		delete(p.waitDown, m.ID)
-		p.mu.Unlock()
-		if ok {
-			ch <- m
-		}
 		// An answer to a question we withdrew (or never asked) goes nowhere.
+		p.routes.deliverDown(m)
 		return
 	}
 	if err := p.writeUp(m); err != nil {
@@ -463,15 +472,18 @@ func (p *Proxy) fromClientRequest(m *jsonrpc.Request) error {
 	}
 	if m.IsCall() {
 		p.mu.Lock()
-		preInit := p.initID == nil && !p.initResult
+		preInit := p.stage == stageNew
 		p.mu.Unlock()
 		if preInit && hasModernMeta(m.Params) {
 			p.methodNotFound(m)
 			return nil
 		}
-		p.mu.Lock()
-		p.fwd[m.ID] = m.Method
-		p.mu.Unlock()
+		if !p.routes.send(m.ID, m.Method, false) {
+			p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
+				Code: jsonrpc.CodeInternalError, Message: "bouncer: " + p.goneText(),
+			}})
+			return nil
+		}
 	}
 	p.relay(m)
 	return nil
@@ -489,11 +501,7 @@ func (p *Proxy) relay(m *jsonrpc.Request) {
 	if !m.IsCall() {
 		return
 	}
-	p.mu.Lock()
-	_, owed := p.fwd[m.ID]
-	delete(p.fwd, m.ID)
-	p.mu.Unlock()
-	if owed {
+	if p.routes.unsend(m.ID) {
 		p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + err.Error(),
 		}})
@@ -552,9 +560,15 @@ func (p *Proxy) clientInitialize(m *jsonrpc.Request) error {
 	if m.IsCall() {
 		id := m.ID
 		p.initID = &id
-		p.fwd[m.ID] = m.Method
+		p.advanceLocked(stageInitializing)
 	}
 	p.mu.Unlock()
+	if m.IsCall() && !p.routes.send(m.ID, m.Method, false) {
+		p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
+			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + p.goneText(),
+		}})
+		return nil
+	}
 	p.relay(m)
 	return nil
 }
@@ -583,9 +597,7 @@ func (p *Proxy) unusableID(id jsonrpc.ID) string {
 	if ours(id) {
 		return fmt.Sprintf("request IDs starting with %q are reserved for the proxy", idPrefix)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.dropUp[id] {
+	if p.routes.dropping(id) {
 		return fmt.Sprintf("request id %s was cancelled but the upstream has not answered it yet; use another id", idText(id))
 	}
 	return ""
@@ -635,9 +647,7 @@ func (p *Proxy) cancelHeld(m *jsonrpc.Request) bool {
 	if !ok {
 		return false
 	}
-	p.mu.Lock()
-	c, ok := p.held[id]
-	p.mu.Unlock()
+	c, ok := p.routes.holding(id)
 	if !ok {
 		return false
 	}
@@ -680,15 +690,7 @@ func (p *Proxy) cancelForwarded(m *jsonrpc.Request) {
 	if !ok {
 		return
 	}
-	p.mu.Lock()
-	_, forwarded := p.fwd[id]
-	answer := forwarded && book.InBatch(id)
-	if answer {
-		delete(p.fwd, id)
-		p.dropUp[id] = true
-	}
-	p.mu.Unlock()
-	if answer {
+	if p.routes.cancel(id, book.InBatch) {
 		p.writeDown(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
 			Code: codeCancelled, Message: "bouncer: the request was cancelled",
 		}})
@@ -704,13 +706,7 @@ type answerBook interface {
 }
 
 // unhold forgets a held call, unless its id is held by a newer call.
-func (p *Proxy) unhold(c *call) {
-	p.mu.Lock()
-	if p.held[c.req.ID] == c {
-		delete(p.held, c.req.ID)
-	}
-	p.mu.Unlock()
-}
+func (p *Proxy) unhold(c *call) { p.routes.unhold(c) }
 
 // ---- upstream → client ----
 
@@ -769,11 +765,11 @@ func (p *Proxy) settled() {
 }
 
 func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
-	p.mu.Lock()
-	trusted := p.fwdTrusted[m.ID]
-	delete(p.fwdTrusted, m.ID)
-	p.mu.Unlock()
-	if trusted && m.Error == nil && p.cfg.Trusted != nil && !ours(m.ID) {
+	var a answer
+	if !ours(m.ID) {
+		a = p.routes.answered(m.ID)
+	}
+	if a.trusted && m.Error == nil && p.cfg.Trusted != nil && !ours(m.ID) {
 		// The user's own data (trusted_output): it vouches, and is not
 		// recorded as untrusted.
 		p.recording.RLock()
@@ -795,20 +791,11 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 		p.recordResponse(m)
 	}
 	if ours(m.ID) {
-		p.mu.Lock()
-		ch, ok := p.waitUp[m.ID]
-		delete(p.waitUp, m.ID)
-		p.mu.Unlock()
-		if ok {
-			ch <- m
-		}
+		p.routes.deliverUp(m)
 		return
 	}
+	method, known, dropped := a.method, a.known, a.dropped
 	p.mu.Lock()
-	method, known := p.fwd[m.ID]
-	delete(p.fwd, m.ID)
-	dropped := p.dropUp[m.ID]
-	delete(p.dropUp, m.ID)
 	isInit := method == "initialize" && p.initID != nil && *p.initID == m.ID
 	p.mu.Unlock()
 	if !known {
@@ -841,12 +828,12 @@ func (p *Proxy) upstreamInitialized(m *jsonrpc.Response) {
 	}
 	p.mu.Lock()
 	p.negotiated = res.ProtocolVersion
-	p.initResult = m.Error == nil
-	if m.Error != nil && !p.pinned {
+	if m.Error == nil {
+		p.advanceLocked(stageListing)
+	} else if p.advanceLocked(stageRefusing) {
 		// No session, so no tool list: nothing is pinned, and every call
 		// (those that waited, too) is denied with rule pinning.
-		p.pinned = true
-		p.listTried, p.listHave = p.listWant, p.listWant
+		p.list.tried, p.list.have = p.list.want, p.list.want
 	}
 	start := p.listerDueLocked()
 	p.mu.Unlock()

@@ -16,8 +16,9 @@ type filter = []struct{}
 
 var errNotLinux = errors.New("not Linux")
 
-func seccompSupported() error                               { return errors.New("seccomp needs Linux") }
-func nativeArch() (*arch.Info, error)                       { return nil, errNotLinux }
-func proxyFilter(*arch.Info, int, int) (filter, error)      { return nil, errNotLinux }
-func upstreamFilter(*arch.Info, bool, bool) (filter, error) { return nil, errNotLinux }
-func loadFilter(filter) error                               { return errNotLinux }
+func seccompSupported() error                                   { return errors.New("seccomp needs Linux") }
+func nativeArch() (*arch.Info, error)                           { return nil, errNotLinux }
+func proxyFilter(*arch.Info, int, int) (filter, error)          { return nil, errNotLinux }
+func proxyFilterNet(*arch.Info, int, int, bool) (filter, error) { return nil, errNotLinux }
+func upstreamFilter(*arch.Info, bool, bool) (filter, error)     { return nil, errNotLinux }
+func loadFilter(filter) error                                   { return errNotLinux }

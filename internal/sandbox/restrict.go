@@ -29,6 +29,12 @@ type Config struct {
 	// server, the one process besides itself the proxy may still signal.
 	// 0: none.
 	Upstream int
+	// Remote is true when the upstream is a remote server the proxy
+	// reaches over TCP, on ConnectPorts only. Landlock (ABI 4 and later)
+	// enforces the ports, not the hosts: which hosts is the proxy's own
+	// business (it dials only addresses resolved before Restrict).
+	Remote       bool
+	ConnectPorts []uint16
 }
 
 // Report says what Restrict applied; String is the line the proxy prints.
@@ -40,6 +46,17 @@ type Report struct {
 	Seccomp bool
 	// Skipped says, per layer, why it was not applied (auto mode).
 	Skipped []string
+	// Remote and Ports are Config's Remote and ConnectPorts.
+	Remote bool
+	Ports  []uint16
+}
+
+func joinPorts(ports []uint16) string {
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, ", ")
 }
 
 // String reads like "landlock ABI 7 (fs+tcp+scope), seccomp allowlist".
@@ -54,6 +71,14 @@ func (r Report) String() string {
 	if r.Seccomp {
 		parts = append(parts, "seccomp allowlist")
 	}
+	if r.Remote {
+		switch {
+		case r.LandlockABI >= 4:
+			parts = append(parts, fmt.Sprintf("TCP connect to port %s only (any host on it: the proxy dials only the addresses resolved at start)", joinPorts(r.Ports)))
+		case r.Seccomp:
+			parts = append(parts, "TCP connect to ANY port (Landlock below ABI 4 does not cover TCP; the proxy dials only the addresses resolved at start)")
+		}
+	}
 	s := strings.Join(parts, ", ")
 	if s == "" {
 		s = "NOTHING applied"
@@ -67,9 +92,10 @@ func (r Report) String() string {
 // Restrict confines the calling process, all its threads, for the rest of
 // its life: Landlock first (reads only StateDir, ReadPaths and /dev/null,
 // lists only those and ListDirs;
-// writes only StateDir and /dev/null; executes nothing; no TCP bind or
-// connect; no abstract UNIX sockets out of the domain), then the seccomp
-// allowlist (no execve, no sockets, no ptrace, ...). Call it after the
+// writes only StateDir and /dev/null; executes nothing; no TCP bind, and
+// TCP connect only to ConnectPorts of a Remote upstream; no abstract UNIX
+// sockets out of the domain), then the seccomp allowlist (no execve, no
+// ptrace, no sockets but a Remote upstream's TCP ones, ...). Call it after the
 // upstream has been started: children started later inherit all of it and
 // could not even be executed.
 //
@@ -79,7 +105,7 @@ func (r Report) String() string {
 // is returned in every mode: a sandbox that half failed is not reported
 // as applied.
 func Restrict(m Mode, c Config) (Report, error) {
-	r := Report{Mode: m}
+	r := Report{Mode: m, Remote: c.Remote, Ports: c.ConnectPorts}
 	if m == Off {
 		return r, nil
 	}
@@ -97,6 +123,11 @@ func Restrict(m Mode, c Config) (Report, error) {
 	// /etc/localtime, which will be out of reach.
 	_ = time.Local.String()
 
+	if c.Remote {
+		for _, port := range c.ConnectPorts {
+			rules = append(rules, landlock.ConnectTCP(port))
+		}
+	}
 	if caps.LandlockABI > 0 {
 		if err := proxyLandlock().Restrict(rules...); err != nil {
 			return r, fmt.Errorf("sandbox: landlock: %w", err)
@@ -110,7 +141,7 @@ func Restrict(m Mode, c Config) (Report, error) {
 		if err != nil {
 			return r, err
 		}
-		prog, err := proxyFilter(info, os.Getpid(), c.Upstream)
+		prog, err := proxyFilterNet(info, os.Getpid(), c.Upstream, c.Remote)
 		if err != nil {
 			return r, err
 		}

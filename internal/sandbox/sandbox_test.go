@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 			os.Exit(upstreamProbe(os.Args[2:]))
 		case "bench-child":
 			os.Exit(benchChild(os.Args[2:]))
+		case "remote-probe":
+			os.Exit(remoteProbe(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())

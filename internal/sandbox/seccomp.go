@@ -291,8 +291,59 @@ func argIn(p *bpfProg, info *arch.Info, name string, arg int, values []uint32) {
 // runtime raises them on its own threads) and to the upstream and its
 // group, nowhere else.
 func proxyFilter(info *arch.Info, self, upstream int) (filter, error) {
+	return proxyFilterNet(info, self, upstream, false)
+}
+
+// proxyNetCalls are what the proxy's HTTP client needs on top of the stdio
+// pump's calls to reach a remote upstream: make a TCP socket (socketRule
+// for a remote proxy decides which), connect it, set and read its options
+// and addresses, shut it down. Not bind, listen or accept: the proxy
+// serves nothing, and no other socket type.
+var proxyNetCalls = []string{"connect", "getsockopt", "setsockopt", "getsockname", "getpeername", "shutdown"}
+
+// sockTypeMask is SOCK_TYPE_MASK: the type bits of socket(2)'s second
+// argument, without SOCK_NONBLOCK and SOCK_CLOEXEC.
+const sockTypeMask = 0xf
+
+// netSocketRule allows socket(2) for TCP over IPv4 or IPv6 only: family
+// AF_INET or AF_INET6, type SOCK_STREAM (with any flags), protocol 0 or
+// IPPROTO_TCP, so never MPTCP, UDP, raw, netlink or UNIX sockets. It
+// expects A = nr and leaves A = nr for the rules after it.
+func netSocketRule(p *bpfProg, info *arch.Info) error {
+	nr, ok := info.SyscallNames["socket"]
+	if !ok {
+		return fmt.Errorf("seccomp: no socket syscall on %s", info.Name)
+	}
+	p.jne(uint32(nr), "after-netsocket")
+	p.ldAbs(argLo(0))
+	p.jeq(unix.AF_INET, "netsocket-family")
+	p.jeq(unix.AF_INET6, "netsocket-family")
+	p.ret(retEPERM)
+	p.label("netsocket-family")
+	p.ldAbs(argLo(1))
+	p.and(sockTypeMask)
+	p.jeq(unix.SOCK_STREAM, "netsocket-type")
+	p.ret(retEPERM)
+	p.label("netsocket-type")
+	p.ldAbs(argLo(2))
+	p.jeq(0, "allow")
+	p.jeq(unix.IPPROTO_TCP, "allow")
+	p.ret(retEPERM)
+	p.label("after-netsocket")
+	return nil
+}
+
+// proxyFilterNet is proxyFilter, and with network set it also lets the
+// proxy open TCP connections (netSocketRule, proxyNetCalls); Landlock then
+// decides to which ports.
+func proxyFilterNet(info *arch.Info, self, upstream int, network bool) (filter, error) {
 	p := newProg()
 	header(p, info)
+	if network {
+		if err := netSocketRule(p, info); err != nil {
+			return nil, err
+		}
+	}
 	pids := []uint32{uint32(int32(self))}
 	if upstream > 0 {
 		pids = append(pids, uint32(int32(upstream)), uint32(int32(-upstream)))
@@ -323,7 +374,11 @@ func proxyFilter(info *arch.Info, self, upstream int) (filter, error) {
 		p.ret(retEPERM)
 		p.label("after-ioctl")
 	}
-	for _, nr := range numbers(info, proxyAllowlist) {
+	allow := proxyAllowlist
+	if network {
+		allow = append(append([]string(nil), allow...), proxyNetCalls...)
+	}
+	for _, nr := range numbers(info, allow) {
 		p.jeq(nr, "allow")
 	}
 	p.label("deny")

@@ -42,6 +42,8 @@ func Main() {
 	switch {
 	case name == "helpdesk":
 		err = Helpdesk(os.Getenv(EnvDir))
+	case name == "helpdesk-http":
+		err = ServeHelpdeskHTTP(os.Getenv(EnvDir))
 	case strings.HasPrefix(name, "raw-"):
 		err = Raw(strings.TrimPrefix(name, "raw-"), os.Getenv(EnvDir))
 	default:
@@ -105,6 +107,12 @@ func parseArgs(req *mcp.CallToolRequest) args {
 // plus a resource ticket://4711 and a prompt "reply", each naming an
 // address, to check that everything the server says is recorded.
 func Helpdesk(dir string) error {
+	return NewHelpdesk(dir).Run(context.Background(), &mcp.StdioTransport{MaxLineLength: -1})
+}
+
+// NewHelpdesk returns the helpdesk server (see Helpdesk) unconnected, for
+// tests that serve it over another transport (streamable HTTP, say).
+func NewHelpdesk(dir string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "helpdesk", Version: "1"}, nil)
 	var mailMu sync.Mutex
 	s.AddTool(&mcp.Tool{Name: "get_ticket", Description: "Read a ticket", InputSchema: schema("id")},
@@ -180,7 +188,7 @@ func Helpdesk(dir string) error {
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return nil, &jsonrpc.Error{Code: -32000, Message: "mailbox error-attacker@evil.example is full"}
 		})
-	return s.Run(context.Background(), &mcp.StdioTransport{MaxLineLength: -1})
+	return s
 }
 
 // Raw runs a hand-written JSON-RPC server that answers initialize and

@@ -1,0 +1,685 @@
+package distribute
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/bouncer-mcp/bouncer/internal/bundle"
+)
+
+// The tests run against go-containerregistry's registry on loopback: real
+// HTTP, the real distribution API, the real client. A handler wrapped
+// around it plays the hostile or broken registry where a test needs one.
+
+func newRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
+	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// key is a signing key and the trust configuration that accepts it.
+type key struct {
+	signer *bundle.Signer
+	trust  *bundle.Trust
+}
+
+func newKey(t *testing.T) key {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p8, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := bundle.ParsePrivateKey(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: p8}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "team.pub"), s.PublicKeyPEM())
+	tf := write(t, filepath.Join(dir, "trust.yaml"), []byte("require_signed: true\nkeys: [team.pub]\n"))
+	tr, err := bundle.LoadTrust(tf, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key{s, tr}
+}
+
+func (k key) verifier() Verifier {
+	return func(name string, data, b []byte) error {
+		_, err := k.trust.VerifyBundle(name, data, b)
+		return err
+	}
+}
+
+func (k key) file(t *testing.T, name, body string) File {
+	t.Helper()
+	b, err := k.signer.Bundle([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return File{Name: name, Data: []byte(body), Bundle: b}
+}
+
+func write(t *testing.T, path string, data []byte) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const (
+	baseYAML = "tools:\n  send_email:\n    exfiltrating: true\n    sink_params: [to]\n"
+	teamYAML = "tools:\n  send_email:\n    exfiltrating: true\n    sink_params: [to, cc]\n    trusted_destinations: [ops@example.com]\n"
+)
+
+var ctx = context.Background()
+
+// pushRaw stores a manifest and blobs as they are, the way a tool other
+// than Bouncer (or an attacker with push rights) could.
+func pushRaw(t *testing.T, ref string, man any, blobs ...[]byte) string {
+	t.Helper()
+	raw, ok := man.([]byte)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(man); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := ParseReference(ref, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{}
+	p, err := newPusherForTest(r, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blobs {
+		if err := p.Upload(ctx, r.Context(), static.NewLayer(b, "application/octet-stream")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mt := types.MediaType(ManifestMediaType)
+	var probe struct {
+		MediaType string `json:"mediaType"`
+	}
+	if json.Unmarshal(raw, &probe) == nil && probe.MediaType != "" {
+		mt = types.MediaType(probe.MediaType)
+	}
+	if err := p.Put(ctx, r, typedManifest{raw, mt}); err != nil {
+		t.Fatal(err)
+	}
+	return sha256Digest(raw)
+}
+
+type typedManifest struct {
+	raw []byte
+	mt  types.MediaType
+}
+
+func (m typedManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
+func (m typedManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
+
+// artifactOf builds the manifest Push would write for files, as a value a
+// test can change before pushing it with pushRaw.
+func artifactOf(t *testing.T, files []File) (manifest, [][]byte) {
+	t.Helper()
+	raw, blobs, err := buildManifest(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	var bs [][]byte
+	for _, b := range blobs {
+		bs = append(bs, b.data)
+	}
+	return m, bs
+}
+
+func TestPushFetchInstall(t *testing.T) {
+	host := newRegistry(t, nil)
+	k := newKey(t)
+	files := []File{k.file(t, "base.yaml", baseYAML), k.file(t, "team.yaml", teamYAML)}
+	ref := host + "/team/policy:prod"
+	dig, err := Push(ctx, ref, files, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Fetch(ctx, ref, k.verifier(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Digest != dig || a.Pinned() != host+"/team/policy@"+dig {
+		t.Fatalf("fetched %s (%s), pushed %s", a.Digest, a.Pinned(), dig)
+	}
+	if len(a.Files) != 2 || a.Files[0].Name != "base.yaml" || a.Files[1].Name != "team.yaml" ||
+		string(a.Files[1].Data) != teamYAML || !bytes.Equal(a.Files[1].Bundle, files[1].Bundle) {
+		t.Fatalf("fetched files differ: %+v", a.Files)
+	}
+
+	// The same files and bundles give the same digest.
+	if again, err := Push(ctx, host+"/team/policy:again", files, Options{}); err != nil || again != dig {
+		t.Fatalf("second push: %s, %v; want %s", again, err, dig)
+	}
+
+	dir := filepath.Join(t.TempDir(), "policy")
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	res, err := Install(dir, a, true, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Unchanged {
+		t.Fatal("first install reported unchanged")
+	}
+	set, err := ReadInstalled(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Digest != dig || set.Ref != ref || !set.Installed.Equal(now) || len(set.Paths) != 2 ||
+		set.Paths[0] != filepath.Join(set.Dir, "base.yaml") || set.Paths[1] != filepath.Join(set.Dir, "team.yaml") {
+		t.Fatalf("installed set %+v", set)
+	}
+	for _, p := range append(set.Paths, set.Paths[0]+BundleSuffix, filepath.Join(set.Dir, RecordName)) {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600 in a private directory", p, st.Mode().Perm())
+		}
+	}
+	if got, _ := os.ReadFile(set.Paths[1] + BundleSuffix); !bytes.Equal(got, files[1].Bundle) {
+		t.Fatal("bundle not installed beside its file")
+	}
+	// The installed files verify where they lie, as bouncer run checks them.
+	for _, p := range set.Paths {
+		if _, err := k.trust.VerifyFile(p); err != nil {
+			t.Fatalf("installed %s does not verify: %v", p, err)
+		}
+	}
+
+	// Pulling the same digest again changes nothing.
+	before := snapshot(t, dir)
+	res, err = Install(dir, a, true, now.Add(time.Hour))
+	if err != nil || !res.Unchanged {
+		t.Fatalf("reinstall: %+v, %v", res, err)
+	}
+	if after := snapshot(t, dir); after != before {
+		t.Fatalf("an unchanged pull changed the directory:\n%s\n---\n%s", before, after)
+	}
+}
+
+// snapshot describes a directory tree: names, modes, link targets and
+// contents, so a test can tell that nothing changed.
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", p, err)
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, _ := os.Lstat(p)
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			fmt.Fprintf(&b, "%s -> %s\n", rel, target)
+		case fi.IsDir():
+			fmt.Fprintf(&b, "%s/ %v\n", rel, fi.Mode().Perm())
+		default:
+			data, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, "%s %v %x\n", rel, fi.Mode().Perm(), data)
+		}
+		return nil
+	})
+	return b.String()
+}
+
+func TestDigestPinning(t *testing.T) {
+	host := newRegistry(t, nil)
+	k := newKey(t)
+	ref := host + "/team/policy:prod"
+	v1 := []File{k.file(t, "team.yaml", baseYAML)}
+	d1, err := Push(ctx, ref, v1, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	a1, err := Fetch(ctx, ref, k.verifier(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(dir, a1, true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	first := snapshot(t, dir)
+
+	// The tag moves to a new signed version: a pull by tag gets it, a
+	// pull by the old digest still gets the old one.
+	v2 := []File{k.file(t, "team.yaml", teamYAML)}
+	d2, err := Push(ctx, ref, v2, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := Fetch(ctx, ref, k.verifier(), Options{}); err != nil || a.Digest != d2 || string(a.Files[0].Data) != teamYAML {
+		t.Fatalf("by tag after the move: %v", err)
+	}
+	if a, err := Fetch(ctx, host+"/team/policy@"+d1, k.verifier(), Options{}); err != nil || a.Digest != d1 || string(a.Files[0].Data) != baseYAML {
+		t.Fatalf("by the old digest: %v", err)
+	}
+
+	// The tag moves to a tampered manifest: the file changed, its old
+	// bundle kept. Refused, and the installed set stays.
+	tampered := v2[0]
+	tampered.Data = []byte(teamYAML + "    trusted_destinations: [attacker@evil.example]\n")
+	m, blobs := artifactOf(t, []File{tampered})
+	dt := pushRaw(t, ref, m, blobs...)
+	_, err = Fetch(ctx, ref, k.verifier(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "team.yaml: bundle team.yaml.sigstore.json: signature does not verify") {
+		t.Fatalf("tampered manifest at the tag: %v", err)
+	}
+	if dt == d2 {
+		t.Fatal("tampered manifest has the signed digest")
+	}
+	if snapshot(t, dir) != first {
+		t.Fatal("a refused pull changed the installed set")
+	}
+}
+
+func TestFetchRefuses(t *testing.T) {
+	k, other := newKey(t), newKey(t)
+	good := k.file(t, "team.yaml", teamYAML)
+
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, host string) string // returns the ref to fetch
+		wrap  func(t *testing.T, next http.Handler) http.Handler
+		want  string
+	}{
+		{name: "tampered bundle", want: "team.yaml: bundle team.yaml.sigstore.json:", setup: func(t *testing.T, host string) string {
+			f := good
+			var b map[string]any
+			json.Unmarshal(f.Bundle, &b)
+			ms := b["messageSignature"].(map[string]any)
+			sig := []byte(ms["signature"].(string))
+			sig[10] ^= 1
+			ms["signature"] = string(sig)
+			f.Bundle, _ = json.Marshal(b)
+			m, blobs := artifactOf(t, []File{f})
+			pushRaw(t, host+"/pol:x", m, blobs...)
+			return host + "/pol:x"
+		}},
+		{name: "wrong key", want: "team.yaml: bundle team.yaml.sigstore.json: signature does not verify with key team.pub", setup: func(t *testing.T, host string) string {
+			if _, err := Push(ctx, host+"/pol:x", []File{other.file(t, "team.yaml", teamYAML)}, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			return host + "/pol:x"
+		}},
+		{name: "missing bundle", want: "team.yaml: missing bundle: the artifact has no layer team.yaml.sigstore.json", setup: func(t *testing.T, host string) string {
+			m, blobs := artifactOf(t, []File{good})
+			m.Layers = m.Layers[:1]
+			pushRaw(t, host+"/pol:x", m, blobs[:2]...)
+			return host + "/pol:x"
+		}},
+		{name: "a bundle of a file not there", want: "layer 3: a bundle for", setup: func(t *testing.T, host string) string {
+			m, blobs := artifactOf(t, []File{good, k.file(t, "more.yaml", baseYAML)})
+			m.Layers = append(m.Layers[:2], m.Layers[3])
+			pushRaw(t, host+"/pol:x", m, blobs...)
+			return host + "/pol:x"
+		}},
+		{name: "layer of another media type", want: `layer 3 (run.sh): unexpected media type "application/x-sh"`, setup: func(t *testing.T, host string) string {
+			m, blobs := artifactOf(t, []File{good})
+			extra := []byte("#!/bin/sh\n")
+			m.Layers = append(m.Layers, descriptor{MediaType: "application/x-sh", Digest: sha256Digest(extra), Size: int64(len(extra)), Annotations: map[string]string{TitleAnnotation: "run.sh"}})
+			pushRaw(t, host+"/pol:x", m, append(blobs, extra)...)
+			return host + "/pol:x"
+		}},
+		{name: "another artifact type", want: "not a Bouncer policy artifact: artifactType is application/vnd.example.sbom.v1", setup: func(t *testing.T, host string) string {
+			m, blobs := artifactOf(t, []File{good})
+			m.ArtifactType = "application/vnd.example.sbom.v1"
+			pushRaw(t, host+"/pol:x", m, blobs...)
+			return host + "/pol:x"
+		}},
+		{name: "a container image", want: "artifactType is none; config application/vnd.oci.image.config.v1+json", setup: func(t *testing.T, host string) string {
+			m, blobs := artifactOf(t, []File{good})
+			m.ArtifactType = ""
+			m.Config = descriptor{MediaType: "application/vnd.oci.image.config.v1+json", Digest: sha256Digest([]byte("{}")), Size: 2}
+			pushRaw(t, host+"/pol:x", m, blobs...)
+			return host + "/pol:x"
+		}},
+		{name: "an index", want: "is a application/vnd.oci.image.index.v1+json, not a Bouncer policy artifact", setup: func(t *testing.T, host string) string {
+			d := pushRaw(t, host+"/pol:inner", mustBuild(t, []File{good}))
+			idx := map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+				"manifests": []any{map[string]any{"mediaType": ManifestMediaType, "digest": d, "size": len(mustBuild(t, []File{good}))}}}
+			pushRaw(t, host+"/pol:x", idx)
+			return host + "/pol:x"
+		}},
+		{name: "a file too large", want: "team.yaml): too large: 5242880 bytes", setup: func(t *testing.T, host string) string {
+			m, blobs := artifactOf(t, []File{good})
+			m.Layers[0].Size = 5 << 20 // the blob need not exist: nothing is fetched
+			pushRaw(t, host+"/pol:x", m, blobs...)
+			return host + "/pol:x"
+		}},
+		{name: "a file name that climbs out", want: `file name "../team.yaml"`, setup: func(t *testing.T, host string) string {
+			m, blobs := artifactOf(t, []File{good})
+			m.Layers[0].Annotations[TitleAnnotation] = "../team.yaml"
+			m.Layers[1].Annotations[TitleAnnotation] = "../team.yaml.sigstore.json"
+			pushRaw(t, host+"/pol:x", m, blobs...)
+			return host + "/pol:x"
+		}},
+		{name: "the record's name", want: "reserved for the installer's record", setup: func(t *testing.T, host string) string {
+			m, blobs := artifactOf(t, []File{good})
+			m.Layers[0].Annotations[TitleAnnotation] = "Installed.json"
+			m.Layers[1].Annotations[TitleAnnotation] = "Installed.json.sigstore.json"
+			pushRaw(t, host+"/pol:x", m, blobs...)
+			return host + "/pol:x"
+		}},
+		{name: "tag not there", want: "not found at registry", setup: func(t *testing.T, host string) string {
+			Push(ctx, host+"/pol:x", []File{good}, Options{})
+			return host + "/pol:nope"
+		}},
+		{name: "no registry named", want: "strict validation requires the registry", setup: func(t *testing.T, host string) string {
+			return "team/policy:prod"
+		}},
+		{name: "no tag named", want: `reference "HOST/pol"`, setup: func(t *testing.T, host string) string {
+			return host + "/pol"
+		}},
+		{
+			name: "registry serves other bytes for a layer",
+			want: "team.yaml (layer 1): tampered:",
+			setup: func(t *testing.T, host string) string {
+				if _, err := Push(ctx, host+"/pol:x", []File{good}, Options{}); err != nil {
+					t.Fatal(err)
+				}
+				return host + "/pol:x"
+			},
+			wrap: func(t *testing.T, next http.Handler) http.Handler {
+				target := "/blobs/" + sha256Digest(good.Data)
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, target) {
+						rec := httptest.NewRecorder()
+						next.ServeHTTP(rec, r)
+						body := bytes.Replace(rec.Body.Bytes(), []byte("[to, cc]"), []byte("[to, xx]"), 1)
+						for k, v := range rec.Header() {
+							w.Header()[k] = v
+						}
+						w.WriteHeader(rec.Code)
+						w.Write(body)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			},
+		},
+		{
+			name: "registry serves another manifest for the digest",
+			want: "tampered: the registry's manifest for sha256:",
+			setup: func(t *testing.T, host string) string {
+				if _, err := Push(ctx, host+"/pol:x", []File{good}, Options{}); err != nil {
+					t.Fatal(err)
+				}
+				return host + "/pol:x"
+			},
+			wrap: func(t *testing.T, next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/manifests/sha256:") {
+						rec := httptest.NewRecorder()
+						next.ServeHTTP(rec, r)
+						body := bytes.Replace(rec.Body.Bytes(), []byte(`"schemaVersion":2`), []byte(`"schemaVersion":2 `), 1)
+						w.Header().Set("Content-Type", rec.Header().Get("Content-Type"))
+						w.WriteHeader(rec.Code)
+						w.Write(body)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var wrap func(http.Handler) http.Handler
+			if c.wrap != nil {
+				wrap = func(h http.Handler) http.Handler { return c.wrap(t, h) }
+			}
+			host := newRegistry(t, wrap)
+			ref := c.setup(t, host)
+			_, err := Fetch(ctx, ref, k.verifier(), Options{})
+			t.Log(err)
+			want := strings.ReplaceAll(c.want, "HOST", host)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Fetch(%s) = %v, want an error containing %q", ref, err, want)
+			}
+		})
+	}
+}
+
+func mustBuild(t *testing.T, files []File) []byte {
+	t.Helper()
+	raw, _, err := buildManifest(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func TestFetchNeedsAVerifier(t *testing.T) {
+	if _, err := Fetch(ctx, "127.0.0.1:1/p:x", nil, Options{}); err == nil || !strings.Contains(err.Error(), "no verifier") {
+		t.Fatalf("Fetch without a verifier: %v", err)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	k := newKey(t)
+	start := time.Now()
+	_, err = Fetch(ctx, addr+"/team/policy:prod", k.verifier(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "registry "+addr+" unreachable") {
+		t.Fatalf("Fetch from a closed port: %v", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %v to give up on a refused connection", d)
+	}
+	if _, err := Push(ctx, addr+"/team/policy:prod", []File{k.file(t, "a.yaml", baseYAML)}, Options{}); err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("Push to a closed port: %v", err)
+	}
+}
+
+// TestCredentials: a registry that wants a password gets it from the Docker
+// config's credential helper, as docker, crane and cosign would.
+func TestCredentials(t *testing.T) {
+	host := newRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if u, p, ok := r.BasicAuth(); !ok || u != "ci" || p != "s3cret" {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"who are you"}]}`, http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	k := newKey(t)
+	files := []File{k.file(t, "team.yaml", teamYAML)}
+	ref := host + "/team/policy:prod"
+
+	// No Docker config: anonymous, refused, and the message says where
+	// credentials go.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("DOCKER_CONFIG", filepath.Join(home, "no-docker"))
+	t.Setenv("REGISTRY_AUTH_FILE", filepath.Join(home, "none.json"))
+	t.Setenv("XDG_RUNTIME_DIR", home)
+	if _, err := Push(ctx, ref, files, Options{}); err == nil || !strings.Contains(err.Error(), "refused access (401)") || !strings.Contains(err.Error(), "credHelpers") {
+		t.Fatalf("anonymous push: %v", err)
+	}
+
+	// A credential helper named in $DOCKER_CONFIG/config.json.
+	bin := t.TempDir()
+	write(t, filepath.Join(bin, "docker-credential-bouncertest"), []byte(`#!/bin/sh
+[ "$1" = get ] || exit 1
+read host
+echo "{\"ServerURL\":\"$host\",\"Username\":\"ci\",\"Secret\":\"s3cret\"}"
+`))
+	os.Chmod(filepath.Join(bin, "docker-credential-bouncertest"), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cfg := filepath.Join(home, "docker")
+	write(t, filepath.Join(cfg, "config.json"), []byte(`{"credHelpers": {"`+host+`": "bouncertest"}}`))
+	t.Setenv("DOCKER_CONFIG", cfg)
+	dig, err := Push(ctx, ref, files, Options{})
+	if err != nil {
+		t.Fatalf("push with the helper's credentials: %v", err)
+	}
+	a, err := Fetch(ctx, ref, k.verifier(), Options{})
+	if err != nil || a.Digest != dig {
+		t.Fatalf("fetch with the helper's credentials: %v", err)
+	}
+}
+
+func TestPlainHTTPGuard(t *testing.T) {
+	var reached []string
+	next := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		reached = append(reached, r.URL.String())
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+	})
+	cases := []struct {
+		url, plainHost string
+		ok             bool
+	}{
+		{"https://registry.example/v2/", "", true},
+		{"http://127.0.0.1:5000/v2/", "", true},
+		{"http://127.9.9.9:5000/v2/", "", true},
+		{"http://[::1]:5000/v2/", "", true},
+		{"http://localhost:5000/v2/", "", true},
+		{"http://10.0.0.5:5000/v2/", "", false}, // go-containerregistry would use plain HTTP here
+		{"http://192.168.1.2/v2/", "", false},
+		{"http://registry.localhost:5000/v2/", "", false},
+		{"http://registry.example/v2/", "", false},
+		{"http://10.0.0.5:5000/v2/", "10.0.0.5:5000", true},
+		{"http://token.example/token", "10.0.0.5:5000", false}, // the opt-in is for the registry, not a redirect elsewhere
+		{"ftp://registry.example/x", "", false},
+	}
+	for _, c := range cases {
+		g := &schemeGuard{next: next, plainHost: c.plainHost}
+		reached = nil
+		req, _ := http.NewRequest(http.MethodGet, c.url, nil)
+		_, err := g.RoundTrip(req)
+		if c.ok != (err == nil) || c.ok != (len(reached) == 1) {
+			t.Errorf("%s (plain %q): err %v, reached %v", c.url, c.plainHost, err, reached)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestPushRefuses(t *testing.T) {
+	host := newRegistry(t, nil)
+	k := newKey(t)
+	f := k.file(t, "team.yaml", teamYAML)
+	for name, c := range map[string]struct {
+		ref   string
+		files []File
+		want  string
+	}{
+		"by digest":        {host + "/pol@" + sha256Digest(nil), []File{f}, "push needs a tag"},
+		"no files":         {host + "/pol:x", nil, "no policy files"},
+		"no bundle":        {host + "/pol:x", []File{{Name: "a.yaml", Data: []byte("x")}}, "a.yaml: no bundle"},
+		"same name twice":  {host + "/pol:x", []File{f, {Name: "Team.yaml", Data: f.Data, Bundle: f.Bundle}}, `two files named "team.yaml" and "Team.yaml"`},
+		"hidden file":      {host + "/pol:x", []File{{Name: ".team.yaml", Data: f.Data, Bundle: f.Bundle}}, `file name ".team.yaml"`},
+		"a bundle's name":  {host + "/pol:x", []File{{Name: "x.sigstore.json", Data: f.Data, Bundle: f.Bundle}}, "can't end in .sigstore.json"},
+		"file too large":   {host + "/pol:x", []File{{Name: "a.yaml", Data: make([]byte, MaxFileSize+1), Bundle: f.Bundle}}, "larger than"},
+		"registry missing": {"team/policy:prod", []File{f}, "strict validation"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Push(ctx, c.ref, c.files, Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Push: %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func newPusherForTest(r name.Reference, o Options) (*remote.Pusher, error) {
+	return remote.NewPusher(o.remoteOptions(ctx, r)...)
+}
+
+// TestHeadFallback: a registry that does not answer HEAD on manifests (or
+// answers without a digest) is read with GET; the digest is then the hash
+// of the bytes received, and tampering is still caught.
+func TestHeadFallback(t *testing.T) {
+	for name, head := range map[string]func(w http.ResponseWriter){
+		"405": func(w http.ResponseWriter) { w.WriteHeader(http.StatusMethodNotAllowed) },
+		"no digest": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", ManifestMediaType)
+			w.Header().Set("Content-Length", "10")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var heads atomic.Int32
+			host := newRegistry(t, func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/manifests/") {
+						heads.Add(1)
+						head(w)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			})
+			k := newKey(t)
+			dig, err := Push(ctx, host+"/team/policy:prod", []File{k.file(t, "team.yaml", teamYAML)}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := Fetch(ctx, host+"/team/policy:prod", k.verifier(), Options{})
+			if err != nil || a.Digest != dig || heads.Load() == 0 {
+				t.Fatalf("Fetch: %v (digest %v, HEADs %d)", err, a, heads.Load())
+			}
+		})
+	}
+}

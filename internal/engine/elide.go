@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"unicode/utf8"
+)
+
+// MaxAuditArgs is the size of encoded arguments above which the audit line
+// records them elided: every string longer than elideString is replaced by
+// its start, its length and its SHA-256. A 1 MiB file written through the
+// filesystem server would otherwise put 1 MiB into the log per call, and
+// the log must stay readable and quick to verify; what the line needs to
+// show (paths, destinations, names, ids) is short and kept whole.
+const MaxAuditArgs = 64 << 10
+
+// elideString and elidePreview bound a string kept in an elided line, and
+// the start shown of one that is not.
+const (
+	elideString  = 1024
+	elidePreview = 256
+)
+
+// Elided is how an elided string reads in the audit line, after its
+// first elidePreview bytes: "…[bouncer: N bytes, sha256:HEX]".
+const elidedFormat = "…[bouncer: %d bytes, sha256:%s]"
+
+// elide returns a copy of a parsed value with every long string replaced.
+func elide(v any) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) <= elideString {
+			return x
+		}
+		sum := sha256.Sum256([]byte(x))
+		cut := elidePreview
+		for cut > 0 && !utf8.RuneStart(x[cut]) {
+			cut--
+		}
+		return x[:cut] + fmt.Sprintf(elidedFormat, len(x), hex.EncodeToString(sum[:]))
+	case []any:
+		out := make([]any, len(x))
+		for i, el := range x {
+			out[i] = elide(el)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, el := range x {
+			out[k] = elide(el)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,507 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The call parser and its encoder. A tools/call's arguments can be
+// megabytes (a file written through the filesystem server), and every byte
+// is parsed, judged, re-encoded for the server and recorded for the audit
+// log before the call goes on. encoding/json's Decoder.Token walks such a
+// document several times over and allocates per token; this parser reads
+// it once, with the same grammar, the same string decoding (a lone
+// surrogate becomes U+FFFD) and the same key folding checks, and the
+// encoder writes what encoding/json writes (keys sorted, no HTML escaping).
+// FuzzFastJSON holds both to encoding/json.
+
+// maxDepth is encoding/json's nesting limit.
+const maxDepth = 10000
+
+type parser struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+// parseValue decodes one JSON value from data, refusing objects with keys
+// that are equal or fold together (FoldKey). data must be valid UTF-8.
+func parseValue(data []byte) (any, error) {
+	p := &parser{b: data}
+	p.skip()
+	v, err := p.value(nil)
+	if err != nil {
+		return nil, err
+	}
+	p.skip()
+	if p.i != len(p.b) {
+		return nil, fmt.Errorf("invalid character %s after top-level value", p.char())
+	}
+	return v, nil
+}
+
+func (p *parser) skip() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) char() string {
+	if p.i >= len(p.b) {
+		return "end of input"
+	}
+	r, _ := utf8.DecodeRune(p.b[p.i:])
+	return strconv.QuoteRune(r)
+}
+
+func (p *parser) errorf(format string, a ...any) error {
+	return fmt.Errorf("offset %d: %s", p.i, fmt.Sprintf(format, a...))
+}
+
+// pathNode is where a value sits ("arguments.to[0]"), built only when an
+// error names it, so deep documents cost no path strings.
+type pathNode struct {
+	parent *pathNode
+	key    string
+	index  int // for an array element; key is "" then
+}
+
+func (n *pathNode) String() string {
+	if n == nil {
+		return ""
+	}
+	var parts []string
+	for ; n != nil; n = n.parent {
+		if n.key != "" || n.index < 0 {
+			parts = append(parts, "."+n.key)
+		} else {
+			parts = append(parts, "["+strconv.Itoa(n.index)+"]")
+		}
+	}
+	var b strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		b.WriteString(parts[i])
+	}
+	return strings.TrimPrefix(b.String(), ".")
+}
+
+func (p *parser) value(path *pathNode) (any, error) {
+	if p.i >= len(p.b) {
+		return nil, errors.New("unexpected end of JSON input")
+	}
+	switch c := p.b[p.i]; {
+	case c == '{':
+		return p.object(path)
+	case c == '[':
+		return p.array(path)
+	case c == '"':
+		return p.str()
+	case c == '-' || '0' <= c && c <= '9':
+		return p.number()
+	case p.lit("true"):
+		return true, nil
+	case p.lit("false"):
+		return false, nil
+	case p.lit("null"):
+		return nil, nil
+	}
+	return nil, p.errorf("invalid character %s looking for beginning of value", p.char())
+}
+
+func (p *parser) lit(word string) bool {
+	if bytes.HasPrefix(p.b[p.i:], []byte(word)) {
+		p.i += len(word)
+		return true
+	}
+	return false
+}
+
+func (p *parser) enter() error {
+	p.depth++
+	if p.depth > maxDepth {
+		return p.errorf("exceeded max depth")
+	}
+	return nil
+}
+
+func (p *parser) object(path *pathNode) (any, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { p.depth-- }()
+	p.i++ // {
+	obj := map[string]any{}
+	var folded map[string]string
+	p.skip()
+	if p.i < len(p.b) && p.b[p.i] == '}' {
+		p.i++
+		return obj, nil
+	}
+	for {
+		p.skip()
+		if p.i >= len(p.b) || p.b[p.i] != '"' {
+			return nil, p.errorf("invalid character %s looking for beginning of object key string", p.char())
+		}
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		f := FoldKey(k)
+		if prev, ok := folded[f]; ok {
+			return nil, &keyError{path: path.String(), prev: prev, at: k}
+		}
+		if folded == nil {
+			folded = map[string]string{}
+		}
+		folded[f] = k
+		p.skip()
+		if p.i >= len(p.b) || p.b[p.i] != ':' {
+			return nil, p.errorf("invalid character %s after object key", p.char())
+		}
+		p.i++
+		p.skip()
+		v, err := p.value(&pathNode{parent: path, key: k, index: -1})
+		if err != nil {
+			return nil, err
+		}
+		obj[k] = v
+		p.skip()
+		if p.i >= len(p.b) {
+			return nil, errors.New("unexpected end of JSON input")
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return obj, nil
+		default:
+			return nil, p.errorf("invalid character %s after object key:value pair", p.char())
+		}
+	}
+}
+
+func (p *parser) array(path *pathNode) (any, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { p.depth-- }()
+	p.i++ // [
+	arr := []any{}
+	p.skip()
+	if p.i < len(p.b) && p.b[p.i] == ']' {
+		p.i++
+		return arr, nil
+	}
+	for n := 0; ; n++ {
+		p.skip()
+		v, err := p.value(&pathNode{parent: path, index: n})
+		if err != nil {
+			return nil, err
+		}
+		arr = append(arr, v)
+		p.skip()
+		if p.i >= len(p.b) {
+			return nil, errors.New("unexpected end of JSON input")
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return arr, nil
+		default:
+			return nil, p.errorf("invalid character %s after array element", p.char())
+		}
+	}
+}
+
+// str reads a string at p.i (on its opening quote) and decodes it as
+// encoding/json does.
+func (p *parser) str() (string, error) {
+	p.i++ // "
+	start := p.i
+	// Fast path: no escapes.
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		if c == '"' {
+			s := string(p.b[start:p.i])
+			p.i++
+			return s, nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", p.errorf("invalid character %s in string literal", p.char())
+		}
+		p.i++
+	}
+	buf := make([]byte, 0, p.i-start+64)
+	buf = append(buf, p.b[start:p.i]...)
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return string(buf), nil
+		case c < 0x20:
+			return "", p.errorf("invalid character %s in string literal", p.char())
+		case c != '\\':
+			// Copy the run up to the next quote or backslash.
+			j := p.i + 1
+			for j < len(p.b) && p.b[j] != '"' && p.b[j] != '\\' && p.b[j] >= 0x20 {
+				j++
+			}
+			buf = append(buf, p.b[p.i:j]...)
+			p.i = j
+			continue
+		}
+		// An escape.
+		if p.i+1 >= len(p.b) {
+			return "", errors.New("unexpected end of JSON input")
+		}
+		e := p.b[p.i+1]
+		p.i += 2
+		switch e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, ok := p.hex4()
+			if !ok {
+				return "", p.errorf("invalid \\u escape in string literal")
+			}
+			if utf16.IsSurrogate(r) {
+				// A pair makes one rune; anything else is U+FFFD, as
+				// encoding/json decodes it.
+				if r < 0xdc00 && p.i+1 < len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
+					save := p.i
+					p.i += 2
+					r2, ok := p.hex4()
+					if !ok {
+						return "", p.errorf("invalid \\u escape in string literal")
+					}
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						buf = utf8.AppendRune(buf, dec)
+						continue
+					}
+					p.i = save
+				}
+				r = utf8.RuneError
+			}
+			buf = utf8.AppendRune(buf, r)
+		default:
+			p.i -= 1
+			return "", p.errorf("invalid character %s in string escape code", p.char())
+		}
+	}
+	return "", errors.New("unexpected end of JSON input")
+}
+
+func (p *parser) hex4() (rune, bool) {
+	if p.i+4 > len(p.b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.b[p.i : p.i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r*16 + rune(c)
+	}
+	p.i += 4
+	return r, true
+}
+
+// number reads a number with JSON's grammar, kept as written.
+func (p *parser) number() (any, error) {
+	start := p.i
+	if p.b[p.i] == '-' {
+		p.i++
+	}
+	digits := func() int {
+		n := 0
+		for p.i < len(p.b) && '0' <= p.b[p.i] && p.b[p.i] <= '9' {
+			p.i++
+			n++
+		}
+		return n
+	}
+	if p.i < len(p.b) && p.b[p.i] == '0' {
+		p.i++
+	} else if digits() == 0 {
+		return nil, p.errorf("invalid character %s in numeric literal", p.char())
+	}
+	if p.i < len(p.b) && p.b[p.i] == '.' {
+		p.i++
+		if digits() == 0 {
+			return nil, p.errorf("invalid character %s after decimal point in numeric literal", p.char())
+		}
+	}
+	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		p.i++
+		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
+			p.i++
+		}
+		if digits() == 0 {
+			return nil, p.errorf("invalid character %s in exponent of numeric literal", p.char())
+		}
+	}
+	return json.Number(p.b[start:p.i]), nil
+}
+
+// encodeValue writes v (a value parseValue returns, or one built of the
+// same types) as encoding/json's Encoder with SetEscapeHTML(false) writes
+// it, without the trailing newline: object keys sorted, strings escaped
+// only where JSON requires (and U+2028, U+2029, invalid UTF-8 as \ufffd).
+func encodeValue(buf []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(buf, "null"...), nil
+	case bool:
+		if x {
+			return append(buf, "true"...), nil
+		}
+		return append(buf, "false"...), nil
+	case string:
+		return appendQuoted(buf, x), nil
+	case json.Number:
+		if !validNumber(string(x)) {
+			return nil, fmt.Errorf("invalid number literal %q", string(x))
+		}
+		return append(buf, x...), nil
+	case []any:
+		buf = append(buf, '[')
+		for i, el := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = encodeValue(buf, el); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		buf = append(buf, '{')
+		for i, k := range keys {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendQuoted(buf, k)
+			buf = append(buf, ':')
+			var err error
+			if buf, err = encodeValue(buf, x[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, '}'), nil
+	}
+	// Any other type (not produced by the parser): encoding/json's way.
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(buf, b...), nil
+}
+
+func validNumber(s string) bool {
+	p := &parser{b: []byte(s)}
+	if len(s) == 0 {
+		return false
+	}
+	if _, err := p.number(); err != nil {
+		return false
+	}
+	return p.i == len(s)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendQuoted appends s as a JSON string, escaping as encoding/json does
+// without HTML escaping.
+func appendQuoted(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}

@@ -1,0 +1,869 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Transports a remote upstream can use (--transport).
+const (
+	TransportAuto       = "auto"
+	TransportStreamable = "streamable"
+	TransportSSE        = "sse"
+)
+
+// RemoteConfig says how to reach a remote MCP server.
+type RemoteConfig struct {
+	// URL is the server's MCP endpoint (http or https).
+	URL string
+	// Headers go with every request (--header, a config entry's headers).
+	// Their values are taken for secrets: Remote never puts them in an
+	// error, a log line or a message to the client.
+	Headers http.Header
+	// Transport is TransportAuto (the default), TransportStreamable or
+	// TransportSSE. Auto posts initialize as streamable HTTP and falls back
+	// to the older HTTP+SSE transport when the server answers that with a
+	// 4xx other than 401 and 403, as the MCP spec's backwards-compatibility
+	// section says a client should.
+	Transport string
+	// Auth, when set, authorizes every request: its TokenSource gives the
+	// bearer token, and a 401 or 403 calls Authorize once and retries, as
+	// the go-sdk's transports use an auth.OAuthHandler. It is applied to
+	// every request Remote makes (posts, the event stream, the final
+	// DELETE), on either transport. Nil: a 401 ends the session with an
+	// error that says the server asks for authorization.
+	Auth auth.OAuthHandler
+	// Dial connects to the server. Nil dials with a plain net.Dialer;
+	// bouncer run passes PinnedDial, which reaches only the addresses the
+	// server's name resolved to before the sandbox was applied.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// RootCAs verifies an https server; nil takes the system's pool now,
+	// while its files can still be read.
+	RootCAs *x509.CertPool
+	// Log receives diagnostics, one line each, prefixed "bouncer: ".
+	Log io.Writer
+}
+
+// Remote is a session with a remote MCP server over HTTP: the go-sdk's
+// streamable HTTP client transport, or its HTTP+SSE one for older servers.
+//
+// The go-sdk transports are built for its own Client, which does things
+// through them that a pump must do itself, or must not have done:
+//
+//   - Its streamable connection opens the server's event stream (the GET
+//     that carries notifications unrelated to a request, list_changed
+//     among them) and sends Mcp-Protocol-Version only when its Client
+//     tells it the session was initialized, through an unexported hook.
+//     Remote learns the negotiated version from the initialize answer it
+//     relays, sets the header itself, and keeps the event stream open
+//     itself, resuming it with Last-Event-ID when it drops.
+//   - Its Write waits for the server's response headers, which for a call
+//     answered on an event stream may take as long as the call. Remote's
+//     Write returns once the request is on the wire (the rest is read
+//     asynchronously), so one slow call never holds up the pump.
+//   - It answers a call whose stream the server closed with an error of
+//     its own making; Remote says in it that bouncer wrote it, and why.
+//
+// Ids are as the go-sdk decodes them (jsonrpc.DecodeMessage), except on
+// the event stream Remote reads itself, where they are read exactly, as
+// Conn reads them.
+type Remote struct {
+	cfg     RemoteConfig
+	client  *http.Client
+	secrets []string
+
+	ctx    context.Context // the session's life; Close cancels it
+	cancel context.CancelFunc
+	in     chan jsonrpc.Message
+
+	endOnce sync.Once
+	ended   chan struct{}
+	endErr  error
+
+	startMu sync.Mutex // held while the first write picks the transport
+
+	mu        sync.Mutex
+	conn      mcp.Connection // nil until the first write
+	kind      string         // TransportStreamable or TransportSSE, once chosen
+	initID    *jsonrpc.ID    // the latest initialize sent, to learn the version from its answer
+	version   string         // the negotiated protocol version
+	listening bool           // the event stream was started
+	probe     int            // the status of the first post, for auto's fallback
+	closed    bool
+}
+
+// DialRemote prepares a session with the server at cfg.URL. Nothing is
+// sent until the first Write, which is the client's initialize: that is
+// when the transport is chosen (see RemoteConfig.Transport).
+func DialRemote(cfg RemoteConfig) (*Remote, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--url %q: give the server's MCP endpoint as an http:// or https:// URL", redactURL(cfg.URL))
+	}
+	switch cfg.Transport {
+	case "":
+		cfg.Transport = TransportAuto
+	case TransportAuto, TransportStreamable, TransportSSE:
+	default:
+		return nil, fmt.Errorf("--transport %q: must be auto, streamable or sse", cfg.Transport)
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	roots := cfg.RootCAs
+	if roots == nil && u.Scheme == "https" {
+		// Loaded now: once the proxy is sandboxed, the certificate files
+		// can't be read.
+		if roots, err = x509.SystemCertPool(); err != nil {
+			return nil, fmt.Errorf("loading the system's certificates for %s: %w", u.Host, err)
+		}
+	}
+	dial := cfg.Dial
+	if dial == nil {
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+		d.SetMultipathTCP(false)
+		dial = d.DialContext
+	}
+	base := &http.Transport{
+		// No proxy from the environment: the sandbox lets the proxy reach
+		// the server's port and nothing else.
+		Proxy:                 nil,
+		DialContext:           dial,
+		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   15 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Remote{
+		cfg:     cfg,
+		secrets: secretsOf(cfg),
+		ctx:     ctx,
+		cancel:  cancel,
+		in:      make(chan jsonrpc.Message, 64),
+		ended:   make(chan struct{}),
+	}
+	r.client = &http.Client{
+		Transport: &remoteTransport{r: r, base: base},
+		// A redirect may stay on the server's origin; elsewhere is a host
+		// the sandbox does not let the proxy reach.
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("more than 5 redirects")
+			}
+			if req.URL.Scheme != u.Scheme || req.URL.Host != u.Host {
+				return fmt.Errorf("the server redirects to %s://%s, another origin than --url's; give that URL instead", req.URL.Scheme, req.URL.Host)
+			}
+			return nil
+		},
+	}
+	return r, nil
+}
+
+func (r *Remote) logf(format string, a ...any) {
+	fmt.Fprintf(r.cfg.Log, "bouncer: %s\n", r.redact(fmt.Sprintf(format, a...)))
+}
+
+// Transport is the transport in use: streamable or sse ("" before the
+// first write).
+func (r *Remote) Transport() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.kind
+}
+
+// SessionID is the server's Mcp-Session-Id, if it gave one.
+func (r *Remote) SessionID() string {
+	r.mu.Lock()
+	conn := r.conn
+	r.mu.Unlock()
+	if conn == nil {
+		return ""
+	}
+	return conn.SessionID()
+}
+
+// Read returns the next message from the server.
+func (r *Remote) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m := <-r.in:
+		return m, nil
+	case <-r.ended:
+		// What came before the end is delivered first.
+		select {
+		case m := <-r.in:
+			return m, nil
+		default:
+		}
+		return nil, r.endErr
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// end records why the session is over (the first reason wins) and wakes
+// Read.
+func (r *Remote) end(err error) {
+	r.endOnce.Do(func() {
+		r.endErr = err
+		close(r.ended)
+	})
+}
+
+// deliver queues a message from the server for Read.
+func (r *Remote) deliver(m jsonrpc.Message) bool {
+	select {
+	case r.in <- m:
+		return true
+	case <-r.ctx.Done():
+		return false
+	}
+}
+
+// Write sends one message to the server. The first one (the client's
+// initialize) picks the transport and is sent before Write returns; later
+// ones return as soon as the request is on the wire. A request the server
+// then refuses (a 5xx, say) is answered with an error that says so, as if
+// the server had; a failure the session can't survive (its id expired, the
+// server went away) ends Read with the reason.
+func (r *Remote) Write(ctx context.Context, m jsonrpc.Message) error {
+	select {
+	case <-r.ended:
+		return r.endErr
+	default:
+	}
+	r.noteInit(m)
+	r.mu.Lock()
+	conn := r.conn
+	r.mu.Unlock()
+	if conn == nil {
+		return r.start(ctx, m)
+	}
+	return r.send(conn, m)
+}
+
+// noteInit remembers an initialize request, whose answer carries the
+// protocol version.
+func (r *Remote) noteInit(m jsonrpc.Message) {
+	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" && req.IsCall() {
+		id := req.ID
+		r.mu.Lock()
+		r.initID = &id
+		r.mu.Unlock()
+	}
+}
+
+// start sends the first message on the transport cfg.Transport names, or,
+// for auto, on streamable HTTP, falling back to HTTP+SSE when the server
+// refuses the post as an older server does.
+func (r *Remote) start(ctx context.Context, m jsonrpc.Message) error {
+	r.startMu.Lock()
+	defer r.startMu.Unlock()
+	r.mu.Lock()
+	conn := r.conn
+	r.mu.Unlock()
+	if conn != nil {
+		return r.send(conn, m) // another write started it meanwhile
+	}
+	isInit := false
+	if req, ok := m.(*jsonrpc.Request); ok {
+		isInit = req.Method == "initialize"
+	}
+	kind := r.cfg.Transport
+	if kind == TransportAuto || kind == TransportStreamable {
+		c, err := r.streamable(ctx)
+		if err == nil {
+			r.mu.Lock()
+			r.probe = 0
+			r.mu.Unlock()
+			err = c.Write(r.ctx, m)
+			if err == nil {
+				r.begin(c, TransportStreamable)
+				return nil
+			}
+			_ = c.Close()
+		}
+		select {
+		case <-r.ended:
+			return r.endErr // a 401 with nobody to authorize
+		default:
+		}
+		r.mu.Lock()
+		status := r.probe
+		r.mu.Unlock()
+		old := status >= 400 && status < 500 && status != http.StatusUnauthorized && status != http.StatusForbidden
+		if kind == TransportStreamable || !isInit || !old {
+			return fmt.Errorf("the remote server at %s: %s", redactURL(r.cfg.URL), r.redact(err.Error()))
+		}
+		r.logf("the server at %s answered %d to a streamable HTTP initialize; trying the older HTTP+SSE transport", redactURL(r.cfg.URL), status)
+		sseErr := r.startSSE(ctx, m)
+		if sseErr == nil {
+			return nil
+		}
+		return fmt.Errorf("the remote server at %s answered %d to a streamable HTTP post, and the older HTTP+SSE transport failed too (%s); check --url", redactURL(r.cfg.URL), status, r.redact(sseErr.Error()))
+	}
+	if err := r.startSSE(ctx, m); err != nil {
+		return fmt.Errorf("the remote server at %s (HTTP+SSE): %s", redactURL(r.cfg.URL), r.redact(err.Error()))
+	}
+	return nil
+}
+
+func (r *Remote) streamable(ctx context.Context) (mcp.Connection, error) {
+	t := &mcp.StreamableClientTransport{
+		Endpoint:   r.cfg.URL,
+		HTTPClient: r.client,
+		// Remote keeps the event stream itself (see Remote).
+		DisableStandaloneSSE: true,
+		// As on stdio, a message has no size limit.
+		MaxEventSize: -1,
+	}
+	return t.Connect(ctx)
+}
+
+func (r *Remote) startSSE(ctx context.Context, m jsonrpc.Message) error {
+	t := &mcp.SSEClientTransport{Endpoint: r.cfg.URL, HTTPClient: r.client, MaxEventSize: -1}
+	// The event stream's GET lives as long as the session, so it is made
+	// under the session's context; only the wait for its first event is
+	// bounded.
+	cctx, cancel := context.WithCancel(r.ctx)
+	timer := time.AfterFunc(60*time.Second, cancel)
+	c, err := t.Connect(cctx)
+	if !timer.Stop() && err != nil {
+		err = fmt.Errorf("no endpoint event within 60s: %w", err)
+	}
+	if err != nil {
+		cancel()
+		return err
+	}
+	if err := c.Write(r.ctx, m); err != nil {
+		_ = c.Close()
+		return err
+	}
+	r.begin(c, TransportSSE)
+	return nil
+}
+
+// begin makes c the session's connection and starts reading it.
+func (r *Remote) begin(c mcp.Connection, kind string) {
+	r.mu.Lock()
+	r.conn, r.kind = c, kind
+	r.mu.Unlock()
+	go r.readConn(c)
+}
+
+// readConn passes what the go-sdk connection reads to Read, until it fails.
+func (r *Remote) readConn(c mcp.Connection) {
+	for {
+		m, err := c.Read(r.ctx)
+		if err != nil {
+			r.end(r.why(err))
+			return
+		}
+		if resp, ok := m.(*jsonrpc.Response); ok {
+			r.answered(resp)
+		}
+		if !r.deliver(m) {
+			return
+		}
+	}
+}
+
+// answered looks at an answer from the server before it is relayed: the
+// initialize result gives the protocol version (and, on streamable HTTP,
+// starts the event stream), and an error the go-sdk made up for a stream
+// the server closed says so.
+func (r *Remote) answered(resp *jsonrpc.Response) {
+	if resp.Error != nil {
+		var we *jsonrpc.Error
+		if !errors.As(resp.Error, &we) {
+			resp.Error = &jsonrpc.Error{
+				Code:    jsonrpc.CodeInternalError,
+				Message: "bouncer: the remote server closed the request's stream without answering it (" + r.redact(resp.Error.Error()) + ")",
+			}
+		}
+	}
+	r.mu.Lock()
+	isInit := r.initID != nil && *r.initID == resp.ID
+	if isInit {
+		r.initID = nil
+	}
+	r.mu.Unlock()
+	if !isInit || resp.Error != nil {
+		return
+	}
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(resp.Result, &res)
+	r.mu.Lock()
+	r.version = res.ProtocolVersion
+	listen := r.kind == TransportStreamable && !r.listening
+	r.listening = r.listening || listen
+	r.mu.Unlock()
+	if listen {
+		go r.listen()
+	}
+}
+
+// send writes m on c and returns once the request is on the wire.
+func (r *Remote) send(c mcp.Connection, m jsonrpc.Message) error {
+	var wrote atomic.Bool
+	onWire := make(chan struct{})
+	var once sync.Once
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		wrote.Store(true)
+		once.Do(func() { close(onWire) })
+	}}
+	// The session's context, not the caller's: the go-sdk reads the
+	// answer's stream under it, long after Write returned.
+	ctx := httptrace.WithClientTrace(r.ctx, trace)
+	done := make(chan error, 1)
+	go func() {
+		err := c.Write(ctx, m)
+		if err != nil && wrote.Load() {
+			r.refused(m, err)
+		}
+		done <- err
+	}()
+	// A request returns once it is on the wire, so a slow call does not
+	// hold up the pump. A notification or an answer waits for the server
+	// to take it (the 202 comes at once): it must reach the server before
+	// whatever the client sends next (notifications/initialized before the
+	// first call, a cancellation after the call it cancels), and separate
+	// POSTs on separate connections would not keep that order.
+	if req, ok := m.(*jsonrpc.Request); !ok || !req.IsCall() {
+		if err := <-done; err != nil && !wrote.Load() {
+			return errors.New(r.redact(err.Error()))
+		}
+		return nil
+	}
+	select {
+	case <-onWire:
+		return nil
+	case err := <-done:
+		if err == nil || wrote.Load() {
+			return nil // refused (above) answers it
+		}
+		return errors.New(r.redact(err.Error()))
+	}
+}
+
+// refused handles a message the server did not take once it was sent: a
+// request is answered with the reason (unless the session is over: then
+// the pump fails it with the session's reason), anything else is logged.
+func (r *Remote) refused(m jsonrpc.Message, err error) {
+	select {
+	case <-r.ended:
+		return
+	default:
+	}
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		r.end(r.why(err))
+		return
+	}
+	why := r.redact(err.Error())
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		r.logf("the remote server did not take a message: %s", why)
+		return
+	}
+	r.deliver(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+		Code:    jsonrpc.CodeInternalError,
+		Message: "bouncer: the remote server did not take the request: " + why,
+	}})
+}
+
+// why turns the error a connection ended with into the reason told to the
+// client and the user.
+func (r *Remote) why(err error) error {
+	var ended *EndedError
+	switch {
+	case errors.As(err, &ended):
+		return err
+	case errors.Is(err, io.EOF) || errors.Is(err, context.Canceled):
+		r.mu.Lock()
+		closed := r.closed
+		kind := r.kind
+		r.mu.Unlock()
+		if closed {
+			return io.EOF
+		}
+		if kind == TransportSSE {
+			return &EndedError{Why: fmt.Sprintf("the remote server at %s closed its event stream, which ends an HTTP+SSE session; restart the MCP client (or reconnect this server in it) to start a new one", redactURL(r.cfg.URL)), Err: err}
+		}
+		return io.EOF
+	case errors.Is(err, mcp.ErrSessionMissing):
+		return &EndedError{Why: fmt.Sprintf("the remote server at %s ended the session (it answers 404 Not Found for the session id); restart the MCP client (or reconnect this server in it) to start a new one", redactURL(r.cfg.URL)), Err: err}
+	case strings.Contains(err.Error(), "failed to decode"):
+		// The go-sdk's words for a body or event that is not JSON-RPC.
+		return r.notMCP(err)
+	}
+	return &EndedError{Why: fmt.Sprintf("the connection to the remote server at %s failed: %s; check that the server is up and reachable, then restart the session", redactURL(r.cfg.URL), r.redact(err.Error())), Err: err}
+}
+
+// notMCP is the end of a session whose server sent something that is not
+// an MCP message: the stream can't be trusted to be in step any more.
+func (r *Remote) notMCP(err error) error {
+	return &EndedError{
+		Why: fmt.Sprintf("the remote server at %s sent something that is not an MCP message (%s), so the session was closed; check that --url is the server's MCP endpoint", redactURL(r.cfg.URL), r.redact(err.Error())),
+		Err: fmt.Errorf("%w: %w", ErrUpstreamOutput, err),
+	}
+}
+
+// CloseWrite ends the session once the client is done: an HTTP server has
+// no input to close, and the pump calls this only when the answers owed
+// are in (or the drain deadline passed).
+func (r *Remote) CloseWrite() error { return r.Close() }
+
+// Close ends the session: the go-sdk's streamable connection sends the
+// server a DELETE for its session id, then every stream is closed. Read
+// returns io.EOF.
+func (r *Remote) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	conn := r.conn
+	r.mu.Unlock()
+	var err error
+	if conn != nil {
+		err = conn.Close()
+	}
+	r.cancel()
+	r.end(io.EOF)
+	if err != nil {
+		return errors.New(r.redact(err.Error()))
+	}
+	return nil
+}
+
+// ---- the server's event stream (streamable HTTP) ----
+
+// listenRetries bounds how often the event stream is re-opened without the
+// server sending anything in between.
+const listenRetries = 5
+
+// listen keeps the server's event stream open: the GET that carries what
+// the server sends outside an answer (list_changed, progress of nothing,
+// requests of its own). When it drops it is re-opened, with Last-Event-ID
+// when the server numbers its events, so that a server that keeps them
+// sends what was missed. A server that offers no such stream (405, or
+// another 4xx) is left at that; one that ended the session (404) ends it
+// here too.
+func (r *Remote) listen() {
+	lastID := ""
+	failures := 0
+	delay := time.Duration(0)
+	for {
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-r.ctx.Done():
+				return
+			}
+		}
+		req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, r.cfg.URL, nil)
+		if err != nil {
+			r.logf("the server's event stream: %v", err)
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		if sid := r.SessionID(); sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := r.client.Do(req)
+		if err != nil {
+			if r.ctx.Err() != nil {
+				return
+			}
+			failures++
+			if failures > listenRetries {
+				r.end(&EndedError{Why: fmt.Sprintf("the remote server at %s can't be reached any more (its event stream failed %d times: %s); check that it is up, then restart the session", redactURL(r.cfg.URL), failures, r.redact(err.Error())), Err: err})
+				return
+			}
+			delay = backoff(failures)
+			continue
+		}
+		switch {
+		case resp.StatusCode == http.StatusNotFound && r.SessionID() != "":
+			resp.Body.Close()
+			r.end(r.why(mcp.ErrSessionMissing))
+			return
+		case resp.StatusCode >= 400 && resp.StatusCode < 500:
+			// 405 is how a server says it has no such stream; other 4xx
+			// are what some servers say instead.
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed {
+				r.logf("the server at %s answered %d to the event stream's GET; notifications it sends outside an answer (list_changed among them) will not arrive", redactURL(r.cfg.URL), resp.StatusCode)
+			}
+			return
+		case resp.StatusCode < 200 || resp.StatusCode >= 300 || !isEventStream(resp.Header.Get("Content-Type")):
+			resp.Body.Close()
+			failures++
+			if failures > listenRetries {
+				r.end(&EndedError{Why: fmt.Sprintf("the remote server at %s answered %s to its event stream %d times; check the server, then restart the session", redactURL(r.cfg.URL), resp.Status, failures)})
+				return
+			}
+			delay = backoff(failures)
+			continue
+		}
+		got, retry, err := r.readEvents(resp.Body, &lastID)
+		resp.Body.Close()
+		if r.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			r.end(err)
+			return
+		}
+		if got {
+			failures = 0
+		} else {
+			failures++
+		}
+		if failures > listenRetries {
+			r.end(&EndedError{Why: fmt.Sprintf("the remote server at %s keeps closing its event stream without sending anything; check the server, then restart the session", redactURL(r.cfg.URL))})
+			return
+		}
+		delay = backoff(max(failures, 1))
+		if retry > 0 {
+			delay = retry
+		}
+	}
+}
+
+func isEventStream(ct string) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/event-stream")
+}
+
+// backoff is the delay before the n-th retry: 0.25s doubling, at most 8s,
+// so a server that is gone ends the session within about 8 seconds.
+func backoff(n int) time.Duration {
+	return min(250*time.Millisecond<<min(n-1, 5), 8*time.Second)
+
+}
+
+// readEvents reads server-sent events until the stream ends, delivering
+// each message. It reports whether any event came, the retry delay the
+// server asked for, and an error that ends the session (a message that is
+// not JSON-RPC).
+func (r *Remote) readEvents(body io.Reader, lastID *string) (got bool, retry time.Duration, err error) {
+	sc := newEventScanner(body)
+	for {
+		ev, ok := sc.next()
+		if !ok {
+			return got, retry, nil
+		}
+		got = true
+		if ev.id != "" {
+			*lastID = ev.id
+		}
+		if ev.retry > 0 {
+			retry = ev.retry
+		}
+		if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
+			continue // a priming event, or not a message
+		}
+		m, derr := decodeMessage(ev.data)
+		var bad *badIDError
+		if errors.As(derr, &bad) {
+			r.logf("dropped a message on the server's event stream: %s", bad.reason)
+			continue
+		}
+		if derr != nil {
+			return got, retry, r.notMCP(derr)
+		}
+		if !r.deliver(m) {
+			return got, retry, nil
+		}
+	}
+}
+
+// ---- HTTP ----
+
+// remoteTransport adds to every request what the session needs: the
+// configured headers, the protocol version once negotiated, and the
+// authorization; it turns a 401 nobody can answer into the end of the
+// session, with a reason that says what to do.
+type remoteTransport struct {
+	r    *Remote
+	base http.RoundTripper
+}
+
+// reservedHeaders are set by the transport; a --header can't replace them.
+var reservedHeaders = map[string]bool{
+	"Content-Type": true, "Accept": true, "Mcp-Session-Id": true, "Mcp-Protocol-Version": true,
+	"Last-Event-Id": true, "Content-Length": true, "Host": true,
+}
+
+func (t *remoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := t.r
+	req = req.Clone(req.Context())
+	for k, vs := range r.cfg.Headers {
+		if !reservedHeaders[http.CanonicalHeaderKey(k)] {
+			req.Header[http.CanonicalHeaderKey(k)] = vs
+		}
+	}
+	r.mu.Lock()
+	version := r.version
+	r.mu.Unlock()
+	if version != "" && req.Header.Get("Mcp-Protocol-Version") == "" {
+		req.Header.Set("Mcp-Protocol-Version", version)
+	}
+	resp, err := t.authorized(req, false)
+	if err != nil {
+		return nil, err
+	}
+	if req.Method == http.MethodPost {
+		r.mu.Lock()
+		if r.probe == 0 {
+			r.probe = resp.StatusCode
+		}
+		r.mu.Unlock()
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		why := r.unauthorized(resp)
+		resp.Body.Close()
+		r.end(&EndedError{Why: why})
+		return nil, errors.New(why)
+	}
+	return resp, nil
+}
+
+// authorized sends req with the authorizer's token, and on a 401 or 403
+// asks it to authorize and sends req once more.
+func (t *remoteTransport) authorized(req *http.Request, retry bool) (*http.Response, error) {
+	h := t.r.cfg.Auth
+	if h != nil {
+		ts, err := h.TokenSource(req.Context())
+		if err != nil {
+			return nil, fmt.Errorf("authorization: %w", err)
+		}
+		if ts != nil {
+			if tok, err := ts.Token(); err == nil && tok != nil && tok.AccessToken != "" {
+				req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+			}
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || h == nil || retry {
+		return resp, err
+	}
+	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+		return resp, nil
+	}
+	if err := h.Authorize(req.Context(), req, resp); err != nil {
+		return nil, fmt.Errorf("the remote server asks for authorization, and it failed: %w", err)
+	}
+	again := req.Clone(req.Context())
+	if req.Body != nil && req.GetBody != nil {
+		if again.Body, err = req.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	return t.authorized(again, true)
+}
+
+// unauthorized says why a 401 ends the session, and what the user can do.
+func (r *Remote) unauthorized(resp *http.Response) string {
+	where := redactURL(r.cfg.URL)
+	if r.cfg.Auth != nil {
+		return fmt.Sprintf("the remote server at %s refused the authorization bouncer obtained for it (401 Unauthorized); authorize again", where)
+	}
+	if len(r.cfg.Headers.Values("Authorization")) > 0 {
+		return fmt.Sprintf("the remote server at %s refused the credentials given in the Authorization header (401 Unauthorized); check the token (and that its ${VAR} is set where the client starts bouncer)", where)
+	}
+	challenge := resp.Header.Get("WWW-Authenticate")
+	if strings.HasPrefix(strings.ToLower(challenge), "bearer") {
+		return fmt.Sprintf("the remote server at %s asks for OAuth (401 Unauthorized, WWW-Authenticate: %s), and bouncer could not sign in to it (bouncer's stderr says why); give a token with --header \"Authorization: Bearer ${TOKEN}\" (or the entry's headers)", where, r.redact(challenge))
+	}
+	return fmt.Sprintf("the remote server at %s asks for credentials (401 Unauthorized); give them with --header (or the entry's headers)", where)
+}
+
+// ---- secrets ----
+
+// secretsOf lists what must never be shown: every header value (and each
+// word of it, so "Bearer TOKEN" hides TOKEN wherever it appears alone),
+// and the URL's password and query values.
+func secretsOf(cfg RemoteConfig) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		s = strings.TrimSpace(s)
+		if len(s) >= 4 && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, vs := range cfg.Headers {
+		for _, v := range vs {
+			add(v)
+			for _, w := range strings.Fields(v) {
+				if !strings.EqualFold(w, "bearer") && !strings.EqualFold(w, "basic") && !strings.EqualFold(w, "token") {
+					add(w)
+				}
+			}
+		}
+	}
+	if u, err := url.Parse(cfg.URL); err == nil {
+		if p, ok := u.User.Password(); ok {
+			add(p)
+		}
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				add(v)
+			}
+		}
+	}
+	// Longest first, so a value is hidden whole before a part of it.
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// redact hides every secret in s.
+func (r *Remote) redact(s string) string {
+	for _, sec := range r.secrets {
+		s = strings.ReplaceAll(s, sec, "[redacted]")
+	}
+	return s
+}
+
+// redactURL is a URL without its user information and query, for
+// messages: either may hold a token.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(the URL given)"
+	}
+	out := u.Scheme + "://" + u.Host + u.EscapedPath()
+	if u.RawQuery != "" {
+		out += "?…"
+	}
+	return out
+}

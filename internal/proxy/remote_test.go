@@ -1,0 +1,138 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The smallest remote session: a go-sdk client through the proxy to the
+// helpdesk over streamable HTTP; an allowed call reaches it, a refused one
+// never does.
+func TestRemoteBasic(t *testing.T) {
+	for _, mode := range []string{"streamable", "json", "sse"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHarness(t, hopts{http: mode, policy: helpdeskPolicy})
+			cs := h.client(nil)
+			if text, isErr := callTool(t, cs, "echo", map[string]any{"text": "hi"}); text != "hi" || isErr {
+				t.Fatalf("echo = %q %v", text, isErr)
+			}
+			callTool(t, cs, "get_ticket", map[string]any{})
+			text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "attacker@evil.example"})
+			if !isErr || !strings.HasPrefix(text, BlockedPrefix) {
+				t.Fatalf("send_email = %q %v", text, isErr)
+			}
+			if len(h.mails()) != 0 {
+				t.Fatalf("a blocked mail reached the server: %v", h.mails())
+			}
+			if got := h.remote.Transport(); (mode == "sse") != (got == TransportSSE) {
+				t.Fatalf("transport = %q", got)
+			}
+		})
+	}
+}
+
+// rawCall sends a tools/call on a raw client and returns its answer.
+func rawCall(r *rawClient, id int, tool, args string) *jsonrpc.Response {
+	r.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `}}`)
+	return r.response(id)
+}
+
+// A server that answers a post 503 fails that request clearly; the session
+// goes on, and a denied call is still never forwarded.
+func TestRemoteFault503(t *testing.T) {
+	h := newHarness(t, hopts{http: "streamable", policy: helpdeskPolicy})
+	r := h.raw()
+	r.handshake()
+	rawCall(r, 1, "get_ticket", `{}`)
+	if resp := rawCall(r, 2, "http_fault", `{"fault":"503"}`); resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	resp := rawCall(r, 3, "echo", `{"text":"x"}`)
+	if resp.Error == nil || !strings.Contains(resp.Error.Error(), "did not take the request") || !strings.Contains(resp.Error.Error(), "Service Unavailable") {
+		t.Fatalf("the call the server answered 503: %v %s", resp.Error, resp.Result)
+	}
+	if text, _ := resultText(t, rawCall(r, 4, "echo", `{"text":"again"}`)); text != "again" {
+		t.Fatalf("after the 503: %q", text)
+	}
+	if text, isErr := resultText(t, rawCall(r, 5, "send_email", `{"to":"attacker@evil.example"}`)); !isErr || !strings.HasPrefix(text, BlockedPrefix) {
+		t.Fatalf("send_email = %q", text)
+	}
+	if len(h.mails()) != 0 {
+		t.Fatal("a denied call reached the server")
+	}
+}
+
+// A server that forgets the session (404 for its id) ends it: the call that
+// found out is failed with the reason, and so is the session.
+func TestRemoteSessionExpired(t *testing.T) {
+	h := newHarness(t, hopts{http: "streamable"})
+	r := h.raw()
+	r.handshake()
+	rawCall(r, 1, "echo", `{"text":"pinned"}`)
+	if resp := rawCall(r, 2, "http_fault", `{"fault":"expire"}`); resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+	resp := r.response(3)
+	if resp.Error == nil || !strings.Contains(resp.Error.Error(), "ended the session") {
+		t.Fatalf("the call after the session expired: %v %s", resp.Error, resp.Result)
+	}
+	err := h.waitExit()
+	var ended *EndedError
+	if !errors.Is(err, ErrUpstreamExited) || !errors.As(err, &ended) || !strings.Contains(ended.Why, "404") {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+// A server that goes away in the middle of a call: the call is failed at
+// once, and the session ends with a reason once the server can't be
+// reached again.
+func TestRemoteServerGoneMidCall(t *testing.T) {
+	h := newHarness(t, hopts{http: "streamable"})
+	r := h.raw()
+	r.handshake()
+	rawCall(r, 1, "echo", `{"text":"pinned"}`)
+	start := time.Now()
+	resp := rawCall(r, 2, "crash", `{}`)
+	if resp.Error == nil {
+		t.Fatalf("the call the server died in: %s", resp.Result)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("the failed call took %v", time.Since(start))
+	}
+	err := h.waitExit()
+	var ended *EndedError
+	if !errors.As(err, &ended) || !strings.Contains(ended.Why, "can't be reached") {
+		t.Fatalf("Run = %v", err)
+	}
+	// A call after that is refused, not forwarded anywhere.
+	if h.remote.Write(context.Background(), &jsonrpc.Request{Method: "ping"}) == nil {
+		t.Fatal("a write after the end succeeded")
+	}
+}
+
+// The server's event stream drops: it is re-opened (with Last-Event-ID,
+// the server keeping events), and what the server sends outside an answer
+// still arrives: here list_changed, which makes the proxy re-list.
+func TestRemoteEventStreamDropped(t *testing.T) {
+	h := newHarness(t, hopts{http: "events"})
+	rc := &relayClient{}
+	cs := h.client(rc.options())
+	callTool(t, cs, "echo", map[string]any{"text": "pinned"})
+	if text, _ := callTool(t, cs, "http_fault", map[string]any{"fault": "drop"}); text != "ok" {
+		t.Fatal(text)
+	}
+	time.Sleep(300 * time.Millisecond) // the stream is re-opened meanwhile
+	callTool(t, cs, "change_echo", map[string]any{})
+	eventually(t, "list_changed after the stream dropped", func() bool { return rc.snapshot().changed > 0 })
+	text, isErr := callTool(t, cs, "echo", map[string]any{"text": "x"})
+	if !isErr || !strings.Contains(text, BlockedPrefix) {
+		t.Fatalf("echo after its definition changed = %q %v; want it refused (pinning)", text, isErr)
+	}
+}
