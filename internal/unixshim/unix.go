@@ -15,16 +15,19 @@ type (
 )
 
 const (
-	O_CLOEXEC  = unix.O_CLOEXEC
-	S_IFMT     = unix.S_IFMT
-	S_IFREG    = unix.S_IFREG
-	LOCK_EX    = unix.LOCK_EX
-	LOCK_UN    = unix.LOCK_UN
-	EINTR      = unix.EINTR
-	ENOENT     = unix.ENOENT
-	ENOSYS     = unix.ENOSYS
-	EOPNOTSUPP = unix.EOPNOTSUPP
-	EPERM      = unix.EPERM
+	O_CLOEXEC   = unix.O_CLOEXEC
+	S_IFMT      = unix.S_IFMT
+	S_IFREG     = unix.S_IFREG
+	LOCK_EX     = unix.LOCK_EX
+	LOCK_SH     = unix.LOCK_SH
+	LOCK_NB     = unix.LOCK_NB
+	LOCK_UN     = unix.LOCK_UN
+	EINTR       = unix.EINTR
+	EWOULDBLOCK = unix.EWOULDBLOCK
+	ENOENT      = unix.ENOENT
+	ENOSYS      = unix.ENOSYS
+	EOPNOTSUPP  = unix.EOPNOTSUPP
+	EPERM       = unix.EPERM
 )
 
 func Fstat(fd int, st *Stat_t) error     { return unix.Fstat(fd, st) }
