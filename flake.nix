@@ -1,9 +1,11 @@
 {
   description = "Bouncer: a hardened stdio MCP proxy that denies sends to destinations taken from untrusted tool output";
 
-  # flake.lock pins this. Go 1.26 (go.mod) is newer than nixos-25.05 ships:
-  # see docs/install.md, "Nix", for building against a newer nixpkgs.
-  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-25.05";
+  # flake.lock pins this to a nixos-unstable revision that has Go 1.26
+  # (go_1_26, buildGo126Module), which go.mod needs; see docs/install.md, "Nix".
+  # Whoever moves the lock (`nix flake update`) must keep a nixpkgs that has
+  # buildGo126Module: nix/package.nix stops at evaluation otherwise.
+  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";
 
   outputs =
     { self, nixpkgs }:
@@ -32,7 +34,6 @@
         pkgs:
         pkgs.callPackage ./nix/package.nix {
           src = self;
-          go = pkgs.go_1_26 or pkgs.go;
           inherit version commit date;
         };
 
@@ -66,7 +67,7 @@
       devShells = forAllSystems (pkgs: {
         default = pkgs.mkShell {
           packages = with pkgs; [
-            (pkgs.go_1_26 or go)
+            go_1_26
             gopls
             gotools
             go-tools # staticcheck
@@ -100,6 +101,8 @@
         };
       });
 
-      formatter = forAllSystems (pkgs: pkgs.nixfmt-rfc-style);
+      # nixfmt is the RFC 166 formatter (nixpkgs dropped the nixfmt-rfc-style
+      # alias in 2026).
+      formatter = forAllSystems (pkgs: pkgs.nixfmt);
     };
 }

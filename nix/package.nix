@@ -2,27 +2,33 @@
 #
 # vendorHash is the NAR hash of `go mod vendor` for the current go.mod and
 # go.sum. .ci/checks/nix.sh recomputes it on every CI run and fails when this
-# line is stale; nix/update-vendor-hash.sh rewrites it.
+# line is stale; `nix/vendor-hash.sh --write` rewrites it.
+#
+# Built with Go 1.26 explicitly (buildGo126Module), whatever the nixpkgs's
+# default Go is: go.mod says `go 1.26.0`, and Nix builds with
+# GOTOOLCHAIN=local.
 {
   lib,
-  buildGoModule,
-  go,
+  # null when this nixpkgs has no Go 1.26: refused below, with the way out.
+  buildGo126Module ? null,
+  go ? null,
   src,
   version,
   commit,
   date,
 }:
 
-# go.mod says `go 1.26`, and Nix builds with GOTOOLCHAIN=local: an older Go
-# would stop with "go.mod requires go >= 1.26". Say so at evaluation time,
-# with the way out, instead of failing deep in the build.
-assert lib.assertMsg (lib.versionAtLeast go.version "1.26") ''
-  bouncer needs Go 1.26 or newer; this nixpkgs has Go ${go.version}.
-  Build against a newer nixpkgs, e.g.
+# A nixpkgs without Go 1.26 would otherwise fail deep in the build with
+# "go.mod requires go >= 1.26.0". Say so at evaluation time instead.
+assert lib.assertMsg (buildGo126Module != null) ''
+  bouncer needs Go 1.26 (buildGo126Module); this nixpkgs has none (its default Go is ${
+    if go == null then "unknown" else go.version
+  }).
+  flake.lock pins a nixpkgs that has it; if you overrode nixpkgs, use a newer one, e.g.
     nix build --override-input nixpkgs github:NixOS/nixpkgs/nixos-unstable
 '';
 
-(buildGoModule.override { inherit go; }) {
+buildGo126Module {
   pname = "bouncer";
   inherit version src;
 

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # Builds the container images of container/ without a container engine and
 # runs them, on a machine that can pull no base image:
-#   1. fake bases made locally (a distroless-like static base, and Node and
-#      Python runtimes copied from this machine), pushed to a local registry
-#      (crane registry serve);
-#   2. container/Dockerfile, container/node/Dockerfile and
-#      container/python/Dockerfile built with buildah (vfs storage, chroot
-#      isolation) against those bases and pushed to the local registry;
+#   1. fake bases made locally (a distroless-like static base, Node and
+#      Python runtimes copied from this machine, and a golang-like build base
+#      with this machine's Go toolchain and busybox as its shell), pushed to
+#      a local registry (crane registry serve);
+#   2. container/Dockerfile (the release binary), container/source/Dockerfile
+#      (built from this clone by `go build` inside the build, as a user
+#      without a published image does), container/node/Dockerfile (on the
+#      from-source image) and container/python/Dockerfile (on the release
+#      one) built with buildah (vfs storage, chroot isolation) against those
+#      bases and pushed to the local registry;
 #   3. for each image: the config says user 65532:65532 and BOUNCER_HOME, the
 #      filesystem holds no shell, and the entrypoint, run from the exported
 #      filesystem with chroot --userspec=65532:65532, answers initialize,
 #      tools/list and a tools/call through bouncer, whose audit line lands
 #      in the image's state directory.
-# Installs what it needs (buildah from apt, crane with go install) and can be
+# Installs what it needs (buildah and busybox-static from apt, crane with go
+# install) and can be
 # run again: all its state lives in a temporary directory it removes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,10 +28,11 @@ export PATH="$PATH:$(go env GOPATH)/bin"
 CRANE_VERSION=v0.22.1
 step() { echo "-- images: $*"; }
 
-if ! command -v buildah >/dev/null; then
-  step "installing buildah"
+busybox=/bin/busybox # from busybox-static: the golang-like base's /bin/sh
+if ! command -v buildah >/dev/null || ! "$busybox" --list 2>/dev/null | grep -qx sh || ldd "$busybox" >/dev/null 2>&1; then
+  step "installing buildah and busybox-static"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah busybox-static >/dev/null
 fi
 if ! command -v crane >/dev/null; then
   step "installing crane $CRANE_VERSION"
@@ -45,6 +51,7 @@ cleanup() {
 }
 trap cleanup EXIT
 BUILDAH_STORE=(--storage-driver vfs --root "$work/storage" --runroot "$work/run")
+BUD_FLAGS=()
 
 # A free port for the registry: ask the kernel, then hand it over.
 port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
@@ -108,13 +115,36 @@ mkdir -p "$work/python/usr/lib"
 tar -C /usr/lib --exclude=python3.11/test --exclude='__pycache__' -cf - python3.11 | tar -C "$work/python/usr/lib" -xf -
 push_base "$work/python" "$reg/base/python:nonroot"
 
+# What container/source/Dockerfile needs of golang:1.26-bookworm: Go 1.26 at
+# /usr/local/go on PATH, GOPATH=/go, GOTOOLCHAIN=local, a /bin/sh for RUN,
+# root. This machine's Go toolchain, without its tests, docs and the sources
+# of the go tool itself; busybox-static as the shell.
+mkdir -p "$work/golang/bin" "$work/golang/etc" "$work/golang/tmp" "$work/golang/root" "$work/golang/usr/local/go" "$work/golang/go"
+printf 'root:x:0:0:root:/root:/bin/sh\n' >"$work/golang/etc/passwd"
+printf 'root:x:0:\n' >"$work/golang/etc/group"
+chmod 1777 "$work/golang/tmp"
+cp "$busybox" "$work/golang/bin/busybox"
+ln -s busybox "$work/golang/bin/sh"
+goroot=$(go env GOROOT)
+tool=./pkg/tool/$(go env GOHOSTOS)_$(go env GOHOSTARCH)
+tar -C "$goroot" --exclude='*_test.go' --exclude=testdata --exclude=./test --exclude=./api --exclude=./doc \
+  --exclude=./misc --exclude=./src/cmd --exclude=./bin/gofmt \
+  --exclude="$tool"/{cover,doc,fix,pprof,trace,vet,test2json,objdump,addr2line,nm,covdata,distpack,preprofile} \
+  -cf - . | tar -C "$work/golang/usr/local/go" -xf -
+tar --numeric-owner -C "$work/golang" -cf "$work/golang.tar" .
+crane append --insecure --oci-empty-base -f "$work/golang.tar" -t "$reg/base/golang:1.26" >/dev/null
+crane mutate --insecure -t "$reg/base/golang:1.26" --workdir /go \
+  -e PATH=/usr/local/go/bin:/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  -e GOPATH=/go -e GOTOOLCHAIN=local "$reg/base/golang:1.26" >/dev/null
+rm -rf "$work/golang" "$work/golang.tar"
+
 # --- builds ------------------------------------------------------------------
 
 bud() {
-  # bud CONTEXT DOCKERFILE REF [BUILD-ARG]...
+  # bud CONTEXT DOCKERFILE REF [BUILD-ARG]...; BUD_FLAGS=(...) adds buildah flags.
   local ctx=$1 file=$2 ref=$3
   shift 3
-  local args=()
+  local args=("${BUD_FLAGS[@]}")
   for a in "$@"; do args+=(--build-arg "$a"); done
   buildah "${BUILDAH_STORE[@]}" bud --quiet --isolation chroot --tls-verify=false --pull=always \
     --platform linux/amd64 "${args[@]}" -f "$file" -t "$ref" "$ctx" >"$work/bud.log" 2>&1 || {
@@ -133,7 +163,19 @@ step "buildah: container/Dockerfile"
 bud "$work/ctx-bouncer" container/Dockerfile "$reg/bouncer:ci" \
   "BASE=$reg/base/static:nonroot" TARGETPLATFORM=linux/amd64
 
-step "buildah: container/node/Dockerfile (server-everything from container/test/node-server)"
+step "buildah: container/source/Dockerfile (go build of this clone inside the build)"
+# The repository is the build context, as for a user. Its modules come from
+# this machine's module cache, served to the go command as a file:// proxy
+# (no network in the build), and its build cache is this machine's (the
+# same go build, so the compile is quick); the go build itself runs in the
+# image's build stage.
+BUD_FLAGS=(-v "$(go env GOMODCACHE)/cache/download:/gomodproxy:ro" -v "$(go env GOCACHE):/root/.cache/go-build")
+bud "$root" container/source/Dockerfile "$reg/bouncer-source:ci" \
+  "GO_IMAGE=$reg/base/golang:1.26" "BASE=$reg/base/static:nonroot" GOPROXY=file:///gomodproxy \
+  VERSION=source-check COMMIT=0000000 DATE=2026-01-01T00:00:00Z
+BUD_FLAGS=()
+
+step "buildah: container/node/Dockerfile on the from-source image (server-everything from container/test/node-server)"
 mkdir -p "$work/ctx-node/server"
 cp container/test/node-server/package.json container/test/node-server/package-lock.json "$work/ctx-node/server/"
 (cd "$work/ctx-node/server" && npm ci --omit=dev --no-audit --no-fund --loglevel=error)
@@ -141,9 +183,9 @@ cp container/test/node-server/package.json container/test/node-server/package-lo
 # to see the gate work inside the image.
 printf 'echo:\n  max_calls: 5\nget-sum:\n  max_calls: 0\n' >"$work/ctx-node/policy.yaml"
 bud "$work/ctx-node" container/node/Dockerfile "$reg/node-everything:ci" \
-  "BOUNCER_IMAGE=$reg/bouncer:ci" "NODE_IMAGE=$reg/base/nodejs:nonroot"
+  "BOUNCER_IMAGE=$reg/bouncer-source:ci" "NODE_IMAGE=$reg/base/nodejs:nonroot"
 
-step "buildah: container/python/Dockerfile (container/test/python-server)"
+step "buildah: container/python/Dockerfile on the release image (container/test/python-server)"
 mkdir -p "$work/ctx-python/server"
 cp container/test/python-server/server.py "$work/ctx-python/server/"
 cp container/python/policy.yaml "$work/ctx-python/policy.yaml"
@@ -237,6 +279,13 @@ check_image bouncer "$reg/bouncer:ci"
 "$work/check-bouncer/rootfs/usr/local/bin/bouncer" version
 # With no arguments the image serves Bouncer's own MCP server.
 run_image bouncer list_packs '{"name":"gmail"}' noaudit
+
+step "checking bouncer-source:ci"
+check_image source "$reg/bouncer-source:ci"
+got=$("$work/check-source/rootfs/usr/local/bin/bouncer" version)
+echo "   $got"
+[ "$got" = "bouncer source-check (commit 0000000, built 2026-01-01T00:00:00Z)" ] || fail "source: bouncer version says: $got"
+run_image source list_packs '{"name":"gmail"}' noaudit
 
 step "checking node-everything:ci"
 check_image node "$reg/node-everything:ci"

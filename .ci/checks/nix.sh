@@ -5,7 +5,10 @@
 #   - flake.nix, nix/*.nix and flake.lock parse, flake.lock pins nixpkgs;
 #   - `nix flake show` and `nix flake check --no-build` evaluate every output;
 #   - packages.default is bouncer-VERSION with the ldflags the release uses;
-#   - with a Go older than go.mod's, package.nix stops at evaluation and
+#   - flake.lock's nixpkgs entry is the input flake.nix names (else Nix
+#     would re-lock, and `nix run github:...` would fetch another nixpkgs);
+#   - packages.default is built with Go 1.26 (buildGo126Module), and with
+#     a nixpkgs that has no Go 1.26, package.nix stops at evaluation and
 #     says why;
 #   - vendorHash in nix/package.nix matches `go mod vendor` for the current
 #     go.mod (a stale hash fails here, with the command that fixes it);
@@ -47,9 +50,17 @@ node -e '
   const l = JSON.parse(require("fs").readFileSync("flake.lock", "utf8"));
   const n = l.nodes && l.nodes[l.nodes[l.root].inputs.nixpkgs];
   const k = n && n.locked;
-  if (l.version !== 7 || !k || k.type !== "github" || !/^[0-9a-f]{40}$/.test(k.rev) || !/^sha256-/.test(k.narHash || ""))
-    { console.error("flake.lock does not pin nixpkgs to a github rev with a narHash"); process.exit(1); }
-  console.log(`   flake.lock: nixpkgs ${n.original.ref} at ${k.rev}`);
+  if (l.version !== 7 || !k || k.type !== "github" || !/^[0-9a-f]{40}$/.test(k.rev) ||
+      !/^sha256-[A-Za-z0-9+/]{43}=$/.test(k.narHash || "") || !Number.isInteger(k.lastModified))
+    { console.error("flake.lock does not pin nixpkgs to a github rev with a narHash and lastModified"); process.exit(1); }
+  // The lock entry must be for the input flake.nix declares, or Nix would
+  // throw the lock away and resolve the branch anew.
+  const m = require("fs").readFileSync("flake.nix", "utf8").match(/inputs\.nixpkgs\.url = "github:([^/"]+)\/([^/"]+)\/([^"]+)";/);
+  const o = n.original || {};
+  if (!m || o.type !== "github" || o.owner !== m[1] || o.repo !== m[2] || o.ref !== m[3] || k.owner !== m[1] || k.repo !== m[2])
+    { console.error(`the nixpkgs entry of flake.lock (${JSON.stringify(o)}) is not the input flake.nix names (${m && m[0]})`); process.exit(1); }
+  const when = new Date(k.lastModified * 1000).toISOString().slice(0, 10);
+  console.log(`   flake.lock: nixpkgs ${o.ref} at ${k.rev} (${when}), ${k.narHash}`);
 ' || fail "flake.lock"
 
 step "flake show / check --no-build (stub nixpkgs)"
@@ -71,14 +82,18 @@ case $(ev ".#apps.$sys.default.program") in */bin/bouncer) ;; *) fail "apps.defa
 nix eval ".#packages.$sys.image.drvPath" "${stub[@]}" >/dev/null 2>&1 || fail "packages.image does not evaluate"
 nix eval ".#devShells.$sys.default.drvPath" "${stub[@]}" >/dev/null 2>&1 || fail "devShells.default does not evaluate"
 
-# With a Go older than go.mod's, evaluation stops with a message that says
-# so and how to get a newer nixpkgs, instead of failing deep in a build.
+# The package is built with Go 1.26 whatever the nixpkgs's default Go is
+# (the stub's default is 1.24, as an older nixpkgs's would be).
+gov=$(ev ".#packages.$sys.default.go.version")
+case $gov in 1.26.*) echo "   built with Go $gov (buildGo126Module)" ;; *) fail "packages.default is built with Go $gov, not 1.26" ;; esac
+# With a nixpkgs that has no Go 1.26, evaluation stops with a message that
+# says so and how to get a newer nixpkgs, instead of failing deep in a build.
 old_go=$(nix eval --raw --impure --expr '
   let pkgs = (builtins.getFlake (toString ./nix/stub-nixpkgs)).legacyPackages.x86_64-linux;
-  in (pkgs.callPackage ./nix/package.nix { src = null; go = pkgs.go; version = "0"; commit = "x"; date = "d"; }).name' 2>&1 || true)
+  in (pkgs.callPackage ./nix/package.nix { buildGo126Module = null; src = null; version = "0"; commit = "x"; date = "d"; }).name' 2>&1 || true)
 case $old_go in
-  *"bouncer needs Go 1.26 or newer; this nixpkgs has Go 1.24"*) echo "   an old Go is refused at evaluation" ;;
-  *) fail "package.nix with Go 1.24 did not stop with the Go version message: $old_go" ;;
+  *"bouncer needs Go 1.26 (buildGo126Module); this nixpkgs has none (its default Go is 1.24"*) echo "   a nixpkgs without Go 1.26 is refused at evaluation" ;;
+  *) fail "package.nix without buildGo126Module did not stop with the Go version message: $old_go" ;;
 esac
 
 step "vendorHash against go mod vendor"

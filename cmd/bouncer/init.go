@@ -24,7 +24,6 @@ With no --config, init finds the MCP client configs of this user and of the
 project in the current directory (Claude Code, Cursor, Claude Desktop,
 VS Code, Gemini CLI), lists them, and asks before changing each.`
 
-
 // initState is what init remembers in the state directory: what it added
 // to each hook file, so that --undo removes that and nothing the user had.
 const initStateFile = "init.json"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,10 +25,42 @@ func TestDemo(t *testing.T) {
 	if err := run(repo, out, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	for _, want := range []string{"Attack 1", "[bouncer blocked] ", "bouncer approve ", "Every attack was stopped"} {
-		if !strings.Contains(log.String(), want) {
-			t.Errorf("transcript lacks %q:\n%s", want, log.String())
+	transcript := log.String()
+	for _, want := range []string{"Attack 1", "[bouncer blocked] ", "bouncer approve ", "Every attack was stopped",
+		filepath.Join(out, "policy.yaml"), filepath.Join(out, "home", "audit.jsonl"), filepath.Join(out, "review-pack.md")} {
+		if !strings.Contains(transcript, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, transcript)
 		}
+	}
+	// Every blocked call's message is shown in full, every line of it:
+	// the last lines say what a human does (bouncer approve CODE).
+	b, err := os.ReadFile(filepath.Join(out, "home", "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	denies := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e struct{ Verdict, Reason string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Verdict != "deny" {
+			continue
+		}
+		denies++
+		for _, l := range strings.Split(strings.ReplaceAll(e.Reason, out, "out"), "\n") {
+			if !strings.Contains(transcript, l) {
+				t.Errorf("the transcript cuts a blocked message; it lacks %q", l)
+			}
+		}
+	}
+	if denies != 5 {
+		t.Errorf("%d deny lines in the audit log, want 5", denies)
+	}
+	// It ends with what to do next.
+	next := transcript[strings.LastIndex(transcript, "\n== "):]
+	if !strings.HasPrefix(next, "\n== Next") || !strings.Contains(next, "bouncer init") || !strings.Contains(next, " log --home ") {
+		t.Errorf("the transcript does not end with the next steps:\n%s", next)
 	}
 	pack, err := os.ReadFile(filepath.Join(out, "review-pack.md"))
 	if err != nil {

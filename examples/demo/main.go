@@ -144,6 +144,7 @@ func run(repo, out string, w io.Writer) error {
 	if err := d.report(); err != nil {
 		d.failed = append(d.failed, err.Error())
 	}
+	d.where()
 	d.say("")
 	if len(d.failed) > 0 {
 		for _, f := range d.failed {
@@ -152,8 +153,46 @@ func run(repo, out string, w io.Writer) error {
 		return fmt.Errorf("%d check(s) failed", len(d.failed))
 	}
 	d.say("Every attack was stopped, the approved mail went out, and the server's state is as it should be.")
-	d.say("Review pack: %s", filepath.Join(d.out, "review-pack.md"))
+	d.next()
 	return nil
+}
+
+// where says where the demo left everything a user may want to look at.
+func (d *demo) where() {
+	d.say("\n== Where everything is (made afresh on every run)")
+	for _, f := range [][2]string{
+		{d.show(filepath.Join(d.out, "policy.yaml")), "the policy bouncer enforced (a copy of examples/demo/policy.yaml)"},
+		{d.show(filepath.Join(d.home, "audit.jsonl")), "the audit log: one hash-chained JSON line per verdict"},
+		{d.show(filepath.Join(d.out, "review-pack.md")), "the review pack, written from that log by bouncer report"},
+		{d.show(filepath.Join(d.out, "mcp.json")), "the client config as bouncer init wrapped it (the original: mcp.json.bak)"},
+		{d.show(filepath.Join(d.out, "bouncer-run.log")), "what bouncer run said on stderr (the sandbox it applied)"},
+		{d.show(d.desk) + string(filepath.Separator), "the helpdesk's own state: outbox.jsonl, customers.json, workspace/"},
+	} {
+		d.say("  %s\n      %s", f[0], f[1])
+	}
+}
+
+// next ends the demo with what a user does next, as commands to paste.
+func (d *demo) next() {
+	bouncer, home := d.show(filepath.Join(d.bin, "bouncer")), d.show(d.home)
+	d.say("\n== Next")
+	d.say("  Read the verdicts as a person:  %s log --home %s", bouncer, home)
+	d.say("  Check the log's hash chain:     %s audit verify --home %s", bouncer, home)
+	d.say("  Guard your own MCP client:      go install ./cmd/bouncer && bouncer init")
+	d.say("      (finds your clients' configs, shows each change and asks first; bouncer init --undo puts them back)")
+	d.say("  Then see what it did:           bouncer log -f    and, for a review, bouncer report -o review-pack.md")
+}
+
+// show names a path for the user to paste: relative to the working
+// directory when it lies below it (go run ./examples/demo from the
+// repository root), else absolute.
+func (d *demo) show(path string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, path); err == nil && filepath.IsLocal(rel) {
+			return rel
+		}
+	}
+	return path
 }
 
 func (d *demo) say(format string, a ...any) { fmt.Fprintf(d.w, format+"\n", a...) }
@@ -358,7 +397,15 @@ func (d *demo) expect(ctx context.Context, wantBlocked bool, tool string, args m
 	}
 	switch {
 	case blocked:
-		d.say("bouncer <- %s", short(strings.ReplaceAll(text, d.out, "out")))
+		// Bouncer's answer in full, line by line: its last lines are what
+		// a human does about it (bouncer approve CODE, bouncer trust add).
+		for i, line := range strings.Split(strings.ReplaceAll(text, d.out, "out"), "\n") {
+			if i == 0 {
+				d.say("bouncer <- %s", line)
+			} else {
+				d.say("           %s", line)
+			}
+		}
 	default:
 		d.say("server  <- %s", short(text))
 	}

@@ -69,7 +69,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
 // TTL is how long a code stays valid after it was issued.

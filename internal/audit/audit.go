@@ -28,7 +28,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
 // Entry is one audit line. The first seven fields are fixed by the contract;

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
 // The layout of an install directory DIR:

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
 // Write replaces the config file with data. It first keeps the bytes it
@@ -95,7 +96,7 @@ func writeAtomic(path string, data []byte, perm os.FileMode, like os.FileInfo) e
 		return err
 	}
 	if like != nil {
-		if st, isUnix := like.Sys().(*syscall.Stat_t); isUnix && int(st.Uid) != os.Getuid() {
+		if st, isUnix := like.Sys().(*unixshim.SysStat); isUnix && int(st.Uid) != os.Getuid() {
 			// Only root gets here with another user's file; keep it theirs.
 			if err := tmp.Chown(int(st.Uid), int(st.Gid)); err != nil {
 				return err

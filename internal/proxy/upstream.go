@@ -122,22 +122,22 @@ func (p *Process) Stop(grace time.Duration) error {
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		_ = kill(-pgid, syscall.SIGTERM)
 		select {
 		case <-p.done:
 		case <-time.After(grace):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			_ = kill(-pgid, syscall.SIGKILL)
 			<-p.done
 		}
 	}
 	// Stragglers: children the server started in its group and did not
 	// stop. They get SIGTERM, then SIGKILL shortly after.
-	if syscall.Kill(-pgid, 0) == nil {
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		for i := 0; i < 20 && syscall.Kill(-pgid, 0) == nil; i++ {
+	if kill(-pgid, 0) == nil {
+		_ = kill(-pgid, syscall.SIGTERM)
+		for i := 0; i < 20 && kill(-pgid, 0) == nil; i++ {
 			time.Sleep(10 * time.Millisecond)
 		}
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = kill(-pgid, syscall.SIGKILL)
 	}
 	_ = p.conn.Close()
 	return p.err

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/sys/unix"
 )
 
 // MinStrictABI is the oldest Landlock ABI strict mode accepts: ABI 3 is

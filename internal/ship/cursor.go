@@ -10,12 +10,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
 // CursorVersion is the format of the cursor files this package writes.
@@ -146,7 +144,7 @@ type reader struct {
 }
 
 func fileID(fi os.FileInfo) (dev, ino uint64) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+	if st, ok := fi.Sys().(*unix.SysStat); ok {
 		return uint64(st.Dev), uint64(st.Ino)
 	}
 	return 0, 0

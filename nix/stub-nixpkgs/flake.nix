@@ -117,6 +117,7 @@
             go = tool "go" "1.24.5";
             go_1_26 = tool "go" "1.26.8";
             buildGoModule = mkBuildGoModule go;
+            buildGo126Module = mkBuildGoModule go_1_26;
 
             writeText =
               name: text:
@@ -146,7 +147,7 @@
             cosign = tool "cosign" "3.1.3";
             go-containerregistry = tool "go-containerregistry" "0.22.1";
             nodejs = tool "nodejs" "22.0.0";
-            nixfmt-rfc-style = tool "nixfmt" "0.0";
+            nixfmt = tool "nixfmt" "1.0";
           };
         in
         pkgs;

@@ -1,0 +1,8 @@
+//go:build unix
+
+package proxy
+
+import "syscall"
+
+// kill is syscall.Kill (a negative pid signals that process group).
+func kill(pid int, sig syscall.Signal) error { return syscall.Kill(pid, sig) }
