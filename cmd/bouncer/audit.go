@@ -16,7 +16,7 @@ func cmdAudit(args []string) error {
 	const synopsis = "bouncer audit verify [--home DIR] [--audit FILE] [--expect-head sha256:HEX]"
 	const usage = synopsis + " | " + shipSynopsis
 	if len(args) == 0 {
-		return usageErr("%s", "audit: missing subcommand; usage: " + usage)
+		return usageErr("%s", "audit: missing subcommand; usage: "+usage)
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":

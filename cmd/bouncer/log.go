@@ -45,7 +45,7 @@ func cmdLog(args []string) error {
 	if *since != "" {
 		t, err := parseSince(*since, time.Now())
 		if err != nil {
-			return usageErr("%s", "log: --since: " + err.Error())
+			return usageErr("%s", "log: --since: "+err.Error())
 		}
 		f.Since = t
 	}

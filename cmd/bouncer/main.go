@@ -101,7 +101,6 @@ func errorf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "bouncer: "+format+"\n", a...)
 }
 
-
 // newFlags makes a FlagSet for a subcommand. Every subcommand takes --home.
 // Its usage text goes to stdout on --help; parse errors are reported by
 // parseFlags as a single line.

@@ -55,9 +55,12 @@ func refuseUnsupported(goos string, w io.Writer) {
 		}
 		msg := fmt.Sprintf("bouncer: %s is not supported: %s. Run Bouncer under WSL 2 or in a Linux container (docs/install.md). Here, only these commands work: %s.\n",
 			platform, why, strings.Join(works, ", "))
-		c.run = func([]string) int {
+		c.run = func([]string) error {
 			fmt.Fprint(w, msg)
-			return status
+			if status == exitOK {
+				return nil
+			}
+			return silently(status)
 		}
 		commands[name] = c
 	}

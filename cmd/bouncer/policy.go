@@ -87,7 +87,7 @@ func cmdPolicySuggest(args []string) error {
 	if *since != "" {
 		t, err := parseSince(*since, time.Now())
 		if err != nil {
-			return usageErr("%s", "policy suggest: --since: " + err.Error())
+			return usageErr("%s", "policy suggest: --since: "+err.Error())
 		}
 		from = t
 	}

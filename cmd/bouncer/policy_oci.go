@@ -45,7 +45,7 @@ func policyPush(args []string) error {
 	}
 	paths, ref := ops[:len(ops)-1], ops[len(ops)-1]
 	if _, err := distribute.ParseReference(ref, *plain); err != nil {
-		return usageErr("%s", "policy push: " + err.Error())
+		return usageErr("%s", "policy push: "+err.Error())
 	}
 	var signer *bundle.Signer
 	if *keyFile != "" {
@@ -170,7 +170,7 @@ func policyPull(args []string) error {
 		if source != "" {
 			return badInput(fmt.Errorf("%s: policy_artifact: %v", source, err))
 		}
-		return usageErr("%s", "policy pull: " + err.Error())
+		return usageErr("%s", "policy pull: "+err.Error())
 	}
 
 	installDir := *dirFlag
