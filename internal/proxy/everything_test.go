@@ -8,6 +8,10 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -286,6 +290,31 @@ func npmHTTPServer(t *testing.T, pkg, mode string) string {
 		t.Fatalf("%s %s did not listen within 30s", pkg, mode)
 	}
 	return "http://127.0.0.1:" + port + "/mcp"
+}
+
+// A server that sends list_changed the moment the client says it is
+// initialized, over HTTP, reaches the client even when its event stream
+// opens late. The npm server drops a message it has no open stream for, so
+// here a reverse proxy holds each GET back for half a second: the proxy
+// must not send notifications/initialized before the stream is open.
+func TestNPMEverythingListChangedWithLateStream(t *testing.T) {
+	target, err := url.Parse(npmHTTPServer(t, "server-everything", "streamableHttp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	rp.FlushInterval = -1 // an event stream: pass each event on at once
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodGet {
+			time.Sleep(500 * time.Millisecond)
+		}
+		rp.ServeHTTP(w, req)
+	}))
+	t.Cleanup(slow.Close)
+	h := newHarness(t, hopts{url: slow.URL + target.Path})
+	rc := &relayClient{}
+	h.client(rc.options())
+	eventually(t, "list_changed", func() bool { return rc.snapshot().changed > 0 })
 }
 
 // The npm everything server: the newer protocol features (tasks

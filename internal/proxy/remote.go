@@ -106,6 +106,10 @@ type Remote struct {
 	initID    *jsonrpc.ID    // the latest initialize sent, to learn the version from its answer
 	version   string         // the negotiated protocol version
 	listening bool           // the event stream was started
+	// streamUp is closed once the event stream's first GET is answered
+	// (or can't be): notifications/initialized waits for it, see Write.
+	streamUp     chan struct{}
+	streamUpOnce sync.Once
 	probe     int            // the status of the first post, for auto's fallback
 	closed    bool
 }
@@ -260,7 +264,52 @@ func (r *Remote) Write(ctx context.Context, m jsonrpc.Message) error {
 	if conn == nil {
 		return r.start(ctx, m)
 	}
+	if isInitialized(m) {
+		r.awaitStream(ctx)
+	}
 	return r.send(conn, m)
+}
+
+// streamWait bounds how long notifications/initialized waits for the
+// event stream's GET to be answered, for a server that holds back its
+// headers until it has something to send.
+const streamWait = 2 * time.Second
+
+// awaitStream waits until the server's event stream is open, or can't be.
+// Servers commonly send list_changed (or a roots/list request) the moment
+// the client says it is initialized, on that stream; a server that has no
+// open stream to send it on drops it (the TypeScript SDK does), and the
+// client would never learn of the tools the server added.
+func (r *Remote) awaitStream(ctx context.Context) {
+	r.mu.Lock()
+	ch := r.streamUp
+	r.mu.Unlock()
+	if ch == nil {
+		return // not streamable HTTP, or the initialize failed
+	}
+	t := time.NewTimer(streamWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-r.ended:
+	}
+}
+
+// streamOpened marks the event stream's first GET as answered.
+func (r *Remote) streamOpened() {
+	r.mu.Lock()
+	ch := r.streamUp
+	r.mu.Unlock()
+	if ch != nil {
+		r.streamUpOnce.Do(func() { close(ch) })
+	}
+}
+
+func isInitialized(m jsonrpc.Message) bool {
+	req, ok := m.(*jsonrpc.Request)
+	return ok && !req.IsCall() && req.Method == "notifications/initialized"
 }
 
 // noteInit remembers an initialize request, whose answer carries the
@@ -420,6 +469,9 @@ func (r *Remote) answered(resp *jsonrpc.Response) {
 	r.version = res.ProtocolVersion
 	listen := r.kind == TransportStreamable && !r.listening
 	r.listening = r.listening || listen
+	if listen {
+		r.streamUp = make(chan struct{})
+	}
 	r.mu.Unlock()
 	if listen {
 		go r.listen()
@@ -574,6 +626,7 @@ const listenRetries = 5
 // another 4xx) is left at that; one that ended the session (404) ends it
 // here too.
 func (r *Remote) listen() {
+	defer r.streamOpened()
 	lastID := ""
 	failures := 0
 	delay := time.Duration(0)
@@ -598,6 +651,7 @@ func (r *Remote) listen() {
 			req.Header.Set("Last-Event-ID", lastID)
 		}
 		resp, err := r.client.Do(req)
+		r.streamOpened()
 		if err != nil {
 			if r.ctx.Err() != nil {
 				return
