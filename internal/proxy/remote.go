@@ -110,8 +110,8 @@ type Remote struct {
 	// (or can't be): notifications/initialized waits for it, see Write.
 	streamUp     chan struct{}
 	streamUpOnce sync.Once
-	probe     int            // the status of the first post, for auto's fallback
-	closed    bool
+	probe        int // the status of the first post, for auto's fallback
+	closed       bool
 }
 
 // DialRemote prepares a session with the server at cfg.URL. Nothing is
