@@ -318,7 +318,7 @@ func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 			}
 			data = append(data, '[')
 			for i, r := range batch {
-				enc, err := jsonrpc.EncodeMessage(r)
+				enc, err := encodeMessage(r)
 				if err != nil {
 					return fmt.Errorf("encoding batch message: %w", err)
 				}
@@ -332,7 +332,7 @@ func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 			return err
 		}
 	}
-	data, err := jsonrpc.EncodeMessage(m)
+	data, err := encodeMessage(m)
 	if err != nil {
 		return fmt.Errorf("marshaling message: %w", err)
 	}
@@ -452,7 +452,19 @@ type scanner struct {
 // feed scans chunk. It returns the index just past the value's end and true
 // once the value is complete.
 func (s *scanner) feed(chunk []byte) (int, bool, error) {
-	for i, b := range chunk {
+	for i := 0; i < len(chunk); i++ {
+		b := chunk[i]
+		if s.inString && !s.escaped {
+			// Most of a large message is the inside of strings: jump to
+			// the next quote or backslash, the only bytes that matter
+			// there, with the vectorized search.
+			j := stringEnd(chunk[i:])
+			if j < 0 {
+				return len(chunk), false, nil
+			}
+			i += j
+			b = chunk[i]
+		}
 		if !s.started {
 			s.started = true
 			if b != '{' && b != '[' {
@@ -496,6 +508,21 @@ func (s *scanner) feed(chunk []byte) (int, bool, error) {
 	return len(chunk), false, nil
 }
 
+// stringEnd returns the index of the first '"' or '\\' in b, or -1.
+func stringEnd(b []byte) int {
+	q := bytes.IndexByte(b, '"')
+	if q < 0 {
+		q = len(b)
+	}
+	if e := bytes.IndexByte(b[:q], '\\'); e >= 0 {
+		return e
+	}
+	if q == len(b) {
+		return -1
+	}
+	return q
+}
+
 // wireMessage is a JSON-RPC message as the go-sdk decodes it, except that
 // the id is kept as written, to be read exactly by parseID.
 type wireMessage struct {
@@ -508,9 +535,12 @@ type wireMessage struct {
 }
 
 // parseJSON decodes data into v with the parser and settings the go-sdk
-// uses (case-sensitive field names), called directly.
+// uses (case-sensitive field names), called directly. A json.RawMessage in
+// v (a params or result) is a slice of data, not a copy: every caller hands
+// over a buffer of its own (a fresh frame, an event's data) and never
+// writes to it again.
 func parseJSON(data []byte, v any) error {
-	rest, err := sjson.Parse(data, v, sjson.DontMatchCaseInsensitiveStructFields)
+	rest, err := sjson.Parse(data, v, sjson.DontMatchCaseInsensitiveStructFields|sjson.DontCopyRawMessage)
 	if err != nil {
 		return err
 	}
