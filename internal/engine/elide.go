@@ -33,7 +33,7 @@ func elide(v any) any {
 		if len(x) <= elideString {
 			return x
 		}
-		sum := sha256.Sum256([]byte(x))
+		sum := sumString(x)
 		cut := elidePreview
 		for cut > 0 && !utf8.RuneStart(x[cut]) {
 			cut--
@@ -53,4 +53,19 @@ func elide(v any) any {
 		return out
 	}
 	return v
+}
+
+// sumString is sha256.Sum256 of s without a copy of s: a long string is
+// what gets elided, and copying a megabyte to hash it doubles its cost.
+func sumString(s string) [sha256.Size]byte {
+	h := sha256.New()
+	var buf [16 << 10]byte
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }

@@ -233,99 +233,143 @@ func (p *parser) array(path *pathNode) (any, error) {
 func (p *parser) str() (string, error) {
 	p.i++ // "
 	start := p.i
-	// Fast path: no escapes.
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		if c == '"' {
-			s := string(p.b[start:p.i])
-			p.i++
-			return s, nil
+	// First pass: find the closing quote and check the string whole, so
+	// that the second one can size its buffer (an escape never decodes to
+	// more bytes than it takes) and can't fail. Errors are the ones
+	// encoding/json gives, at the first offending byte.
+	i, escapes := start, false
+	for {
+		i += plainRun(p.b[i:])
+		if i >= len(p.b) {
+			return "", errors.New("unexpected end of JSON input")
 		}
-		if c == '\\' {
+		c := p.b[i]
+		if c == '"' {
 			break
 		}
 		if c < 0x20 {
+			p.i = i
 			return "", p.errorf("invalid character %s in string literal", p.char())
 		}
-		p.i++
-	}
-	buf := make([]byte, 0, p.i-start+64)
-	buf = append(buf, p.b[start:p.i]...)
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return string(buf), nil
-		case c < 0x20:
-			return "", p.errorf("invalid character %s in string literal", p.char())
-		case c != '\\':
-			// Copy the run up to the next quote or backslash.
-			j := p.i + 1
-			for j < len(p.b) && p.b[j] != '"' && p.b[j] != '\\' && p.b[j] >= 0x20 {
-				j++
-			}
-			buf = append(buf, p.b[p.i:j]...)
-			p.i = j
-			continue
-		}
-		// An escape.
-		if p.i+1 >= len(p.b) {
+		// A backslash.
+		escapes = true
+		if i+1 >= len(p.b) {
 			return "", errors.New("unexpected end of JSON input")
 		}
-		e := p.b[p.i+1]
-		p.i += 2
-		switch e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
+		switch p.b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
 		case 'u':
-			r, ok := p.hex4()
-			if !ok {
+			p.i = i + 2
+			if _, ok := p.hex4(); !ok {
 				return "", p.errorf("invalid \\u escape in string literal")
 			}
-			if utf16.IsSurrogate(r) {
-				// A pair makes one rune; anything else is U+FFFD, as
-				// encoding/json decodes it.
-				if r < 0xdc00 && p.i+1 < len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
-					save := p.i
-					p.i += 2
-					r2, ok := p.hex4()
-					if !ok {
-						return "", p.errorf("invalid \\u escape in string literal")
-					}
-					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-						buf = utf8.AppendRune(buf, dec)
-						continue
-					}
-					p.i = save
-				}
-				r = utf8.RuneError
-			}
-			buf = utf8.AppendRune(buf, r)
+			i += 6
 		default:
-			p.i -= 1
+			p.i = i + 1
 			return "", p.errorf("invalid character %s in string escape code", p.char())
 		}
 	}
-	return "", errors.New("unexpected end of JSON input")
+	end := i
+	p.i = end + 1
+	if !escapes {
+		return string(p.b[start:end]), nil
+	}
+	var out strings.Builder
+	out.Grow(end - start)
+	for i = start; i < end; {
+		if n := plainRun(p.b[i:end]); n > 0 {
+			out.Write(p.b[i : i+n])
+			i += n
+			continue
+		}
+		e := p.b[i+1] // p.b[i] is a backslash: the first pass saw to it
+		i += 2
+		switch e {
+		case '"', '\\', '/':
+			out.WriteByte(e)
+		case 'b':
+			out.WriteByte('\b')
+		case 'f':
+			out.WriteByte('\f')
+		case 'n':
+			out.WriteByte('\n')
+		case 'r':
+			out.WriteByte('\r')
+		case 't':
+			out.WriteByte('\t')
+		case 'u':
+			r := hex4(p.b[i:])
+			i += 4
+			if utf16.IsSurrogate(r) {
+				// A pair makes one rune; anything else is U+FFFD, as
+				// encoding/json decodes it.
+				r2 := utf8.RuneError
+				if r < 0xdc00 && i+6 <= end && p.b[i] == '\\' && p.b[i+1] == 'u' {
+					r2 = hex4(p.b[i+2:])
+				}
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					out.WriteRune(dec)
+					i += 6
+					continue
+				}
+				r = utf8.RuneError
+			}
+			out.WriteRune(r)
+		}
+	}
+	return out.String(), nil
+}
+
+// plainRun returns how many bytes at the start of b need no decoding in a
+// JSON string: up to the first '"', backslash or control byte.
+func plainRun(b []byte) int { return runOf(b, false) }
+
+// runOf returns how many bytes at the start of b are neither '"', nor a
+// backslash, nor a control byte, nor (with ascii) at or above 0x80. It looks
+// at eight bytes at a time, since most of a large call is string content.
+func runOf[T string | []byte](b T, ascii bool) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	stop := uint64(0)
+	if ascii {
+		stop = highs
+	}
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
+			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+		q := x ^ (ones * '"')
+		s := x ^ (ones * '\\')
+		// Each term has a byte's high bit set if some byte is below 0x20,
+		// is a quote, or is a backslash (the classic "has a zero byte"
+		// test, exact as to whether there is one).
+		if ((x-ones*0x20)&^x|(q-ones)&^q|(s-ones)&^s)&highs|x&stop != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c == '"' || c == '\\' || (ascii && c >= 0x80) {
+			return i
+		}
+	}
+	return i
 }
 
 func (p *parser) hex4() (rune, bool) {
-	if p.i+4 > len(p.b) {
+	r, ok := parseHex4(p.b[p.i:])
+	if ok {
+		p.i += 4
+	}
+	return r, ok
+}
+
+// parseHex4 reads the four hex digits of a \u escape at the start of b.
+func parseHex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
 		return 0, false
 	}
 	var r rune
-	for _, c := range p.b[p.i : p.i+4] {
+	for _, c := range b[:4] {
 		switch {
 		case '0' <= c && c <= '9':
 			c -= '0'
@@ -338,8 +382,13 @@ func (p *parser) hex4() (rune, bool) {
 		}
 		r = r*16 + rune(c)
 	}
-	p.i += 4
 	return r, true
+}
+
+// hex4 is parseHex4 for an escape already checked.
+func hex4(b []byte) rune {
+	r, _ := parseHex4(b)
+	return r
 }
 
 // number reads a number with JSON's grammar, kept as written.
@@ -458,12 +507,12 @@ func appendQuoted(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if n := runOf(s[i:], true); n > 0 {
+			i += n
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			buf = append(buf, s[start:i]...)
 			switch c {
 			case '"', '\\':

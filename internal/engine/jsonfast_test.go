@@ -1,0 +1,55 @@
+package engine
+
+import "testing"
+
+// naiveRun is runOf one byte at a time.
+func naiveRun(b []byte, ascii bool) int {
+	for i, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' || (ascii && c >= 0x80) {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// runOf's eight-bytes-at-a-time test must stop exactly where a byte-by-byte
+// scan does, wherever the byte that stops it sits in a word.
+func TestRunOf(t *testing.T) {
+	stops := []byte{0x00, 0x1f, '"', '\\', 0x80, 0xff, 0xe2}
+	goes := []byte{0x20, '!', '#', '[', ']', 0x7f, '~', 'x', 0x21, 0x5b, 0x5d}
+	for n := 0; n < 40; n++ {
+		for at := 0; at <= n; at++ {
+			for _, stop := range stops {
+				for _, fill := range goes {
+					b := make([]byte, n)
+					for i := range b {
+						b[i] = fill
+					}
+					if at < n {
+						b[at] = stop
+					}
+					for _, ascii := range []bool{false, true} {
+						want := naiveRun(b, ascii)
+						if got := runOf(b, ascii); got != want {
+							t.Fatalf("runOf(%q, %v) = %d, want %d", b, ascii, got, want)
+						}
+						if got := runOf(string(b), ascii); got != want {
+							t.Fatalf("runOf(string %q, %v) = %d, want %d", b, ascii, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func FuzzRunOf(f *testing.F) {
+	f.Add([]byte("abcdefgh\"ijklmnop"), false)
+	f.Add([]byte("abcdefghijklmno\x1fp"), true)
+	f.Add([]byte("abcdefghéijklmnop"), true)
+	f.Fuzz(func(t *testing.T, b []byte, ascii bool) {
+		if got, want := runOf(b, ascii), naiveRun(b, ascii); got != want {
+			t.Fatalf("runOf(%q, %v) = %d, want %d", b, ascii, got, want)
+		}
+	})
+}
