@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -342,9 +343,10 @@ func runOf[T string | []byte](b T, ascii bool) int {
 		s := x ^ (ones * '\\')
 		// Each term has a byte's high bit set if some byte is below 0x20,
 		// is a quote, or is a backslash (the classic "has a zero byte"
-		// test, exact as to whether there is one).
-		if ((x-ones*0x20)&^x|(q-ones)&^q|(s-ones)&^s)&highs|x&stop != 0 {
-			break
+		// test). A borrow only runs upward from a byte that is itself a
+		// hit, so the lowest flagged byte is exactly the first stop.
+		if m := ((x-ones*0x20)&^x|(q-ones)&^q|(s-ones)&^s)&highs | x&stop; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
 	for ; i < len(b); i++ {

@@ -404,6 +404,8 @@ func (c *Conn) readFrame() ([]byte, error) {
 	}
 	var (
 		frame []byte
+		parts [][]byte // the pieces of a frame longer than the buffer
+		size  int
 		sc    scanner
 	)
 	for {
@@ -411,7 +413,7 @@ func (c *Conn) readFrame() ([]byte, error) {
 			if _, err := c.r.Peek(1); err != nil {
 				if errors.Is(err, io.EOF) {
 					if sc.scalar {
-						return frame, nil // a bare scalar ends the stream
+						return join(parts, size), nil // a bare scalar ends the stream
 					}
 					return nil, io.ErrUnexpectedEOF
 				}
@@ -423,10 +425,20 @@ func (c *Conn) readFrame() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		frame = append(frame, buf[:end]...)
+		if !done || parts != nil {
+			// A long frame is kept as pieces and joined once, at its
+			// exact size: appending would copy it again at every doubling.
+			parts = append(parts, bytes.Clone(buf[:end]))
+			size += end
+		} else {
+			frame = append([]byte(nil), buf[:end]...)
+		}
 		_, _ = c.r.Discard(end)
 		if !done {
 			continue
+		}
+		if parts != nil {
+			frame = join(parts, size)
 		}
 		// What follows the value (as far as it has arrived) must end the
 		// line; the line end itself is skipped by the next read.
@@ -438,6 +450,15 @@ func (c *Conn) readFrame() ([]byte, error) {
 		}
 		return frame, nil
 	}
+}
+
+// join returns the pieces of a frame as one slice of the given size.
+func join(parts [][]byte, size int) []byte {
+	frame := make([]byte, 0, size)
+	for _, p := range parts {
+		frame = append(frame, p...)
+	}
+	return frame
 }
 
 // scanner finds where a JSON value ends, byte by byte, across chunks.

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -110,6 +112,31 @@ func TestConnLargeMessage(t *testing.T) {
 	}
 	if r := m.(*jsonrpc.Response); !bytes.Contains(r.Result, []byte(text)) {
 		t.Fatalf("result of %d bytes lost its text", len(r.Result))
+	}
+}
+
+// Frames longer than the read buffer, split across many reads and followed
+// by more frames, are read back byte for byte, each one whole.
+func TestConnLongFramesExact(t *testing.T) {
+	var in strings.Builder
+	var want []string
+	for i, n := range []int{200 << 10, 10, 64<<10 - 40, 150<<10 + 7, 3} {
+		params := `{"name":"write_file","arguments":{"content":"` + strings.Repeat(`ab\"c\n`, n/8) + strings.Repeat("z", n%8) + `"}}`
+		want = append(want, params)
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`+"\n", i+1, params)
+	}
+	c := NewConn(iotest.HalfReader(strings.NewReader(in.String())), io.Discard)
+	for i, w := range want {
+		m, err := c.Read(context.Background())
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if got := string(m.(*jsonrpc.Request).Params); got != w {
+			t.Fatalf("frame %d: params of %d bytes, want %d", i, len(got), len(w))
+		}
+	}
+	if _, err := c.Read(context.Background()); err != io.EOF {
+		t.Fatalf("after the last frame: %v, want EOF", err)
 	}
 }
 

@@ -1,0 +1,69 @@
+package proxy
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkPairedFilesystemWrite1MiB writes a 1 MiB file through the npm
+// reference filesystem server (testdata/npm), directly and through a real
+// `bouncer run` with a policy that confines write_file to the directory, in
+// turn. It is the case the issue measured from outside: a fast server, so
+// the ratio shows what judging, auditing and re-encoding 1 MiB of arguments
+// costs.
+func BenchmarkPairedFilesystemWrite1MiB(b *testing.B) {
+	script, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(script); err != nil || serr != nil {
+		b.Skip("npm server-filesystem not installed (npm ci in testdata/npm)")
+	}
+	dir := b.TempDir()
+	root := filepath.Join(dir, "root")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	root, _ = filepath.EvalSymlinks(root)
+	policy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte("write_file:\n  write_params: [path]\n  allowed_path_prefixes: [\""+root+"\"]\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	connect := func(proxied bool) *mcp.ClientSession {
+		cmd := exec.Command(node, script, root)
+		if proxied {
+			cmd = exec.Command(bouncerBinary(b), "run", "--sandbox", "off", "--policy", policy, "--", node, script, root)
+		}
+		cmd.Env = append(os.Environ(), "BOUNCER_HOME="+benchHome(b, dir))
+		cmd.Dir = dir
+		stderr := &syncBuffer{}
+		cmd.Stderr = stderr
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			b.Fatalf("%v\n%s", err, stderr.String())
+		}
+		b.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	content := strings.Repeat("lorem ipsum dolor sit amet, \"quoted\" and \\ back\n", 1<<20/50)
+	args := map[string]any{"path": filepath.Join(root, "bench.txt"), "content": content}
+	direct, proxied := connect(false), connect(true)
+	timedCall(b, direct, "write_file", args)
+	timedCall(b, proxied, "write_file", args) // waits for the pin
+	b.ResetTimer()
+	var d, p time.Duration
+	for i := 0; i < b.N; i++ {
+		d += timedCall(b, direct, "write_file", args)
+		p += timedCall(b, proxied, "write_file", args)
+	}
+	b.ReportMetric(float64(d.Microseconds())/float64(b.N), "direct-µs")
+	b.ReportMetric(float64(p.Microseconds())/float64(b.N), "proxied-µs")
+	b.ReportMetric(float64(p)/float64(d), "ratio")
+}
