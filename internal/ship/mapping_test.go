@@ -3,11 +3,13 @@ package ship
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -267,6 +269,71 @@ func TestSyslogDeliveredOnlyWhenReceiverClosed(t *testing.T) {
 	d, _ = newSyslogDest("tcp://"+closed, nil, "h")
 	if err := d.Send(ctx, lines); err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("nothing listening: %v", err)
+	}
+}
+
+// TestSyslogTLSBatches ships a log in batches, each over its own TLS
+// session, to a Go receiver that reads each session to its close_notify and
+// then closes: every line arrives exactly once, in order, and the cursor
+// ends at the last line.
+func TestSyslogTLSBatches(t *testing.T) {
+	dir := t.TempDir()
+	ca, files := testPKI(t, dir)
+	cert, err := tls.LoadX509KeyPair(files.cert, files.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var got []string
+	sessions := 0
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			rd := bufio.NewReader(c)
+			var msgs []string
+			for {
+				n, err := rd.ReadString(' ')
+				if err != nil {
+					break // io.EOF: the sender's close_notify
+				}
+				size, _ := strconv.Atoi(strings.TrimSpace(n))
+				buf := make([]byte, size)
+				if _, err := io.ReadFull(rd, buf); err != nil {
+					break
+				}
+				msgs = append(msgs, string(buf))
+			}
+			mu.Lock()
+			got = append(got, msgs...)
+			sessions++
+			mu.Unlock()
+			c.Close()
+		}
+	}()
+	l := newTestLog(t, dir)
+	l.add(12)
+	res := Run(context.Background(), Config{Log: l.path, StateDir: dir, Dests: syslogDests(t, "tls://"+ln.Addr().String(), ca), Once: true, MaxLines: 5})
+	if res[0].Err != nil || res[0].Shipped != 12 {
+		t.Fatalf("%+v", res[0])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := stringsOf(readLines(t, l.path))
+	if len(got) != len(want) || sessions != 3 {
+		t.Fatalf("%d sessions delivered %d messages, want 3 sessions and the log's %d lines", sessions, len(got), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasSuffix(got[i], "] "+w) {
+			t.Fatalf("message %d is %q, want the log's line %d, %q", i, got[i], i, w)
+		}
 	}
 }
 
