@@ -19,6 +19,16 @@ import (
 // the ratio shows what judging, auditing and re-encoding 1 MiB of arguments
 // costs.
 func BenchmarkPairedFilesystemWrite1MiB(b *testing.B) {
+	benchFilesystemWrite(b, strings.Repeat("lorem ipsum dolor sit amet, \"quoted\" and \\ back\n", 1<<20/50))
+}
+
+// BenchmarkPairedFilesystemWrite1MiBText is the same write with prose: a
+// line end every 62 bytes, no quotes or backslashes.
+func BenchmarkPairedFilesystemWrite1MiBText(b *testing.B) {
+	benchFilesystemWrite(b, strings.Repeat("the quick brown fox jumps over the lazy dog, again and again.\n", 1<<20/62))
+}
+
+func benchFilesystemWrite(b *testing.B, content string) {
 	script, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
 	node, err := exec.LookPath("node")
 	if _, serr := os.Stat(script); err != nil || serr != nil {
@@ -52,7 +62,6 @@ func BenchmarkPairedFilesystemWrite1MiB(b *testing.B) {
 		b.Cleanup(func() { cs.Close() })
 		return cs
 	}
-	content := strings.Repeat("lorem ipsum dolor sit amet, \"quoted\" and \\ back\n", 1<<20/50)
 	args := map[string]any{"path": filepath.Join(root, "bench.txt"), "content": content}
 	direct, proxied := connect(false), connect(true)
 	timedCall(b, direct, "write_file", args)
