@@ -473,17 +473,29 @@ type scanner struct {
 // feed scans chunk. It returns the index just past the value's end and true
 // once the value is complete.
 func (s *scanner) feed(chunk []byte) (int, bool, error) {
+	// quote is the index of the first '"' at or after the last place it
+	// was looked for (len(chunk) if there is none), so that a string with
+	// many escapes is searched for its quote once, not once per escape.
+	quote := -1
 	for i := 0; i < len(chunk); i++ {
 		b := chunk[i]
 		if s.inString && !s.escaped {
 			// Most of a large message is the inside of strings: jump to
 			// the next quote or backslash, the only bytes that matter
 			// there, with the vectorized search.
-			j := stringEnd(chunk[i:])
-			if j < 0 {
+			if quote < i {
+				quote = len(chunk)
+				if q := bytes.IndexByte(chunk[i:], '"'); q >= 0 {
+					quote = i + q
+				}
+			}
+			if e := bytes.IndexByte(chunk[i:quote], '\\'); e >= 0 {
+				i += e
+			} else if quote < len(chunk) {
+				i = quote
+			} else {
 				return len(chunk), false, nil
 			}
-			i += j
 			b = chunk[i]
 		}
 		if !s.started {
@@ -527,21 +539,6 @@ func (s *scanner) feed(chunk []byte) (int, bool, error) {
 		}
 	}
 	return len(chunk), false, nil
-}
-
-// stringEnd returns the index of the first '"' or '\\' in b, or -1.
-func stringEnd(b []byte) int {
-	q := bytes.IndexByte(b, '"')
-	if q < 0 {
-		q = len(b)
-	}
-	if e := bytes.IndexByte(b[:q], '\\'); e >= 0 {
-		return e
-	}
-	if q == len(b) {
-		return -1
-	}
-	return q
 }
 
 // wireMessage is a JSON-RPC message as the go-sdk decodes it, except that

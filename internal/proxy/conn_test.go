@@ -351,6 +351,9 @@ func FuzzConnRead(f *testing.F) {
 		`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"result":null}]` + "\n",
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m","data":{}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"a","params":"\u00e9\\\"}"}` + "\n{",
+		// Escapes next to quotes, in keys and values, and a brace inside a
+		// string: the scanner looks for a string's quote once per string.
+		`{"jsonrpc":"2.0","id":1,"method":"a","params":{"k\\":"v\"\\","x":"\\\\","y":"a\nb\"c}"}}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"b"}` + "\n",
 	} {
 		f.Add(s)
 	}
