@@ -63,16 +63,5 @@ func benchFilesystemWrite(b *testing.B, content string) {
 		return cs
 	}
 	args := map[string]any{"path": filepath.Join(root, "bench.txt"), "content": content}
-	direct, proxied := connect(false), connect(true)
-	timedCall(b, direct, "write_file", args)
-	timedCall(b, proxied, "write_file", args) // waits for the pin
-	b.ResetTimer()
-	var d, p time.Duration
-	for i := 0; i < b.N; i++ {
-		d += timedCall(b, direct, "write_file", args)
-		p += timedCall(b, proxied, "write_file", args)
-	}
-	b.ReportMetric(float64(d.Microseconds())/float64(b.N), "direct-µs")
-	b.ReportMetric(float64(p.Microseconds())/float64(b.N), "proxied-µs")
-	b.ReportMetric(float64(p)/float64(d), "ratio")
+	pairedCalls(b, connect(false), connect(true), "write_file", args)
 }

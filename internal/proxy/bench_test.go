@@ -115,8 +115,15 @@ func benchCall(b *testing.B, proxied bool, tool string, args map[string]any) {
 func benchPaired(b *testing.B, tool string, args map[string]any) {
 	direct, _ := benchSession(b, false)
 	proxied, _ := benchSession(b, true)
+	pairedCalls(b, direct, proxied, tool, args)
+}
+
+// pairedCalls makes b.N calls on each session, in turn, and reports each
+// side's mean and their ratio. The first proxied call waits for the pin,
+// so one call on each side is made before the timer starts.
+func pairedCalls(b *testing.B, direct, proxied *mcp.ClientSession, tool string, args map[string]any) {
 	timedCall(b, direct, tool, args)
-	timedCall(b, proxied, tool, args) // waits for the pin
+	timedCall(b, proxied, tool, args)
 	b.ResetTimer()
 	var d, p time.Duration
 	for i := 0; i < b.N; i++ {
@@ -290,17 +297,7 @@ func benchPairedRemote(b *testing.B, tool string, args map[string]any) {
 	url, _ := startHTTPServer(b, b.TempDir(), "streamable", "")
 	direct := remoteBenchSession(b, url, false)
 	proxied := remoteBenchSession(b, url, true)
-	timedCall(b, direct, tool, args)
-	timedCall(b, proxied, tool, args) // waits for the pin
-	b.ResetTimer()
-	var d, p time.Duration
-	for i := 0; i < b.N; i++ {
-		d += timedCall(b, direct, tool, args)
-		p += timedCall(b, proxied, tool, args)
-	}
-	b.ReportMetric(float64(d.Microseconds())/float64(b.N), "direct-µs")
-	b.ReportMetric(float64(p.Microseconds())/float64(b.N), "proxied-µs")
-	b.ReportMetric(float64(p)/float64(d), "ratio")
+	pairedCalls(b, direct, proxied, tool, args)
 }
 
 // BenchmarkPairedRemoteTrivial and BenchmarkPairedRemoteCall1MiB: a
