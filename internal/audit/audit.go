@@ -28,6 +28,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/bouncer-mcp/bouncer/internal/jsontext"
 	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
@@ -603,26 +604,12 @@ func ascii(b []byte) bool {
 	return true
 }
 
-// hex4 decodes the four hex digits at the start of b (-1 if they aren't).
+// hex4 is jsontext.Hex4, or -1 when b does not start with four hex digits.
 func hex4(b []byte) rune {
-	if len(b) < 4 {
-		return -1
+	if r, ok := jsontext.Hex4(b); ok {
+		return r
 	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
+	return -1
 }
 
 // LineError is a problem with one line of a log.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/bouncer-mcp/bouncer/internal/jsontext"
 )
 
 // The call parser and its encoder. A tools/call's arguments can be
@@ -358,38 +360,16 @@ func runOf[T string | []byte](b T, ascii bool) int {
 }
 
 func (p *parser) hex4() (rune, bool) {
-	r, ok := parseHex4(p.b[p.i:])
+	r, ok := jsontext.Hex4(p.b[p.i:])
 	if ok {
 		p.i += 4
 	}
 	return r, ok
 }
 
-// parseHex4 reads the four hex digits of a \u escape at the start of b.
-func parseHex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r*16 + rune(c)
-	}
-	return r, true
-}
-
-// hex4 is parseHex4 for an escape already checked.
+// hex4 is jsontext.Hex4 for an escape already checked.
 func hex4(b []byte) rune {
-	r, _ := parseHex4(b)
+	r, _ := jsontext.Hex4(b)
 	return r
 }
 
