@@ -136,6 +136,16 @@ type Log struct {
 	done    chan struct{}
 	syncErr atomic.Pointer[error]
 	syncs   atomic.Int64 // background syncs done, for tests
+
+	// tail is the line this Log wrote last, and the file as that write
+	// left it. While the file is still that file at that size, nobody has
+	// appended since, and the next line chains to tail.hash without
+	// reading the file back. Guarded by mu.
+	tail struct {
+		dev, ino uint64
+		size     int64
+		hash     string
+	}
 }
 
 // Open opens (creating 0600, and its directory 0700) the audit file at path.
@@ -286,14 +296,17 @@ func (l *Log) Append(e Entry) error {
 	if l.f == nil {
 		return fmt.Errorf("audit %s: log is closed", l.path)
 	}
-	f, err := l.lock()
+	f, st, err := l.lock()
 	if err != nil {
 		return fmt.Errorf("audit %s: %w", l.path, err)
 	}
 	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
 
-	prev, partial, err := lastLineHash(f)
-	if err != nil {
+	var prev string
+	var partial bool
+	if l.tail.hash != "" && l.tail.dev == uint64(st.Dev) && l.tail.ino == st.Ino && l.tail.size == st.Size {
+		prev = l.tail.hash
+	} else if prev, partial, err = lastLineHash(f, st.Size); err != nil {
 		return fmt.Errorf("audit %s: reading the last line: %w", l.path, err)
 	}
 	e.Prev = prev
@@ -314,8 +327,11 @@ func (l *Log) Append(e Entry) error {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
+		l.tail.hash = ""
 		return fmt.Errorf("audit %s: writing: %w", l.path, err)
 	}
+	l.tail.dev, l.tail.ino, l.tail.size = uint64(st.Dev), st.Ino, st.Size+int64(n)
+	l.tail.hash = Hash(line)
 	select {
 	case l.kick <- struct{}{}:
 	default: // a sync is already due; it covers this line too
@@ -326,30 +342,30 @@ func (l *Log) Append(e Entry) error {
 // lock takes the exclusive lock on the file now at l.path. If the file was
 // renamed or removed (log rotation) since it was opened, it opens the new one
 // instead of writing on into a file nobody reads.
-func (l *Log) lock() (*os.File, error) {
+func (l *Log) lock() (*os.File, unix.Stat_t, error) {
+	var have, want unix.Stat_t
 	for tries := 0; ; tries++ {
 		if err := flock(l.f, unix.LOCK_EX); err != nil {
-			return nil, err
+			return nil, have, err
 		}
-		var have, want unix.Stat_t
 		if err := unix.Fstat(int(l.f.Fd()), &have); err != nil {
 			unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
-			return nil, err
+			return nil, have, err
 		}
 		err := unix.Stat(l.path, &want)
 		if err == nil && have.Dev == want.Dev && have.Ino == want.Ino {
-			return l.f, nil
+			return l.f, have, nil
 		}
 		unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
 		if err != nil && !errors.Is(err, unix.ENOENT) {
-			return nil, err
+			return nil, have, err
 		}
 		if tries >= 3 {
-			return nil, errors.New("the file keeps being replaced while opening it")
+			return nil, have, errors.New("the file keeps being replaced while opening it")
 		}
 		f, err := openFile(l.path)
 		if err != nil {
-			return nil, err
+			return nil, have, err
 		}
 		l.fmu.Lock()
 		datasync(l.f) // the old file's last lines reach the disk
@@ -368,16 +384,11 @@ func flock(f *os.File, how int) error {
 	}
 }
 
-// lastLineHash returns the hash of the file's last line (Genesis for an
-// empty file) and whether that line lacks its newline. It reads backwards
-// from the end in blocks, so a large last line costs one pass over it and
-// no memory beyond a block.
-func lastLineHash(f *os.File) (prev string, partial bool, err error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return "", false, err
-	}
-	size := fi.Size()
+// lastLineHash returns the hash of the last line of f, whose size is
+// size (Genesis for an empty file), and whether that line lacks its
+// newline. It reads backwards from the end in blocks, so a large last line
+// costs one pass over it and no memory beyond a block.
+func lastLineHash(f *os.File, size int64) (prev string, partial bool, err error) {
 	if size == 0 {
 		return Genesis, false, nil
 	}

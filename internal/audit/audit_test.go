@@ -384,6 +384,67 @@ func TestRotation(t *testing.T) {
 	}
 }
 
+// TestChainAfterOthersWrote: a Log chains to the line it wrote last
+// without reading the file back only while nobody else has written since.
+func TestChainAfterOthersWrote(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// between runs after a's first line and before its second.
+		between func(t *testing.T, path string, b *Log)
+		// problem is the line VerifyFileReport must flag (0: none).
+		problem int
+	}{
+		{"another Log appends", func(t *testing.T, path string, b *Log) {
+			if err := b.Append(entry(1)); err != nil {
+				t.Fatal(err)
+			}
+		}, 0},
+		{"a writer leaves a partial line", func(t *testing.T, path string, b *Log) {
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(`{"torn`)
+			f.Close()
+		}, 2},
+		{"the last line is rewritten in place, same size", func(t *testing.T, path string, b *Log) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			forged := strings.Replace(string(data), `"verdict":"deny"`, `"verdict":"ask" `, 1)
+			if len(forged) != len(data) || forged == string(data) {
+				t.Fatal("the forgery must keep the size")
+			}
+			if err := os.WriteFile(path, []byte(forged), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "audit.jsonl")
+			a, b := openLog(t, path), openLog(t, path)
+			if err := a.Append(entry(0)); err != nil {
+				t.Fatal(err)
+			}
+			c.between(t, path, b)
+			if err := a.Append(entry(9)); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := VerifyFileReport(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case c.problem == 0 && len(rep.Problems) != 0:
+				t.Errorf("the chain broke: %v", rep.Problems)
+			case c.problem != 0 && (len(rep.Problems) != 1 || rep.Problems[0].Line != c.problem):
+				t.Errorf("problems %v, want one at line %d", rep.Problems, c.problem)
+			}
+		})
+	}
+}
+
 // helperEnv makes the test binary an appender process.
 const helperEnv = "BOUNCER_AUDIT_TEST_APPENDER"
 
