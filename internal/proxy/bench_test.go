@@ -270,21 +270,36 @@ func benchHome(b *testing.B, dir string) string {
 // go-sdk's streamable client, or through a real `bouncer run --url`.
 func remoteBenchSession(b *testing.B, url string, proxied bool) *mcp.ClientSession {
 	b.Helper()
-	bin := bouncerBinary(b) // built before the connect's deadline starts
+	if proxied {
+		cmd := exec.Command(bouncerBinary(b), "run", "--sandbox", "off", "--url", url)
+		cmd.Env = append(os.Environ(), "BOUNCER_HOME="+benchHome(b, b.TempDir()))
+		return commandBenchSession(b, cmd)
+	}
+	return connectBench(b, &mcp.StreamableClientTransport{Endpoint: url, MaxEventSize: -1}, nil)
+}
+
+// commandBenchSession connects a go-sdk client to cmd over its stdio.
+func commandBenchSession(b *testing.B, cmd *exec.Cmd) *mcp.ClientSession {
+	b.Helper()
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	return connectBench(b, &mcp.CommandTransport{Command: cmd}, stderr)
+}
+
+// connectBench connects a go-sdk client over t, showing stderr (if any)
+// when that fails.
+func connectBench(b *testing.B, t mcp.Transport, stderr *syncBuffer) *mcp.ClientSession {
+	b.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var t mcp.Transport = &mcp.StreamableClientTransport{Endpoint: url, MaxEventSize: -1}
-	stderr := &syncBuffer{}
-	if proxied {
-		cmd := exec.Command(bin, "run", "--sandbox", "off", "--url", url)
-		cmd.Env = append(os.Environ(), "BOUNCER_HOME="+benchHome(b, b.TempDir()))
-		cmd.Stderr = stderr
-		t = &mcp.CommandTransport{Command: cmd}
-	}
 	cs, err := c.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
-		b.Fatalf("%v\n%s", err, stderr.String())
+		out := ""
+		if stderr != nil {
+			out = stderr.String()
+		}
+		b.Fatalf("%v\n%s", err, out)
 	}
 	b.Cleanup(func() { cs.Close() })
 	return cs

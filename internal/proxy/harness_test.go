@@ -32,6 +32,7 @@ import (
 
 func TestMain(m *testing.M) {
 	testserver.Main()
+	runPumpIfAsked()
 	os.Exit(m.Run())
 }
 
