@@ -387,8 +387,11 @@ func (r *rawClient) response(id any) *jsonrpc.Response {
 
 // handshake initializes the session as a 2025-06-18 client without
 // elicitation.
-func (r *rawClient) handshake() {
-	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+func (r *rawClient) handshake() { r.handshakeAt("2025-06-18") }
+
+// handshakeAt is handshake asking for protocol version v.
+func (r *rawClient) handshakeAt(v string) {
+	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + v + `","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if resp := r.response(0); resp.Error != nil {
 		r.t.Fatalf("initialize: %v", resp.Error)
 	}

@@ -68,6 +68,48 @@ func TestRemoteFault503(t *testing.T) {
 	}
 }
 
+// An answer's event stream that ends before the answer is re-opened with
+// Last-Event-ID, and the answer the server kept arrives: the call
+// succeeds, and the session goes on.
+func TestRemoteAnswerStreamResumed(t *testing.T) {
+	h := newHarness(t, hopts{http: "events"})
+	r := h.raw()
+	r.handshakeAt("2025-11-25") // the version from which the server sends a priming event
+	rawCall(r, 1, "echo", `{"text":"pinned"}`)
+	if resp := rawCall(r, 2, "http_fault", `{"fault":"cut"}`); resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	resp := rawCall(r, 3, "echo", `{"text":"resumed"}`)
+	if resp.Error != nil {
+		t.Fatalf("the call whose stream was cut: %v", resp.Error)
+	}
+	if text, isErr := resultText(t, resp); text != "resumed" || isErr {
+		t.Fatalf("the call whose stream was cut = %q %v", text, isErr)
+	}
+	if text, _ := resultText(t, rawCall(r, 4, "echo", `{"text":"again"}`)); text != "again" {
+		t.Fatalf("after the resumed call: %q", text)
+	}
+}
+
+// The same cut on a server that keeps no events: there is nothing to
+// resume from, so the call is failed with a reason that bouncer wrote it.
+func TestRemoteAnswerStreamCutForGood(t *testing.T) {
+	h := newHarness(t, hopts{http: "streamable"})
+	r := h.raw()
+	r.handshake()
+	rawCall(r, 1, "echo", `{"text":"pinned"}`)
+	if resp := rawCall(r, 2, "http_fault", `{"fault":"cut"}`); resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	resp := rawCall(r, 3, "echo", `{"text":"lost"}`)
+	if resp.Error == nil || !strings.Contains(resp.Error.Error(), "bouncer: the remote server closed the request's stream without answering it") {
+		t.Fatalf("the call whose stream was cut: %v %s", resp.Error, resp.Result)
+	}
+	if text, _ := resultText(t, rawCall(r, 4, "echo", `{"text":"again"}`)); text != "again" {
+		t.Fatalf("after the lost call: %q", text)
+	}
+}
+
 // A server that forgets the session (404 for its id) ends it: the call that
 // found out is failed with the reason, and so is the session.
 func TestRemoteSessionExpired(t *testing.T) {

@@ -1,6 +1,7 @@
 package testserver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -32,6 +33,11 @@ const (
 //	503        the next post is answered 503 Service Unavailable
 //	expire     the session is gone: every request naming it gets 404
 //	drop       the open event streams (GETs) are cut off
+//	cut        the next post answered with an event stream loses its
+//	           messages: the stream carries only the priming event (with
+//	           the events option, an id to resume from) and ends; the
+//	           answer is left in the event store, if any, for a GET with
+//	           Last-Event-ID
 const faultTool = "http_fault"
 
 // faults is the HTTP helpdesk's state of misbehaviour.
@@ -41,6 +47,7 @@ type faults struct {
 	expired bool           // the session is gone
 	streams map[int]func() // cancels the open GETs
 	nextID  int
+	cut     int // event streams still to cut after their first event
 }
 
 func (f *faults) set(fault string) error {
@@ -51,6 +58,8 @@ func (f *faults) set(fault string) error {
 		f.fail503++
 	case "expire":
 		f.expired = true
+	case "cut":
+		f.cut++
 	case "drop":
 		for id, cancel := range f.streams {
 			cancel()
@@ -97,11 +106,50 @@ func (f *faults) wrap(h http.Handler, token string) http.Handler {
 			http.Error(w, "session not found", http.StatusNotFound)
 		case fail:
 			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+		case req.Method == http.MethodPost:
+			// Only a post that came after the fault was set can be cut
+			// (not the http_fault call's own).
+			f.mu.Lock()
+			due := f.cut > 0
+			f.mu.Unlock()
+			h.ServeHTTP(&cutWriter{ResponseWriter: w, f: f, decided: !due}, req)
 		default:
 			h.ServeHTTP(w, req)
 		}
 	})
 }
+
+// cutWriter carries out the cut fault on a post's answer: if one is due
+// and the answer is an event stream, its message events are dropped (the
+// go-sdk writes each event in one Write), and the stream ends when the
+// handler returns.
+type cutWriter struct {
+	http.ResponseWriter
+	f       *faults
+	decided bool
+	cut     bool
+}
+
+func (w *cutWriter) Write(p []byte) (int, error) {
+	if !w.decided {
+		w.decided = true
+		if strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+			w.f.mu.Lock()
+			if w.f.cut > 0 {
+				w.f.cut--
+				w.cut = true
+			}
+			w.f.mu.Unlock()
+		}
+	}
+	if w.cut && bytes.HasPrefix(p, []byte("event: message\n")) {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController flush the stream.
+func (w *cutWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // ServeHelpdeskHTTP serves the helpdesk (see Helpdesk) over HTTP on a
 // loopback port, with the options of EnvHTTP and the token of EnvToken,
