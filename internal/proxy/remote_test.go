@@ -46,13 +46,7 @@ func rawCall(r *rawClient, id int, tool, args string) *jsonrpc.Response {
 // A server that answers a post 503 fails that request clearly; the session
 // goes on, and a denied call is still never forwarded.
 func TestRemoteFault503(t *testing.T) {
-	h := newHarness(t, hopts{http: "streamable", policy: helpdeskPolicy})
-	r := h.raw()
-	r.handshake()
-	rawCall(r, 1, "get_ticket", `{}`)
-	if resp := rawCall(r, 2, "http_fault", `{"fault":"503"}`); resp.Error != nil {
-		t.Fatal(resp.Error)
-	}
+	h, r := faulted(t, "streamable", "2025-06-18", "503")
 	resp := rawCall(r, 3, "echo", `{"text":"x"}`)
 	if resp.Error == nil || !strings.Contains(resp.Error.Error(), "did not take the request") || !strings.Contains(resp.Error.Error(), "Service Unavailable") {
 		t.Fatalf("the call the server answered 503: %v %s", resp.Error, resp.Result)
@@ -68,58 +62,59 @@ func TestRemoteFault503(t *testing.T) {
 	}
 }
 
-// An answer's event stream that ends before the answer is re-opened with
-// Last-Event-ID, and the answer the server kept arrives: the call
-// succeeds, and the session goes on.
-func TestRemoteAnswerStreamResumed(t *testing.T) {
-	h := newHarness(t, hopts{http: "events"})
+// faulted starts a raw session on the HTTP helpdesk in mode, asking for
+// protocol version, pins the tools with one call (id 1: get_ticket, whose
+// output names attacker@evil.example), and then makes the server show
+// fault (id 2). The next call is id 3.
+func faulted(t *testing.T, mode, version, fault string) (*harness, *rawClient) {
+	t.Helper()
+	h := newHarness(t, hopts{http: mode, policy: helpdeskPolicy})
 	r := h.raw()
-	r.handshakeAt("2025-11-25") // the version from which the server sends a priming event
-	rawCall(r, 1, "echo", `{"text":"pinned"}`)
-	if resp := rawCall(r, 2, "http_fault", `{"fault":"cut"}`); resp.Error != nil {
+	r.handshakeAt(version)
+	rawCall(r, 1, "get_ticket", `{}`)
+	if resp := rawCall(r, 2, "http_fault", `{"fault":"`+fault+`"}`); resp.Error != nil {
 		t.Fatal(resp.Error)
 	}
-	resp := rawCall(r, 3, "echo", `{"text":"resumed"}`)
-	if resp.Error != nil {
-		t.Fatalf("the call whose stream was cut: %v", resp.Error)
-	}
-	if text, isErr := resultText(t, resp); text != "resumed" || isErr {
-		t.Fatalf("the call whose stream was cut = %q %v", text, isErr)
-	}
-	if text, _ := resultText(t, rawCall(r, 4, "echo", `{"text":"again"}`)); text != "again" {
-		t.Fatalf("after the resumed call: %q", text)
-	}
+	return h, r
 }
 
-// The same cut on a server that keeps no events: there is nothing to
-// resume from, so the call is failed with a reason that bouncer wrote it.
-func TestRemoteAnswerStreamCutForGood(t *testing.T) {
-	h := newHarness(t, hopts{http: "streamable"})
-	r := h.raw()
-	r.handshake()
-	rawCall(r, 1, "echo", `{"text":"pinned"}`)
-	if resp := rawCall(r, 2, "http_fault", `{"fault":"cut"}`); resp.Error != nil {
-		t.Fatal(resp.Error)
-	}
-	resp := rawCall(r, 3, "echo", `{"text":"lost"}`)
-	if resp.Error == nil || !strings.Contains(resp.Error.Error(), "bouncer: the remote server closed the request's stream without answering it") {
-		t.Fatalf("the call whose stream was cut: %v %s", resp.Error, resp.Result)
-	}
-	if text, _ := resultText(t, rawCall(r, 4, "echo", `{"text":"again"}`)); text != "again" {
-		t.Fatalf("after the lost call: %q", text)
+// An answer's event stream that ends before the answer: a server that
+// keeps its events (and, from 2025-11-25, opens the stream with an id to
+// resume from) has the stream re-opened with Last-Event-ID, and the call
+// succeeds; one that keeps none leaves nothing to resume, and the call is
+// failed with a reason that says bouncer wrote it. The session goes on.
+func TestRemoteAnswerStreamCut(t *testing.T) {
+	for _, c := range []struct {
+		mode, version string
+		wantErr       string // "": the call succeeds
+	}{
+		{"events", "2025-11-25", ""},
+		{"streamable", "2025-06-18", "bouncer: the remote server closed the request's stream without answering it"},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			_, r := faulted(t, c.mode, c.version, "cut")
+			resp := rawCall(r, 3, "echo", `{"text":"cut"}`)
+			switch {
+			case c.wantErr == "" && resp.Error != nil:
+				t.Fatalf("the call whose stream was cut: %v", resp.Error)
+			case c.wantErr == "":
+				if text, isErr := resultText(t, resp); text != "cut" || isErr {
+					t.Fatalf("the call whose stream was cut = %q %v", text, isErr)
+				}
+			case resp.Error == nil || !strings.Contains(resp.Error.Error(), c.wantErr):
+				t.Fatalf("the call whose stream was cut: %v %s", resp.Error, resp.Result)
+			}
+			if text, _ := resultText(t, rawCall(r, 4, "echo", `{"text":"again"}`)); text != "again" {
+				t.Fatalf("after the cut: %q", text)
+			}
+		})
 	}
 }
 
 // A server that forgets the session (404 for its id) ends it: the call that
 // found out is failed with the reason, and so is the session.
 func TestRemoteSessionExpired(t *testing.T) {
-	h := newHarness(t, hopts{http: "streamable"})
-	r := h.raw()
-	r.handshake()
-	rawCall(r, 1, "echo", `{"text":"pinned"}`)
-	if resp := rawCall(r, 2, "http_fault", `{"fault":"expire"}`); resp.Error != nil {
-		t.Fatal(resp.Error)
-	}
+	h, r := faulted(t, "streamable", "2025-06-18", "expire")
 	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
 	resp := r.response(3)
 	if resp.Error == nil || !strings.Contains(resp.Error.Error(), "ended the session") {
