@@ -568,17 +568,12 @@ func strictStrings(line []byte) []byte {
 			inString = false
 			i++
 		case c == '\\' && i+1 < len(line) && line[i+1] == 'u':
-			r := hex4(line[i+2:])
-			switch {
-			case !utf16.IsSurrogate(r):
-				i += 6
-			case r < 0xdc00 && i+12 <= len(line) && line[i+6] == '\\' && line[i+7] == 'u' &&
-				hex4(line[i+8:]) >= 0xdc00 && hex4(line[i+8:]) <= 0xdfff:
-				i += 12 // a high surrogate and a low one: a pair
-			default:
-				put(i, i+6, `\ufffd`)
-				i += 6
+			// line is valid JSON, so the escape is.
+			r, n, _ := jsontext.UEscape(line[i:])
+			if utf16.IsSurrogate(r) {
+				put(i, i+n, `\ufffd`) // a lone surrogate
 			}
+			i += n
 		case c == '\\':
 			i += 2
 		case c < utf8.RuneSelf:
@@ -613,14 +608,6 @@ func ascii(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// hex4 is jsontext.Hex4, or -1 when b does not start with four hex digits.
-func hex4(b []byte) rune {
-	if r, ok := jsontext.Hex4(b); ok {
-		return r
-	}
-	return -1
 }
 
 // LineError is a problem with one line of a log.

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/bouncer-mcp/bouncer/internal/jsontext"
 )
 
 // strictJSON checks that b is one JSON text by RFC 8259, valid UTF-8
@@ -153,8 +155,8 @@ func (p *strictParser) hex4() (rune, error) {
 	if p.i+4 > len(p.b) {
 		return 0, p.errorf("short \\u escape")
 	}
-	r := hex4(p.b[p.i:])
-	if r < 0 {
+	r, ok := jsontext.Hex4(p.b[p.i:])
+	if !ok {
 		return 0, p.errorf("bad \\u escape")
 	}
 	p.i += 4

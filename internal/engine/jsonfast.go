@@ -302,21 +302,11 @@ func (p *parser) str() (string, error) {
 		case 't':
 			out.WriteByte('\t')
 		case 'u':
-			r := hex4(p.b[i:])
-			i += 4
+			// The first pass checked the digits.
+			r, n, _ := jsontext.UEscape(p.b[i-2 : end])
+			i += n - 2
 			if utf16.IsSurrogate(r) {
-				// A pair makes one rune; anything else is U+FFFD, as
-				// encoding/json decodes it.
-				r2 := utf8.RuneError
-				if r < 0xdc00 && i+6 <= end && p.b[i] == '\\' && p.b[i+1] == 'u' {
-					r2 = hex4(p.b[i+2:])
-				}
-				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-					out.WriteRune(dec)
-					i += 6
-					continue
-				}
-				r = utf8.RuneError
+				r = utf8.RuneError // a lone surrogate, as encoding/json reads it
 			}
 			out.WriteRune(r)
 		}
@@ -365,12 +355,6 @@ func (p *parser) hex4() (rune, bool) {
 		p.i += 4
 	}
 	return r, ok
-}
-
-// hex4 is jsontext.Hex4 for an escape already checked.
-func hex4(b []byte) rune {
-	r, _ := jsontext.Hex4(b)
-	return r
 }
 
 // number reads a number with JSON's grammar, kept as written.

@@ -4,6 +4,11 @@
 // surrogates. Both must read an escape the same way, so it is read here.
 package jsontext
 
+import (
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
 // Hex4 reads the four hex digits of a \u escape at the start of b (the
 // bytes after `\u`). It reports false when there are fewer than four or
 // one is not a hex digit, which makes the escape invalid JSON.
@@ -26,4 +31,28 @@ func Hex4(b []byte) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// UEscape reads the \u escape at the start of b (b starts with the
+// backslash) as encoding/json decodes it: a high surrogate followed by an
+// escaped low one is one rune, read from both escapes (n is 12); anything
+// else is one escape (n is 6). A surrogate that is not part of such a pair
+// is returned as itself, which is no rune: encoding/json reads it as
+// U+FFFD, and utf16.IsSurrogate tells the caller so. ok is false when b
+// does not start with `\u` and four hex digits.
+func UEscape(b []byte) (r rune, n int, ok bool) {
+	if len(b) < 2 || b[0] != '\\' || b[1] != 'u' {
+		return 0, 0, false
+	}
+	if r, ok = Hex4(b[2:]); !ok {
+		return 0, 0, false
+	}
+	if utf16.IsSurrogate(r) && r < 0xdc00 && len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
+		if lo, ok := Hex4(b[8:]); ok {
+			if pair := utf16.DecodeRune(r, lo); pair != utf8.RuneError {
+				return pair, 12, true
+			}
+		}
+	}
+	return r, 6, true
 }
