@@ -1,13 +1,11 @@
 package proxy
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -51,16 +49,7 @@ func benchFilesystemWrite(b *testing.B, content string) {
 		}
 		cmd.Env = append(os.Environ(), "BOUNCER_HOME="+benchHome(b, dir))
 		cmd.Dir = dir
-		stderr := &syncBuffer{}
-		cmd.Stderr = stderr
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			b.Fatalf("%v\n%s", err, stderr.String())
-		}
-		b.Cleanup(func() { cs.Close() })
-		return cs
+		return commandBenchSession(b, cmd)
 	}
 	args := map[string]any{"path": filepath.Join(root, "bench.txt"), "content": content}
 	pairedCalls(b, connect(false), connect(true), "write_file", args)

@@ -66,19 +66,7 @@ func benchSession(b *testing.B, proxied bool) (*mcp.ClientSession, *exec.Cmd) {
 		cmd = exec.Command(exe)
 	}
 	cmd.Env = env
-	// Kept off the benchmark's own output (it would break its lines),
-	// shown when the session fails.
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		b.Fatalf("%v\n%s", err, stderr.String())
-	}
-	b.Cleanup(func() { cs.Close() })
-	return cs, cmd
+	return commandBenchSession(b, cmd), cmd
 }
 
 // Arguments of the two benchmarked calls: a one-word echo, and a result of
@@ -278,7 +266,9 @@ func remoteBenchSession(b *testing.B, url string, proxied bool) *mcp.ClientSessi
 	return connectBench(b, &mcp.StreamableClientTransport{Endpoint: url, MaxEventSize: -1}, nil)
 }
 
-// commandBenchSession connects a go-sdk client to cmd over its stdio.
+// commandBenchSession connects a go-sdk client to cmd over its stdio. The
+// command's stderr is kept off the benchmark's own output (it would break
+// its lines) and shown when the session fails.
 func commandBenchSession(b *testing.B, cmd *exec.Cmd) *mcp.ClientSession {
 	b.Helper()
 	stderr := &syncBuffer{}

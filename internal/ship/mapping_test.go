@@ -178,20 +178,36 @@ func TestFrameCountsOctets(t *testing.T) {
 	for _, s := range []string{sampleLine, "x", strings.Repeat("é", 5000)} {
 		stream = append(stream, Frame(SyslogMessage(lineOf(s), "h"))...)
 	}
-	rd := bufio.NewReader(strings.NewReader(string(stream)))
-	for _, s := range []string{sampleLine, "x", strings.Repeat("é", 5000)} {
+	want := []string{sampleLine, "x", strings.Repeat("é", 5000)}
+	got := readFrames(bufio.NewReader(strings.NewReader(string(stream))))
+	if len(got) != len(want) {
+		t.Fatalf("read %d frames, want %d", len(got), len(want))
+	}
+	for i, s := range want {
+		if !strings.HasSuffix(got[i], "] "+s) {
+			t.Fatalf("frame did not hold the message: %q", got[i])
+		}
+	}
+}
+
+// readFrames reads octet-counted frames (RFC 6587) until the stream ends
+// or one is malformed, and returns their messages.
+func readFrames(rd *bufio.Reader) []string {
+	var msgs []string
+	for {
 		n, err := rd.ReadString(' ')
 		if err != nil {
-			t.Fatal(err)
+			return msgs
 		}
-		size, _ := strconv.Atoi(strings.TrimSpace(n))
+		size, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil || size < 0 {
+			return msgs
+		}
 		buf := make([]byte, size)
 		if _, err := io.ReadFull(rd, buf); err != nil {
-			t.Fatal(err)
+			return msgs
 		}
-		if !strings.HasSuffix(string(buf), "] "+s) {
-			t.Fatalf("frame did not hold the message: %q", buf)
-		}
+		msgs = append(msgs, string(buf))
 	}
 }
 
@@ -202,6 +218,12 @@ func receiver(t *testing.T, handle func(c *net.TCPConn)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serve(t, ln, func(c net.Conn) { handle(c.(*net.TCPConn)) })
+}
+
+// serve hands each connection ln accepts to handle, until the test ends,
+// and returns ln's address.
+func serve(t *testing.T, ln net.Listener, handle func(c net.Conn)) string {
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -209,7 +231,7 @@ func receiver(t *testing.T, handle func(c *net.TCPConn)) string {
 			if err != nil {
 				return
 			}
-			go handle(c.(*net.TCPConn))
+			go handle(c)
 		}
 	}()
 	return ln.Addr().String()
@@ -287,40 +309,23 @@ func TestSyslogTLSBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
 	var mu sync.Mutex
 	var got []string
 	sessions := 0
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			rd := bufio.NewReader(c)
-			var msgs []string
-			for {
-				n, err := rd.ReadString(' ')
-				if err != nil {
-					break // io.EOF: the sender's close_notify
-				}
-				size, _ := strconv.Atoi(strings.TrimSpace(n))
-				buf := make([]byte, size)
-				if _, err := io.ReadFull(rd, buf); err != nil {
-					break
-				}
-				msgs = append(msgs, string(buf))
-			}
-			mu.Lock()
-			got = append(got, msgs...)
-			sessions++
-			mu.Unlock()
-			c.Close()
-		}
-	}()
+	addr := serve(t, ln, func(c net.Conn) {
+		// To io.EOF, the sender's close_notify; then the close that
+		// tells the sender the batch was delivered. The sender opens
+		// the next session only after that, so sessions don't overlap.
+		msgs := readFrames(bufio.NewReader(c))
+		mu.Lock()
+		got = append(got, msgs...)
+		sessions++
+		mu.Unlock()
+		c.Close()
+	})
 	l := newTestLog(t, dir)
 	l.add(12)
-	res := Run(context.Background(), Config{Log: l.path, StateDir: dir, Dests: syslogDests(t, "tls://"+ln.Addr().String(), ca), Once: true, MaxLines: 5})
+	res := Run(context.Background(), Config{Log: l.path, StateDir: dir, Dests: syslogDests(t, "tls://"+addr, ca), Once: true, MaxLines: 5})
 	if res[0].Err != nil || res[0].Shipped != 12 {
 		t.Fatalf("%+v", res[0])
 	}
