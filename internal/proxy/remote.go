@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bouncer-mcp/bouncer/internal/redirect"
+	"github.com/bouncer-mcp/bouncer/internal/secret"
 )
 
 // Transports a remote upstream can use (--transport).
@@ -873,11 +874,8 @@ func secretsOf(cfg RemoteConfig) []string {
 	}
 	for _, vs := range cfg.Headers {
 		for _, v := range vs {
-			add(v)
-			for _, w := range strings.Fields(v) {
-				if !strings.EqualFold(w, "bearer") && !strings.EqualFold(w, "basic") && !strings.EqualFold(w, "token") {
-					add(w)
-				}
+			for _, p := range secret.HeaderParts(v) {
+				add(p)
 			}
 		}
 	}
