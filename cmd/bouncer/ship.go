@@ -89,7 +89,9 @@ func cmdAuditShip(args []string) error {
 	}
 	if *once {
 		for _, r := range results {
-			if r.Err == nil {
+			if r.Err == nil && r.Rejected > 0 {
+				fmt.Printf("%s: %d new lines delivered; the collector rejected %d records of them (said above)\n", r.Dest, r.Shipped, r.Rejected)
+			} else if r.Err == nil {
 				fmt.Printf("%s: %d new lines delivered\n", r.Dest, r.Shipped)
 			}
 		}

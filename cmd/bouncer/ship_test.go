@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +16,77 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/testscript"
+	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 )
+
+func init() { scriptCmds["collector"] = scriptCollector }
+
+// scriptCollector starts an OTLP/HTTP endpoint on loopback (a net/http
+// server) for the rest of the script, answering as MODE says, and writes
+// FILE: a trust file whose audit_ship names it, with the headers
+// Authorization "Bearer ${BOUNCER_TEST_SHIP_TOKEN}" and X-Api-Key
+// "${BOUNCER_TEST_SHIP_KEY}".
+//
+//	collector redirect FILE  answers 307 to another origin, which writes each request it gets to elsewhere.log
+//	collector echo401 FILE   answers 401 with a body that echoes the credentials it got
+//	collector partial FILE   answers 200 with a partial success that rejects every record, its message echoing the token
+func scriptCollector(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: collector redirect|echo401|partial FILE")
+	}
+	var h http.HandlerFunc
+	switch args[0] {
+	case "redirect":
+		log := ts.MkAbs("elsewhere.log")
+		var mu sync.Mutex
+		elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			if err == nil {
+				fmt.Fprintf(f, "%s %s Authorization=%q X-Api-Key=%q\n", r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"))
+				f.Close()
+			}
+		}))
+		ts.Defer(elsewhere.Close)
+		h = func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+		}
+	case "echo401":
+		h = func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, "refused Authorization: %s\nX-Api-Key: %s\n", r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"))
+		}
+	case "partial":
+		h = func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			var req collogpb.ExportLogsServiceRequest
+			if r.URL.Path != "/v1/logs" || proto.Unmarshal(body, &req) != nil {
+				return
+			}
+			n := 0
+			for _, rl := range req.ResourceLogs {
+				for _, sl := range rl.ScopeLogs {
+					n += len(sl.LogRecords)
+				}
+			}
+			ans, _ := proto.Marshal(&collogpb.ExportLogsServiceResponse{PartialSuccess: &collogpb.ExportLogsPartialSuccess{
+				RejectedLogRecords: int64(n), ErrorMessage: "timestamp too old\nfor " + r.Header.Get("Authorization")}})
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			w.Write(ans)
+		}
+	default:
+		ts.Fatalf("collector: unknown mode %q", args[0])
+	}
+	srv := httptest.NewServer(h)
+	ts.Defer(srv.Close)
+	trust := "audit_ship:\n  otlp: " + srv.URL + "\n  headers: {Authorization: \"Bearer ${BOUNCER_TEST_SHIP_TOKEN}\", X-Api-Key: \"${BOUNCER_TEST_SHIP_KEY}\"}\n"
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(trust), 0o600))
+}
 
 // The exit statuses of bouncer audit ship: 2 for configuration and usage
 // (no audit_ship above all), 1 for a destination --once could not reach.

@@ -2,10 +2,9 @@ package oauth
 
 import (
 	"errors"
-	"regexp"
-	"strings"
 	"sync"
-	"unicode"
+
+	"github.com/bouncer-mcp/bouncer/internal/secret"
 )
 
 // ErrSignInNeeded is what a request gets when the server wants a new
@@ -68,46 +67,10 @@ func (s *secrets) list() []string {
 	return out
 }
 
-const redacted = "[redacted]"
-
-// Patterns for secrets whose value this process never learned (an answer
-// that carried a token we then failed to parse, say): JSON members, form
-// or query parameters and Authorization headers that carry credentials.
-var (
-	jsonSecret = regexp.MustCompile(`(?i)("(?:access_token|refresh_token|id_token|client_secret|code|code_verifier|registration_access_token|assertion)"\s*:\s*")(?:[^"\\]|\\.)*"`)
-	formSecret = regexp.MustCompile(`(?i)\b((?:access_token|refresh_token|id_token|client_secret|code|code_verifier|registration_access_token|assertion)=)[^&\s"']+`)
-	authHeader = regexp.MustCompile(`(?i)\b(bearer|basic|dpop)(\s+)[A-Za-z0-9\-._~+/]{12,}=*`)
-)
-
-// redact scrubs s of the known secret values and of anything shaped like
-// a credential, and of control characters (an authorization server's
-// text must not drive the user's terminal).
-func redact(s string, known []string) string {
-	for _, v := range known {
-		s = strings.ReplaceAll(s, v, redacted)
-	}
-	s = jsonSecret.ReplaceAllString(s, `${1}`+redacted+`"`)
-	s = formSecret.ReplaceAllString(s, `${1}`+redacted)
-	s = authHeader.ReplaceAllStringFunc(s, func(m string) string {
-		// "basic authentication" is prose; a credential has more than
-		// lower-case letters.
-		sub := authHeader.FindStringSubmatch(m)
-		cred := m[len(sub[1])+len(sub[2]):]
-		if strings.IndexFunc(cred, func(r rune) bool { return r < 'a' || r > 'z' }) < 0 {
-			return m
-		}
-		return sub[1] + sub[2] + redacted
-	})
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return ' '
-		}
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
-			return -1
-		}
-		return r
-	}, s)
-}
+// redact scrubs s of the known secret values, of anything shaped like a
+// credential and of control characters (an authorization server's text
+// must not drive the user's terminal); see [secret.Redact].
+func redact(s string, known []string) string { return secret.Redact(s, known) }
 
 // clip shortens text that came from a server, for messages.
 func clip(s string, n int) string {

@@ -21,6 +21,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bouncer-mcp/bouncer/internal/redirect"
+	"github.com/bouncer-mcp/bouncer/internal/secret"
 )
 
 // Transports a remote upstream can use (--transport).
@@ -172,15 +175,9 @@ func DialRemote(cfg RemoteConfig) (*Remote, error) {
 		Transport: &remoteTransport{r: r, base: base},
 		// A redirect may stay on the server's origin; elsewhere is a host
 		// the sandbox does not let the proxy reach.
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 5 {
-				return errors.New("more than 5 redirects")
-			}
-			if req.URL.Scheme != u.Scheme || req.URL.Host != u.Host {
-				return fmt.Errorf("the server redirects to %s://%s, another origin than --url's; give that URL instead", req.URL.Scheme, req.URL.Host)
-			}
-			return nil
-		},
+		CheckRedirect: redirect.SameOrigin(u, func(to *url.URL) error {
+			return fmt.Errorf("the server redirects to %s://%s, another origin than --url's; give that URL instead", to.Scheme, to.Host)
+		}),
 	}
 	return r, nil
 }
@@ -877,11 +874,8 @@ func secretsOf(cfg RemoteConfig) []string {
 	}
 	for _, vs := range cfg.Headers {
 		for _, v := range vs {
-			add(v)
-			for _, w := range strings.Fields(v) {
-				if !strings.EqualFold(w, "bearer") && !strings.EqualFold(w, "basic") && !strings.EqualFold(w, "token") {
-					add(w)
-				}
+			for _, p := range secret.HeaderParts(v) {
+				add(p)
 			}
 		}
 	}

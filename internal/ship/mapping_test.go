@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	otellog "go.opentelemetry.io/otel/log"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
@@ -161,9 +162,35 @@ func TestSyslogMessage(t *testing.T) {
 	if m := string(SyslogMessage(g, "")); m != `<109>1 - - bouncer - - [bouncer@32473 line_hash="`+g.Hash+`"] torn {"ts"` {
 		t.Fatalf("garbage: %s", m)
 	}
-	// A hostname with a space is not a HOSTNAME.
-	if m := string(SyslogMessage(g, "my host")); !strings.HasPrefix(m, "<109>1 - - bouncer") {
-		t.Fatalf("bad hostname: %s", m)
+	// A hostname with a space or a newline is not a HOSTNAME, nor is a
+	// verdict with one a MSGID.
+	for _, h := range []string{"my host", "h\nx", "h\x00"} {
+		if m := string(SyslogMessage(g, h)); !strings.HasPrefix(m, "<109>1 - - bouncer") {
+			t.Fatalf("bad hostname: %q", m)
+		}
+	}
+	if m := string(SyslogMessage(lineOf(`{"verdict":"deny\n"}`), "h")); !strings.HasPrefix(m, "<109>1 - h bouncer - - [") {
+		t.Fatalf("bad verdict: %q", m)
+	}
+}
+
+// A PARAM-VALUE escapes what RFC 5424 says, and writes every control
+// character as a visible escape, never raw.
+func TestSDValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"send_email":                "send_email",
+		`a"b\c]d`:                   `a\"b\\c\]d`,
+		"line\nfeed\r\n":            `line\nfeed\r\n`,
+		"tab\tnul\x00del\x7f":       `tab\tnul\u0000del\u007f`,
+		"nel\u0085ls\u2028ps\u2029": `nel\u0085ls\u2028ps\u2029`,
+		"rlo\u202eisolate\u2066":    `rlo\u202eisolate\u2066`,
+		// The name's own backslash-n is told apart from a newline.
+		`back\nslash`: `back\\nslash`,
+		"grüße ✓":     "grüße ✓",
+	} {
+		if got := sdValue(in); got != want {
+			t.Errorf("sdValue(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
@@ -349,6 +376,7 @@ func FuzzSyslogMessage(f *testing.F) {
 	f.Add([]byte(sampleLine))
 	f.Add([]byte(`{"server":"a\"] b","verdict":"deny\\"}`))
 	f.Add([]byte("\xff\x00\n"))
+	f.Add([]byte(`{"tool":"a\nb\u0000\u2028","server":"\r","verdict":"deny\u0085"}`))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		l := lineOf(string(text))
 		msg := SyslogMessage(l, "h")
@@ -375,6 +403,12 @@ func FuzzSyslogMessage(f *testing.F) {
 		}
 		if end < 0 || sd[end+1:] != " "+string(text) {
 			t.Fatalf("structured data does not end before MSG: %q", sd)
+		}
+		// Before MSG, no control character: a receiver that writes lines
+		// gets one line.
+		head := string(msg[:strings.Index(string(msg), "[")+end+1])
+		if i := strings.IndexFunc(head, unicode.IsControl); i >= 0 {
+			t.Fatalf("a control character in the header or structured data: %q", head)
 		}
 	})
 }

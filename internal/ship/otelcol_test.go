@@ -216,14 +216,18 @@ func (c *otelcol) records() []otlpRecord {
 }
 
 type sumPoint struct {
-	server, verdict, rule string
-	value                 int64
-	start                 string
+	server, verdict, rule, signal string
+	value                         int64
+	start                         string
 }
 
 // lastSum returns the points of the last bouncer.verdicts the collector
 // accepted.
-func (c *otelcol) lastSum() []sumPoint {
+func (c *otelcol) lastSum() []sumPoint { return c.lastSumOf(MetricName) }
+
+// lastSumOf returns the points of the last cumulative monotonic sum named
+// name that the collector accepted.
+func (c *otelcol) lastSumOf(name string) []sumPoint {
 	var last []sumPoint
 	for run := 1; run <= c.runs; run++ {
 		jsonLines(c.file("metrics", run), func(b []byte) {
@@ -258,13 +262,13 @@ func (c *otelcol) lastSum() []sumPoint {
 				for _, sm := range rm.ScopeMetrics {
 					for _, m := range sm.Metrics {
 						// 2 is AGGREGATION_TEMPORALITY_CUMULATIVE.
-						if m.Name != MetricName || m.Sum.AggregationTemporality != 2 || !m.Sum.IsMonotonic {
+						if m.Name != name || m.Sum.AggregationTemporality != 2 || !m.Sum.IsMonotonic {
 							continue
 						}
 						last = nil
 						for _, p := range m.Sum.DataPoints {
 							v, _ := strconv.ParseInt(p.AsInt, 10, 64)
-							last = append(last, sumPoint{attrOf(p.Attributes, "bouncer.server"), attrOf(p.Attributes, "bouncer.verdict"), attrOf(p.Attributes, "bouncer.rule"), v, p.Start})
+							last = append(last, sumPoint{attrOf(p.Attributes, "bouncer.server"), attrOf(p.Attributes, "bouncer.verdict"), attrOf(p.Attributes, "bouncer.rule"), attrOf(p.Attributes, "bouncer.signal"), v, p.Start})
 						}
 					}
 				}
@@ -392,6 +396,10 @@ func TestOTelCollector(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Fatalf("no points for %v", want)
+	}
+	// Nothing was rejected, and the collector takes the sum that says so.
+	if got := col.lastSumOf(RejectedMetricName); len(got) != 2 || got[0].signal != "logs" || got[1].signal != "metrics" || got[0].value != 0 || got[1].value != 0 {
+		t.Fatalf("%s: %+v", RejectedMetricName, got)
 	}
 
 	// A restart resends nothing.

@@ -1,10 +1,17 @@
 package ship
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -17,6 +24,13 @@ import (
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
+	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bouncer-mcp/bouncer/internal/redirect"
+	"github.com/bouncer-mcp/bouncer/internal/secret"
 )
 
 // ScopeName is the instrumentation scope of every record and metric.
@@ -24,6 +38,12 @@ const ScopeName = "github.com/bouncer-mcp/bouncer/internal/ship"
 
 // MetricName is the cumulative sum of verdicts.
 const MetricName = "bouncer.verdicts"
+
+// RejectedMetricName is the cumulative sum of what the collector took
+// (a 2xx answer) and then said it rejected (OTLP's partial success):
+// log records, and data points of the metrics, apart by bouncer.signal
+// ("logs" or "metrics"). It counts from the shipper's start.
+const RejectedMetricName = "bouncer.ship.rejected"
 
 // otlpDest ships to an OpenTelemetry collector over OTLP/HTTP with the
 // OpenTelemetry Go SDK's exporters, used synchronously: one Export call per
@@ -35,36 +55,57 @@ const MetricName = "bouncer.verdicts"
 // turned off too; the shipper retries a batch itself, with backoff, and
 // knows when to give up (--once).
 type otlpDest struct {
-	name    string
-	logs    *otlploghttp.Exporter
-	metrics *otlpmetrichttp.Exporter
-	status  *statusRecorder
-	res     *resource.Resource
-	enc     *recordEncoder
-	counts  *verdictCounts
+	name     string
+	logs     *otlploghttp.Exporter
+	metrics  *otlpmetrichttp.Exporter
+	status   *statusRecorder
+	res      *resource.Resource
+	enc      *recordEncoder
+	counts   *verdictCounts
+	rejected *rejectedCounts
+	// secrets are the configured header values (see [secret.HeaderParts])
+	// and the ${VAR} values in them: a collector's answer may echo them,
+	// and none is ever shown.
+	secrets []string
 }
 
 // statusRecorder remembers the HTTP status of the last answer, so that a
 // 2xx answer counts as accepted even when the exporter reports an error for
 // it (an OTLP partial success: the collector took the request and said some
-// records were rejected; resending would not change its mind).
+// records were rejected; resending would not change its mind), and the
+// body of a 2xx answer, which says what was rejected.
 type statusRecorder struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	code int
+	next  http.RoundTripper
+	mu    sync.Mutex
+	code  int
+	ctype string
+	body  []byte
 }
 
+// maxAnswer is how much of a 2xx answer is read: the OTLP exporters' own
+// limit.
+const maxAnswer = 4 << 20
+
 func (s *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	s.mu.Lock()
-	s.code = 0
-	s.mu.Unlock()
+	s.reset()
 	resp, err := s.next.RoundTrip(req)
-	if err == nil {
-		s.mu.Lock()
-		s.code = resp.StatusCode
-		s.mu.Unlock()
+	if err != nil {
+		return resp, err
 	}
-	return resp, err
+	var body []byte
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && resp.Body != nil {
+		// Read here, and handed on to the exporter as it was.
+		body, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	s.mu.Lock()
+	s.code, s.ctype, s.body = resp.StatusCode, resp.Header.Get("Content-Type"), body
+	s.mu.Unlock()
+	return resp, nil
 }
 
 // reset forgets the last answer; called before each export, so an export
@@ -72,7 +113,7 @@ func (s *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // 2xx.
 func (s *statusRecorder) reset() {
 	s.mu.Lock()
-	s.code = 0
+	s.code, s.ctype, s.body = 0, "", nil
 	s.mu.Unlock()
 }
 
@@ -82,15 +123,48 @@ func (s *statusRecorder) accepted() bool {
 	return s.code >= 200 && s.code <= 299
 }
 
+// answer decodes the last 2xx answer's body into m, as OTLP/HTTP encodes
+// it (protobuf, or JSON). It reports false when there is nothing to
+// decode: no body, or another content type (a gateway's "OK").
+func (s *statusRecorder) answer(m proto.Message) (bool, error) {
+	s.mu.Lock()
+	ctype, body := s.ctype, s.body
+	s.mu.Unlock()
+	if len(body) == 0 {
+		return false, nil
+	}
+	if len(body) > maxAnswer {
+		return true, fmt.Errorf("it is longer than %d bytes", maxAnswer)
+	}
+	mt, _, _ := mime.ParseMediaType(ctype)
+	switch mt {
+	case "application/x-protobuf":
+		return true, proto.Unmarshal(body, m)
+	case "application/json":
+		return true, protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, m)
+	}
+	return false, nil
+}
+
 // exportTimeout bounds one export request.
 const exportTimeout = 30 * time.Second
 
-func newOTLPDest(base string, headers map[string]string, tlsConf *tls.Config, host string) (*otlpDest, error) {
+func newOTLPDest(base string, headers map[string]string, secrets []string, tlsConf *tls.Config, host string) (*otlpDest, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, err
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConf
 	tr.Proxy = nil // a collector is reached directly, not through $HTTPS_PROXY
 	status := &statusRecorder{next: tr}
-	client := &http.Client{Transport: status, Timeout: exportTimeout}
+	client := &http.Client{Transport: status, Timeout: exportTimeout,
+		// The headers (a token above all) and the log go to the collector
+		// the trust file names, or nowhere.
+		CheckRedirect: redirect.SameOrigin(u, func(to *url.URL) error {
+			return fmt.Errorf("the collector redirects to %s://%s, another origin than audit_ship.otlp's; nothing was sent there (set audit_ship.otlp to the URL that is meant)", to.Scheme, to.Host)
+		}),
+	}
 	ctx := context.Background()
 	logs, err := otlploghttp.New(ctx,
 		otlploghttp.WithEndpointURL(base+"/v1/logs"),
@@ -112,13 +186,15 @@ func newOTLPDest(base string, headers map[string]string, tlsConf *tls.Config, ho
 	}
 	res := Resource(host)
 	return &otlpDest{
-		name:    "otlp " + base,
-		logs:    logs,
-		metrics: metrics,
-		status:  status,
-		res:     res,
-		enc:     newRecordEncoder(res),
-		counts:  newVerdictCounts(),
+		name:     "otlp " + base,
+		logs:     logs,
+		metrics:  metrics,
+		status:   status,
+		res:      res,
+		enc:      newRecordEncoder(res),
+		counts:   newVerdictCounts(),
+		rejected: &rejectedCounts{start: time.Now().UTC()},
+		secrets:  secrets,
 	}, nil
 }
 
@@ -138,17 +214,45 @@ func (d *otlpDest) Send(ctx context.Context, lines []Line) error {
 	recs := d.enc.records(lines)
 	d.status.reset()
 	err := d.logs.Export(ctx, recs)
-	if err != nil && ctx.Err() == nil && d.status.accepted() {
-		// A 2xx answer: accepted, whatever it said about some records.
-		err = nil
+	if err != nil && (ctx.Err() != nil || !d.status.accepted()) {
+		return d.scrub(err)
 	}
-	if err != nil {
-		return err
-	}
+	// A 2xx answer: accepted, whatever it said about some records.
 	for _, l := range lines {
 		d.counts.add(parseFields(l.Text))
 	}
+	var ans collogpb.ExportLogsServiceResponse
+	found, perr := d.status.answer(&ans)
+	if perr != nil {
+		return &Rejected{What: "records", Of: int64(len(recs)), Unread: d.clean(perr.Error())}
+	}
+	if ps := ans.GetPartialSuccess(); found && ps != nil {
+		n := min(max(ps.GetRejectedLogRecords(), 0), int64(len(recs)))
+		if n > 0 || ps.GetErrorMessage() != "" {
+			d.rejected.logs += n
+			d.rejected.changed = true
+			return &Rejected{What: "records", N: n, Of: int64(len(recs)), Message: d.clean(ps.GetErrorMessage())}
+		}
+	}
 	return nil
+}
+
+// scrub is err as the shipper may show it: a collector's answer (which
+// the exporter puts in its error) without the headers' secrets, without
+// control characters, and cut short.
+func (d *otlpDest) scrub(err error) error {
+	return errors.New(d.clean(err.Error()))
+}
+
+// maxShown bounds what of a collector's text a message shows.
+const maxShown = 1000
+
+func (d *otlpDest) clean(s string) string {
+	s = secret.Redact(s, d.secrets)
+	if len(s) > maxShown {
+		s = strings.ToValidUTF8(s[:maxShown], "") + "…"
+	}
+	return s
 }
 
 // Recount starts the verdict counts over from the lines a reader has
@@ -159,19 +263,51 @@ func (d *otlpDest) Recount(r *reader) error {
 }
 
 func (d *otlpDest) Flush(ctx context.Context) error {
-	if !d.counts.dirty(time.Now()) {
+	now := time.Now()
+	if !d.counts.dirty(now) && !d.rejected.changed {
 		return nil
 	}
-	rm := d.counts.metrics(d.res, time.Now())
+	rm := d.toExport(now)
+	points := 0
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+			points += len(sum.DataPoints)
+		}
+	}
 	d.status.reset()
 	err := d.metrics.Export(ctx, rm)
-	if err != nil && ctx.Err() == nil && d.status.accepted() {
-		err = nil
+	if err != nil && (ctx.Err() != nil || !d.status.accepted()) {
+		return d.scrub(err)
 	}
-	if err == nil {
-		d.counts.exported(time.Now())
+	d.counts.exported(now)
+	d.rejected.changed = false
+	var ans colmetricpb.ExportMetricsServiceResponse
+	found, perr := d.status.answer(&ans)
+	if perr != nil {
+		return &Rejected{What: "data points", Of: int64(points), Unread: d.clean(perr.Error())}
 	}
-	return err
+	if ps := ans.GetPartialSuccess(); found && ps != nil {
+		n := min(max(ps.GetRejectedDataPoints(), 0), int64(points))
+		if n > 0 || ps.GetErrorMessage() != "" {
+			// Counted, and sent with the next export that is due anyway:
+			// sending the count now would be rejected with it, for ever.
+			d.rejected.points += n
+			return &Rejected{What: "data points", N: n, Of: int64(points), Message: d.clean(ps.GetErrorMessage())}
+		}
+	}
+	return nil
+}
+
+// toExport is what a metrics export sends: bouncer.verdicts (when the log
+// has any verdict) and bouncer.ship.rejected.
+func (d *otlpDest) toExport(now time.Time) *metricdata.ResourceMetrics {
+	rm := d.counts.metrics(d.res, now)
+	ms := rm.ScopeMetrics[0].Metrics
+	if len(d.counts.n) == 0 {
+		ms = ms[:0]
+	}
+	rm.ScopeMetrics[0].Metrics = append(ms, d.rejected.metric(now))
+	return rm
 }
 
 func (d *otlpDest) Close() {
@@ -348,5 +484,35 @@ func (c *verdictCounts) metrics(res *resource.Resource, now time.Time) *metricda
 				},
 			}},
 		}},
+	}
+}
+
+// rejectedCounts is bouncer.ship.rejected: what the collector took and
+// then said it rejected, since the shipper started (a restart starts a new
+// series). Unlike the verdicts, it can't be counted again from the log.
+type rejectedCounts struct {
+	start        time.Time
+	logs, points int64
+	changed      bool
+}
+
+func (c *rejectedCounts) metric(now time.Time) metricdata.Metrics {
+	pt := func(signal string, v int64) metricdata.DataPoint[int64] {
+		return metricdata.DataPoint[int64]{
+			Attributes: attribute.NewSet(attribute.String("bouncer.signal", signal)),
+			StartTime:  c.start,
+			Time:       now,
+			Value:      v,
+		}
+	}
+	return metricdata.Metrics{
+		Name:        RejectedMetricName,
+		Description: "What the collector accepted and then said it rejected (an OTLP partial success): log records (bouncer.signal logs) and data points (metrics). They stay in the audit log; they are not sent again.",
+		Unit:        "{item}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  []metricdata.DataPoint[int64]{pt("logs", c.logs), pt("metrics", c.points)},
+		},
 	}
 }

@@ -76,7 +76,10 @@ type rsyslogd struct {
 
 type tlsFiles struct{ ca, cert, key string }
 
-func newRsyslogd(t *testing.T, tlsf *tlsFiles) *rsyslogd {
+// newRsyslogd starts rsyslogd; with raw, it writes what arrived as it
+// arrived: rsyslog's own escaping of control characters on receipt is off,
+// so a newline on the wire is a newline in its file.
+func newRsyslogd(t *testing.T, tlsf *tlsFiles, raw ...bool) *rsyslogd {
 	t.Helper()
 	bin, err := exec.LookPath("rsyslogd")
 	if err != nil {
@@ -95,6 +98,9 @@ func newRsyslogd(t *testing.T, tlsf *tlsFiles) *rsyslogd {
 	fmt.Fprintf(&conf, "global(workDirectory=%q maxMessageSize=\"1m\"", dir)
 	if tlsf != nil {
 		fmt.Fprintf(&conf, " defaultNetstreamDriver=\"ossl\" defaultNetstreamDriverCAFile=%q defaultNetstreamDriverCertFile=%q defaultNetstreamDriverKeyFile=%q", tlsf.ca, tlsf.cert, tlsf.key)
+	}
+	if len(raw) > 0 && raw[0] {
+		conf.WriteString(` parser.escapeControlCharactersOnReceive="off"`)
 	}
 	conf.WriteString(")\n")
 	if tlsf != nil {
@@ -242,6 +248,51 @@ func TestRsyslogTCP(t *testing.T) {
 	}
 	if !strings.Contains(g.sd, ` server="`) || !strings.Contains(g.sd, ` rule="`) {
 		t.Fatalf("structured data %q", g.sd)
+	}
+}
+
+// Names with control characters reach rsyslog as one message each, with
+// the characters escaped where a reader sees them, even by a receiver that
+// escapes nothing itself; MSG is the line's exact text.
+func TestRsyslogControlCharacters(t *testing.T) {
+	rs := newRsyslogd(t, nil, true)
+	dir := t.TempDir()
+	l := newTestLog(t, dir)
+	for _, e := range []audit.Entry{
+		{Server: "mail", Tool: "send\nmail\r\nX-Injected: 1", Verdict: "deny", Rule: "sink"},
+		{Server: "tab\there", Tool: "nul\x00del\x7fnel\u0085ls\u2028rlo\u202e", Verdict: "ask", Rule: "sink"},
+		{Server: `a\n"]`, Tool: "plain", Verdict: "allow", Rule: "default"},
+	} {
+		e.Args = []byte(`{}`)
+		if err := l.log.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n notes
+	res := Run(context.Background(), Config{Log: l.path, StateDir: dir, Dests: syslogDests(t, "tcp://"+rs.addr(), nil), Once: true, Logf: n.logf})
+	if res[0].Err != nil || res[0].Shipped != 3 {
+		t.Fatalf("%+v; %s", res[0], n.String())
+	}
+	var data []byte
+	waitFor(t, "rsyslog to write 3 lines", 10*time.Second, func() bool {
+		data, _ = os.ReadFile(rs.out)
+		return strings.Count(string(data), "\n") >= 3
+	})
+	time.Sleep(200 * time.Millisecond) // for lines of a message split apart
+	data, _ = os.ReadFile(rs.out)
+	if lines := strings.Count(string(data), "\n"); lines != 3 {
+		t.Fatalf("rsyslog wrote %d lines for 3 messages:\n%s", lines, data)
+	}
+	got := rs.received()
+	checkReceived(t, got, readLines(t, l.path), false)
+	for i, want := range []string{
+		`server="mail" tool="send\nmail\r\nX-Injected: 1" verdict="deny"`,
+		`server="tab\there" tool="nul\u0000del\u007fnel\u0085ls\u2028rlo\u202e" verdict="ask"`,
+		`server="a\\n\"\]" tool="plain"`,
+	} {
+		if !strings.Contains(got[i].sd, want) {
+			t.Fatalf("structured data %q, want it to hold %q", got[i].sd, want)
+		}
 	}
 }
 

@@ -7,8 +7,9 @@
 //
 // Delivery is at least once and in order. A destination's cursor (a small
 // JSON file in the state directory, replaced atomically) moves only past
-// lines that destination accepted: an OTLP batch answered 2xx, a syslog
-// batch the receiver read to the end. A restart resumes from the cursor; a
+// lines that destination accepted: an OTLP batch answered 2xx (a partial
+// success too, which OTLP forbids sending again; the shipper says so and
+// counts it), a syslog batch the receiver read to the end. A restart resumes from the cursor; a
 // collector that is down only delays the lines. Every record carries the
 // line's chain hash, so a receiver that saw a line twice can drop the copy.
 package ship
@@ -17,6 +18,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -26,6 +28,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/bundle"
+	"github.com/bouncer-mcp/bouncer/internal/secret"
 )
 
 // Destination is one place the log is shipped to.
@@ -34,7 +37,9 @@ type Destination interface {
 	// it also keys the destination's cursor.
 	Name() string
 	// Send delivers lines, in order; nil means the destination accepted all
-	// of them, and only then does the cursor move past them.
+	// of them, and only then does the cursor move past them. A *Rejected
+	// means it took them and said it rejected some: they count as
+	// delivered, and the shipper says so.
 	Send(ctx context.Context, lines []Line) error
 	// Flush sends what the destination keeps besides lines (the OTLP
 	// verdict counts), when it is due; it is called when the log has
@@ -47,6 +52,39 @@ type Destination interface {
 // the start of the log (OTLP's bouncer.verdicts).
 type recounter interface {
 	Recount(r *reader) error
+}
+
+// Rejected is what Send or Flush returns when the destination took what
+// was sent (an OTLP 2xx answer) but said it rejected some of it, or its
+// answer could not be read. What was sent counts as delivered: OTLP
+// forbids sending a partial success again (the collector would only
+// refuse it again), and the lines stay in the audit log. The shipper says
+// so on stderr.
+type Rejected struct {
+	What    string // "records" or "data points"
+	N, Of   int64  // rejected, of how many sent
+	Message string // the collector's error_message, redacted
+	Unread  string // why the answer could not be read, if it could not
+}
+
+func (e *Rejected) Error() string {
+	switch {
+	case e.Unread != "":
+		return fmt.Sprintf("the collector answered 2xx, but its answer could not be read (%s), so whether it rejected any of the %d %s is not known", e.Unread, e.Of, e.What)
+	case e.N == 0:
+		return fmt.Sprintf("the collector took the %d %s with a warning: %q", e.Of, e.What, e.Message)
+	case e.N == e.Of:
+		return fmt.Sprintf("the collector rejected all %d %s: %q", e.N, e.What, e.Message)
+	}
+	return fmt.Sprintf("the collector rejected %d of the %d %s (it does not say which): %q", e.N, e.Of, e.What, e.Message)
+}
+
+// fate is what becomes of what was rejected, for the message after e.
+func (e *Rejected) fate(what string) string {
+	if e.N == 0 {
+		return ""
+	}
+	return "; " + what + "; " + RejectedMetricName + " counts them"
 }
 
 // ConfigError is a problem in the audit_ship configuration: exit 2.
@@ -88,14 +126,21 @@ func Destinations(sections []bundle.AuditShip, lookup func(string) (string, bool
 		if s.OTLP != "" && !seen["otlp "+s.OTLP] {
 			seen["otlp "+s.OTLP] = true
 			headers := map[string]string{}
+			var secrets []string
+			keep := func(v string) { secrets = append(secrets, secret.HeaderParts(v)...) }
 			for _, name := range s.HeaderNames() {
-				v, missing := expand(s.Headers[name], lookup)
+				v, missing := expand(s.Headers[name], func(k string) (string, bool) {
+					v, ok := lookup(k)
+					keep(v)
+					return v, ok
+				})
 				if missing != "" {
 					return nil, &ConfigError{fmt.Sprintf("%s:%d: audit_ship.headers.%s: ${%s} is not set in the environment", s.File, s.HeaderLines[name], name, missing)}
 				}
+				keep(v)
 				headers[name] = v
 			}
-			d, err := newOTLPDest(s.OTLP, headers, tlsConf, host)
+			d, err := newOTLPDest(s.OTLP, headers, secrets, tlsConf, host)
 			if err != nil {
 				return nil, &ConfigError{fmt.Sprintf("%s:%d: audit_ship.otlp: %v", s.File, s.OTLPLine, err)}
 			}
@@ -163,7 +208,10 @@ func (c *Config) defaults() {
 type Result struct {
 	Dest    string
 	Shipped int64 // lines accepted in this run
-	Err     error // why it stopped early (--once: could not reach it)
+	// Rejected is how many records of those lines the destination took
+	// and then said it rejected (an OTLP partial success).
+	Rejected int64
+	Err      error // why it stopped early (--once: could not reach it)
 }
 
 // Run ships the log to every destination, each on its own from its own
@@ -180,8 +228,7 @@ func Run(ctx context.Context, cfg Config) []Result {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := runDest(ctx, &cfg, d)
-			results[i] = Result{Dest: d.Name(), Shipped: n, Err: err}
+			results[i] = runDest(ctx, &cfg, d)
 		}()
 	}
 	wg.Wait()
@@ -195,8 +242,9 @@ func orCtx(ctx context.Context, err error) error {
 	return err
 }
 
-func runDest(ctx context.Context, cfg *Config, d Destination) (int64, error) {
+func runDest(ctx context.Context, cfg *Config, d Destination) (res Result) {
 	name := d.Name()
+	res.Dest = name
 	cpath := cursorPath(cfg.StateDir, name)
 	cur, err := loadCursor(cpath)
 	if err != nil {
@@ -207,7 +255,6 @@ func runDest(ctx context.Context, cfg *Config, d Destination) (int64, error) {
 	defer r.close()
 	counted := 0 // r.opened when the destination last recounted
 	var pending []Line
-	var shipped int64
 	failures := 0
 	// fail counts a failed attempt and waits before the next one; it
 	// returns the error to stop with (--once, after the last attempt).
@@ -230,14 +277,16 @@ func runDest(ctx context.Context, cfg *Config, d Destination) (int64, error) {
 				// The log can't be read (permissions, I/O): nothing to
 				// send; say so and try again, or give up with --once.
 				if stop := fail("reading "+cfg.Log, err); stop != nil {
-					return shipped, stop
+					res.Err = stop
+					return res
 				}
 				continue
 			}
 			if rc, ok := d.(recounter); ok && r.opened != counted {
 				if err := rc.Recount(r); err != nil {
 					if stop := fail("counting verdicts in "+cfg.Log, err); stop != nil {
-						return shipped, stop
+						res.Err = stop
+						return res
 					}
 					continue
 				}
@@ -247,28 +296,44 @@ func runDest(ctx context.Context, cfg *Config, d Destination) (int64, error) {
 		}
 		if len(pending) == 0 {
 			pending = nil
-			if err := d.Flush(ctx); err != nil {
+			err := d.Flush(ctx)
+			var rej *Rejected
+			if errors.As(err, &rej) {
+				cfg.Logf("%s: the verdict counts: %v%s", name, rej, rej.fate("the sum is cumulative and goes again with the next change, or in a minute"))
+				err = nil
+			}
+			if err != nil {
 				if ctx.Err() != nil {
 					break
 				}
 				if stop := fail("sending", err); stop != nil {
-					return shipped, stop
+					res.Err = stop
+					return res
 				}
 				continue
 			}
 			failures = 0
 			if cfg.Once {
-				return shipped, nil
+				return res
 			}
 			sleep(ctx, cfg.Poll)
 			continue
 		}
-		if err := d.Send(ctx, pending); err != nil {
+		err := d.Send(ctx, pending)
+		var rej *Rejected
+		if errors.As(err, &rej) {
+			cfg.Logf("%s: lines %d-%d: %v%s", name, pending[0].Num, pending[len(pending)-1].Num, rej,
+				rej.fate("the cursor moves past them all the same, as OTLP forbids sending a partial success again; they stay in "+cfg.Log))
+			res.Rejected += rej.N
+			err = nil
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				break
 			}
 			if stop := fail(fmt.Sprintf("sending lines %d-%d", pending[0].Num, pending[len(pending)-1].Num), err); stop != nil {
-				return shipped, stop
+				res.Err = stop
+				return res
 			}
 			continue
 		}
@@ -277,16 +342,17 @@ func runDest(ctx context.Context, cfg *Config, d Destination) (int64, error) {
 		}
 		failures = 0
 		r.commit(pending)
-		shipped += int64(len(pending))
+		res.Shipped += int64(len(pending))
 		pending = nil
 		if err := saveCursor(cpath, r.cur); err != nil {
 			// Lines were delivered but the cursor can't be kept: going on
 			// would resend everything after a restart, and a full state
 			// directory is for a person to fix.
-			return shipped, fmt.Errorf("saving the cursor %s: %w", cpath, err)
+			res.Err = fmt.Errorf("saving the cursor %s: %w", cpath, err)
+			return res
 		}
 	}
-	return shipped, nil
+	return res
 }
 
 // backoff is the wait before attempt n+1: min doubled per failure, capped

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // SDID is the structured-data ID of the element every syslog message
@@ -159,7 +160,7 @@ func SyslogMessage(l Line, host string) []byte {
 		b.WriteString(" ")
 		b.WriteString(name)
 		b.WriteString(`="`)
-		b.WriteString(sdEscape.Replace(val))
+		b.WriteString(sdValue(val))
 		b.WriteString(`"`)
 	}
 	param("line_hash", l.Hash)
@@ -175,8 +176,38 @@ func SyslogMessage(l Line, host string) []byte {
 	return append(out, l.Text...)
 }
 
-// sdEscape escapes a PARAM-VALUE (RFC 5424 6.3.3): '"', '\' and ']'.
-var sdEscape = strings.NewReplacer(`\`, `\\`, `"`, `\"`, `]`, `\]`)
+// sdValue is val as a PARAM-VALUE. RFC 5424 (6.3.3) escapes '"', '\'
+// and ']' with a backslash; a tool or server name can hold anything else
+// too, and a raw newline, carriage return or NUL would reach the wire and
+// break the message apart in a receiver that writes lines. So every
+// control character (C0, DEL, C1), U+2028, U+2029 and the bidirectional
+// controls are written as a visible escape, \n, \r, \t or \uXXXX: text
+// that RFC 5424 keeps as it is (a backslash before any other character is
+// an ordinary backslash), and that can't be taken for the name's own
+// backslash, which is written \\.
+func sdValue(val string) string {
+	var b strings.Builder
+	for _, r := range val {
+		switch {
+		case r == '"' || r == '\\' || r == ']':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			// Not UTF-8 (which a name decoded from JSON never is) was
+			// read as U+FFFD, and is written so.
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
 
 // syslogHost is HOSTNAME: printable ASCII, at most 255, else "-".
 func syslogHost(h string) string {
