@@ -8,13 +8,18 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
-// checkDeclared refuses an argument key that is not a name the tool
-// declares but that a Go server would read as one: "tO" for "to", "Path" or
-// "pAth" for "path", "argumentſ" for "arguments". The policy's rules are
-// keyed by the declared names, so such a key would slip past the sink gate
-// and the path check while the server acts on it. Declared names are the
-// pinned inputSchema's properties (at every depth the schema describes) and
-// the names the policy entry uses.
+// checkDeclared refuses arguments that the server would read as something
+// other than what Bouncer judges, by the pinned inputSchema: a key that is
+// not a name the tool declares but that a Go server would read as one, and
+// a value whose JSON type the schema does not allow at its place (a server
+// may convert it; see checkTypes). It is the one place the engine holds a
+// call to the tool's schema, for run, check and serve alike.
+//
+// Names: "tO" for "to", "Path" or "pAth" for "path", "argumentſ" for
+// "arguments". The policy's rules are keyed by the declared names, so such
+// a key would slip past the sink gate and the path check while the server
+// acts on it. Declared names are the pinned inputSchema's properties (at
+// every depth the schema describes) and the names the policy entry uses.
 func checkDeclared(t *policy.Tool, schema map[string]any, args map[string]any) (Decision, bool) {
 	top := map[string]bool{}
 	for _, n := range t.SinkParams {
@@ -28,6 +33,9 @@ func checkDeclared(t *policy.Tool, schema map[string]any, args map[string]any) (
 	}
 	if msg := aliasIn(args, schema, top, "arguments"); msg != "" {
 		return Decision{Verdict: Deny, Rule: RuleDefault, Reason: msg}, false
+	}
+	if f := checkTypes(schema, args); f != nil {
+		return Decision{Verdict: Deny, Rule: RuleDefault, Reason: f.reason(t.Name)}, false
 	}
 	return Decision{}, true
 }
