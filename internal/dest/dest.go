@@ -423,3 +423,13 @@ func Variants(s string) []string {
 	}
 	return out
 }
+
+// Exact is the key by which a value a person looked at is matched again
+// (an approval, a one-time code): its canonical Key when it has one, else
+// its exact bytes, so a value with no canonical form matches only itself.
+func Exact(s string) string {
+	if k, ok := Canon(s); ok {
+		return k
+	}
+	return "raw\x00" + s
+}

@@ -170,9 +170,9 @@ func key(k Kind, c string) string { return Dest{Kind: k, Canon: c}.Key() }
 
 func TestVariants(t *testing.T) {
 	for in, want := range map[string][]string{
-		"xn--bcher-kva.example":            {"bücher.example"},
-		"bücher.example":                   {"xn--bcher-kva.example"},
-		`"evil"@bücher.example`:            {"evil@xn--bcher-kva.example", "evil@bücher.example"},
+		"xn--bcher-kva.example":             {"bücher.example"},
+		"bücher.example":                    {"xn--bcher-kva.example"},
+		`"evil"@bücher.example`:             {"evil@xn--bcher-kva.example", "evil@bücher.example"},
 		"https://xn--bcher-kva.example/x?y": {"https://bücher.example/x?y"},
 	} {
 		got := Variants(in)

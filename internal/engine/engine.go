@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
@@ -141,17 +142,18 @@ func (e *Engine) PinAll() {
 }
 
 // Approve records a human's yes for one destination of one tool argument for
-// the rest of the session. An approval never wins over taint.
-func (e *Engine) Approve(tool, param, dest string) {
+// the rest of the session: the same destination (dest.Exact), nothing
+// folded. An approval never wins over taint.
+func (e *Engine) Approve(tool, param, d string) {
 	e.mu.Lock()
-	e.approvals[approvalKey{tool, param, vouchFold(dest)}] = true
+	e.approvals[approvalKey{tool, param, dest.Exact(d)}] = true
 	e.mu.Unlock()
 }
 
-func (e *Engine) approved(tool, param, dest string) bool {
+func (e *Engine) approved(tool, param, d string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.approvals[approvalKey{tool, param, vouchFold(dest)}]
+	return e.approvals[approvalKey{tool, param, dest.Exact(d)}]
 }
 
 // TrustedOutput reports whether the policy marks tool's output as the
@@ -377,20 +379,4 @@ func scalarString(v any) (string, bool) {
 		return "null", true
 	}
 	return "", false
-}
-
-// vouchFold is how allowlists and approvals compare destinations: ASCII case
-// and surrounding ASCII whitespace only, so that look-alike characters (the
-// Kelvin sign, a no-break space) never collapse into a vouched recipient.
-// It must agree with approval.SameDestination, which applies the same rule
-// to one-time codes (engine_test pins the two together).
-func vouchFold(s string) string {
-	s = strings.Trim(s, " \t\n\v\f\r")
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
