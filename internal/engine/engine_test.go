@@ -91,7 +91,7 @@ func TestSinkGate(t *testing.T) {
 		{"allowlist matches no look-alike", "send_email", `{"to":"boss@corp.ex\u0430mple"}`, want{Ask, RuleSink, ""}},
 		{"allowlist matches no header injection", "send_email", `{"to":"boss@corp.example\r\nBcc: eve@evil.example"}`, want{Ask, RuleSink, ""}},
 		{"a punycode spelling of a tainted host is tainted", "send_email", `{"to":"mallory@xn--bcher-kva.example"}`, want{Deny, RuleSink, "came from untrusted data"}},
-		{"implicit destination unstated: leaving the sinks out asks", "notify", `{"body":"hi"}`, want{Ask, RuleSink, "sends to a destination its arguments don't name"}},
+		{"implicit destination unstated: leaving the sinks out asks", "notify", `{"body":"hi"}`, want{Ask, RuleSink, "names none of its destinations (to), so its server may send"}},
 		{"implicit destination: asks even when the named ones pass", "reply", `{"messageId":"42","cc":"boss@corp.example"}`, want{Ask, RuleSink, "sends to a destination its arguments don't name"}},
 		{"implicit destination: a tainted named one still denies", "reply", `{"messageId":"42","cc":"attacker@evil.example"}`, want{Deny, RuleSink, "came from untrusted data"}},
 		{"structured recipient: every field is checked", "send_email", `{"to":[{"email":"boss@corp.example","name":"Mallory"}]}`, want{Deny, RuleSink, "Mallory"}},
@@ -326,7 +326,7 @@ func TestFallbackUsesPinnedSchema(t *testing.T) {
 	check(t, e.Decide(call("notify", `{"channel":"#random-stuff","text":"hi"}`)), want{Ask, RuleSink, "channel='#random-stuff'"})
 	// Leaving the destination out does not make a send go nowhere: the
 	// server may pick one, so only a human can say.
-	check(t, e.Decide(call("notify", `{"text":"hi"}`)), want{Ask, RuleSink, "sends to a destination its arguments don't name"})
+	check(t, e.Decide(call("notify", `{"text":"hi"}`)), want{Ask, RuleSink, "so its server may send to one its arguments don't name"})
 }
 
 func TestQuote(t *testing.T) {

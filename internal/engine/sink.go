@@ -218,7 +218,7 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 	if len(asks) > 0 {
 		reason := fmt.Sprintf("destination %s=%s is not a vouched recipient", asks[0].Param, quote(asks[0].Value))
 		if asks[0].Param == ImplicitParam {
-			reason = fmt.Sprintf("%s sends to a destination its arguments don't name (implicit_destination: the server picks it, e.g. the sender of the message replied to); a human must confirm this call", quote(t.Name))
+			reason = implicitReason(t, names)
 		}
 		if len(asks) > 1 {
 			reason += fmt.Sprintf(" (and %d more)", len(asks)-1)
@@ -245,6 +245,21 @@ func taintReason(param, dest, server string) string {
 	return fmt.Sprintf("destination %s=%s came from untrusted data (it appeared in %s). "+
 		"If you, the human, know this recipient from elsewhere, review it in your own terminal with: bouncer trust add",
 		param, quote(dest), where)
+}
+
+// implicitReason says why a call whose server picks its destination is
+// asked about, and what the policy author can say instead.
+func implicitReason(t *policy.Tool, names []string) string {
+	if t.Implicit == policy.ImplicitYes {
+		return fmt.Sprintf("%s sends to a destination its arguments don't name (implicit_destination: true: its server picks it, "+
+			"as a reply goes to the sender of the message it answers); a human must confirm this very call", quote(t.Name))
+	}
+	if len(t.SinkParams) > 0 {
+		names = t.SinkParams
+	}
+	return fmt.Sprintf("%s names none of its destinations (%s), so its server may send to one its arguments don't name; "+
+		"a human must confirm this very call (if such a call sends to no one, the policy can say implicit_destination: false)",
+		quote(t.Name), describeNames(names))
 }
 
 // tainted reports whether dest appeared in untrusted output, and whose.

@@ -92,6 +92,11 @@ func Load(c Config) (*Decider, error) {
 	if sess == nil {
 		sess = session.New()
 	}
+	if c.StateDir != "" {
+		// The destinations humans remembered vouch in run, check and
+		// serve alike: check once ignored them and disagreed with run.
+		sess.SetRemembered(session.OpenRemembered(c.StateDir))
+	}
 	return &Decider{Policy: pol, Session: sess, workDir: c.WorkDir}, nil
 }
 
