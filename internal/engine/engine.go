@@ -100,6 +100,12 @@ type Options struct {
 	Session *session.Session
 	// Server is this server's name in the session.
 	Server string
+	// Own lists Bouncer's own state, as absolute paths: the state
+	// directory, the policy and trust files, the audit log (each also as
+	// its symlinks resolve). No argument may name them (see ownstate.go).
+	Own []string
+	// Home is the home directory a server expands "~" to.
+	Home string
 }
 
 // Engine decides calls for one session of one server. It is safe for
@@ -206,6 +212,9 @@ func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
 	}
 	t := e.pol.For(c.Tool, params)
 	if d, ok := checkDeclared(t, schema, args); !ok {
+		return d
+	}
+	if d, ok := e.checkOwnState(t, args); !ok {
 		return d
 	}
 

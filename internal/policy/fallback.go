@@ -141,7 +141,10 @@ func IsDestinationName(name string) bool {
 	return len(w) >= 2 && idWords[w[len(w)-1]] && destOwners[w[len(w)-2]]
 }
 
-func isPathName(name string) bool {
+// IsPathName reports whether an argument name is path-shaped (path, file,
+// filename, dir, output_path, target_file, save_dir, ...), by the same
+// whole-word rules as IsDestinationName.
+func IsPathName(name string) bool {
 	w := Words(name)
 	if len(w) == 0 {
 		return false
@@ -174,7 +177,7 @@ func fallback(tool string, params []string) *Tool {
 		}
 		seen[p] = true
 		switch {
-		case writer && isPathName(p):
+		case writer && IsPathName(p):
 			t.WriteParams = append(t.WriteParams, p)
 		case IsDestinationName(p):
 			t.SinkParams = append(t.SinkParams, p)
