@@ -210,7 +210,10 @@ func (r *replayer) line(raw []byte, enc *json.Encoder) error {
 	case l.Prompt != nil:
 		r.dec.Session.RecordPrompt(*l.Prompt)
 	case l.Output != nil:
-		store := r.dec.Session.Output(server)
+		var store interface {
+			Record(string)
+			RecordJSON([]byte)
+		} = r.dec.Session.Output(server)
 		if l.Tool != "" && eng.TrustedOutput(l.Tool) {
 			store = r.dec.Session.TrustedOutput(server)
 		}

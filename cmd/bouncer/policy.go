@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/suggest"
 )
@@ -116,7 +117,7 @@ func cmdPolicySuggest(args []string) error {
 			in = append(in, e)
 		}
 	}
-	res := suggest.Suggest(pol, in)
+	res := suggest.Suggest(pol, in, suggest.Options{Resolve: fsresolve.Existing})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

@@ -258,7 +258,7 @@ func (f *runFlags) loadPolicy(dir string, up *upstreamSpec) (*setup.Decider, err
 	if workDir == "" {
 		workDir, _ = os.Getwd()
 	}
-	dec, err := setup.Load(setup.Config{Policies: policies, Verify: check, StateDir: dir, WorkDir: workDir})
+	dec, err := setup.Load(setup.Config{Policies: policies, Verify: check, StateDir: dir, WorkDir: workDir, Own: tr.AllFiles()})
 	if err != nil {
 		return nil, badInput(err)
 	}

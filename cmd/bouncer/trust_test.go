@@ -40,7 +40,9 @@ func TestTrustAddOnTerminal(t *testing.T) {
 		vouched     bool
 	}{
 		{"typed", "carol@partner.example\r", true},
-		{"typed in other case", "CAROL@Partner.example\r", true},
+		{"typed with the domain in other case", "carol@Partner.EXAMPLE\r", true},
+		{"typed with the local part in other case", "CAROL@partner.example\r", false},
+		{"typed as a look-alike", "carol@partner.ex\u0430mple\r", false},
 		{"cancelled", "\r", false},
 		{"typed another", "carol@partner.exampl\r", false},
 	} {
@@ -90,7 +92,7 @@ func TestTrustCommands(t *testing.T) {
 	if st, out := run("trust", "list"); st != 0 || !strings.Contains(out, "outbox  carol@partner.example  (approve)") {
 		t.Fatalf("trust list: %d %s", st, out)
 	}
-	if st, out := run("trust", "remove", "--server", "outbox", "Carol@partner.example"); st != 0 || !strings.Contains(out, "Forgot") {
+	if st, out := run("trust", "remove", "--server", "outbox", "carol@PARTNER.example"); st != 0 || !strings.Contains(out, "Forgot") {
 		t.Fatalf("trust remove: %d %s", st, out)
 	}
 	if st, _ := run("trust", "remove", "--server", "outbox", "carol@partner.example"); st != 1 {

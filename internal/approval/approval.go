@@ -69,6 +69,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bouncer-mcp/bouncer/internal/dest"
 	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
@@ -160,7 +161,7 @@ func (r Request) Validate() error {
 		return invalidError("the tool name is empty")
 	case r.Param == "" && r.Destination != "":
 		return invalidError("a destination without the name of its argument")
-	case r.Param != "" && trimASCIISpace(r.Destination) == "":
+	case r.Param != "" && strings.TrimSpace(r.Destination) == "":
 		return invalidError(fmt.Sprintf("argument %q has a blank destination (a call naming no destination has neither argument nor destination)", short(r.Param)))
 	}
 	return nil
@@ -282,39 +283,17 @@ func Normalize(code string) string { return strings.ToUpper(strings.TrimSpace(co
 // ValidCode reports whether code (already normalized) has the shape of a code.
 func ValidCode(code string) bool { return codeRE.MatchString(code) }
 
-// SameDestination compares destinations the way approvals and allowlists do:
-// ASCII letters without regard to case, ASCII space around the value
-// ignored, every other character exactly. (Unicode case folding would let
-// the Kelvin sign stand for k, and so approve a destination nobody saw.)
-func SameDestination(a, b string) bool {
-	a, b = trimASCIISpace(a), trimASCIISpace(b)
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		if lowerASCII(a[i]) != lowerASCII(b[i]) {
-			return false
-		}
-	}
-	return true
-}
+// SameDestination compares destinations the way approvals do: the same
+// destination in its canonical form, or, for a value that has none, the
+// same bytes (dest.Exact). Nothing is folded: a person approved what they
+// saw.
+func SameDestination(a, b string) bool { return dest.Exact(a) == dest.Exact(b) }
 
 // SameRequest reports whether a code issued for a approves the call b:
 // server, tool and argument exactly, destination by SameDestination.
 func SameRequest(a, b Request) bool {
 	return a.Server == b.Server && a.Tool == b.Tool && a.Param == b.Param &&
 		SameDestination(a.Destination, b.Destination)
-}
-
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
-func trimASCIISpace(s string) string {
-	return strings.Trim(s, " \t\n\v\f\r")
 }
 
 // Issue returns an open code for r, reusing an unexpired unused one for the

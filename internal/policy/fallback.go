@@ -50,6 +50,28 @@ var writeVerbs = setOf(
 var pathNames = setOf("path", "paths", "file", "files", "filename", "filenames", "file_name", "filepath", "dest", "destination", "target", "source", "src", "dst", "output", "out", "outfile", "dir", "directory", "folder")
 var pathLastWords = setOf("path", "paths", "file", "filename", "filepath", "dir", "directory", "folder")
 
+// sendVerbs in a tool's name make it a tool that sends, even when none of
+// its arguments names where to: reply_email {messageId, body} mails the
+// sender of messageId. A name that starts with a read verb (get_post,
+// list_shared) is not one.
+var sendVerbs = setOf("send", "reply", "respond", "forward", "post", "publish", "share", "invite", "notify", "broadcast", "tweet", "dm")
+var readVerbs = setOf("get", "list", "read", "search", "fetch", "find", "describe", "show", "view", "query", "count", "check", "lookup", "download", "export")
+
+// sends reports whether a tool's name says it sends: a send verb among its
+// words, and no read or delete verb first (delete_post removes one).
+func sends(tool string) bool {
+	w := Words(tool)
+	if len(w) == 0 || readVerbs[w[0]] || deleteVerbs[w[0]] {
+		return false
+	}
+	for _, x := range w {
+		if sendVerbs[x] {
+			return true
+		}
+	}
+	return false
+}
+
 // deleteVerbs in a tool's name give it the fallback budget.
 var deleteVerbs = setOf("delete", "remove", "rm", "rmdir", "del", "drop", "destroy", "purge", "erase", "wipe", "truncate", "unlink", "trash", "shred")
 
@@ -119,7 +141,10 @@ func IsDestinationName(name string) bool {
 	return len(w) >= 2 && idWords[w[len(w)-1]] && destOwners[w[len(w)-2]]
 }
 
-func isPathName(name string) bool {
+// IsPathName reports whether an argument name is path-shaped (path, file,
+// filename, dir, output_path, target_file, save_dir, ...), by the same
+// whole-word rules as IsDestinationName.
+func IsPathName(name string) bool {
 	w := Words(name)
 	if len(w) == 0 {
 		return false
@@ -139,7 +164,9 @@ func hasWord(name string, set map[string]bool) bool {
 // fallback derives an entry for a tool no pack or file names. On a tool
 // whose name has a write verb, a path-shaped argument is a write param
 // rather than a destination (copy_file's destination is a path); every
-// other destination-shaped argument is a sink.
+// other destination-shaped argument is a sink. A tool whose name says it
+// sends (sends) is gated even with no such argument: it sends to a
+// destination its arguments don't name, so every call is asked about.
 func fallback(tool string, params []string) *Tool {
 	t := &Tool{Name: tool, Source: "fallback", Fallback: true}
 	writer := hasWord(tool, writeVerbs)
@@ -150,13 +177,19 @@ func fallback(tool string, params []string) *Tool {
 		}
 		seen[p] = true
 		switch {
-		case writer && isPathName(p):
+		case writer && IsPathName(p):
 			t.WriteParams = append(t.WriteParams, p)
 		case IsDestinationName(p):
 			t.SinkParams = append(t.SinkParams, p)
 		}
 	}
 	t.Exfiltrating = len(t.SinkParams) > 0
+	if sends(tool) {
+		t.Exfiltrating = true
+		if len(t.SinkParams) == 0 {
+			t.Implicit = ImplicitYes
+		}
+	}
 	if hasWord(tool, deleteVerbs) {
 		n := FallbackDeleteBudget
 		t.MaxCalls = &n

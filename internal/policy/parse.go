@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bouncer-mcp/bouncer/internal/dest"
 )
 
 // The per-tool keys, in the order the docs list them.
@@ -19,6 +21,7 @@ const (
 	keyExfiltrating = "exfiltrating"
 	keySinkParams   = "sink_params"
 	keyTrusted      = "trusted_destinations"
+	keyImplicit     = "implicit_destination"
 	keyWriteParams  = "write_params"
 	keyPrefixes     = "allowed_path_prefixes"
 	keyRelative     = "relative_paths"
@@ -28,7 +31,7 @@ const (
 	keyTrustedOut   = "trusted_output"
 )
 
-var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyWriteParams, keyPrefixes, keyRelative, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut}
+var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyImplicit, keyWriteParams, keyPrefixes, keyRelative, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut}
 
 // SandboxKey is the reserved top-level key that configures the upstream's
 // confinement instead of a tool. A tool literally named "sandbox" can't be
@@ -262,7 +265,7 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 	}
 	t := &Tool{Name: name, Source: p.source(k)}
 	seen := map[string]int{}
-	var sinkKey, trustedKey, prefixKey, relativeKey *yaml.Node
+	var sinkKey, trustedKey, prefixKey, relativeKey, implicitKey *yaml.Node
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		kk, vv := deref(v.Content[i]), deref(v.Content[i+1])
 		key, err := p.keyName(kk, name, "key")
@@ -288,6 +291,9 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 			sinkKey = kk
 		case keyTrusted:
 			if t.TrustedDestinations, err = p.strings(vv, full, "a destination"); err != nil {
+				return nil, err
+			}
+			if t.trusted, err = p.destinations(vv, full); err != nil {
 				return nil, err
 			}
 			trustedKey = kk
@@ -325,6 +331,16 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 				return nil, err
 			}
 			t.TrustedOutput = b
+		case keyImplicit:
+			b, err := p.boolean(vv, full)
+			if err != nil {
+				return nil, err
+			}
+			t.Implicit = ImplicitNo
+			if b {
+				t.Implicit = ImplicitYes
+			}
+			implicitKey = kk
 		case keyCountsAs:
 			if t.CountsAs, err = p.countsAs(name, vv, full); err != nil {
 				return nil, err
@@ -339,6 +355,9 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 		}
 		if trustedKey != nil {
 			return nil, p.errf(trustedKey, name+"."+keyTrusted, "set without exfiltrating: true, so nothing would check it; add exfiltrating: true")
+		}
+		if implicitKey != nil {
+			return nil, p.errf(implicitKey, name+"."+keyImplicit, "set without exfiltrating: true, so nothing would check it; add exfiltrating: true")
 		}
 	}
 	if prefixKey != nil && len(t.AllowedPathPrefixes) > 0 && len(t.WriteParams) == 0 {
@@ -404,6 +423,22 @@ func (p *parser) count(v *yaml.Node, key string) (int, error) {
 		return 0, p.errf(v, key, "must not be negative (0 forbids the tool), got %d", n)
 	}
 	return int(n), nil
+}
+
+// destinations reads a list already checked by strings as destinations:
+// each must have a canonical form (package dest), since an entry that has
+// none would never match and only look like a vouch.
+func (p *parser) destinations(v *yaml.Node, key string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for i, item := range v.Content {
+		item = deref(item)
+		k, err := dest.Parse(item.Value)
+		if err != nil {
+			return nil, p.errf(item, key, "item %d: %s is not a destination Bouncer can compare exactly: %v", i+1, strconv.Quote(item.Value), err)
+		}
+		out[k.Key()] = true
+	}
+	return out, nil
 }
 
 // strings accepts a list of non-empty strings. Numbers and booleans are

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/packs"
 )
 
@@ -34,8 +35,14 @@ type Tool struct {
 	// exfiltrating tool means every argument is checked.
 	SinkParams []string
 	// TrustedDestinations are vouched recipients, allowed even when they also
-	// appear in untrusted output.
+	// appear in untrusted output. Trusts compares them.
 	TrustedDestinations []string
+	// trusted holds the canonical keys of TrustedDestinations (dest.Key).
+	trusted map[string]bool
+	// Implicit says whether the tool sends to a destination its arguments
+	// don't name (implicit_destination): a reply goes to the sender of
+	// the message it answers, whoever that is.
+	Implicit Implicit
 	// WriteParams names the arguments that carry paths to confine.
 	WriteParams []string
 	// AllowedPathPrefixes are absolute, cleaned prefixes (relative ones in a
@@ -68,6 +75,37 @@ type Tool struct {
 	// replaced whole, if any: Lint warns when the replacement drops a gate.
 	Replaced *Tool
 }
+
+// Trusts reports whether d is one of the tool's trusted_destinations: the
+// same destination in its canonical form (package dest), never a folded
+// or partial match.
+func (t *Tool) Trusts(d string) bool {
+	if len(t.trusted) == 0 {
+		return false
+	}
+	k, ok := dest.Canon(d)
+	return ok && t.trusted[k]
+}
+
+// Implicit is the implicit_destination key of an exfiltrating tool.
+type Implicit int
+
+// The values of implicit_destination.
+const (
+	// ImplicitUnstated: the key is absent. A call that names none of the
+	// tool's destinations may still send to one (the tool's server picks
+	// it), so it is asked about, never allowed.
+	ImplicitUnstated Implicit = iota
+	// ImplicitYes: every call also sends to a destination its arguments
+	// don't name (reply_email: the sender of messageId). Every call is
+	// asked about, bound to its arguments, even when the destinations it
+	// names pass.
+	ImplicitYes
+	// ImplicitNo: a call that names none of the tool's destinations sends
+	// to no one (a calendar event without participants stays in the
+	// user's calendar), so it is allowed.
+	ImplicitNo
+)
 
 // CountsAs is one counts_as entry: a call in which any pattern of When
 // matches its argument (the whole value; for a list, any element) takes a

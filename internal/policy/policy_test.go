@@ -20,7 +20,7 @@ func intp(n int) *int { return &n }
 // Every refusal names the file, the line and the key, in the exact form the
 // CLI prints.
 func TestParseErrors(t *testing.T) {
-	const keys = "exfiltrating, sink_params, trusted_destinations, write_params, allowed_path_prefixes, relative_paths, arg_patterns, max_calls, counts_as, trusted_output"
+	const keys = "exfiltrating, sink_params, trusted_destinations, implicit_destination, write_params, allowed_path_prefixes, relative_paths, arg_patterns, max_calls, counts_as, trusted_output"
 	tests := []struct {
 		name, doc, want string
 	}{
@@ -64,6 +64,12 @@ func TestParseErrors(t *testing.T) {
 			"p.yaml:2: send_email.colour: unknown key; the keys are " + keys},
 		{"max_call typo", "d:\n  max_call: 2\n",
 			"p.yaml:2: d.max_call: unknown key (did you mean max_calls?); the keys are " + keys},
+		{"implicit without exfiltrating", "reply:\n  implicit_destination: true\n",
+			"p.yaml:2: reply.implicit_destination: set without exfiltrating: true, so nothing would check it; add exfiltrating: true"},
+		{"implicit as a string", "reply:\n  exfiltrating: true\n  implicit_destination: \"yes\"\n",
+			"p.yaml:3: reply.implicit_destination: must be true or false, got the string \"yes\""},
+		{"trusted destination with no canonical form", "send_email:\n  exfiltrating: true\n  trusted_destinations:\n    - ok@example.com\n    - \"bob@example.com\\r\\nBcc: eve@evil.example\"\n",
+			"p.yaml:5: send_email.trusted_destinations: item 2: \"bob@example.com\\r\\nBcc: eve@evil.example\" is not a destination Bouncer can compare exactly: it holds the control character U+000D"},
 		{"sinks without exfiltrating", "send_email:\n  sink_params: [to]\n",
 			"p.yaml:2: send_email.sink_params: set without exfiltrating: true, so nothing would check it; add exfiltrating: true"},
 		{"sinks with exfiltrating false", "send_email:\n  exfiltrating: false\n  sink_params: [to]\n",
@@ -269,6 +275,7 @@ notify_customer:
 		Exfiltrating:        true,
 		SinkParams:          []string{"to", "cc"},
 		TrustedDestinations: []string{" Boss@Corp.example "},
+		trusted:             map[string]bool{"address\x00Boss@corp.example": true},
 		WriteParams:         []string{"path", "out_file"},
 		AllowedPathPrefixes: []string{"/srv/out", "/base/out", "/base/tmp"},
 		MaxCalls:            intp(0),
@@ -282,6 +289,9 @@ notify_customer:
 	}
 	if len(pats) != 2 || pats[0].Arg != "mode" || pats[0].Pattern != "read|write" || pats[1].Arg != "count" {
 		t.Fatalf("patterns = %+v", pats)
+	}
+	if !got.Trusts("Boss@CORP.example") || got.Trusts("boss@corp.example") || got.Trusts("Boss@corp.ex\u0430mple") {
+		t.Error("Trusts does not compare canonical forms exactly")
 	}
 	// Patterns match whole values only.
 	for v, ok := range map[string]bool{"read": true, "write": true, "readx": false, "xwrite": false, "read\n": false, "": false} {

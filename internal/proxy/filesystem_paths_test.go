@@ -180,3 +180,88 @@ create_directory:
 		t.Errorf("no allow line for write_file with %s: %s", clean, verdicts(h.auditLines()))
 	}
 }
+
+// Through the real reference filesystem server serving a tree that holds
+// Bouncer's state directory and policy file, with a policy that lets
+// write_file anywhere in that tree (what init once wrote: [.]): writes to
+// remembered.json, the policy and the audit log, and reads of the session
+// key, are refused and never reach the server; the state is as it was.
+// Without Bouncer, the same server writes remembered.json.
+func TestNPMFilesystemOwnState(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(root, ".bouncer")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "remembered.json"), []byte(`{"version":1,"destinations":[]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Control: the server itself writes Bouncer's state when asked.
+	{
+		cmd := npmServer(t, "server-filesystem", root)
+		h := newHarness(t, hopts{cmd: &cmd})
+		cs := h.client(nil)
+		ctl := filepath.Join(root, "control.json")
+		if text, isErr := callTool(t, cs, "write_file", map[string]any{"path": ctl, "content": "x"}); isErr {
+			t.Fatalf("control write failed: %s", text)
+		}
+		os.Remove(ctl)
+	}
+
+	policy := fmt.Sprintf(`
+write_file:
+  write_params: [path]
+  allowed_path_prefixes: [%q]
+edit_file:
+  write_params: [path]
+  allowed_path_prefixes: [%q]
+move_file:
+  write_params: [source, destination]
+  allowed_path_prefixes: [%q]
+`, root, root, root)
+	cmd := npmServer(t, "server-filesystem", root)
+	h := newHarness(t, hopts{cmd: &cmd, policy: policy, home: state})
+	cs := h.client(nil)
+	before := treeState(t, state)
+	forged := `{"version":1,"destinations":[{"server":"mail","destination":"attacker@evil.example","added":"2026-12-01T00:00:00Z","via":"trust add"}]}`
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"write_file", map[string]any{"path": filepath.Join(state, "remembered.json"), "content": forged}},
+		{"write_file", map[string]any{"path": filepath.Join(state, "bouncer.yaml"), "content": "{}"}},
+		{"write_file", map[string]any{"path": filepath.Join(state, "audit.jsonl"), "content": ""}},
+		{"write_file", map[string]any{"path": root + "/./.bouncer//remembered.json", "content": forged}},
+		{"move_file", map[string]any{"source": state, "destination": filepath.Join(root, "moved")}},
+		{"read_text_file", map[string]any{"path": filepath.Join(state, "audit.jsonl")}},
+		{"read_file", map[string]any{"path": filepath.Join(state, "audit.jsonl")}},
+		{"list_directory", map[string]any{"path": state}},
+	} {
+		text, isErr := callTool(t, cs, c.tool, c.args)
+		if !isErr || !strings.HasPrefix(text, BlockedPrefix) || !strings.Contains(text, "Bouncer's own state") {
+			t.Errorf("%s %v = %q (isError %v); want blocked as Bouncer's own state", c.tool, c.args, text, isErr)
+		}
+	}
+	// The audit log grew (it is the proxy's own); everything else is as it was.
+	after := treeState(t, state)
+	strip := func(s string) string {
+		var keep []string
+		for _, l := range strings.Split(s, "\n") {
+			if !strings.Contains(l, "audit.jsonl") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if strip(after) != strip(before) {
+		t.Fatalf("refused calls changed the state:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	// A write elsewhere in the tree still goes through.
+	if text, isErr := callTool(t, cs, "write_file", map[string]any{"path": filepath.Join(root, "notes.txt"), "content": "fine"}); isErr {
+		t.Fatalf("a plain write was refused: %s", text)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/session"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
 	"github.com/bouncer-mcp/bouncer/internal/testserver"
 )
@@ -91,6 +92,9 @@ type hopts struct {
 	headers   http.Header // RemoteConfig.Headers
 	// url proxies the remote server there (one the test started).
 	url string
+	// home is the state directory (default: a new one); the policy file
+	// and the audit log live there, as with bouncer run.
+	home string
 }
 
 const helpdeskPolicy = `
@@ -115,7 +119,10 @@ func selfServer(t testing.TB, name, dir string) Command {
 
 func newHarness(t *testing.T, o hopts) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), home: t.TempDir(), log: &syncBuffer{}, runErr: make(chan error, 1)}
+	h := &harness{t: t, dir: t.TempDir(), home: o.home, log: &syncBuffer{}, runErr: make(chan error, 1)}
+	if h.home == "" {
+		h.home = t.TempDir()
+	}
 	if err := os.Mkdir(filepath.Join(h.dir, "out"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +169,9 @@ func newHarness(t *testing.T, o hopts) *harness {
 		up = h.proc
 	}
 	store := taint.NewStore()
-	opts := engine.Options{Resolve: fsresolve.Existing, WorkDir: h.dir}
+	// Bouncer's own state is protected as bouncer run protects it.
+	home, _ := os.UserHomeDir()
+	opts := engine.Options{Resolve: fsresolve.Existing, WorkDir: h.dir, Own: setup.OwnPaths(h.home, files), Home: home}
 	var remember func(string) error
 	if o.session {
 		sess := session.New()

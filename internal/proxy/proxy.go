@@ -79,6 +79,11 @@ type Auditor interface {
 	Append(audit.Entry) error
 }
 
+// Recorder records a tool's result (a CallToolResult's JSON).
+type Recorder interface {
+	RecordJSON(doc []byte)
+}
+
 // Config is what the pump needs from the outside world.
 type Config struct {
 	// Server is the name written in audit lines and approval codes.
@@ -89,9 +94,9 @@ type Config struct {
 	// recorded in it, except the results of tools the policy trusts.
 	Store *taint.Store
 	// Trusted records the results of tools whose output the policy trusts
-	// (Engine.TrustedOutput): their destinations vouch. Nil records them in
-	// Store like everything else.
-	Trusted *taint.Store
+	// (Engine.TrustedOutput): their destinations vouch (session.Vouches).
+	// Nil records them in Store like everything else.
+	Trusted Recorder
 	// Audit receives one line per verdict. Required.
 	Audit Auditor
 	// Approvals holds one-time codes for clients that cannot elicit. Nil

@@ -64,8 +64,9 @@ func replaceFile(path string, data []byte) error {
 	return nil
 }
 
-// readOwned reads a small file that only this user may write.
-func readOwned(path string) ([]byte, error) {
+// readOwned reads a small file that only this user may write, refusing one
+// longer than max bytes (a file cut short would read as another one).
+func readOwned(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -74,7 +75,14 @@ func readOwned(path string) ([]byte, error) {
 	if err := checkOwnedFile(f, path); err != nil {
 		return nil, err
 	}
-	return io.ReadAll(io.LimitReader(f, 4096))
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
+	}
+	return b, nil
 }
 
 // checkOwned refuses a path another user owns or may write: what is in it

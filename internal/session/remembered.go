@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bouncer-mcp/bouncer/internal/approval"
+	"github.com/bouncer-mcp/bouncer/internal/dest"
 )
 
 // RememberedFile is the name, in the state directory, of the destinations
@@ -25,6 +25,10 @@ const RememberedFile = "remembered.json"
 const (
 	MaxRemembered     = 10000
 	MaxRememberedDest = 4096
+	// MaxRememberedFile bounds the file: what MaxRemembered entries of a
+	// usual length take, with room. A longer file is refused whole (so
+	// nothing is vouched for by it), never read in part.
+	MaxRememberedFile = 16 << 20
 )
 
 // Entry is one remembered destination: allowed for every send through
@@ -58,13 +62,13 @@ func OpenRemembered(stateDir string) *Remembered {
 // Path is the file's path.
 func (r *Remembered) Path() string { return r.path }
 
-// Has reports whether dest is remembered for server (destinations compare
-// as approvals do: ASCII case and surrounding space aside). A file that
-// can't be read remembers nothing.
-func (r *Remembered) Has(server, dest string) bool {
+// Has reports whether d is remembered for server: the same destination in
+// its canonical form (dest.Same), nothing looser. A file that can't be
+// read remembers nothing.
+func (r *Remembered) Has(server, d string) bool {
 	entries, _ := r.List()
 	for _, e := range entries {
-		if e.Server == server && approval.SameDestination(e.Destination, dest) {
+		if e.Server == server && dest.Same(e.Destination, d) {
 			return true
 		}
 	}
@@ -98,7 +102,7 @@ type rememberedFile struct {
 }
 
 func readRemembered(path string) ([]Entry, error) {
-	b, err := readOwned(path)
+	b, err := readOwned(path, MaxRememberedFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -114,31 +118,31 @@ func readRemembered(path string) ([]Entry, error) {
 	return f.Destinations, nil
 }
 
-// Add remembers dest for server. It is idempotent.
-func (r *Remembered) Add(server, dest, via string, now time.Time) error {
-	if err := validEntry(server, dest); err != nil {
+// Add remembers d for server. It is idempotent.
+func (r *Remembered) Add(server, d, via string, now time.Time) error {
+	if err := validEntry(server, d); err != nil {
 		return err
 	}
 	return r.update(func(es []Entry) ([]Entry, error) {
 		for _, e := range es {
-			if e.Server == server && approval.SameDestination(e.Destination, dest) {
+			if e.Server == server && dest.Same(e.Destination, d) {
 				return nil, nil
 			}
 		}
 		if len(es) >= MaxRemembered {
 			return nil, fmt.Errorf("%d destinations are remembered already; remove some with bouncer trust remove", len(es))
 		}
-		return append(es, Entry{Server: server, Destination: strings.TrimSpace(dest), Added: now.UTC(), Via: via}), nil
+		return append(es, Entry{Server: server, Destination: strings.Trim(d, " "), Added: now.UTC(), Via: via}), nil
 	})
 }
 
-// Remove forgets dest for server and reports whether it was remembered.
-func (r *Remembered) Remove(server, dest string) (bool, error) {
+// Remove forgets d for server and reports whether it was remembered.
+func (r *Remembered) Remove(server, d string) (bool, error) {
 	found := false
 	err := r.update(func(es []Entry) ([]Entry, error) {
 		out := es[:0:0]
 		for _, e := range es {
-			if e.Server == server && approval.SameDestination(e.Destination, dest) {
+			if e.Server == server && (e.Destination == d || dest.Same(e.Destination, d)) {
 				found = true
 				continue
 			}
@@ -152,16 +156,20 @@ func (r *Remembered) Remove(server, dest string) (bool, error) {
 	return found, err
 }
 
-func validEntry(server, dest string) error {
+// validEntry refuses what can't be remembered: a destination with no
+// canonical form would never match (package dest), so remembering it
+// would only look like a vouch.
+func validEntry(server, d string) error {
 	switch {
 	case server == "":
 		return errors.New("no server named")
-	case strings.TrimSpace(dest) == "":
+	case strings.TrimSpace(d) == "":
 		return errors.New("no destination given")
-	case len(dest) > MaxRememberedDest:
+	case len(d) > MaxRememberedDest:
 		return fmt.Errorf("destination is longer than %d bytes", MaxRememberedDest)
-	case strings.ContainsAny(dest, "\x00\n\r"):
-		return errors.New("destination holds a NUL or line break")
+	}
+	if _, err := dest.Parse(d); err != nil {
+		return fmt.Errorf("destination %q can't be compared exactly (%v), so it can't be remembered; approve each send instead", d, err)
 	}
 	return nil
 }
@@ -194,6 +202,9 @@ func (r *Remembered) update(fn func([]Entry) ([]Entry, error)) error {
 	b, err := json.MarshalIndent(rememberedFile{Version: 1, Destinations: next}, "", "  ")
 	if err != nil {
 		return err
+	}
+	if len(b) >= MaxRememberedFile {
+		return fmt.Errorf("%s would grow past %d bytes; remove some with bouncer trust remove", r.path, MaxRememberedFile)
 	}
 	return replaceFile(r.path, append(b, '\n'))
 }

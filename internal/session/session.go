@@ -20,9 +20,9 @@ package session
 import (
 	"crypto/rand"
 	"sort"
-	"strings"
 	"sync"
 
+	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
 )
 
@@ -33,9 +33,9 @@ type Session struct {
 
 	mu        sync.RWMutex
 	untrusted map[string]*taint.Store // by server
-	trusted   map[string]*taint.Store // trusted output, by server
-	prompts   *taint.Store
-	probe     *taint.Store // any store with the key: makes probes
+	trusted   *vouchSet               // what trusted output named
+	prompts   *vouchSet               // what the user typed
+	probe     *taint.Store            // any store with the key: makes probes
 
 	disk       *shared     // nil: this process's memory only
 	remembered *Remembered // destinations a human vouched for; may be nil
@@ -51,28 +51,23 @@ func New() *Session {
 	return newWithKey(key)
 }
 
-// MinPromptLen is the shortest word of a prompt that vouches, in runes: a
-// name the user typed ("Bob", "Eve") is theirs to send to, though output
-// words that short are too common to taint (taint.MinLen).
-const MinPromptLen = 3
-
 func newWithKey(key [taint.KeySize]byte) *Session {
-	s := &Session{
+	return &Session{
 		key:       key,
 		untrusted: map[string]*taint.Store{},
-		trusted:   map[string]*taint.Store{},
-		prompts:   taint.NewStoreWithKey(key),
+		trusted:   newVouchSet(key),
+		prompts:   newVouchSet(key),
 		probe:     taint.NewStoreWithKey(key),
 	}
-	s.prompts.SetMinLen(MinPromptLen)
-	return s
 }
 
-// Record kinds, as written on disk.
+// Record kinds, as written on disk. Vouching kinds hold hashes of
+// canonical destinations (see vouchSet), never folded tokens; the kinds
+// of earlier versions ('v', 'p': folded) are not read.
 const (
 	kindUntrusted = 'o'
-	kindTrusted   = 'v'
-	kindPrompt    = 'p'
+	kindTrusted   = 'T'
+	kindPrompt    = 'P'
 )
 
 // Output returns the store that records server's untrusted output. What it
@@ -81,45 +76,28 @@ func (s *Session) Output(server string) *taint.Store {
 	return s.store(kindUntrusted, server, true)
 }
 
-// TrustedOutput returns the store that records the output of server's
-// tools that the policy trusts (their destinations vouch).
-func (s *Session) TrustedOutput(server string) *taint.Store {
-	return s.store(kindTrusted, server, true)
+// TrustedOutput returns what records the output of server's tools that
+// the policy trusts: the destinations it names vouch, compared exactly
+// (package dest).
+func (s *Session) TrustedOutput(server string) *Vouches {
+	s.shareVouches(kindTrusted, s.trusted)
+	return &Vouches{set: s.trusted}
 }
 
-// RecordPrompt records what the user typed: a destination in it is vouched
-// for by the user for the rest of the session. Besides its tokens, every
-// run of up to maxPromptPhrase words is recorded whole, so that a name of
-// several words the user typed ("Le Marais Boutique") vouches as a whole.
+// RecordPrompt records what the user typed: each destination it names as a
+// whole (a word, or a run of words such as "Le Marais Boutique"; see
+// dest.Mentions) is vouched for by the user for the rest of the session,
+// in its canonical form and nothing else.
 func (s *Session) RecordPrompt(text string) {
-	st := s.store(kindPrompt, "", true)
-	st.Record(text)
-	words := strings.Fields(taint.Fold(text))
-	for i := range words {
-		for n := 2; n <= maxPromptPhrase && i+n <= len(words); n++ {
-			st.Record(strings.Join(words[i:i+n], " "))
-		}
-	}
+	s.shareVouches(kindPrompt, s.prompts)
+	s.prompts.add(dest.Mentions(text))
 }
 
-// maxPromptPhrase bounds the words of a multi-word destination a prompt
-// vouches for.
-const maxPromptPhrase = 6
-
-// store returns the store of one kind and server, making it on first use.
+// store returns the untrusted store of server, making it on first use.
 // share makes what it records go to disk too (stores filled from disk
 // must not write back).
 func (s *Session) store(kind byte, server string, share bool) *taint.Store {
-	if kind == kindPrompt {
-		if share {
-			s.shareOnce(kind, server, s.prompts)
-		}
-		return s.prompts
-	}
 	m := s.untrusted
-	if kind == kindTrusted {
-		m = s.trusted
-	}
 	s.mu.RLock()
 	st := m[server]
 	s.mu.RUnlock()
@@ -147,12 +125,26 @@ func (s *Session) shareOnce(kind byte, server string, st *taint.Store) {
 	s.disk.share(kind, server, st)
 }
 
-// Tainted reports whether dest appeared in any server's untrusted output of
-// this session, and which server's (the first in name order, so the same
-// history gives the same reason).
-func (s *Session) Tainted(dest string) (server string, ok bool) {
+// shareVouches makes v write what it records to this process's record
+// file, once.
+func (s *Session) shareVouches(kind byte, v *vouchSet) {
+	if s.disk == nil {
+		return
+	}
+	v.mu.Lock()
+	if v.onRecord == nil {
+		v.onRecord = func(hs []uint64) { s.disk.write(kind, "", hs) }
+	}
+	v.mu.Unlock()
+}
+
+// Tainted reports whether dest, or another spelling of it (its host in
+// punycode or in Unicode, an address without quotes: dest.Variants),
+// appeared in any server's untrusted output of this session, and which
+// server's (the first in name order, so the same history gives the same
+// reason).
+func (s *Session) Tainted(d string) (server string, ok bool) {
 	s.sync()
-	p := s.probe.Probe(dest)
 	s.mu.RLock()
 	names := sortedKeys(s.untrusted)
 	stores := make([]*taint.Store, len(names))
@@ -160,9 +152,12 @@ func (s *Session) Tainted(dest string) (server string, ok bool) {
 		stores[i] = s.untrusted[n]
 	}
 	s.mu.RUnlock()
-	for i, st := range stores {
-		if st.Has(p) {
-			return names[i], true
+	for _, form := range append([]string{d}, dest.Variants(d)...) {
+		p := s.probe.Probe(form)
+		for i, st := range stores {
+			if st.Has(p) {
+				return names[i], true
+			}
 		}
 	}
 	return "", false
@@ -186,30 +181,24 @@ const (
 	ByTrustedOutput
 )
 
-// Vouched reports whether dest, sent through server, is vouched for, and
+// Vouched reports whether d, sent through server, is vouched for, and
 // how. Prompt and human vouching win over taint; trusted output does not
-// (the caller checks Tainted first for that one).
-func (s *Session) Vouched(server, dest string) Vouch {
+// (the caller checks Tainted first for that one). Every way compares the
+// canonical form of d as a whole (package dest): a look-alike, a part of
+// a vouched value, or a value with no canonical form is vouched by none.
+func (s *Session) Vouched(server, d string) Vouch {
+	key, ok := dest.Canon(d)
+	if !ok {
+		return NotVouched
+	}
 	s.sync()
-	// Vouching is for the destination as a whole: a prompt that says
-	// "hotel" does not vouch for "Riverside View Hotel".
-	if s.prompts.Has(s.prompts.ProbeWhole(dest)) {
+	switch {
+	case s.prompts.has(key):
 		return ByPrompt
-	}
-	p := s.probe.ProbeWhole(dest)
-	if s.remembered != nil && s.remembered.Has(server, dest) {
+	case s.remembered != nil && s.remembered.Has(server, d):
 		return ByHuman
-	}
-	s.mu.RLock()
-	stores := make([]*taint.Store, 0, len(s.trusted))
-	for _, st := range s.trusted {
-		stores = append(stores, st)
-	}
-	s.mu.RUnlock()
-	for _, st := range stores {
-		if st.Has(p) {
-			return ByTrustedOutput
-		}
+	case s.trusted.has(key):
+		return ByTrustedOutput
 	}
 	return NotVouched
 }
@@ -226,7 +215,14 @@ func (s *Session) Shared() bool { return s.disk != nil && !s.disk.failed() }
 func (s *Session) sync() {
 	if s.disk != nil {
 		s.disk.sync(func(kind byte, server string, hs []uint64) {
-			s.store(kind, server, false).AddHashes(hs)
+			switch kind {
+			case kindPrompt:
+				s.prompts.addHashes(hs)
+			case kindTrusted:
+				s.trusted.addHashes(hs)
+			default:
+				s.store(kind, server, false).AddHashes(hs)
+			}
 		})
 	}
 }

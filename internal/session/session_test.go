@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,9 +52,18 @@ func TestSharedAcrossProcesses(t *testing.T) {
 	if v := mail.Vouched("mail", "carol@partner.example"); v != ByPrompt {
 		t.Fatalf("mail: Vouched = %v, want ByPrompt", v)
 	}
-	chat.TrustedOutput("contacts").RecordJSON([]byte(`{"contacts":[{"email":"dave@corp.example"}]}`))
-	if v := mail.Vouched("mail", "dave@corp.example"); v != ByTrustedOutput {
-		t.Fatalf("Vouched(trusted output) = %v", v)
+	chat.TrustedOutput("contacts").RecordJSON([]byte(`{"content":[{"type":"text","text":"Dave <dave@corp.example>"}],"structuredContent":{"contacts":[{"email":"erin@corp.example"}]}}`))
+	for _, d := range []string{"dave@corp.example", "erin@corp.example"} {
+		if v := mail.Vouched("mail", d); v != ByTrustedOutput {
+			t.Fatalf("Vouched(%s, trusted output) = %v", d, v)
+		}
+	}
+	// Vouching is exact: the protocol's own words, look-alikes and other
+	// spellings of the local part vouch for nothing.
+	for _, d := range []string{"text", "Dave@corp.example", "dave@corp.ex\u0430mple", "carol@partner.exampIe"} {
+		if v := mail.Vouched("mail", d); v != NotVouched {
+			t.Fatalf("Vouched(%q) = %v, want NotVouched", d, v)
+		}
 	}
 	if _, ok := mail.Tainted("dave@corp.example"); ok {
 		t.Fatal("trusted output tainted a destination")
@@ -141,23 +151,23 @@ func TestRemembered(t *testing.T) {
 	if err := r.Add("mail", " Carol@Partner.example ", "trust add", now); err != nil {
 		t.Fatal(err)
 	}
-	if !r.Has("mail", "carol@partner.EXAMPLE") || r.Has("chat", "carol@partner.example") {
-		t.Fatal("remembered destinations are per server, compared like approvals")
+	if !r.Has("mail", "Carol@partner.EXAMPLE") || r.Has("chat", "Carol@partner.example") {
+		t.Fatal("remembered destinations are per server, compared in canonical form")
 	}
-	if r.Has("mail", "carol@partner.example.evil") || r.Has("mail", "carol@partner.exampl\u212a") {
-		t.Fatal("only ASCII case is folded")
+	if r.Has("mail", "carol@partner.example") || r.Has("mail", "Carol@partner.example.evil") || r.Has("mail", "Carol@partner.exampl\u212a") {
+		t.Fatal("only the domain's case is folded, as DNS does")
 	}
 	// A second view of the file sees a later change.
 	r2 := OpenRemembered(state)
-	if ok, err := r2.Remove("mail", "CAROL@partner.example"); !ok || err != nil {
+	if ok, err := r2.Remove("mail", "Carol@PARTNER.example"); !ok || err != nil {
 		t.Fatalf("Remove = %v, %v", ok, err)
 	}
 	time.Sleep(10 * time.Millisecond)
 	os.Chtimes(r.Path(), time.Now(), time.Now())
-	if r.Has("mail", "carol@partner.example") {
+	if r.Has("mail", "Carol@partner.example") {
 		t.Fatal("a removal did not reach the other view")
 	}
-	for _, bad := range []string{"", "  ", "a\nb", strings.Repeat("x", MaxRememberedDest+1)} {
+	for _, bad := range []string{"", "  ", "a\nb", "bob@example.com\r\nBcc: eve@evil.example", "Ali\u202ece", strings.Repeat("x", MaxRememberedDest+1)} {
 		if err := r.Add("mail", bad, "x", now); err == nil {
 			t.Errorf("Add(%q) accepted", bad)
 		}
@@ -172,6 +182,25 @@ func TestRemembered(t *testing.T) {
 	}
 	if OpenRemembered(state).Has("mail", "carol@partner.example") {
 		t.Fatal("a world-writable file vouches")
+	}
+}
+
+// A file of many entries is read whole: past 4 KiB (about 27 entries) it
+// was once cut short, and then nothing vouched.
+func TestRememberedMany(t *testing.T) {
+	state := t.TempDir()
+	r := OpenRemembered(state)
+	now := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 200; i++ {
+		if err := r.Add("mail", fmt.Sprintf("person%03d@partner.example", i), "trust add", now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _ := os.Stat(r.Path()); st.Size() < 16<<10 {
+		t.Fatalf("the file is only %d bytes", st.Size())
+	}
+	if !OpenRemembered(state).Has("mail", "person199@partner.example") {
+		t.Fatal("the 200th remembered destination vouches for nothing")
 	}
 }
 

@@ -282,7 +282,7 @@ func loadKey(dir string) ([taint.KeySize]byte, error) {
 	var key [taint.KeySize]byte
 	path := filepath.Join(dir, "key")
 	for attempt := 0; attempt < 2; attempt++ {
-		b, err := readOwned(path)
+		b, err := readOwned(path, taint.KeySize)
 		if err == nil {
 			if len(b) != taint.KeySize {
 				return key, fmt.Errorf("%s: %d bytes, not %d", path, len(b), taint.KeySize)

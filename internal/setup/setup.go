@@ -11,6 +11,8 @@ package setup
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/bouncer-mcp/bouncer/internal/engine"
 	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
@@ -38,6 +40,10 @@ type Config struct {
 	// Session is the client session the servers belong to; nil makes one
 	// in memory (check and serve: all servers of one run share it).
 	Session *session.Session
+	// Own lists more of Bouncer's own files that no tool argument may
+	// reach, besides the state directory and the policy files: the trust
+	// files and their keys, an audit log kept elsewhere.
+	Own []string
 }
 
 // Decider is the assembled policy and client session; Engine makes the
@@ -45,7 +51,11 @@ type Config struct {
 type Decider struct {
 	Policy  *policy.Policy
 	Session *session.Session
+	// Own is Bouncer's own state as the engines protect it (see
+	// OwnPaths).
+	Own     []string
 	workDir string
+	home    string
 }
 
 // JoinClient makes the decider's session the one shared by the proxies of
@@ -72,6 +82,7 @@ func (d *Decider) JoinClient(stateDir string, log func(string)) {
 func (d *Decider) Engine(server string) *engine.Engine {
 	return engine.New(d.Policy, d.Session.Output(server), engine.Options{
 		Resolve: fsresolve.Existing, WorkDir: d.workDir, Session: d.Session, Server: server,
+		Own: d.Own, Home: d.home,
 	})
 }
 
@@ -92,7 +103,44 @@ func Load(c Config) (*Decider, error) {
 	if sess == nil {
 		sess = session.New()
 	}
-	return &Decider{Policy: pol, Session: sess, workDir: c.WorkDir}, nil
+	if c.StateDir != "" {
+		// The destinations humans remembered vouch in run, check and
+		// serve alike: check once ignored them and disagreed with run.
+		sess.SetRemembered(session.OpenRemembered(c.StateDir))
+	}
+	home, _ := os.UserHomeDir()
+	own := OwnPaths(c.StateDir, append(append([]string(nil), pol.Files...), c.Own...))
+	return &Decider{Policy: pol, Session: sess, Own: own, workDir: c.WorkDir, home: home}, nil
+}
+
+// OwnPaths is Bouncer's own state as the engine protects it: the state
+// directory and the given files, each as an absolute path and, where it
+// differs, as its symlinks resolve (a state directory reached through a
+// link is the same directory). Policy documents that are not files
+// (serve's text) have no path and are left out.
+func OwnPaths(stateDir string, files []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if p == "" || !filepath.IsAbs(p) {
+			return
+		}
+		p = filepath.Clean(p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, f := range append([]string{stateDir}, files...) {
+		if !filepath.IsAbs(f) {
+			continue
+		}
+		add(f)
+		if real, err := filepath.EvalSymlinks(f); err == nil {
+			add(real)
+		}
+	}
+	return out
 }
 
 // Confinement is the policy's sandbox key as the sandbox package takes it,

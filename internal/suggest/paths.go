@@ -50,8 +50,11 @@ func homeRoot(p string) bool {
 // directories below another one in the set fold into it; three or more
 // sibling directories fold into their parent. Nothing shallower than two
 // levels, and no home directory itself, becomes a prefix: such a path is
-// suggested as itself. Relative and sensitive paths are not suggested.
-func groupPaths(uses []pathUse) ([]Prefix, []string) {
+// suggested as itself. Relative and sensitive paths are not suggested, nor
+// a prefix that is or passes through a symlink (resolve places it
+// elsewhere): what it admits would lie wherever the link points, and a
+// link can be changed after the review.
+func groupPaths(uses []pathUse, resolve func(string) (string, error)) ([]Prefix, []string) {
 	var unplaced []string
 	dirs := map[string]bool{}
 	for _, u := range uses {
@@ -103,6 +106,17 @@ func groupPaths(uses []pathUse) ([]Prefix, []string) {
 	}
 	out := make([]Prefix, 0, len(prefixes))
 	for _, pre := range prefixes {
+		if resolve != nil {
+			real, err := resolve(pre)
+			switch {
+			case err != nil:
+				unplaced = append(unplaced, pre+": can't be resolved here ("+err.Error()+"), so where it leads is unknown")
+				continue
+			case real != pre:
+				unplaced = append(unplaced, pre+": passes through a symlink (it leads to "+real+")")
+				continue
+			}
+		}
 		px := Prefix{Prefix: pre}
 		seen := map[string]bool{}
 		for _, u := range uses {

@@ -29,7 +29,9 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/taint"
 )
 
 // Evidence is what the log says about one suggestion.
@@ -90,10 +92,15 @@ type Prefix struct {
 
 // Budget is a suggested max_calls.
 type Budget struct {
-	Was      int      `json:"was"`
-	Suggest  int      `json:"suggest"`
-	Peak     int      `json:"peak"` // most calls in one session
-	Evidence Evidence `json:"evidence"`
+	Was     int `json:"was"`
+	Suggest int `json:"suggest"`
+	// Peak is the most calls in one session that untrusted output did not
+	// steer (no taint deny in it): the suggestion sits above it.
+	Peak int `json:"peak"`
+	// SteeredPeak is the most calls in one steered session, which the
+	// suggestion ignores (an attack's mass deletion is not a need).
+	SteeredPeak int      `json:"steered_peak,omitempty"`
+	Evidence    Evidence `json:"evidence"`
 }
 
 // Tool is everything suggested for one tool.
@@ -115,9 +122,17 @@ type Result struct {
 	Tools []Tool `json:"tools"`
 }
 
+// Options are what Suggest needs from the outside world.
+type Options struct {
+	// Resolve resolves a path as the kernel does (fsresolve.Existing): a
+	// prefix it would place elsewhere, through a symlink, is not
+	// suggested. Nil skips that check.
+	Resolve func(path string) (string, error)
+}
+
 // Suggest reads entries (already limited to the period) against the
 // policy in effect.
-func Suggest(pol *policy.Policy, entries []audit.Entry) *Result {
+func Suggest(pol *policy.Policy, entries []audit.Entry, opts Options) *Result {
 	tools := map[string]*Tool{}
 	get := func(name string) *Tool {
 		t := tools[name]
@@ -129,13 +144,20 @@ func Suggest(pol *policy.Policy, entries []audit.Entry) *Result {
 		return t
 	}
 
-	// Every destination that appeared in untrusted output, by any server:
-	// the taint denies say so.
-	tainted := map[string][]string{} // vouch form → source servers
+	// Every destination that appeared in untrusted output, in any session:
+	// the taint denies say so. A destination is compared with them as
+	// taint compares (folded, in its other spellings too: punycode, a
+	// trailing dot, a quoted local part), never as a vouch compares: an
+	// attacker who re-spelled its address so that a call was only asked
+	// about must not be suggested.
+	tainted := newTaintIndex(entries)
+	// Sessions in which the agent tried to send to such a destination were
+	// steered by untrusted output: their calls don't set the peak a budget
+	// is suggested from.
+	steered := map[string]bool{}
 	for _, e := range entries {
 		if e.Taint != nil {
-			k := key(e.Taint.Destination)
-			tainted[k] = appendOnce(tainted[k], e.Taint.Source)
+			steered[e.Session] = true
 		}
 	}
 
@@ -169,7 +191,7 @@ func Suggest(pol *policy.Policy, entries []audit.Entry) *Result {
 			}
 			r := refused[e.Tool][k]
 			if r == nil {
-				r = &Refused{Destination: strings.TrimSpace(e.Taint.Destination), Sources: tainted[k]}
+				r = &Refused{Destination: strings.TrimSpace(e.Taint.Destination), Sources: tainted.sources(e.Taint.Destination)}
 				refused[e.Tool][k] = r
 			}
 			r.Evidence.add(e)
@@ -196,7 +218,7 @@ func Suggest(pol *policy.Policy, entries []audit.Entry) *Result {
 				if k == "" {
 					continue
 				}
-				if srcs, bad := tainted[k]; bad {
+				if srcs, bad := tainted.match(d.Value); bad {
 					if refused[e.Tool] == nil {
 						refused[e.Tool] = map[string]*Refused{}
 					}
@@ -228,7 +250,12 @@ func Suggest(pol *policy.Policy, entries []audit.Entry) *Result {
 	for name, m := range dests {
 		t := get(name)
 		for _, d := range m {
-			if alreadyTrusted(t.entry, d.Destination) {
+			if t.entry.Trusts(d.Destination) {
+				continue
+			}
+			if _, ok := dest.Canon(d.Destination); !ok {
+				// It could never match: suggesting it would only look
+				// like a vouch.
 				continue
 			}
 			t.Destinations = append(t.Destinations, *d)
@@ -244,21 +271,32 @@ func Suggest(pol *policy.Policy, entries []audit.Entry) *Result {
 	}
 	for name, uses := range paths {
 		t := get(name)
-		t.Prefixes, t.Unplaced = groupPaths(uses)
+		t.Prefixes, t.Unplaced = groupPaths(uses, opts.Resolve)
 	}
 	for name, ev := range budgetHit {
 		t := get(name)
-		peak := 0
-		for _, ids := range calls[name] {
-			if len(ids) > peak {
+		peak, steeredPeak := 0, 0
+		for session, ids := range calls[name] {
+			switch {
+			case steered[session]:
+				steeredPeak = max(steeredPeak, len(ids))
+			case len(ids) > peak:
 				peak = len(ids)
 			}
+		}
+		if peak == 0 {
+			// Only sessions steered by untrusted output hit the budget:
+			// nothing legitimate asks for more.
+			continue
 		}
 		was := 0
 		if t.entry.MaxCalls != nil {
 			was = *t.entry.MaxCalls
 		}
-		t.Budget = &Budget{Was: was, Peak: peak, Suggest: above(peak), Evidence: *ev}
+		if above(peak) <= was {
+			continue
+		}
+		t.Budget = &Budget{Was: was, Peak: peak, SteeredPeak: steeredPeak, Suggest: above(peak), Evidence: *ev}
 	}
 
 	res := &Result{Lines: len(entries)}
@@ -283,26 +321,74 @@ func above(peak int) int {
 	return s
 }
 
-// key is how destinations are compared, as allowlists and approvals compare
-// them: ASCII case and surrounding space aside.
+// key groups the destinations of suggestions: the same destination as a
+// vouch compares it (dest.Exact), so one suggestion is one entry of
+// trusted_destinations.
 func key(s string) string {
-	s = strings.Trim(s, " \t\n\v\f\r")
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
+	if strings.TrimSpace(s) == "" {
+		return ""
 	}
-	return string(b)
+	return dest.Exact(s)
 }
 
-func alreadyTrusted(t *policy.Tool, dest string) bool {
-	for _, d := range t.TrustedDestinations {
-		if key(d) == key(dest) {
-			return true
+// taintIndex holds the destinations of the log's taint denies, matched as
+// the engine's taint matcher matches (package taint) with each
+// destination's other spellings (dest.Variants): it may over-match, which
+// only keeps a destination out of the suggestion.
+type taintIndex struct {
+	all  *taint.Store
+	each map[string]*taint.Store // by source server
+}
+
+func newTaintIndex(entries []audit.Entry) *taintIndex {
+	ix := &taintIndex{all: taint.NewStore(), each: map[string]*taint.Store{}}
+	for _, e := range entries {
+		if e.Taint == nil {
+			continue
+		}
+		st := ix.each[e.Taint.Source]
+		if st == nil {
+			st = taint.NewStore()
+			ix.each[e.Taint.Source] = st
+		}
+		for _, form := range append([]string{e.Taint.Destination}, dest.Variants(e.Taint.Destination)...) {
+			ix.all.Record(form)
+			st.Record(form)
 		}
 	}
-	return false
+	return ix
+}
+
+// match reports whether d was tainted in any session, and by whose output.
+func (ix *taintIndex) match(d string) ([]string, bool) {
+	forms := append([]string{d}, dest.Variants(d)...)
+	seen := false
+	for _, f := range forms {
+		if ix.all.Seen(f) {
+			seen = true
+			break
+		}
+	}
+	if !seen {
+		return nil, false
+	}
+	return ix.sources(d), true
+}
+
+// sources names the servers whose output held d, in name order.
+func (ix *taintIndex) sources(d string) []string {
+	forms := append([]string{d}, dest.Variants(d)...)
+	var out []string
+	for src, st := range ix.each {
+		for _, f := range forms {
+			if st.Seen(f) {
+				out = append(out, src)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func appendOnce(list []string, s string) []string {

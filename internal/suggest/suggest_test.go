@@ -2,11 +2,16 @@ package suggest
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
@@ -47,7 +52,7 @@ func TestSuggest(t *testing.T) {
 	entries = append(entries,
 		line(1, "s1", "1", "mail", "send_email", "ask", "sink", `{"to":"carol@partner.example"}`, "to", "carol@partner.example"),
 		line(2, "s1", "1", "mail", "send_email", "allow", "approval", `{"to":"carol@partner.example"}`, "to", "carol@partner.example"),
-		line(60, "s2", "4", "mail", "send_email", "ask", "sink", `{"to":"Carol@Partner.example"}`, "to", "Carol@Partner.example"),
+		line(60, "s2", "4", "mail", "send_email", "ask", "sink", `{"to":"carol@Partner.EXAMPLE"}`, "to", "carol@Partner.EXAMPLE"),
 	)
 	// The injection's address: asked once (before the ticket was read),
 	// then denied as tainted, many times. Never suggested.
@@ -61,15 +66,23 @@ func TestSuggest(t *testing.T) {
 	for i, p := range []string{"/home/me/proj/docs/a.md", "/home/me/proj/src/b.go", "/home/me/proj/test/c_test.go", "/home/me/proj/src/d.go", "/home/me/.ssh/authorized_keys"} {
 		entries = append(entries, line(10+i, "s1", "1"+string(rune('0'+i)), "fs", "write_file", "deny", "path", `{"path":"`+p+`","content":"x"}`))
 	}
-	// A budget: 4 deletes in one session, 2 in another, with a limit of 2.
+	// A budget: 4 deletes in one session, with a limit of 2; and 20 in s1,
+	// the session the injection steered, which sets no peak.
 	for i := 0; i < 4; i++ {
 		v, rule := "allow", "default"
 		if i >= 2 {
 			v, rule = "deny", "budget"
 		}
-		entries = append(entries, line(20+i, "s1", "2"+string(rune('0'+i)), "mail", "delete_email", v, rule, `{"messageId":"x"}`))
+		entries = append(entries, line(20+i, "s3", "2"+string(rune('0'+i)), "mail", "delete_email", v, rule, `{"messageId":"x"}`))
 	}
-	res := Suggest(pol, entries)
+	for i := 0; i < 20; i++ {
+		v, rule := "allow", "default"
+		if i >= 2 {
+			v, rule = "deny", "budget"
+		}
+		entries = append(entries, line(30+i, "s1", fmt.Sprintf("d%d", i), "mail", "delete_email", v, rule, `{"messageId":"x"}`))
+	}
+	res := Suggest(pol, entries, Options{Resolve: fsresolve.Existing})
 	var out strings.Builder
 	if err := res.WriteYAML(&out, "2026-11-02"); err != nil {
 		t.Fatal(err)
@@ -83,7 +96,7 @@ func TestSuggest(t *testing.T) {
 		`- "/srv/out"`,
 		`- "/home/me/proj"  # admits /home/me/proj/docs/a.md, /home/me/proj/src/b.go, /home/me/proj/src/d.go, and 1 more`,
 		`# NOT suggested: /home/me/.ssh/authorized_keys: a hidden file or directory`,
-		`max_calls: 6  # was 2; at most 4 calls in one session`,
+		`max_calls: 6  # was 2; at most 4 calls in one session (20 in a session untrusted output steered, not counted)`,
 	} {
 		if !strings.Contains(y, want) {
 			t.Errorf("suggestion lacks %q:\n%s", want, y)
@@ -112,6 +125,77 @@ func TestSuggest(t *testing.T) {
 	}
 }
 
+// An attacker that re-spells its address so that a call is only asked
+// about (punycode, a trailing dot, a quoted local part, another case) is
+// still the address the log saw tainted, in any session: never suggested.
+func TestSuggestRespelled(t *testing.T) {
+	pol, err := policy.LoadSources(policy.Source{Name: "bouncer.yaml", Dir: "/srv", Data: []byte(current)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := []audit.Entry{
+		taintDeny(1, "s1", "1", "mallory@bücher.example", "tickets"),
+		taintDeny(2, "s1", "2", "ops@evil.example", "tickets"),
+	}
+	for i, d := range []string{"mallory@xn--bcher-kva.example", "ops@evil.example.", `"ops"@evil.example`, "OPS@Evil.Example", "mallory@BÜCHER.example"} {
+		for j := 0; j < 3; j++ {
+			entries = append(entries,
+				line(10+i*3+j, "s2", fmt.Sprintf("%d-%d", i, j), "mail", "send_email", "ask", "sink", `{"to":`+strconv.Quote(d)+`}`, "to", d),
+				line(10+i*3+j, "s2", fmt.Sprintf("%d-%d", i, j), "mail", "send_email", "allow", "approval", `{"to":`+strconv.Quote(d)+`}`, "to", d))
+		}
+	}
+	res := Suggest(pol, entries, Options{})
+	for _, tool := range res.Tools {
+		if len(tool.Destinations) > 0 {
+			t.Errorf("%s: suggested %+v", tool.Name, tool.Destinations)
+		}
+	}
+	var out strings.Builder
+	if err := res.WriteYAML(&out, "2026-11-02"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "NOT suggested: mallory@") || !strings.Contains(out.String(), "NOT suggested: ops@evil.example.") {
+		t.Errorf("the re-spelled address is not listed as refused:\n%s", out.String())
+	}
+}
+
+// A prefix that is, or passes through, a symlink is never suggested.
+func TestSuggestSymlinkPrefix(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj := filepath.Join(root, "home", "me", "proj")
+	os.MkdirAll(filepath.Join(proj, "real"), 0o700)
+	os.MkdirAll(filepath.Join(root, "elsewhere"), 0o700)
+	if err := os.Symlink(filepath.Join(root, "elsewhere"), filepath.Join(proj, "out")); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.LoadSources(policy.Source{Name: "bouncer.yaml", Dir: "/srv", Data: []byte(current)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []audit.Entry
+	for i, p := range []string{proj + "/out/a.txt", proj + "/out/b.txt", proj + "/real/c.txt"} {
+		entries = append(entries, line(i, "s1", fmt.Sprint(i), "fs", "write_file", "deny", "path", `{"path":`+strconv.Quote(p)+`}`))
+	}
+	res := Suggest(pol, entries, Options{Resolve: fsresolve.Existing})
+	var got []string
+	var unplaced string
+	for _, tool := range res.Tools {
+		for _, p := range tool.Prefixes {
+			got = append(got, p.Prefix)
+		}
+		unplaced += strings.Join(tool.Unplaced, "\n")
+	}
+	if len(got) != 1 || got[0] != proj+"/real" {
+		t.Errorf("prefixes %v, want only %s", got, proj+"/real")
+	}
+	if !strings.Contains(unplaced, proj+"/out: passes through a symlink") {
+		t.Errorf("the symlinked prefix is not listed as refused: %q", unplaced)
+	}
+}
+
 func TestGroupPaths(t *testing.T) {
 	uses := func(ps ...string) []pathUse {
 		var out []pathUse
@@ -132,7 +216,7 @@ func TestGroupPaths(t *testing.T) {
 		{[]string{"/etc/passwd", "rel/x", "/home/me/.bashrc", "/home/me/p/.git/hooks/pre-commit"}, nil, 4},
 		{[]string{"/w/p/a/1", "/w/p/a/b/2"}, []string{"/w/p/a"}, 0},
 	} {
-		ps, un := groupPaths(uses(c.in...))
+		ps, un := groupPaths(uses(c.in...), nil)
 		var got []string
 		for _, p := range ps {
 			got = append(got, p.Prefix)

@@ -102,7 +102,11 @@ func writeTool(b *strings.Builder, t Tool) {
 	}
 	switch {
 	case t.Budget != nil:
-		fmt.Fprintf(b, "  max_calls: %d  # was %d; at most %d calls in one session; %s\n", t.Budget.Suggest, t.Budget.Was, t.Budget.Peak, evidence(t.Budget.Evidence))
+		steered := ""
+		if t.Budget.SteeredPeak > t.Budget.Peak {
+			steered = fmt.Sprintf(" (%d in a session untrusted output steered, not counted)", t.Budget.SteeredPeak)
+		}
+		fmt.Fprintf(b, "  max_calls: %d  # was %d; at most %d calls in one session%s; %s\n", t.Budget.Suggest, t.Budget.Was, t.Budget.Peak, steered, evidence(t.Budget.Evidence))
 	case e.MaxCalls != nil:
 		fmt.Fprintf(b, "  max_calls: %d\n", *e.MaxCalls)
 	}

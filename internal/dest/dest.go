@@ -1,0 +1,435 @@
+// Package dest is the one place that says whether two destinations are the
+// same one, for every path that allows a send: what the user typed, the
+// policy's trusted_destinations, trusted output, remembered destinations,
+// approvals and policy suggest.
+//
+// An allow must under-match. So a destination is compared in one canonical
+// form, read the way the library that receives it reads it: a host through
+// UTS-46 (IDNA2008 lookup, as browsers, node's URL and mail libraries do),
+// an address through net/mail, a URL by its scheme and host with the rest
+// kept byte for byte, and anything else (a channel, a handle, a person's
+// or a hotel's name, an account number) exactly as written. Nothing is
+// folded: a dotless ı, a sharp ẞ, a final ς or a full-width letter stays
+// what it is, unless IDNA itself maps it inside a host, where every
+// receiver maps it the same way. A value with control, format or
+// bidirectional characters, a line break, an unusual space or invalid
+// UTF-8 has no canonical form: nothing vouches for it.
+//
+// Taint, where a false match only denies, folds far more (package taint).
+// It may ask for a destination's other spellings (Variants) so that a host
+// re-spelled in punycode is still seen.
+package dest
+
+import (
+	"errors"
+	"fmt"
+	"net/mail"
+	"net/netip"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
+)
+
+// Kind says how a destination is read.
+type Kind int
+
+// The kinds of destination.
+const (
+	// Name is anything else, compared exactly: a channel, a handle, a
+	// person's or a place's name, an account number.
+	Name Kind = iota + 1
+	// Host is a bare host name or IP address ("www.example.com").
+	Host
+	// Address is one mail address ("Bob <bob@example.com>" reads as
+	// bob@example.com).
+	Address
+	// URL is a URL with a scheme and a host, or a host followed by a path
+	// ("www.example.com/page").
+	URL
+)
+
+// String names a kind in messages.
+func (k Kind) String() string {
+	switch k {
+	case Name:
+		return "name"
+	case Host:
+		return "host"
+	case Address:
+		return "address"
+	case URL:
+		return "URL"
+	}
+	return "unknown"
+}
+
+// Dest is one destination in canonical form.
+type Dest struct {
+	Kind Kind
+	// Canon is the canonical form: two values are one destination exactly
+	// when their Canon and Kind are equal.
+	Canon string
+}
+
+// MaxLen bounds a destination that can be canonical: longer values are
+// data, not a recipient, and nothing vouches for them.
+const MaxLen = 2048
+
+// Parse reads s as a destination. The error says why s has no canonical
+// form; nothing vouches for such a value.
+func Parse(s string) (Dest, error) {
+	s = strings.Trim(s, " ")
+	switch {
+	case s == "":
+		return Dest{}, errors.New("it is empty")
+	case len(s) > MaxLen:
+		return Dest{}, fmt.Errorf("it is longer than %d bytes", MaxLen)
+	}
+	if err := plain(s); err != nil {
+		return Dest{}, err
+	}
+	if i := strings.Index(s, "://"); i > 0 {
+		return parseURL(s, i)
+	}
+	if strings.ContainsRune(s, '@') && !strings.HasPrefix(s, "@") {
+		return parseAddress(s)
+	}
+	if looksLikeHost(s) {
+		return parseHostish(s)
+	}
+	return Dest{Kind: Name, Canon: s}, nil
+}
+
+// Canon returns the canonical form of s, and false when s has none.
+func Canon(s string) (string, bool) {
+	d, err := Parse(s)
+	if err != nil {
+		return "", false
+	}
+	return d.Key(), true
+}
+
+// Key is the destination's kind and canonical form as one string, for maps
+// and hashes: a host and a name spelled alike are not one destination.
+func (d Dest) Key() string {
+	return d.Kind.String() + "\x00" + d.Canon
+}
+
+// Same reports whether a and b are one destination: both have a canonical
+// form and the forms are equal.
+func Same(a, b string) bool {
+	ca, ok := Canon(a)
+	if !ok {
+		return false
+	}
+	cb, ok := Canon(b)
+	return ok && ca == cb
+}
+
+// plain refuses what no receiver reads the way a person sees it: invalid
+// UTF-8, control and format characters (bidirectional overrides, zero-width
+// joiners, soft hyphens), line and paragraph separators, spaces other than
+// the ASCII space, private-use and unassigned code points, and runs of
+// spaces.
+func plain(s string) error {
+	prevSpace := false
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			return errors.New("it is not valid UTF-8")
+		case r == ' ':
+			if prevSpace {
+				return errors.New("it holds two spaces in a row")
+			}
+			prevSpace = true
+			continue
+		case unicode.IsControl(r):
+			return fmt.Errorf("it holds the control character %U", r)
+		case unicode.Is(unicode.Cf, r), unicode.Is(unicode.Co, r), unicode.Is(unicode.Cs, r):
+			return fmt.Errorf("it holds the invisible or private character %U", r)
+		case unicode.IsSpace(r), unicode.Is(unicode.Zs, r), unicode.Is(unicode.Zl, r), unicode.Is(unicode.Zp, r):
+			return fmt.Errorf("it holds the space character %U", r)
+		case !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S):
+			return fmt.Errorf("it holds the unassigned or unusual character %U", r)
+		}
+		prevSpace = false
+	}
+	return nil
+}
+
+// parseURL reads scheme://authority/rest. The scheme is lowercased, the
+// host canonicalized, an empty path of a web URL written as "/" (every
+// receiver requests "/"); the rest stays byte for byte. What parsers read
+// differently is refused: userinfo, a backslash, a percent-escape or an
+// empty host in the authority, and whitespace anywhere.
+func parseURL(s string, i int) (Dest, error) {
+	scheme := s[:i]
+	if !validScheme(scheme) {
+		return Dest{}, fmt.Errorf("%q is not a URL scheme", scheme)
+	}
+	scheme = strings.ToLower(scheme)
+	rest := s[i+3:]
+	if strings.ContainsAny(s, " \\") {
+		return Dest{}, errors.New("a URL with a space or a backslash is read differently by different parsers")
+	}
+	end := strings.IndexAny(rest, "/?#")
+	auth, tail := rest, ""
+	if end >= 0 {
+		auth, tail = rest[:end], rest[end:]
+	}
+	host, err := canonAuthority(auth)
+	if err != nil {
+		return Dest{}, err
+	}
+	if tail == "" || tail[0] != '/' {
+		switch scheme {
+		case "http", "https", "ws", "wss", "ftp":
+			tail = "/" + tail
+		}
+	}
+	return Dest{Kind: URL, Canon: scheme + "://" + host + tail}, nil
+}
+
+func validScheme(s string) bool {
+	if s == "" || !isASCIILetter(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !isASCIILetter(c) && !('0' <= c && c <= '9') && c != '+' && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+
+// canonAuthority canonicalizes host[:port].
+func canonAuthority(auth string) (string, error) {
+	switch {
+	case auth == "":
+		return "", errors.New("the URL has no host")
+	case strings.ContainsAny(auth, "@%"):
+		return "", errors.New("a URL with userinfo or a percent-escape in its host is read differently by different parsers")
+	}
+	host, port := auth, ""
+	if strings.HasPrefix(auth, "[") {
+		end := strings.IndexByte(auth, ']')
+		if end < 0 {
+			return "", errors.New("the URL's IPv6 host has no closing bracket")
+		}
+		host, port = auth[:end+1], auth[end+1:]
+	} else if j := strings.LastIndexByte(auth, ':'); j >= 0 {
+		host, port = auth[:j], auth[j:]
+	}
+	if port != "" {
+		if err := checkPort(port); err != nil {
+			return "", err
+		}
+	}
+	h, err := canonHost(host)
+	if err != nil {
+		return "", err
+	}
+	return h + port, nil
+}
+
+// checkPort accepts ":N" with N in 1..65535 written without leading zeros
+// (parsers disagree about those).
+func checkPort(p string) error {
+	d := p[1:]
+	if d == "" || len(d) > 5 || d[0] == '0' {
+		return fmt.Errorf("the port %q is not written plainly", p)
+	}
+	n := 0
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return fmt.Errorf("the port %q is not a number", p)
+		}
+		n = n*10 + int(d[i]-'0')
+	}
+	if n > 65535 {
+		return fmt.Errorf("the port %q is out of range", p)
+	}
+	return nil
+}
+
+// canonHost is a host as DNS and every URL parser look it up: an IP
+// literal in its one standard spelling, or a name through UTS-46 to ASCII
+// (lowercased, IDNA-mapped, punycode). A name whose last label is numeric
+// is refused unless it is a plain dotted-quad IPv4 address: URL parsers
+// read "127.1" or "0x7f.0.0.1" as addresses, others as names.
+func canonHost(h string) (string, error) {
+	if strings.HasPrefix(h, "[") {
+		if !strings.HasSuffix(h, "]") {
+			return "", errors.New("the IPv6 host has no closing bracket")
+		}
+		a, err := netip.ParseAddr(h[1 : len(h)-1])
+		if err != nil || !a.Is6() || a.Zone() != "" {
+			return "", fmt.Errorf("%q is not an IPv6 address", h)
+		}
+		return "[" + a.String() + "]", nil
+	}
+	if h == "" {
+		return "", errors.New("the host is empty")
+	}
+	ascii, err := idna.Lookup.ToASCII(h)
+	if err != nil {
+		return "", fmt.Errorf("the host %q is not a valid international domain name: %v", h, err)
+	}
+	if ascii == "" || strings.HasPrefix(ascii, ".") || strings.Contains(ascii, "..") {
+		return "", fmt.Errorf("the host %q has an empty label", h)
+	}
+	labels := strings.Split(strings.TrimSuffix(ascii, "."), ".")
+	last := labels[len(labels)-1]
+	if last != "" && (last[0] >= '0' && last[0] <= '9') {
+		a, err := netip.ParseAddr(ascii)
+		if err != nil || !a.Is4() || a.String() != ascii {
+			return "", fmt.Errorf("the host %q ends in a number but is not a plain IPv4 address", h)
+		}
+	}
+	return ascii, nil
+}
+
+// parseAddress reads one mail address the way net/mail does (a display
+// name and angle brackets allowed); its domain is canonicalized as a host,
+// its local part kept exactly (mail servers may tell case apart).
+func parseAddress(s string) (Dest, error) {
+	a, err := mail.ParseAddress(s)
+	if err != nil {
+		return Dest{}, fmt.Errorf("it is not one mail address: %v", err)
+	}
+	at := strings.LastIndexByte(a.Address, '@')
+	if at <= 0 {
+		return Dest{}, errors.New("the address has no local part")
+	}
+	local, domain := a.Address[:at], a.Address[at+1:]
+	if strings.HasPrefix(domain, "[") {
+		return Dest{}, errors.New("an address at an IP literal is not compared")
+	}
+	if err := plain(local); err != nil || strings.ContainsRune(local, ' ') {
+		return Dest{}, errors.New("the address's local part is not plain text")
+	}
+	d, err := canonHost(domain)
+	if err != nil {
+		return Dest{}, err
+	}
+	if strings.HasSuffix(d, ".") {
+		return Dest{}, errors.New("the address's domain ends in a dot")
+	}
+	return Dest{Kind: Address, Canon: local + "@" + d}, nil
+}
+
+// looksLikeHost reports whether s is a host, perhaps followed by a path: no
+// space, a dot inside its first part, and a last label that starts with a
+// letter or digit (not "v1.2" prose, which still passes as a name when IDNA
+// refuses it).
+func looksLikeHost(s string) bool {
+	if strings.ContainsAny(s, " @") {
+		return false
+	}
+	h := s
+	if i := strings.IndexAny(s, "/?#"); i >= 0 {
+		h = s[:i]
+	}
+	if j := strings.LastIndexByte(h, ':'); j >= 0 && !strings.HasPrefix(h, "[") {
+		h = h[:j]
+	}
+	h = strings.TrimSuffix(h, ".")
+	dot := strings.LastIndexByte(h, '.')
+	return dot > 0 && dot < len(h)-1
+}
+
+// parseHostish reads a bare host ("www.example.com", "example.com:8080")
+// or a host followed by a path without a scheme ("www.example.com/page"),
+// as tools that take a "url" often accept. A value that doesn't read as a
+// host is a name.
+func parseHostish(s string) (Dest, error) {
+	end := strings.IndexAny(s, "/?#")
+	auth, tail := s, ""
+	if end >= 0 {
+		auth, tail = s[:end], s[end:]
+	}
+	if strings.ContainsRune(s, '\\') {
+		return Dest{}, errors.New("a host with a backslash is read differently by different parsers")
+	}
+	h, err := canonAuthority(auth)
+	if err != nil {
+		// Not a host after all ("v1.2", "e.g."): compare it as a name.
+		return Dest{Kind: Name, Canon: s}, nil
+	}
+	if tail == "" {
+		return Dest{Kind: Host, Canon: h}, nil
+	}
+	return Dest{Kind: URL, Canon: "//" + h + tail}, nil
+}
+
+// Variants returns the other spellings of s that taint may have recorded
+// it under: a host (alone, in an address or in a URL) both in punycode and
+// in Unicode, and an address as net/mail reads it (quotes and display name
+// taken off). Only the taint side asks for them: there a match denies, so
+// more spellings are safer; an allow never uses them.
+func Variants(s string) []string {
+	d, err := Parse(s)
+	if err != nil || d.Kind == Name {
+		return nil
+	}
+	var out []string
+	add := func(v string) {
+		if v == "" || v == s {
+			return
+		}
+		for _, o := range out {
+			if o == v {
+				return
+			}
+		}
+		out = append(out, v)
+	}
+	uni := func(h string) string {
+		u, err := idna.Lookup.ToUnicode(h)
+		if err != nil {
+			return h
+		}
+		return u
+	}
+	switch d.Kind {
+	case Host:
+		add(d.Canon)
+		add(uni(d.Canon))
+	case Address:
+		at := strings.LastIndexByte(d.Canon, '@')
+		add(d.Canon)
+		add(d.Canon[:at+1] + uni(d.Canon[at+1:]))
+	case URL:
+		pre, rest := "", d.Canon
+		if i := strings.Index(rest, "//"); i >= 0 {
+			pre, rest = rest[:i+2], rest[i+2:]
+		}
+		end := strings.IndexAny(rest, "/?#")
+		host, tail := rest, ""
+		if end >= 0 {
+			host, tail = rest[:end], rest[end:]
+		}
+		hostOnly := host
+		if j := strings.LastIndexByte(host, ':'); j >= 0 && !strings.HasSuffix(host, "]") {
+			hostOnly = host[:j]
+		}
+		add(d.Canon)
+		add(pre + uni(hostOnly) + host[len(hostOnly):] + tail)
+	}
+	return out
+}
+
+// Exact is the key by which a value a person looked at is matched again
+// (an approval, a one-time code): its canonical Key when it has one, else
+// its exact bytes, so a value with no canonical form matches only itself.
+func Exact(s string) string {
+	if k, ok := Canon(s); ok {
+		return k
+	}
+	return "raw\x00" + s
+}

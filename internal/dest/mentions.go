@@ -1,0 +1,148 @@
+package dest
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MinMention is the shortest word of free text, in runes, that names a
+// destination: a name the user typed ("Bob", "Eve") is theirs to send to;
+// "to", "me" and "it" are not names.
+const MinMention = 3
+
+// MaxPhrase bounds the words of a multi-word destination ("Le Marais
+// Boutique") that free text names.
+const MaxPhrase = 6
+
+// Mentions returns the destinations that a person's free text names, each
+// as the Key of its canonical form: every word of it, and every run of up
+// to MaxPhrase words, read as a whole, with the quotes, brackets and
+// sentence punctuation around it taken off, "mailto:" dropped and an
+// address in <...> taken out. A word that runs into the next sentence
+// ("www.example.com.They") also names its part before the sentence
+// punctuation, when that part is a host, an address or a URL: nothing
+// shorter than a whole host. No other part of a word names anything: a
+// link names itself, not the link inside its query, and "hotel" does not
+// name "Riverside View Hotel".
+func Mentions(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(s string, hostOnly bool) {
+		if utf8.RuneCountInString(s) < MinMention {
+			return
+		}
+		d, err := Parse(s)
+		if err != nil || (hostOnly && d.Kind != Host && d.Kind != Address) {
+			return
+		}
+		if k := d.Key(); !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	words := strings.FieldsFunc(text, isBreak)
+	for i, w := range words {
+		t := trimWord(w)
+		add(t, false)
+		for _, inner := range wordParts(t) {
+			add(inner, false)
+		}
+		for _, pre := range sentencePrefixes(t) {
+			add(pre, true)
+		}
+		for n := 2; n <= MaxPhrase && i+n <= len(words); n++ {
+			add(trimWord(strings.Join(words[i:i+n], " ")), false)
+		}
+	}
+	return out
+}
+
+// MentionsOf is Mentions for one value that is a destination field as a
+// whole (a JSON string in trusted output): the value itself, then what its
+// words name.
+func MentionsOf(value string) []string {
+	out := Mentions(value)
+	if d, err := Parse(value); err == nil {
+		k := d.Key()
+		for _, o := range out {
+			if o == k {
+				return out
+			}
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// isBreak separates the words of free text: any white space (a line break
+// too), so that a destination never spans a line.
+func isBreak(r rune) bool { return unicode.IsSpace(r) }
+
+// trimWord takes off what surrounds a word in prose: quotes, brackets and
+// the punctuation that ends a clause.
+func trimWord(w string) string {
+	for {
+		t := strings.TrimLeftFunc(w, isOpener)
+		t = strings.TrimRightFunc(t, func(r rune) bool { return isCloser(r) || isClauseEnd(r) })
+		if t == w {
+			return t
+		}
+		w = t
+	}
+}
+
+func isOpener(r rune) bool {
+	return strings.ContainsRune("\"'`([{<«‹“‘„‚", r)
+}
+
+func isCloser(r rune) bool {
+	return strings.ContainsRune("\"'`)]}>»›”’", r)
+}
+
+func isClauseEnd(r rune) bool {
+	return strings.ContainsRune(".,;:!?…", r)
+}
+
+// wordParts returns the destinations inside one word that a reader takes
+// as separate: the address of "Bob<bob@example.com>" and what follows
+// "mailto:".
+func wordParts(w string) []string {
+	var out []string
+	if i := strings.IndexByte(w, '<'); i >= 0 {
+		if j := strings.IndexByte(w[i:], '>'); j > 0 {
+			out = append(out, w[i+1:i+j])
+		}
+	}
+	if len(w) > 7 && strings.EqualFold(w[:7], "mailto:") {
+		out = append(out, trimWord(w[7:]))
+	}
+	return out
+}
+
+// sentencePrefixes returns the parts of a word before each point where a
+// new sentence starts inside it with no space: "x.com.They" gives "x.com";
+// "x.com,and" gives "x.com".
+func sentencePrefixes(w string) []string {
+	var out []string
+	for i := 1; i < len(w)-1; i++ {
+		c := w[i]
+		if !isClauseEnd(rune(c)) {
+			continue
+		}
+		next, _ := utf8.DecodeRuneInString(w[i+1:])
+		if c == '.' && (!unicode.IsUpper(next) || strings.IndexFunc(w[:i], unicode.IsUpper) >= 0) {
+			// A dot inside a host, a decimal or a file name; a new
+			// sentence starts with a capital after a host written in
+			// lower case ("x.com.They", not "Www.Example.Com").
+			continue
+		}
+		if c == ':' {
+			continue // a port, a scheme
+		}
+		if unicode.IsLetter(next) || unicode.IsDigit(next) {
+			out = append(out, w[:i])
+		}
+	}
+	return out
+}

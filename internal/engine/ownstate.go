@@ -1,0 +1,278 @@
+package engine
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+)
+
+// Bouncer's own state (its state directory, the policy and trust files,
+// the audit log) is never the target of a tool argument, whatever the
+// policy says and whether or not the sandbox runs. A server that could
+// write remembered.json would make the attacker "vouched by a human"; one
+// that could write the policy would set the next session's rules; one
+// that could replace the audit log would replace the record. Reading them
+// is refused too: the session key and the audit log are in there.
+//
+// The rule over-matches on purpose, since a false deny is safe here:
+//
+//   - every string in the arguments that may be read as a path is judged:
+//     the value of a path-shaped argument, and any value that starts like
+//     a path (/, ~, ., file:), holds a separator, or is the name of one of
+//     the protected entries;
+//   - each is judged in every spelling a server may turn it into: as
+//     written, percent-decoded, NFKC-normalized, with backslashes as
+//     separators, a file: URI as its path, ~ as the home directory;
+//   - an absolute path is refused when it lies in a protected path (by
+//     component, ignoring case, as macOS does), before and after its
+//     symlinks are resolved; a write argument is refused also when it is
+//     an ancestor of one (moving or deleting it takes the state along);
+//   - a relative path is refused when, against any directory, it could
+//     reach a protected path: when it starts with the protected path's
+//     last components ("bouncer.yaml", ".bouncer/remembered.json"), with
+//     leading ".." dropped; and when it reaches one from the server's
+//     working directory, the tool's relative_paths directory or its
+//     allowed prefixes.
+
+// maxOwnCandidate bounds the strings judged as paths: the kernel takes no
+// longer path.
+const maxOwnCandidate = maxPathLen + 1
+
+// checkOwnState refuses a call whose arguments name Bouncer's own state.
+func (e *Engine) checkOwnState(t *policy.Tool, args map[string]any) (Decision, bool) {
+	if len(e.opts.Own) == 0 {
+		return Decision{}, true
+	}
+	writes := map[string]bool{}
+	for _, w := range t.WriteParams {
+		writes[w] = true
+	}
+	names := make([]string, 0, len(args))
+	for k := range args {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var found string
+		var what string
+		walkStrings(args[name], name, policy.IsPathName(name), func(where, s string, pathNamed bool) bool {
+			if w, ok := e.ownTarget(t, s, pathNamed, writes[name]); ok {
+				found, what = where+"="+quote(s), w
+				return false
+			}
+			return true
+		})
+		if found != "" {
+			return Decision{Verdict: Deny, Rule: RulePath,
+				Reason: fmt.Sprintf("%s reaches Bouncer's own state (%s), which no tool may read or write; "+
+					"the policy, trust files, audit log and state directory are out of every server's reach", found, what)}, false
+		}
+	}
+	return Decision{}, true
+}
+
+// walkStrings calls fn on each string in v (list elements and object
+// values, at any depth) until fn returns false. pathNamed says the string
+// sits under a path-shaped argument or key.
+func walkStrings(v any, where string, pathNamed bool, fn func(where, s string, pathNamed bool) bool) bool {
+	switch x := v.(type) {
+	case string:
+		return fn(where, x, pathNamed)
+	case []any:
+		for i, el := range x {
+			if !walkStrings(el, where+"["+strconv.Itoa(i)+"]", pathNamed, fn) {
+				return false
+			}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if !walkStrings(x[k], where+"."+k, pathNamed || policy.IsPathName(k), fn) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ownTarget reports whether s, read as a path, reaches a protected path,
+// and which.
+func (e *Engine) ownTarget(t *policy.Tool, s string, pathNamed, write bool) (string, bool) {
+	if len(s) > maxOwnCandidate || !e.pathLike(s, pathNamed) {
+		return "", false
+	}
+	for _, f := range pathSpellings(s, e.opts.Home) {
+		if filepath.IsAbs(f) {
+			if w, ok := e.ownAbs(f, write); ok {
+				return w, true
+			}
+			continue
+		}
+		if w, ok := ownTail(f, e.opts.Own); ok {
+			return w, true
+		}
+		for _, base := range e.relativeBases(t) {
+			if w, ok := e.ownAbs(strings.TrimSuffix(base, "/")+"/"+f, write); ok {
+				return w, true
+			}
+		}
+	}
+	return "", false
+}
+
+// pathLike reports whether s may be read as a path.
+func (e *Engine) pathLike(s string, pathNamed bool) bool {
+	t := strings.TrimSpace(s)
+	switch {
+	case t == "":
+		return false
+	case pathNamed:
+		return true
+	case strings.ContainsAny(t, "/\\"), strings.HasPrefix(t, "~"), strings.HasPrefix(t, "."),
+		len(t) >= 5 && strings.EqualFold(t[:5], "file:"):
+		return true
+	}
+	for _, o := range e.opts.Own {
+		if strings.EqualFold(t, filepath.Base(o)) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathSpellings returns s and what servers may turn it into.
+func pathSpellings(s, home string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(f string) {
+		f = strings.TrimFunc(f, strippable)
+		if f == "" || seen[f] {
+			return
+		}
+		seen[f] = true
+		out = append(out, f)
+	}
+	cur := []string{s}
+	if u, err := url.PathUnescape(s); err == nil && u != s {
+		cur = append(cur, u)
+	}
+	for _, c := range cur {
+		n := norm.NFKC.String(c)
+		for _, f := range []string{c, n, strings.ReplaceAll(c, `\`, "/"), strings.ReplaceAll(n, `\`, "/")} {
+			add(f)
+			if len(f) >= 5 && strings.EqualFold(f[:5], "file:") {
+				if u, err := url.Parse(f); err == nil && u.Path != "" {
+					add(u.Path)
+				}
+				add(strings.TrimLeft(f[5:], "/"))
+				add("/" + strings.TrimLeft(f[5:], "/"))
+			}
+			if home != "" && (f == "~" || strings.HasPrefix(f, "~/")) {
+				add(home + f[1:])
+			}
+		}
+	}
+	return out
+}
+
+// ownAbs judges an absolute path against the protected paths, as written
+// and resolved.
+func (e *Engine) ownAbs(p string, write bool) (string, bool) {
+	clean := filepath.Clean(p)
+	if w, ok := ownContains(clean, e.opts.Own, write); ok {
+		return w, true
+	}
+	if e.opts.Resolve == nil {
+		return "", false
+	}
+	for _, q := range []string{p, clean} {
+		if real, err := e.opts.Resolve(q); err == nil {
+			if w, ok := ownContains(real, e.opts.Own, write); ok {
+				return w, true
+			}
+		}
+	}
+	return "", false
+}
+
+// ownContains reports whether p lies in a protected path (or, for a write,
+// is an ancestor of one), comparing components without regard to case.
+func ownContains(p string, own []string, write bool) (string, bool) {
+	lp := strings.ToLower(p)
+	for _, o := range own {
+		lo := strings.ToLower(filepath.Clean(o))
+		if underAny(lp, []string{lo}) {
+			return o, true
+		}
+		if write && underAny(lo, []string{lp}) {
+			return o + ", which lies inside it", true
+		}
+	}
+	return "", false
+}
+
+// ownTail reports whether a relative path could name a protected path from
+// some directory: it starts with the protected path's last components.
+func ownTail(rel string, own []string) (string, bool) {
+	rc := components(strings.ToLower(filepath.Clean(rel)))
+	for len(rc) > 0 && (rc[0] == ".." || rc[0] == ".") {
+		rc = rc[1:]
+	}
+	if len(rc) == 0 {
+		return "", false
+	}
+	for _, o := range own {
+		oc := components(strings.ToLower(filepath.Clean(o)))
+		for k := 0; k < len(oc); k++ {
+			tail := oc[k:]
+			if len(tail) <= len(rc) && equalParts(tail, rc[:len(tail)]) {
+				return o, true
+			}
+		}
+	}
+	return "", false
+}
+
+func components(p string) []string {
+	var out []string
+	for _, c := range strings.Split(p, "/") {
+		if c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func equalParts(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// relativeBases are the directories a relative path argument may be read
+// against: the server's working directory, the tool's relative_paths
+// directory and its allowed prefixes.
+func (e *Engine) relativeBases(t *policy.Tool) []string {
+	var out []string
+	if filepath.IsAbs(e.opts.WorkDir) {
+		out = append(out, e.opts.WorkDir)
+	}
+	if t.RelativePaths.Mode == policy.RelativeDir {
+		out = append(out, t.RelativePaths.Dir)
+	}
+	return append(out, t.AllowedPathPrefixes...)
+}
