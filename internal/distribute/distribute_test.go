@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -121,7 +122,9 @@ func (k key) push(t *testing.T, ref string, version time.Time, files ...File) st
 }
 
 // v is a version n hours after a fixed time.
-func v(n int) time.Time { return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Hour) }
+func v(n int) time.Time {
+	return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Hour)
+}
 
 func write(t *testing.T, path string, data []byte) string {
 	t.Helper()
@@ -345,7 +348,7 @@ func TestDigestPinning(t *testing.T) {
 	m, blobs := artifactOf(t, []File{tampered}, k.sign(t, host+"/team/policy", v(3), v2))
 	dt := pushRaw(t, ref, m, blobs...)
 	_, err = Fetch(ctx, ref, k.verifier(), Options{})
-	if err == nil || !strings.Contains(err.Error(), "set.sigstore.json: team.yaml (sha256:" + sha256Digest(tampered.Data)[7:] + ") is not in the signed statement: it is not a file of the signed set") {
+	if err == nil || !strings.Contains(err.Error(), "set.sigstore.json: team.yaml (sha256:"+sha256Digest(tampered.Data)[7:]+") is not in the signed statement: it is not a file of the signed set") {
 		t.Fatalf("tampered manifest at the tag: %v", err)
 	}
 	if dt == d2 {
@@ -727,6 +730,89 @@ func TestHeadFallback(t *testing.T) {
 			a, err := Fetch(ctx, host+"/team/policy:prod", k.verifier(), Options{})
 			if err != nil || a.Digest != dig || heads.Load() == 0 {
 				t.Fatalf("Fetch: %v (digest %v, HEADs %d)", err, a, heads.Load())
+			}
+		})
+	}
+}
+
+// TestFetchRefusesWhatTheSetDoesNotSay: a registry (or anyone with push
+// rights) serving files that each carry the team's signature somewhere,
+// but not as the set the signature names, is refused by Fetch itself.
+func TestFetchRefusesWhatTheSetDoesNotSay(t *testing.T) {
+	host := newRegistry(t, nil)
+	k := newKey(t)
+	repo := host + "/team/policy"
+	base, team, evil := file("base.yaml", baseYAML), file("team.yaml", teamYAML), file("evil.yaml", "tools: {}\n")
+	teamSet := k.sign(t, repo, v(1), base, team)
+	for _, c := range []struct {
+		name  string
+		files []File
+		set   []byte
+		want  string
+	}{
+		{"a subset", []File{team}, teamSet, "not the signed set: it lists 2 file(s) (base.yaml, team.yaml), the artifact holds 1 (team.yaml)"},
+		{"a reorder", []File{team, base}, teamSet, "not the signed set: file 1 is team.yaml, the signed set has base.yaml there"},
+		{"a file renamed", []File{base, {Name: "zz.yaml", Data: team.Data}}, teamSet, "not the signed set: file 2 is zz.yaml, the signed set has team.yaml there"},
+		{"a foreign file", []File{base, evil}, teamSet, "set.sigstore.json: evil.yaml (sha256:"},
+		{"another repository's set", []File{base, evil}, k.sign(t, host+"/team/other", v(2), base, evil), "it was signed for " + host + "/team/other, not " + repo},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, blobs := artifactOf(t, c.files, c.set)
+			pushRaw(t, repo+":x", m, blobs...)
+			_, err := Fetch(ctx, repo+":x", k.verifier(), Options{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Fetch: %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestManifestReadIsCapped: a registry that answers a manifest request
+// with more than MaxManifestSize bytes is cut off as the byte after the
+// limit arrives, whether the manifest is read by digest after a HEAD that
+// claimed a small one, or by tag after a HEAD the registry refused.
+func TestManifestReadIsCapped(t *testing.T) {
+	const huge = 64 << 20
+	k := newKey(t)
+	for _, byDigest := range []bool{true, false} {
+		t.Run(fmt.Sprint("by digest ", byDigest), func(t *testing.T) {
+			var sent atomic.Int64
+			var smallDigest string
+			host := newRegistry(t, func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if !strings.Contains(r.URL.Path, "/manifests/") || (r.Method != http.MethodHead && r.Method != http.MethodGet) {
+						next.ServeHTTP(w, r)
+						return
+					}
+					if r.Method == http.MethodHead {
+						if !byDigest {
+							w.WriteHeader(http.StatusMethodNotAllowed)
+							return
+						}
+						next.ServeHTTP(w, r) // the real, small manifest's digest
+						return
+					}
+					w.Header().Set("Content-Type", ManifestMediaType)
+					if byDigest {
+						w.Header().Set("Docker-Content-Digest", smallDigest)
+					}
+					chunk := bytes.Repeat([]byte(" "), 1<<16)
+					for sent.Load() < huge {
+						n, err := w.Write(chunk)
+						sent.Add(int64(n))
+						if err != nil {
+							return
+						}
+					}
+				})
+			})
+			smallDigest = k.push(t, host+"/team/policy:prod", v(0), file("team.yaml", teamYAML))
+			_, err := Fetch(ctx, host+"/team/policy:prod", k.verifier(), Options{})
+			if !errors.Is(err, ErrManifestTooLarge) || !strings.Contains(err.Error(), "too large: the registry sent a manifest larger than 1048576 bytes") {
+				t.Fatalf("Fetch: %v", err)
+			}
+			if n := sent.Load(); n > 16<<20 {
+				t.Fatalf("the registry got %d bytes out before Fetch gave up; the limit is %d", n, MaxManifestSize)
 			}
 		})
 	}
