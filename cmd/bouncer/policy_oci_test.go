@@ -220,9 +220,17 @@ func TestPolicyPullRefusals(t *testing.T) {
 		if st != exitOK {
 			t.Fatalf("exit %d: %s", st, stderr)
 		}
-		paths, _, err := installedPolicy(installed, trust, home, nil)
+		paths, check, err := installedPolicy(installed, trust, home, nil)
 		if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != "team.yaml" {
 			t.Fatalf("run --policy-dir after the downgrade: %v, %v", paths, err)
+		}
+		// run checks the bytes it parses, not only the file verified a
+		// moment before: other bytes under the set's name are refused.
+		if err := check(paths[0], []byte(evil)); err != nil {
+			t.Fatalf("the installed bytes: %v", err)
+		}
+		if err := check(paths[0], []byte(good)); err == nil || !strings.Contains(err.Error(), "changed since the pull") {
+			t.Fatalf("other bytes under the installed name: %v", err)
 		}
 	})
 }
