@@ -217,7 +217,7 @@ func (t *Trust) VerifyStatement(bundleJSON []byte, subjects []Subject) (statemen
 	// Say which it was: a signature that does not verify, or a good
 	// signature over a statement that does not name one of the files.
 	if _, serr := t.verifySigned(b, true, verify.WithoutArtifactUnsafe); serr != nil {
-		return nil, nil, err
+		return nil, nil, serr
 	}
 	named := map[string]bool{}
 	var lite struct {
