@@ -59,7 +59,7 @@ func rawDanger(r rune) bool {
 	return false
 }
 
-// unescapeShown inverts approval.Show: the exact value behind a token.
+// unescapeShown inverts display.Show: the exact value behind a token.
 func unescapeShown(t *testing.T, tok string) string {
 	t.Helper()
 	if strings.HasPrefix(tok, `"`) {

@@ -1,4 +1,15 @@
-package approval
+// Package display is the one escaper for text that Bouncer shows to a
+// person and that someone else chose: a tool or server name, an argument, a
+// destination, a reason that quotes one. Every place that shows such text
+// calls it: the approval prompt and `bouncer pending`, `bouncer log`, the
+// review pack (`bouncer report`, inside its Markdown code spans), and the
+// engine's reasons, which quote the values they name. One escaper means one
+// reading: a real U+202E is \u202e everywhere, and the six characters
+// "\u202e" are \\u202e everywhere, so an escape can't be faked in one
+// place that another would print raw.
+//
+// It imports nothing of Bouncer's, so any package may call it.
+package display
 
 import (
 	"fmt"
