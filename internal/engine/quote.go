@@ -38,6 +38,33 @@ func quote(s string) string {
 	return out
 }
 
+// Unquote reads back a value that quote wrote into a reason, given the
+// quoted token with its quotes ('…' or "…"): readers of reasons (the review
+// pack's destination tables) call it instead of knowing quote's escapes.
+// The token must not include quote's "… (N more bytes)" tail. ok is false
+// for a token that is not in quotes.
+func Unquote(q string) (s string, ok bool) {
+	if len(q) < 2 || (q[0] != '\'' && q[0] != '"') || q[len(q)-1] != q[0] {
+		return "", false
+	}
+	quoteChar, inner := q[0], q[1:len(q)-1]
+	var b strings.Builder
+	for i := 0; i < len(inner); i++ {
+		if inner[i] == '\\' && i+1 < len(inner) {
+			// \' (or \") is quote's; every other escape is Printable's,
+			// kept whole for display.Unescape.
+			if inner[i+1] != quoteChar {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(inner[i+1])
+			i++
+			continue
+		}
+		b.WriteByte(inner[i])
+	}
+	return display.Unescape(b.String()), true
+}
+
 // maxQuoted bounds how much of a value a reason repeats.
 const maxQuoted = 256
 
