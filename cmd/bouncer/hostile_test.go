@@ -118,7 +118,11 @@ func TestApproveShowsHostileValues(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := startPTY(t, "approve", code, "--home", home)
-			p.waitFor(t, "Approve? [y/N] ")
+			// The question at the start of a line: "fake prompt" holds
+			// its text too, and an answer sent before the real question
+			// is discarded as type-ahead, which would leave approve
+			// waiting for one.
+			p.waitFor(t, "\nApprove? [y/N] ")
 			out := p.output()
 			for _, c := range out {
 				if rawDanger(c) {

@@ -94,7 +94,7 @@ func trustList(rem *session.Remembered, server string) error {
 			continue
 		}
 		n++
-		fmt.Printf("%s  %s  %s  (%s)\n", e.Added.UTC().Format("2006-01-02"), show(e.Server), show(e.Destination), e.Via)
+		fmt.Printf("%s  %s  %s  (%s)\n", e.Added.UTC().Format("2006-01-02"), show(e.Server), show(e.Destination), printable(e.Via))
 	}
 	if n == 0 {
 		fmt.Fprintln(os.Stderr, "bouncer: no remembered destinations")
