@@ -434,6 +434,8 @@ func TestDuplicateKeys(t *testing.T) {
 			`"command" appears twice in projects[/p].mcpServers.fs`},
 		{"project", `{"projects": {"/p": {"mcpServers": {}}, "/p": {}}}`, "/p",
 			`"/p" appears twice in projects`},
+		{"a name that writes to the terminal", `{"mcpServers": {"x\u001b[2J\u202e": {"env": {"K": "", "K": ""}}}}`, "",
+			`"K" appears twice in mcpServers.x\x1b[2J\u202e.env (first at line 1)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := Parse("cfg.json", []byte(tt.text))

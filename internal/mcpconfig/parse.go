@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/bouncer-mcp/bouncer/internal/display"
 )
 
 // node is one JSON value with the byte range it occupies in the document, so
@@ -111,13 +113,16 @@ func checkUnique(file string, data []byte, n *node, path string) *Error {
 }
 
 // dupError says that second repeats first's key in the object at path, at
-// second's place, and what to do about it.
+// second's place, and what to do about it. The path is made of keys of a
+// file that may have come with a cloned project, so it is escaped for the
+// terminal like the key (display.Printable).
 func dupError(file string, data []byte, path string, first, second *member) *Error {
 	line, col := lineCol(data, second.keyStart)
 	firstLine, _ := lineCol(data, first.keyStart)
+	where, _ := display.Printable(path)
 	return &Error{File: file, Line: line, Col: col, Msg: fmt.Sprintf(
 		"%q appears twice in %s (first at line %d); clients keep the last one, and bouncer won't guess which you meant: remove one of the two %q keys",
-		second.key, path, firstLine, second.key)}
+		second.key, where, firstLine, second.key)}
 }
 
 // Error is a problem with a config file. Line and Col are 1-based and 0 when
