@@ -74,6 +74,40 @@ type Mark struct {
 // headVersion is the record's "v".
 const headVersion = 1
 
+// maxMark bounds a mark's encoding, so that any record parseHead accepts,
+// and any made from one, fits in headSize with all three marks: a head
+// file someone filled with one long mark must not make every later Append
+// fail to record its head.
+const maxMark = 560
+
+// checkMark reports a mark that is not one an appender could have made.
+func checkMark(m *Mark) error {
+	b, err := json.Marshal(m)
+	switch {
+	case err != nil:
+		return err
+	case len(b) > maxMark:
+		return fmt.Errorf("a mark of %d bytes is longer than %d", len(b), maxMark)
+	case m.Lines < 0 || m.Size < 0:
+		return errors.New("a mark's lines and size must not be negative")
+	case m.First != "" && !hashRE.MatchString(m.First), m.Last != "" && !hashRE.MatchString(m.Last):
+		return errors.New("a mark's first and last must be sha256: and 64 lowercase hex digits")
+	}
+	return nil
+}
+
+// fit shortens a Mark's Found text until the mark fits maxMark.
+func fit(m *Mark) *Mark {
+	for checkMark(m) != nil && m.Found != "" {
+		r := []rune(m.Found)
+		m.Found = string(r[:len(r)*3/4]) + "…"
+		if len(r) < 8 {
+			m.Found = ""
+		}
+	}
+	return m
+}
+
 var hashRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // appendHead encodes h as a head record of exactly headSize bytes into
@@ -156,6 +190,14 @@ func parseHead(b []byte) (*Head, error) {
 		return nil, errors.New("first and last must be sha256: and 64 lowercase hex digits")
 	case h.Lines == 0 && (h.First != Genesis || h.Last != Genesis):
 		return nil, errors.New("an empty log's first and last must be the genesis value")
+	}
+	for _, m := range []*Mark{h.Adopted, h.Previous, h.Diverged} {
+		if m == nil {
+			continue
+		}
+		if err := checkMark(m); err != nil {
+			return nil, fmt.Errorf("not a head record: %v", err)
+		}
 	}
 	return &h, nil
 }
@@ -298,11 +340,7 @@ func (l *Log) reconcile(f *os.File, size int64) (*Head, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		msg := herr.Error()
-		if len(msg) > 300 {
-			msg = msg[:300] + "…"
-		}
-		h.Diverged = &Mark{At: now, Found: "the head file could not be read: " + strings.ToValidUTF8(msg, "\ufffd")}
+		h.Diverged = fit(&Mark{At: now, Found: "the head file could not be read: " + strings.ToValidUTF8(herr.Error(), "\ufffd")})
 		return h, partial, nil
 	}
 	if old == nil {
@@ -363,7 +401,7 @@ func (l *Log) reconcile(f *os.File, size int64) (*Head, bool, error) {
 	}
 	h.Previous, h.Diverged = old.Previous, old.Diverged
 	if h.Diverged == nil {
-		h.Diverged = &Mark{At: now, Lines: old.Lines, Size: old.Size, First: old.First, Last: old.Last, Found: found}
+		h.Diverged = fit(&Mark{At: now, Lines: old.Lines, Size: old.Size, First: old.First, Last: old.Last, Found: found})
 	}
 	return h, partial, nil
 }

@@ -305,7 +305,7 @@ func TestHeadRecordRoundTrip(t *testing.T) {
 			Adopted:  &Mark{At: "2026-12-04T10:00:00Z", Lines: 1, Size: 300, First: h1, Last: h1},
 			Previous: &Mark{At: "2026-12-04T10:00:00Z", Lines: 1 << 40, Size: 1 << 50, First: h1, Last: h1},
 			Diverged: &Mark{At: "2026-12-04T10:00:00Z", Lines: 1 << 40, Size: 1 << 50, First: h1, Last: h1,
-				Found: "the head file could not be read: " + strings.Repeat("x", 300)}},
+				Found: "the head file could not be read: " + strings.Repeat("x", 250)}},
 	} {
 		marks, err := encodeMarks(h)
 		if err != nil {
@@ -328,4 +328,82 @@ func TestHeadRecordRoundTrip(t *testing.T) {
 			t.Errorf("read back %s, wrote %s", b, a)
 		}
 	}
+}
+
+// FuzzParseHead: a head file is input anyone who can write the state
+// directory controls. Whatever it holds, parseHead returns a record or an
+// error, never panics, and a record it accepts encodes back to one that
+// reads the same.
+func FuzzParseHead(f *testing.F) {
+	rec, _ := appendHead(nil, &Head{Lines: 2, Size: 600, First: Hash([]byte("a")), Last: Hash([]byte("b"))}, nil)
+	f.Add(rec)
+	f.Add([]byte(`{"v":1,"lines":0,"size":0,"first":"` + Genesis + `","last":"` + Genesis + `","diverged":{"at":"x","lines":1,"size":2,"found":"y"}}`))
+	f.Add([]byte(`{"v":1,"lines":-1}`))
+	f.Add([]byte("{}{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := parseHead(data)
+		if err != nil || h == nil {
+			return
+		}
+		marks, err := encodeMarks(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := appendHead(nil, h, marks)
+		if err != nil {
+			return // a record longer than a head record can be: refused on write too
+		}
+		again, err := parseHead(rec)
+		if err != nil {
+			t.Fatalf("%q re-encoded as %q: %v", data, rec, err)
+		}
+		a, _ := json.Marshal(h)
+		b, _ := json.Marshal(again)
+		if string(a) != string(b) {
+			t.Fatalf("%s read back as %s", a, b)
+		}
+	})
+}
+
+// A head file filled with marks as long as a record allows still leaves
+// room for the marks an append adds: the proxy goes on recording heads.
+func TestHeadLongMarks(t *testing.T) {
+	path, _ := writeLog(t, 2)
+	long := &Mark{At: "2026-12-04T10:00:00Z", Lines: 1, Size: 300, First: Genesis, Last: Genesis}
+	for long.Found = "x"; checkMark(long) == nil; long.Found += "<" {
+	}
+	long.Found = long.Found[:len(long.Found)-1]
+	h, err := ReadHead(HeadPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Diverged, h.Previous, h.Adopted = long, long, long
+	marks, _ := encodeMarks(h)
+	rec, err := appendHead(nil, h, marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(HeadPath(path), rec, 0o600)
+	os.Truncate(path, 0) // a rotation: a new Previous beside the old Diverged
+	l := openLog(t, path)
+	for i := 0; i < 2; i++ {
+		if err := l.Append(entry(i)); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	if h, err := ReadHead(HeadPath(path)); err != nil || h.Lines != 2 || h.Diverged == nil || h.Previous.Lines != 2 {
+		t.Fatalf("head %+v, %v", h, err)
+	}
+	// One longer than that is no record an appender made.
+	long.Found += "<"
+	if _, err := parseHead([]byte(`{"v":1,"lines":0,"size":0,"first":"` + Genesis + `","last":"` + Genesis + `","diverged":` + string(must(json.Marshal(long))) + `}`)); err == nil {
+		t.Error("an overlong mark was read")
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
