@@ -159,7 +159,7 @@ type Log struct {
 	hpath      string
 	hf         *os.File
 	hdev, hino uint64
-	hbuf       []byte
+	hbuf, rbuf []byte // a record being made, one being read
 	headErr    error
 	// marks caches the encoding of the head's marks (encodeMarks): they
 	// are the same record after record, and are encoded again only when

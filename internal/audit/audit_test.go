@@ -674,3 +674,28 @@ func TestSyncInterval(t *testing.T) {
 		t.Fatalf("verify: %d lines, %v", n, err)
 	}
 }
+
+// BenchmarkAppendAlternating is two Logs (two proxies) appending to one
+// file in turn: every append finds a line it did not write, and reads the
+// log (and its head) back instead of chaining from memory.
+func BenchmarkAppendAlternating(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "audit.jsonl")
+	var logs [2]*Log
+	for i := range logs {
+		l, err := Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		logs[i] = l
+	}
+	e := entry(1)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := logs[i%2].Append(e); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -90,7 +89,7 @@ func checkMark(m *Mark) error {
 		return fmt.Errorf("a mark of %d bytes is longer than %d", len(b), maxMark)
 	case m.Lines < 0 || m.Size < 0:
 		return errors.New("a mark's lines and size must not be negative")
-	case m.First != "" && !hashRE.MatchString(m.First), m.Last != "" && !hashRE.MatchString(m.Last):
+	case m.First != "" && !isHash(m.First), m.Last != "" && !isHash(m.Last):
 		return errors.New("a mark's first and last must be sha256: and 64 lowercase hex digits")
 	}
 	return nil
@@ -108,7 +107,19 @@ func fit(m *Mark) *Mark {
 	return m
 }
 
-var hashRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+// isHash reports a chain hash as Hash writes it: "sha256:" and 64
+// lowercase hex digits.
+func isHash(s string) bool {
+	if len(s) != 71 || s[:7] != "sha256:" {
+		return false
+	}
+	for i := 7; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // appendHead encodes h as a head record of exactly headSize bytes into
 // buf[:0]. The record is formatted by hand, since it is written on every
@@ -172,12 +183,10 @@ func parseHead(b []byte) (*Head, error) {
 		V *int `json:"v"`
 		Head
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&w); err != nil {
+	// Unmarshal refuses anything after the object: a record a crash left
+	// half overwritten, whose old tail follows the new one.
+	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, fmt.Errorf("not a head record: %v", err)
-	}
-	if dec.More() || dec.InputOffset() != int64(len(b)) {
-		return nil, errors.New("not a head record: more after it (a write cut short, or edited)")
 	}
 	if w.V == nil || *w.V != headVersion {
 		return nil, errors.New("not a head record of version 1")
@@ -186,7 +195,7 @@ func parseHead(b []byte) (*Head, error) {
 	switch {
 	case h.Lines < 0 || h.Size < 0 || (h.Lines == 0) != (h.Size == 0) || int64(h.Lines) > h.Size:
 		return nil, fmt.Errorf("lines %d and size %d do not go together", h.Lines, h.Size)
-	case !hashRE.MatchString(h.First) || !hashRE.MatchString(h.Last):
+	case !isHash(h.First) || !isHash(h.Last):
 		return nil, errors.New("first and last must be sha256: and 64 lowercase hex digits")
 	case h.Lines == 0 && (h.First != Genesis || h.Last != Genesis):
 		return nil, errors.New("an empty log's first and last must be the genesis value")
@@ -202,9 +211,12 @@ func parseHead(b []byte) (*Head, error) {
 	return &h, nil
 }
 
-// readHead reads the head record of f; nil, nil when f is empty.
-func readHead(f *os.File) (*Head, error) {
-	buf := make([]byte, headSize+1)
+// readHead reads the head record of f into buf (headSize+1 bytes, or nil
+// for a new one); nil, nil when f is empty.
+func readHead(f *os.File, buf []byte) (*Head, error) {
+	if len(buf) != headSize+1 {
+		buf = make([]byte, headSize+1)
+	}
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && err != io.EOF {
 		return nil, err
@@ -227,7 +239,7 @@ func ReadHead(path string) (*Head, error) {
 		return nil, fmt.Errorf("audit head %s: %w", path, err)
 	}
 	defer f.Close()
-	h, err := readHead(f)
+	h, err := readHead(f, nil)
 	if err != nil {
 		return nil, fmt.Errorf("audit head %s: %w", path, err)
 	}
@@ -270,6 +282,9 @@ type span struct {
 // write that was cut short until Append ends it).
 func scan(f *os.File, from, to int64, prev string) (span, error) {
 	s := span{chained: true}
+	if from >= to {
+		return s, nil // the usual case: nothing past the head
+	}
 	br := bufio.NewReaderSize(io.NewSectionReader(f, from, to-from), 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -334,7 +349,10 @@ func anchorOf(f *os.File, size int64) (*Head, bool, error) {
 //     was expected and what was found.
 func (l *Log) reconcile(f *os.File, size int64) (*Head, bool, error) {
 	now := l.now().UTC().Format(timeRFC3339)
-	old, herr := readHead(l.hf)
+	if l.rbuf == nil {
+		l.rbuf = make([]byte, headSize+1)
+	}
+	old, herr := readHead(l.hf, l.rbuf)
 	if herr != nil {
 		h, partial, err := anchorOf(f, size)
 		if err != nil {
