@@ -152,13 +152,12 @@ type Log struct {
 	hd   Head
 	hdOK bool
 
-	// The head file (head.go): its path, the open file and which file
-	// that is, and the buffer records are made in. hf is guarded by mu,
-	// and by fmu against the syncer. headErr, once set, fails every later
-	// Append, as syncErr does.
+	// The head file (head.go): its path, the open file, and the buffers
+	// records are made and read in. hf is guarded by mu, and by fmu
+	// against the syncer. headErr, once set, fails every later Append, as
+	// syncErr does.
 	hpath      string
 	hf         *os.File
-	hdev, hino uint64
 	hbuf, rbuf []byte // a record being made, one being read
 	headErr    error
 	// marks caches the encoding of the head's marks (encodeMarks): they
@@ -185,12 +184,12 @@ func Open(path string) (*Log, error) {
 		return nil, err
 	}
 	l.hpath = HeadPath(path)
-	hf, hst, err := openHead(l.hpath)
+	hf, err := openHead(l.hpath)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	l.f, l.hf, l.hdev, l.hino = f, hf, uint64(hst.Dev), hst.Ino
+	l.f, l.hf = f, hf
 	l.kick = make(chan struct{}, 1)
 	l.done = make(chan struct{})
 	go l.syncer()

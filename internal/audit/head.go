@@ -142,9 +142,7 @@ func appendHead(buf []byte, h *Head, marks []byte) ([]byte, error) {
 	if len(buf) >= headSize {
 		return nil, fmt.Errorf("head record of %d bytes is larger than %d", len(buf), headSize-1)
 	}
-	for len(buf) < headSize-1 {
-		buf = append(buf, ' ')
-	}
+	buf = append(buf, spaces[:headSize-1-len(buf)]...)
 	return append(buf, '\n'), nil
 }
 
@@ -171,6 +169,9 @@ func encodeMarks(h *Head) ([]byte, error) {
 	return buf, nil
 }
 
+// spaces pad a head record.
+var spaces = bytes.Repeat([]byte{' '}, headSize)
+
 // parseHead decodes a head record; nil, nil for an empty one (a head file
 // just created). Anything else that isn't a whole, well-formed record is
 // an error.
@@ -178,6 +179,9 @@ func parseHead(b []byte) (*Head, error) {
 	b = bytes.TrimRight(b, " \n")
 	if len(b) == 0 {
 		return nil, nil
+	}
+	if h, ok := parsePlainHead(b); ok {
+		return h, nil
 	}
 	var w struct {
 		V *int `json:"v"`
@@ -209,6 +213,54 @@ func parseHead(b []byte) (*Head, error) {
 		}
 	}
 	return &h, nil
+}
+
+// parsePlainHead reads, without reflection, a record exactly as
+// appendHead writes one with no marks (what nearly every Append that
+// another proxy preceded reads), and says whether it was one; parseHead
+// reads anything else. What it accepts, parseHead's own checks would too,
+// to the same Head (FuzzParseHead checks it).
+func parsePlainHead(b []byte) (*Head, bool) {
+	var h Head
+	rest, ok := bytes.CutPrefix(b, []byte(`{"v":1,"lines":`))
+	if !ok {
+		return nil, false
+	}
+	num := func(next string) (int64, bool) {
+		i := bytes.Index(rest, []byte(next))
+		if i < 1 || i > 18 || (i > 1 && rest[0] == '0') {
+			return 0, false
+		}
+		var n int64
+		for _, c := range rest[:i] {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int64(c-'0')
+		}
+		rest = rest[i+len(next):]
+		return n, true
+	}
+	hash := func(next string) (string, bool) {
+		if len(rest) < 71+len(next) || string(rest[71:71+len(next)]) != next {
+			return "", false
+		}
+		s := string(rest[:71])
+		rest = rest[71+len(next):]
+		return s, isHash(s)
+	}
+	lines, ok1 := num(`,"size":`)
+	size, ok2 := num(`,"first":"`)
+	first, ok3 := hash(`","last":"`)
+	last, ok4 := hash(`"}`)
+	if !ok1 || !ok2 || !ok3 || !ok4 || len(rest) != 0 {
+		return nil, false
+	}
+	h.Lines, h.Size, h.First, h.Last = int(lines), size, first, last
+	if (h.Lines == 0) != (h.Size == 0) || int64(h.Lines) > h.Size || h.Lines == 0 && (h.First != Genesis || h.Last != Genesis) {
+		return nil, false
+	}
+	return &h, true
 }
 
 // readHead reads the head record of f into buf (headSize+1 bytes, or nil
@@ -248,21 +300,16 @@ func ReadHead(path string) (*Head, error) {
 
 // openHead opens (creating 0600) the head file, under the same rules as
 // the log: a head file others can write anchors nothing.
-func openHead(path string) (*os.File, unix.Stat_t, error) {
-	var st unix.Stat_t
+func openHead(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, st, fmt.Errorf("audit head %s: %w", path, err)
+		return nil, fmt.Errorf("audit head %s: %w", path, err)
 	}
 	if err := checkMode(f); err != nil {
 		f.Close()
-		return nil, st, fmt.Errorf("audit head %s: %w", path, err)
+		return nil, fmt.Errorf("audit head %s: %w", path, err)
 	}
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		f.Close()
-		return nil, st, fmt.Errorf("audit head %s: %w", path, err)
-	}
-	return f, st, nil
+	return f, nil
 }
 
 // span is what scanning part of a log found.
@@ -449,19 +496,14 @@ func (l *Log) writeHead(h *Head) error {
 }
 
 // checkHeadFile makes sure l.hf is the file now at the head's path: if
-// someone removed or replaced it, the next record goes into the file a
-// reader will find, and the head is worked out again from what that file
-// holds.
+// someone removed or replaced it (it then has no name left: one fstat, no
+// path to walk), the next record goes into the file a reader will find,
+// and the head is worked out again from what that file holds.
 func (l *Log) checkHeadFile() error {
-	var st unix.Stat_t
-	err := unix.Stat(l.hpath, &st)
-	if err == nil && uint64(st.Dev) == l.hdev && st.Ino == l.hino {
+	if !unlinked(l.hf) {
 		return nil
 	}
-	if err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("audit head %s: %w", l.hpath, err)
-	}
-	f, fst, err := openHead(l.hpath)
+	f, err := openHead(l.hpath)
 	if err != nil {
 		return err
 	}
@@ -469,7 +511,6 @@ func (l *Log) checkHeadFile() error {
 	l.hf.Close()
 	l.hf = f
 	l.fmu.Unlock()
-	l.hdev, l.hino = uint64(fst.Dev), fst.Ino
 	l.hdOK = false
 	return nil
 }

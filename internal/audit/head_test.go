@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -341,6 +342,16 @@ func FuzzParseHead(f *testing.F) {
 	f.Add([]byte(`{"v":1,"lines":-1}`))
 	f.Add([]byte("{}{}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if plain, ok := parsePlainHead(bytes.TrimRight(data, " \n")); ok {
+			// The same record through encoding/json and every check.
+			var w struct {
+				V *int `json:"v"`
+				Head
+			}
+			if err := json.Unmarshal(bytes.TrimRight(data, " \n"), &w); err != nil || w.V == nil || *w.V != 1 || w.Head != *plain {
+				t.Fatalf("%q: plain %+v, json %+v %v", data, plain, w.Head, err)
+			}
+		}
 		h, err := parseHead(data)
 		if err != nil || h == nil {
 			return
