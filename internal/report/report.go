@@ -271,6 +271,9 @@ func chainText(r *audit.Report) string {
 	if len(r.Problems) > 1 {
 		more = fmt.Sprintf(" (%d places in all)", len(r.Problems))
 	}
+	if p.Line == 0 { // the log as a whole, by its head file
+		return fmt.Sprintf("**broken**: %s%s.", mdText(p.Msg), more)
+	}
 	return fmt.Sprintf("**broken** at line %d: %s%s.", p.Line, mdText(p.Msg), more)
 }
 

@@ -263,6 +263,25 @@ func TestBrokenChain(t *testing.T) {
 	}
 }
 
+// A problem with the log as a whole (its head file: here, one that doesn't
+// parse) is named as such, not as a line.
+func TestBrokenHead(t *testing.T) {
+	dir := t.TempDir()
+	path := writeAudit(t, dir, fixtureAudit()[:4])
+	if err := os.WriteFile(audit.HeadPath(path), []byte("edited"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chain, err := audit.VerifyFileReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, _ := audit.ReadFile(path)
+	pack := string(Write(Input{Policy: loadPolicy(t, fixturePolicy), AuditFile: path, Audit: es, Chain: chain, Generated: t0}))
+	if !strings.Contains(pack, "Hash chain: **broken**: audit head ") || strings.Contains(pack, "line 0") {
+		t.Errorf("a damaged head file is not reported as such:\n%s", pack)
+	}
+}
+
 func TestNoToolsNoAudit(t *testing.T) {
 	pack := string(Write(Input{Policy: loadPolicy(t, fixturePolicy), Generated: t0}))
 	for _, want := range []string{"no `--tools` list given", "Audit log: none.", "No audit log was given", "`send_email`", "`purge_cache`"} {
