@@ -99,8 +99,10 @@ type Config struct {
 	// reported on Stderr and is never fatal: the URL is printed anyway.
 	OpenBrowser func(url string) error
 	// HTTPClient makes the discovery, registration and token requests
-	// (default: one with a 30 second timeout). The go-sdk applies its own
-	// SSRF checks to discovery when its Transport is an *http.Transport.
+	// (default: one with a 30 second timeout that dials through the
+	// server's [Guard]). A client given here must guard its dials itself:
+	// the go-sdk drops its own SSRF checks for a transport that dials
+	// itself.
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now); tests move it.
 	Now func() time.Time
@@ -170,7 +172,14 @@ func New(cfg Config) (*Authorizer, error) {
 		a.name = u.Hostname()
 	}
 	if a.hc == nil {
-		a.hc = &http.Client{Timeout: 30 * time.Second}
+		a.hc = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			// No proxy from the environment: the guard checks the
+			// address connected to, which must be the host itself.
+			Proxy:               nil,
+			DialContext:         NewGuard(server).DialContext,
+			ForceAttemptHTTP2:   true,
+			TLSHandshakeTimeout: 15 * time.Second,
+		}}
 	}
 	if a.now == nil {
 		a.now = time.Now
@@ -551,7 +560,19 @@ func (a *Authorizer) probe(ctx context.Context) (*challenge, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	resp, err := a.hc.Do(req)
+	// The probe is a request to the MCP server: like the session's own
+	// requests, it follows a redirect on the server's origin only.
+	hc := *a.hc
+	hc.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		if len(via) >= 5 {
+			return errors.New("more than 5 redirects")
+		}
+		if !a.sameOrigin(r) {
+			return fmt.Errorf("it redirects to %s://%s, another origin; refused", r.URL.Scheme, r.URL.Host)
+		}
+		return nil
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("reaching %s: %v", a.name, err)
 	}
