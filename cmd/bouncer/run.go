@@ -88,7 +88,7 @@ func cmdRun(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 
-	conn, reach, closeUp, err := startUpstream(ctx, up, dir)
+	conn, reach, closeUp, err := startUpstream(ctx, up, dir, f.sandbox != "off")
 	if err != nil {
 		return failed(err)
 	}
@@ -299,7 +299,7 @@ func badInputIf(err error) error {
 }
 
 // startUpstream starts the command, or dials the remote server.
-func startUpstream(ctx context.Context, up *upstreamSpec, dir string) (proxy.Upstream, upstreamReach, func(), error) {
+func startUpstream(ctx context.Context, up *upstreamSpec, dir string, sandboxed bool) (proxy.Upstream, upstreamReach, func(), error) {
 	if up.remote == nil {
 		proc, err := proxy.Start(up.cmd, os.Stderr)
 		if err != nil {
@@ -308,7 +308,7 @@ func startUpstream(ctx context.Context, up *upstreamSpec, dir string) (proxy.Ups
 		up.proc = proc
 		return proc, upstreamReach{Pid: proc.Pid()}, func() { proc.Stop(stopGrace) }, nil
 	}
-	rem, r, err := dialRemote(ctx, up.remote, dir)
+	rem, r, err := dialRemote(ctx, up.remote, dir, sandboxed)
 	if err != nil {
 		return nil, upstreamReach{}, nil, err
 	}

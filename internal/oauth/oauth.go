@@ -106,6 +106,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now); tests move it.
 	Now func() time.Time
+	// Helper, if set, runs the sign-ins needed once the Authorizer is
+	// sealed (a step-up, a refused refresh), from outside the sandbox;
+	// see [StartHelper]. Nil: those fail with [ErrSignInNeeded].
+	Helper *Helper
 }
 
 // Authorizer holds the sign-in of one server URL. It is safe for
@@ -408,10 +412,12 @@ func (a *Authorizer) doRenew(r renewal) error {
 
 	// One renewal at a time across processes too. A lock that cannot be
 	// had for another reason than contention is done without.
+	release := func() {}
+	defer func() { release() }()
 	if os.MkdirAll(a.store.dir, 0o700) == nil {
 		unlock, err := lockFile(ctx, a.store.lockPath(a.server))
 		if err == nil {
-			defer unlock()
+			release = unlock
 		} else if ctx.Err() != nil {
 			return a.fail(nil, fmt.Errorf("another Bouncer process is signing in to %s; gave up waiting", a.name))
 		}
@@ -451,6 +457,12 @@ func (a *Authorizer) doRenew(r renewal) error {
 	if r.refreshOnly {
 		return a.fail(nil, errors.New("no refreshable token"))
 	}
+	if sealed && a.cfg.Helper != nil {
+		// The helper takes the lock itself.
+		release()
+		release = func() {}
+		return a.signInByHelper(ctx, r)
+	}
 	if sealed {
 		return &Error{kind: ErrSignInNeeded, msg: fmt.Sprintf(
 			"oauth: %s needs a new sign-in, which Bouncer cannot run once it is sandboxed; restart it (the sign-in runs at startup, before the sandbox) or run it with --sandbox off", a.name)}
@@ -458,6 +470,29 @@ func (a *Authorizer) doRenew(r renewal) error {
 	if err := a.signIn(ctx, r.ch); err != nil {
 		return a.fail(ErrSignInFailed, err)
 	}
+	return nil
+}
+
+// signInByHelper has the sign-in helper run the sign-in r needs, and
+// takes the tokens it kept.
+func (a *Authorizer) signInByHelper(ctx context.Context, r renewal) error {
+	var scopes []string
+	if r.ch.stepUp() {
+		scopes = r.ch.scopes
+	}
+	if err := a.cfg.Helper.signIn(ctx, r.ch.stepUp(), scopes); err != nil {
+		return a.fail(ErrSignInFailed, fmt.Errorf("signing in to %s again: %v", a.name, strings.TrimPrefix(err.Error(), "oauth: ")))
+	}
+	rec, err := a.store.load(a.server)
+	if err != nil {
+		return a.fail(ErrSignInFailed, err)
+	}
+	if rec == nil || rec.Token == nil {
+		return a.fail(ErrSignInFailed, fmt.Errorf("the sign-in to %s kept no token", a.name))
+	}
+	a.mu.Lock()
+	a.adopt(rec)
+	a.mu.Unlock()
 	return nil
 }
 
