@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/oauth"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
+	"github.com/bouncer-mcp/bouncer/internal/unixshim"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
@@ -160,21 +163,143 @@ func originHostPort(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), port)
 }
 
-// addHeaders adds --header "Name: value" flags to h. A bad flag is named
-// by its position, never by its value, which may be a token.
-func addHeaders(h http.Header, flags []string) error {
+// addHeaders adds --header "Name: value" flags to h, each ${VAR} in a
+// value replaced by the variable from lookup (an unset one is an error,
+// never an empty credential), as audit_ship.headers in a trust file is
+// expanded. A bad flag is named by its position, never by its value,
+// which may be a token. A value that looks like a credential and is
+// written on the command line itself (where any user of the machine can
+// read it, in ps or /proc) is warned about.
+func addHeaders(h http.Header, flags []string, lookup func(string) (string, bool)) error {
 	for i, f := range flags {
-		name, value, ok := strings.Cut(f, ":")
+		name, raw, ok := strings.Cut(f, ":")
 		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") {
+		if !ok || !validHeaderName(name) {
 			return fmt.Errorf("--header #%d: give it as \"Name: value\"", i+1)
+		}
+		value, missing := expandEnv(strings.TrimSpace(raw), lookup)
+		if missing != "" {
+			return fmt.Errorf("--header #%d (%s): ${%s} is not set in the environment; set it where bouncer is started", i+1, name, missing)
 		}
 		if strings.ContainsAny(value, "\r\n") {
 			return fmt.Errorf("--header #%d (%s): the value has a line break", i+1, name)
 		}
+		if argvCredential(name, raw) {
+			errorf("warning: --header #%d (%s) puts a credential on the command line, where any user of this machine can read it; "+
+				"keep it in a file (--header-file FILE, mode 0600) or in the environment (--header '%s: ${VAR}', in single quotes so that bouncer, not the shell, expands it)", i+1, name, name)
+		}
+		h.Add(name, value)
+	}
+	return nil
+}
+
+// headerFileMax bounds a --header-file.
+const headerFileMax = 64 << 10
+
+// addHeaderFile adds the headers of a --header-file to h: one "Name:
+// value" a line; blank lines and lines starting with # are skipped. The
+// values are taken as written (no ${VAR}: the file is where the secret
+// lives). The file must be a regular file of this user that nobody else
+// may read or write (mode 0600 or stricter), as ssh asks of a private
+// key: it holds credentials. Errors name the file and line, never a value.
+func addHeaderFile(h http.Header, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--header-file: %v", err)
+	}
+	defer f.Close()
+	var st unixshim.Stat_t
+	if err := unixshim.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("--header-file %s: %v", path, err)
+	}
+	if err := secretFileMode(path, uint32(st.Mode), int(st.Uid), os.Geteuid()); err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, headerFileMax+1))
+	if err != nil {
+		return fmt.Errorf("--header-file %s: %v", path, err)
+	}
+	if len(data) > headerFileMax {
+		return fmt.Errorf("--header-file %s: larger than %d KiB; it holds headers only", path, headerFileMax>>10)
+	}
+	for n, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || !validHeaderName(name) {
+			return fmt.Errorf("%s:%d: give each header as \"Name: value\"", path, n+1)
+		}
+		if strings.ContainsAny(value, "\r\x00") {
+			return fmt.Errorf("%s:%d (%s): the value has a control character", path, n+1, name)
+		}
 		h.Add(name, strings.TrimSpace(value))
 	}
 	return nil
+}
+
+// secretFileMode refuses a file that is not a regular file owned by uid
+// me, or that its group or others may read or write.
+func secretFileMode(path string, mode uint32, owner, me int) error {
+	switch {
+	case mode&unixshim.S_IFMT != unixshim.S_IFREG:
+		return fmt.Errorf("--header-file %s: not a regular file", path)
+	case owner != me:
+		return fmt.Errorf("--header-file %s: owned by uid %d, not by this user (uid %d); it holds credentials, so it must be yours", path, owner, me)
+	case mode&0o077 != 0:
+		return fmt.Errorf("--header-file %s: mode %04o lets others read or write it; it holds credentials: chmod 600 %s", path, mode&0o777, path)
+	}
+	return nil
+}
+
+// validHeaderName reports whether name is an HTTP field name (RFC 9110
+// token).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// envRef is a ${VAR} reference, as audit_ship.headers writes it.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandEnv replaces each ${VAR} of s; missing names the first unset one.
+func expandEnv(s string, lookup func(string) (string, bool)) (out, missing string) {
+	out = envRef.ReplaceAllStringFunc(s, func(m string) string {
+		v, ok := lookup(m[2 : len(m)-1])
+		if !ok && missing == "" {
+			missing = m[2 : len(m)-1]
+		}
+		return v
+	})
+	return out, missing
+}
+
+// credentialName matches header names that carry credentials.
+var credentialName = regexp.MustCompile(`(?i)^(authorization|proxy-authorization|cookie)$|token|key|secret|passw|auth|session|credential`)
+
+// authScheme is an Authorization value's scheme word.
+var authScheme = regexp.MustCompile(`(?i)^(bearer|basic|token|digest)$`)
+
+// argvCredential reports whether the --header value raw (as written on
+// the command line, before expansion) holds a credential written out: a
+// credential header's value, or a "Bearer …"/"Basic …" value, other than
+// ${VAR} references and the scheme word.
+func argvCredential(name, raw string) bool {
+	words := strings.Fields(envRef.ReplaceAllString(raw, ""))
+	if len(words) == 0 || (len(words) == 1 && authScheme.MatchString(words[0])) {
+		return false
+	}
+	return credentialName.MatchString(name) || (len(words) >= 2 && authScheme.MatchString(words[0]))
 }
 
 // remoteName is the default --name of a remote upstream: its host name.

@@ -864,9 +864,9 @@ func (r *Remote) unauthorized(resp *http.Response) string {
 	}
 	challenge := resp.Header.Get("WWW-Authenticate")
 	if strings.HasPrefix(strings.ToLower(challenge), "bearer") {
-		return fmt.Sprintf("the remote server at %s asks for OAuth (401 Unauthorized, WWW-Authenticate: %s), and bouncer could not sign in to it (bouncer's stderr says why); give a token with --header \"Authorization: Bearer ${TOKEN}\" (or the entry's headers)", where, r.redact(challenge))
+		return fmt.Sprintf("the remote server at %s asks for OAuth (401 Unauthorized, WWW-Authenticate: %s), and bouncer could not sign in to it (bouncer's stderr says why); give a token with --header-file FILE (a line \"Authorization: Bearer TOKEN\", mode 0600), with --header 'Authorization: Bearer ${TOKEN}' (bouncer expands it), or in the entry's headers", where, r.redact(challenge))
 	}
-	return fmt.Sprintf("the remote server at %s asks for credentials (401 Unauthorized); give them with --header (or the entry's headers)", where)
+	return fmt.Sprintf("the remote server at %s asks for credentials (401 Unauthorized); give them with --header-file FILE (mode 0600), --header 'Name: ${VAR}' (bouncer expands it), or in the entry's headers", where)
 }
 
 // originOf is u's origin as a browser compares it: scheme and host in
