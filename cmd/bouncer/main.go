@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bouncer-mcp/bouncer/internal/oauth"
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 )
 
@@ -71,9 +72,11 @@ func dispatch(args []string) int {
 }
 
 // hiddenCommands are internal entry points, not listed in help: the
-// sandbox launcher that bouncer run re-executes itself as.
+// sandbox launcher and the OAuth sign-in helper that bouncer run
+// re-executes itself as.
 var hiddenCommands = map[string]func(args []string) int{
 	sandbox.LauncherName: sandbox.RunLauncher,
+	oauth.HelperName:     oauth.RunHelper,
 }
 
 func usage(w io.Writer) {

@@ -2,15 +2,24 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/oauth"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
+	"github.com/bouncer-mcp/bouncer/internal/unixshim"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // upstreamReach is what the sandboxed proxy must still reach of its
@@ -19,7 +28,7 @@ type upstreamReach struct {
 	// Pid is a stdio upstream's process (and group) ID; 0 for a remote one.
 	Pid int
 	// Ports are the TCP ports a remote upstream is reached on (the
-	// server's, and its authorizer's origins).
+	// server's, and its OAuth token endpoint's).
 	Ports []uint16
 	// Remote is true for a remote upstream: the proxy keeps TCP connect.
 	Remote bool
@@ -31,75 +40,266 @@ type upstreamReach struct {
 
 // dialRemote pins the server's origin (its name resolved now, before the
 // sandbox), lets the OAuth client in if there is one, and prepares the
-// session.
-func dialRemote(ctx context.Context, cfg *proxy.RemoteConfig, stateDir string) (*proxy.Remote, upstreamReach, error) {
+// session. sandboxed says whether the proxy will confine itself (and seal
+// the OAuth client).
+func dialRemote(ctx context.Context, cfg *proxy.RemoteConfig, stateDir string, sandboxed bool) (*proxy.Remote, upstreamReach, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, upstreamReach{}, fmt.Errorf("--url: give the server's MCP endpoint as an http:// or https:// URL")
 	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	pins := proxy.NewPins()
-	if err := pins.Add(ctx, net.JoinHostPort(u.Hostname(), port)); err != nil {
+	// The session reaches the server's origin and nothing else: not the
+	// authorization server, whose answers it never needs.
+	server := proxy.NewPins()
+	if err := server.Add(ctx, originHostPort(u)); err != nil {
 		return nil, upstreamReach{}, fmt.Errorf("the remote server: %v", err)
 	}
-	cfg.Dial = pins.Dial
+	cfg.Dial = server.Dial
 	cfg.Log = os.Stderr
-	var seal func()
+	reach := upstreamReach{Ports: server.Ports(), Remote: true}
 	if cfg.Headers.Get("Authorization") == "" {
 		// No token given: run the MCP authorization if the server asks
-		// for it, now, before the sandbox. The sign-in may reach the
-		// authorization server's origins; each is pinned as it is dialled,
-		// and the token endpoint stays pinned for refreshes.
-		client := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				if err := pins.Add(ctx, addr); err != nil {
-					return nil, err
-				}
-				return pins.Dial(ctx, network, addr)
-			}}}
-		a, err := oauth.New(oauth.Config{ServerURL: cfg.URL, StateDir: stateDir, Stderr: os.Stderr, HTTPClient: client})
+		// for it, now, before the sandbox.
+		auth, err := signInRemote(ctx, cfg.URL, stateDir, sandboxed)
 		if err != nil {
 			return nil, upstreamReach{}, err
 		}
-		// A sign-in that fails is said, and the session goes on without
-		// OAuth: the server's 401 then answers the client's first request
-		// with what to do instead.
-		if err := a.Ensure(ctx); err != nil {
-			errorf("signing in to the remote server: %v", err)
-		} else {
-			for _, hp := range a.Endpoints() {
-				if err := pins.Add(ctx, hp); err != nil {
-					return nil, upstreamReach{}, fmt.Errorf("authorizing with the remote server: %v", err)
+		if auth != nil {
+			cfg.Auth, reach.Seal = auth.handler, auth.seal
+			for _, p := range auth.ports {
+				if !slices.Contains(reach.Ports, p) {
+					reach.Ports = append(reach.Ports, p)
 				}
 			}
-			cfg.Auth, seal = a.Handler(), a.Seal
 		}
 	}
 	rem, err := proxy.DialRemote(*cfg)
 	if err != nil {
 		return nil, upstreamReach{}, err
 	}
-	return rem, upstreamReach{Ports: pins.Ports(), Remote: true, Seal: seal}, nil
+	return rem, reach, nil
 }
 
-// addHeaders adds --header "Name: value" flags to h. A bad flag is named
-// by its position, never by its value, which may be a token.
-func addHeaders(h http.Header, flags []string) error {
+// remoteAuth is a signed-in OAuth client, as the session uses it.
+type remoteAuth struct {
+	handler auth.OAuthHandler
+	// ports are the TCP ports it still needs once sealed: its token
+	// endpoint's.
+	ports []uint16
+	// seal narrows it to its token endpoint and hands new sign-ins to
+	// the helper (if there is one).
+	seal func()
+}
+
+// signInRemote signs in to the server at serverURL if it asks for OAuth.
+// The sign-in may reach any public host (and hosts of the server's own
+// kind: see oauth.Guard), for discovery, registration and the token.
+// Once sealed, the OAuth client reaches the token endpoint the sign-in
+// pinned and nothing else, and a sign-in the server asks for later (a
+// step-up, a refused refresh) runs in the sign-in helper started here,
+// outside the sandbox. A sign-in that fails is said, and nil is
+// returned: the session goes on without OAuth, and the server's 401 then
+// answers the client's first request with what to do instead.
+func signInRemote(ctx context.Context, serverURL, stateDir string, sandboxed bool) (*remoteAuth, error) {
+	guard := oauth.NewGuard(serverURL)
+	token := proxy.NewPins()
+	token.Check = guard.Check
+	// Loaded now: once sandboxed, the certificate files can't be read.
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		return nil, fmt.Errorf("loading the system's certificates: %w", err)
+	}
+	var sealed atomic.Bool
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		Proxy:             nil, // the guard checks the address dialled: the host's own
+		ForceAttemptHTTP2: true,
+		TLSClientConfig:   &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if sealed.Load() {
+				return token.Dial(ctx, network, addr)
+			}
+			return guard.DialContext(ctx, network, addr)
+		},
+	}}
+	cfg := oauth.Config{ServerURL: serverURL, StateDir: stateDir, Stderr: os.Stderr, HTTPClient: client}
+	if sandboxed {
+		h, err := oauth.StartHelper(cfg)
+		if err != nil {
+			errorf("warning: %v; a sign-in the server asks for during the session will need a restart", err)
+		} else {
+			cfg.Helper = h
+		}
+	}
+	a, err := oauth.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Ensure(ctx); err != nil {
+		errorf("signing in to the remote server: %v", err)
+		if cfg.Helper != nil {
+			cfg.Helper.Close()
+		}
+		return nil, nil
+	}
+	// Endpoints is the server's origin and the token endpoint: the only
+	// hosts the sealed client dials (for a refresh).
+	for _, hp := range a.Endpoints() {
+		if err := token.Add(ctx, hp); err != nil {
+			return nil, fmt.Errorf("authorizing with the remote server: %v", err)
+		}
+	}
+	return &remoteAuth{handler: a.Handler(), ports: token.Ports(), seal: func() {
+		sealed.Store(true)
+		a.Seal()
+	}}, nil
+}
+
+// originHostPort is u's host:port, the port the scheme's default if none
+// is written.
+func originHostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// addHeaders adds --header "Name: value" flags to h, each ${VAR} in a
+// value replaced by the variable from lookup (an unset one is an error,
+// never an empty credential), as audit_ship.headers in a trust file is
+// expanded. A bad flag is named by its position, never by its value,
+// which may be a token. A value that looks like a credential and is
+// written on the command line itself (where any user of the machine can
+// read it, in ps or /proc) is warned about.
+func addHeaders(h http.Header, flags []string, lookup func(string) (string, bool)) error {
 	for i, f := range flags {
-		name, value, ok := strings.Cut(f, ":")
+		name, raw, ok := strings.Cut(f, ":")
 		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") {
+		if !ok || !validHeaderName(name) {
 			return fmt.Errorf("--header #%d: give it as \"Name: value\"", i+1)
+		}
+		value, missing := expandEnv(strings.TrimSpace(raw), lookup)
+		if missing != "" {
+			return fmt.Errorf("--header #%d (%s): ${%s} is not set in the environment; set it where bouncer is started", i+1, name, missing)
 		}
 		if strings.ContainsAny(value, "\r\n") {
 			return fmt.Errorf("--header #%d (%s): the value has a line break", i+1, name)
 		}
+		if argvCredential(name, raw) {
+			errorf("warning: --header #%d (%s) puts a credential on the command line, where any user of this machine can read it; "+
+				"keep it in a file (--header-file FILE, mode 0600) or in the environment (--header '%s: ${VAR}', in single quotes so that bouncer, not the shell, expands it)", i+1, name, name)
+		}
+		h.Add(name, value)
+	}
+	return nil
+}
+
+// headerFileMax bounds a --header-file.
+const headerFileMax = 64 << 10
+
+// addHeaderFile adds the headers of a --header-file to h: one "Name:
+// value" a line; blank lines and lines starting with # are skipped. The
+// values are taken as written (no ${VAR}: the file is where the secret
+// lives). The file must be a regular file of this user that nobody else
+// may read or write (mode 0600 or stricter), as ssh asks of a private
+// key: it holds credentials. Errors name the file and line, never a value.
+func addHeaderFile(h http.Header, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--header-file: %v", err)
+	}
+	defer f.Close()
+	var st unixshim.Stat_t
+	if err := unixshim.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("--header-file %s: %v", path, err)
+	}
+	if err := secretFileMode(path, uint32(st.Mode), int(st.Uid), os.Geteuid()); err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, headerFileMax+1))
+	if err != nil {
+		return fmt.Errorf("--header-file %s: %v", path, err)
+	}
+	if len(data) > headerFileMax {
+		return fmt.Errorf("--header-file %s: larger than %d KiB; it holds headers only", path, headerFileMax>>10)
+	}
+	for n, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || !validHeaderName(name) {
+			return fmt.Errorf("%s:%d: give each header as \"Name: value\"", path, n+1)
+		}
+		if strings.ContainsAny(value, "\r\x00") {
+			return fmt.Errorf("%s:%d (%s): the value has a control character", path, n+1, name)
+		}
 		h.Add(name, strings.TrimSpace(value))
 	}
 	return nil
+}
+
+// secretFileMode refuses a file that is not a regular file owned by uid
+// me, or that its group or others may read or write.
+func secretFileMode(path string, mode uint32, owner, me int) error {
+	switch {
+	case mode&unixshim.S_IFMT != unixshim.S_IFREG:
+		return fmt.Errorf("--header-file %s: not a regular file", path)
+	case owner != me:
+		return fmt.Errorf("--header-file %s: owned by uid %d, not by this user (uid %d); it holds credentials, so it must be yours", path, owner, me)
+	case mode&0o077 != 0:
+		return fmt.Errorf("--header-file %s: mode %04o lets others read or write it; it holds credentials: chmod 600 %s", path, mode&0o777, path)
+	}
+	return nil
+}
+
+// validHeaderName reports whether name is an HTTP field name (RFC 9110
+// token).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// envRef is a ${VAR} reference, as audit_ship.headers writes it.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandEnv replaces each ${VAR} of s; missing names the first unset one.
+func expandEnv(s string, lookup func(string) (string, bool)) (out, missing string) {
+	out = envRef.ReplaceAllStringFunc(s, func(m string) string {
+		v, ok := lookup(m[2 : len(m)-1])
+		if !ok && missing == "" {
+			missing = m[2 : len(m)-1]
+		}
+		return v
+	})
+	return out, missing
+}
+
+// credentialName matches header names that carry credentials.
+var credentialName = regexp.MustCompile(`(?i)^(authorization|proxy-authorization|cookie)$|token|key|secret|passw|auth|session|credential`)
+
+// authScheme is an Authorization value's scheme word.
+var authScheme = regexp.MustCompile(`(?i)^(bearer|basic|token|digest)$`)
+
+// argvCredential reports whether the --header value raw (as written on
+// the command line, before expansion) holds a credential written out: a
+// credential header's value, or a "Bearer …"/"Basic …" value, other than
+// ${VAR} references and the scheme word.
+func argvCredential(name, raw string) bool {
+	words := strings.Fields(envRef.ReplaceAllString(raw, ""))
+	if len(words) == 0 || (len(words) == 1 && authScheme.MatchString(words[0])) {
+		return false
+	}
+	return credentialName.MatchString(name) || (len(words) >= 2 && authScheme.MatchString(words[0]))
 }
 
 // remoteName is the default --name of a remote upstream: its host name.

@@ -31,7 +31,7 @@ import (
 )
 
 const runSynopsis = `bouncer run [--policy FILE]... [--policy-dir DIR] [--name NAME] [--sandbox auto|strict|off] [--trust FILE] [--observe] -- COMMAND [ARG]...
-       bouncer run [--policy FILE]... [--name NAME] --url URL [--header "Name: value"]... [--transport auto|streamable|sse]
+       bouncer run [--policy FILE]... [--name NAME] --url URL [--header-file FILE] [--header 'Name: value']... [--transport auto|streamable|sse]
        bouncer run --config FILE --server NAME [--policy FILE]... [other flags]`
 
 // stopGrace is how long the upstream gets after its stdin closes, and again
@@ -44,7 +44,7 @@ type runFlags struct {
 	configFile, serverName, project string
 	policyDir, remoteURL, transport string
 	observe                         bool
-	policies, headers               multiFlag
+	policies, headers, headerFiles  multiFlag
 	rest                            []string
 }
 
@@ -88,7 +88,7 @@ func cmdRun(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 
-	conn, reach, closeUp, err := startUpstream(ctx, up, dir)
+	conn, reach, closeUp, err := startUpstream(ctx, up, dir, f.sandbox != "off")
 	if err != nil {
 		return failed(err)
 	}
@@ -130,7 +130,8 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.project, "project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
 	fs.StringVar(&f.policyDir, "policy-dir", "", "load the policy set `DIR` holds (bouncer policy pull --dir DIR; default pull location $BOUNCER_HOME/policy) before any --policy file; each of its files must verify under the trust configuration")
 	fs.StringVar(&f.remoteURL, "url", "", "reach the remote MCP server at `URL` (streamable HTTP, or the older HTTP+SSE) instead of starting a command")
-	fs.Var(&f.headers, "header", "with --url: send `\"Name: value\"` with every request (repeatable; values are kept out of logs and messages)")
+	fs.Var(&f.headers, "header", "with --url: send `'Name: value'` with every request (repeatable; values are kept out of logs and messages; ${VAR} is taken from the environment, so quote it for the shell; a credential written out here is visible to other users: use --header-file)")
+	fs.Var(&f.headerFiles, "header-file", "with --url: send the headers of `FILE` (one \"Name: value\" a line; yours, mode 0600) with every request")
 	fs.StringVar(&f.transport, "transport", "", "with --url: `auto` (streamable HTTP, falling back to HTTP+SSE), streamable or sse")
 	if done, err := parseFlags(fs, args); done {
 		return nil, err
@@ -146,8 +147,8 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	default:
 		return nil, usageErr("--transport %q: must be auto, streamable or sse", f.transport)
 	}
-	if f.remoteURL == "" && (len(f.headers) > 0 || f.transport != "") && f.configFile == "" {
-		return nil, usageErr("--header and --transport go with --url (or a --config entry with a url)")
+	if f.remoteURL == "" && (len(f.headers) > 0 || len(f.headerFiles) > 0 || f.transport != "") && f.configFile == "" {
+		return nil, usageErr("--header, --header-file and --transport go with --url (or a --config entry with a url)")
 	}
 	return f, nil
 }
@@ -177,12 +178,12 @@ func (f *runFlags) upstream() (*upstreamSpec, error) {
 			return nil, badInput(err)
 		}
 		up.cmd, up.remote = c, rc
-		if rc == nil && (len(f.headers) > 0 || f.transport != "") {
-			return nil, usageErr("--header and --transport go with a remote server; %q in %s has a command", f.serverName, f.configFile)
+		if rc == nil && (len(f.headers) > 0 || len(f.headerFiles) > 0 || f.transport != "") {
+			return nil, usageErr("--header, --header-file and --transport go with a remote server; %q in %s has a command", f.serverName, f.configFile)
 		}
 		if rc != nil {
-			if err := addHeaders(rc.Headers, f.headers); err != nil {
-				return nil, usageErr("%v", err)
+			if err := f.addHeaders(rc.Headers, base); err != nil {
+				return nil, err
 			}
 			if f.transport != "" {
 				rc.Transport = f.transport
@@ -209,8 +210,8 @@ func (f *runFlags) upstream() (*upstreamSpec, error) {
 			return nil, usageErr("--url: give the server's MCP endpoint as an http:// or https:// URL")
 		}
 		up.remote = &proxy.RemoteConfig{URL: f.remoteURL, Headers: http.Header{}, Transport: f.transport}
-		if err := addHeaders(up.remote.Headers, f.headers); err != nil {
-			return nil, usageErr("%v", err)
+		if err := f.addHeaders(up.remote.Headers, ""); err != nil {
+			return nil, err
 		}
 		if f.name == "" {
 			f.name = remoteName(f.remoteURL)
@@ -224,6 +225,24 @@ func (f *runFlags) upstream() (*upstreamSpec, error) {
 		}
 	}
 	return up, nil
+}
+
+// addHeaders adds the --header-file and --header flags to h, in that
+// order. A relative --header-file is relative to base ("" for the
+// working directory), as a relative --policy is.
+func (f *runFlags) addHeaders(h http.Header, base string) error {
+	for _, p := range f.headerFiles {
+		if base != "" && !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		if err := addHeaderFile(h, p); err != nil {
+			return badInput(err)
+		}
+	}
+	if err := addHeaders(h, f.headers, os.LookupEnv); err != nil {
+		return usageErr("%v", err)
+	}
+	return nil
 }
 
 // loadPolicy loads the trust configuration and the policy (an installed
@@ -299,7 +318,7 @@ func badInputIf(err error) error {
 }
 
 // startUpstream starts the command, or dials the remote server.
-func startUpstream(ctx context.Context, up *upstreamSpec, dir string) (proxy.Upstream, upstreamReach, func(), error) {
+func startUpstream(ctx context.Context, up *upstreamSpec, dir string, sandboxed bool) (proxy.Upstream, upstreamReach, func(), error) {
 	if up.remote == nil {
 		proc, err := proxy.Start(up.cmd, os.Stderr)
 		if err != nil {
@@ -308,7 +327,7 @@ func startUpstream(ctx context.Context, up *upstreamSpec, dir string) (proxy.Ups
 		up.proc = proc
 		return proc, upstreamReach{Pid: proc.Pid()}, func() { proc.Stop(stopGrace) }, nil
 	}
-	rem, r, err := dialRemote(ctx, up.remote, dir)
+	rem, r, err := dialRemote(ctx, up.remote, dir, sandboxed)
 	if err != nil {
 		return nil, upstreamReach{}, nil, err
 	}

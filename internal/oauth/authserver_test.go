@@ -1,11 +1,13 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -47,6 +49,7 @@ type testAS struct {
 	hostile     bool     // error answers echo the request (secrets included)
 	refuseCodes bool     // every authorization code is refused
 	lastForms   []url.Values
+	tokenSrv    *httptest.Server // the token endpoint's own origin (splitToken), or nil
 }
 
 type asClient struct {
@@ -89,6 +92,24 @@ func newTestAS(t *testing.T) *testAS {
 
 func (as *testAS) URL() string { return as.srv.URL }
 
+// tokenURL is the token endpoint the metadata names.
+func (as *testAS) tokenURL() string {
+	if as.tokenSrv != nil {
+		return as.tokenSrv.URL + "/token"
+	}
+	return as.URL() + "/token"
+}
+
+// splitToken moves the token endpoint to an origin of its own (as many
+// providers have it): the metadata, the registration and the
+// authorization endpoint stay where they are.
+func (as *testAS) splitToken() {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /token", as.token)
+	as.tokenSrv = httptest.NewServer(mux)
+	as.t.Cleanup(as.tokenSrv.Close)
+}
+
 func (as *testAS) count(k string) int {
 	as.mu.Lock()
 	defer as.mu.Unlock()
@@ -107,7 +128,7 @@ func (as *testAS) metadata(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, &oauthex.AuthServerMeta{
 		Issuer:                                     as.URL(),
 		AuthorizationEndpoint:                      as.URL() + "/authorize",
-		TokenEndpoint:                              as.URL() + "/token",
+		TokenEndpoint:                              as.tokenURL(),
 		RegistrationEndpoint:                       as.URL() + "/register",
 		ScopesSupported:                            as.scopes,
 		ResponseTypesSupported:                     []string{"code"},
@@ -375,6 +396,48 @@ func newTestRS(t *testing.T, as *testAS, scopes []string) *testRS {
 		})(h)
 		mux.Handle(path, protected)
 	}
+	return rs
+}
+
+// newStepUpRS is a testRS whose tools/call needs the scope mcp:write
+// while everything else needs mcp:read: its 401 asks for mcp:read, and a
+// call made with that alone is answered 403 with error="insufficient_scope"
+// and the scopes it needs (the MCP spec's step-up authorization).
+func newStepUpRS(t *testing.T, as *testAS) *testRS {
+	rs := &testRS{}
+	mux := http.NewServeMux()
+	rs.srv = httptest.NewServer(mux)
+	t.Cleanup(rs.srv.Close)
+	rs.URL = rs.srv.URL + "/mcp"
+	server := mcp.NewServer(&mcp.Implementation{Name: "remote", Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	prmURL := rs.srv.URL + "/.well-known/oauth-protected-resource/mcp"
+	mux.Handle("GET /.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:             rs.URL,
+		AuthorizationServers: []string{as.URL()},
+		ScopesSupported:      []string{"mcp:read", "mcp:write"},
+	}))
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	stepUp := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if strings.Contains(string(body), `"tools/call"`) && !slices.Contains(auth.TokenInfoFromContext(r.Context()).Scopes, "mcp:write") {
+				w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="mcp:read mcp:write", resource_metadata="`+prmURL+`"`)
+				http.Error(w, "insufficient scope", http.StatusForbidden)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+	mux.Handle("/mcp", auth.RequireBearerToken(as.verify(rs.URL), &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: prmURL,
+		Scopes:              []string{"mcp:read"},
+	})(stepUp))
 	return rs
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -22,14 +23,27 @@ import (
 //   - client: an MCP client as `bouncer run --url` builds it (the
 //     go-sdk's streamable transport over this package's RoundTripper),
 //     for the conformance suite's client mode.
+//   - bouncer-client: an MCP client that starts the real `bouncer run
+//     --url` (built by buildBouncer, in BOUNCER_TEST_BIN) on stdio,
+//     sandboxed, for the conformance suite's client mode.
+//   - the sign-in helper, when StartHelper re-executes it (HelperName).
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == HelperName {
+		os.Exit(RunHelper(os.Args[2:]))
+	}
 	switch os.Getenv("BOUNCER_OAUTH_ROLE") {
 	case "browser":
 		os.Exit(fakeBrowser(os.Args[1:]))
 	case "client":
-		os.Exit(conformanceClient(os.Args[1:]))
+		os.Exit(conformanceClient(os.Args[1:], runConformanceClient))
+	case "bouncer-client":
+		os.Exit(conformanceClient(os.Args[1:], runBouncerClient))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
 }
 
 func fakeBrowser(args []string) int {
@@ -57,12 +71,12 @@ func fakeBrowser(args []string) int {
 // conformanceClient is the client the conformance suite starts with the
 // server URL as its argument, the scenario in MCP_CONFORMANCE_SCENARIO
 // and its context (pre-registered credentials) in MCP_CONFORMANCE_CONTEXT.
-func conformanceClient(args []string) int {
+func conformanceClient(args []string, run func(serverURL string) error) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "conformance client: want the server URL")
 		return 2
 	}
-	if err := runConformanceClient(args[0]); err != nil {
+	if err := run(args[0]); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance client:", err)
 		return 1
 	}
@@ -109,6 +123,40 @@ func runConformanceClient(serverURL string) error {
 	}
 	if _, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "test-tool", Arguments: map[string]any{}}); err != nil {
 		return fmt.Errorf("tools/call: %w", err)
+	}
+	return nil
+}
+
+// runBouncerClient is the client a user's MCP client is to bouncer: it
+// starts `bouncer run --url` with the sandbox on and speaks MCP to it on
+// stdio; bouncer does the authorization. The suite's checks then hold
+// for bouncer run as it ships: sign-in before the sandbox, the session
+// and any later sign-in (a step-up) after it.
+func runBouncerClient(serverURL string) error {
+	home, err := os.MkdirTemp("", "bouncer-oauth-run-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(home)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	cmd := exec.Command(os.Getenv("BOUNCER_TEST_BIN"), "run", "--home", home, "--sandbox", "auto", "--url", serverURL)
+	cmd.Stderr = os.Stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "bouncer-test", Version: "test"}, nil)
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer session.Close()
+	if _, err := session.ListTools(ctx, nil); err != nil {
+		return fmt.Errorf("tools/list: %w", err)
+	}
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "test-tool", Arguments: map[string]any{}})
+	if err != nil {
+		return fmt.Errorf("tools/call: %w", err)
+	}
+	if res.IsError {
+		return fmt.Errorf("tools/call answered an error: %+v", res.Content)
 	}
 	return nil
 }

@@ -99,11 +99,17 @@ type Config struct {
 	// reported on Stderr and is never fatal: the URL is printed anyway.
 	OpenBrowser func(url string) error
 	// HTTPClient makes the discovery, registration and token requests
-	// (default: one with a 30 second timeout). The go-sdk applies its own
-	// SSRF checks to discovery when its Transport is an *http.Transport.
+	// (default: one with a 30 second timeout that dials through the
+	// server's [Guard]). A client given here must guard its dials itself:
+	// the go-sdk drops its own SSRF checks for a transport that dials
+	// itself.
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now); tests move it.
 	Now func() time.Time
+	// Helper, if set, runs the sign-ins needed once the Authorizer is
+	// sealed (a step-up, a refused refresh), from outside the sandbox;
+	// see [StartHelper]. Nil: those fail with [ErrSignInNeeded].
+	Helper *Helper
 }
 
 // Authorizer holds the sign-in of one server URL. It is safe for
@@ -170,7 +176,14 @@ func New(cfg Config) (*Authorizer, error) {
 		a.name = u.Hostname()
 	}
 	if a.hc == nil {
-		a.hc = &http.Client{Timeout: 30 * time.Second}
+		a.hc = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			// No proxy from the environment: the guard checks the
+			// address connected to, which must be the host itself.
+			Proxy:               nil,
+			DialContext:         NewGuard(server).DialContext,
+			ForceAttemptHTTP2:   true,
+			TLSHandshakeTimeout: 15 * time.Second,
+		}}
 	}
 	if a.now == nil {
 		a.now = time.Now
@@ -399,10 +412,12 @@ func (a *Authorizer) doRenew(r renewal) error {
 
 	// One renewal at a time across processes too. A lock that cannot be
 	// had for another reason than contention is done without.
+	release := func() {}
+	defer func() { release() }()
 	if os.MkdirAll(a.store.dir, 0o700) == nil {
 		unlock, err := lockFile(ctx, a.store.lockPath(a.server))
 		if err == nil {
-			defer unlock()
+			release = unlock
 		} else if ctx.Err() != nil {
 			return a.fail(nil, fmt.Errorf("another Bouncer process is signing in to %s; gave up waiting", a.name))
 		}
@@ -442,6 +457,12 @@ func (a *Authorizer) doRenew(r renewal) error {
 	if r.refreshOnly {
 		return a.fail(nil, errors.New("no refreshable token"))
 	}
+	if sealed && a.cfg.Helper != nil {
+		// The helper takes the lock itself.
+		release()
+		release = func() {}
+		return a.signInByHelper(ctx, r)
+	}
 	if sealed {
 		return &Error{kind: ErrSignInNeeded, msg: fmt.Sprintf(
 			"oauth: %s needs a new sign-in, which Bouncer cannot run once it is sandboxed; restart it (the sign-in runs at startup, before the sandbox) or run it with --sandbox off", a.name)}
@@ -449,6 +470,29 @@ func (a *Authorizer) doRenew(r renewal) error {
 	if err := a.signIn(ctx, r.ch); err != nil {
 		return a.fail(ErrSignInFailed, err)
 	}
+	return nil
+}
+
+// signInByHelper has the sign-in helper run the sign-in r needs, and
+// takes the tokens it kept.
+func (a *Authorizer) signInByHelper(ctx context.Context, r renewal) error {
+	var scopes []string
+	if r.ch.stepUp() {
+		scopes = r.ch.scopes
+	}
+	if err := a.cfg.Helper.signIn(ctx, r.ch.stepUp(), scopes); err != nil {
+		return a.fail(ErrSignInFailed, fmt.Errorf("signing in to %s again: %v", a.name, strings.TrimPrefix(err.Error(), "oauth: ")))
+	}
+	rec, err := a.store.load(a.server)
+	if err != nil {
+		return a.fail(ErrSignInFailed, err)
+	}
+	if rec == nil || rec.Token == nil {
+		return a.fail(ErrSignInFailed, fmt.Errorf("the sign-in to %s kept no token", a.name))
+	}
+	a.mu.Lock()
+	a.adopt(rec)
+	a.mu.Unlock()
 	return nil
 }
 
@@ -551,7 +595,19 @@ func (a *Authorizer) probe(ctx context.Context) (*challenge, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	resp, err := a.hc.Do(req)
+	// The probe is a request to the MCP server: like the session's own
+	// requests, it follows a redirect on the server's origin only.
+	hc := *a.hc
+	hc.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		if len(via) >= 5 {
+			return errors.New("more than 5 redirects")
+		}
+		if !a.sameOrigin(r) {
+			return fmt.Errorf("it redirects to %s://%s, another origin; refused", r.URL.Scheme, r.URL.Host)
+		}
+		return nil
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("reaching %s: %v", a.name, err)
 	}

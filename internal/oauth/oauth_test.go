@@ -686,3 +686,76 @@ func TestTwoProcessesRefreshOnce(t *testing.T) {
 		t.Errorf("%d sign-ins, want 1", n)
 	}
 }
+
+// Once sealed, an Authorizer with a sign-in helper has the helper (this
+// test binary, re-executed as bouncer run re-executes itself) run the
+// sign-ins the server asks for: the step-up of a 403
+// insufficient_scope, for the scopes granted and the ones it names, and
+// a new sign-in after a refused refresh. The request is then sent again
+// with the helper's token.
+func TestSealedSignInByHelper(t *testing.T) {
+	f := newFixture(t)
+	f.rs = newStepUpRS(t, f.as)
+	cfg := f.config()
+	h, err := StartHelper(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	cfg.Helper = h
+	a := f.authorizer(cfg)
+	if err := a.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.Seal()
+	if err := session(t, a, f.rs.URL); err != nil {
+		t.Fatalf("step-up: %v\n%s", err, f.stderr)
+	}
+	opened := f.openedURLs()
+	if len(opened) != 2 {
+		t.Fatalf("browser opened %d times, want 2", len(opened))
+	}
+	u, _ := url.Parse(opened[1])
+	if s := u.Query().Get("scope"); !strings.Contains(s, "mcp:write") || !strings.Contains(s, "mcp:read") {
+		t.Errorf("step-up scope %q", s)
+	}
+	// The refresh token is refused: the helper signs in again, for what
+	// the 401 asks (as a sign-in at startup would), and then steps up
+	// again for the call.
+	f.as.revoke(true)
+	if err := session(t, a, f.rs.URL); err != nil {
+		t.Fatalf("after a refused refresh: %v\n%s", err, f.stderr)
+	}
+	if n := len(f.openedURLs()); n != 4 {
+		t.Errorf("browser opened %d times, want 4", n)
+	}
+	f.noSecrets("stderr", f.stderr.String())
+}
+
+// The helper takes nothing but scope tokens from the proxy.
+func TestCheckScopes(t *testing.T) {
+	long := strings.Repeat("s", scopeTokenMax+1)
+	many := make([]string, helperScopeMax+1)
+	for i := range many {
+		many[i] = "s"
+	}
+	for _, c := range []struct {
+		scopes []string
+		ok     bool
+	}{
+		{nil, true},
+		{[]string{"mcp:read", "https://graph.example/.default", "a!#[]~"}, true},
+		{[]string{""}, false},
+		{[]string{"two words"}, false},
+		{[]string{`quo"te`}, false},
+		{[]string{`back\slash`}, false},
+		{[]string{"new\nline"}, false},
+		{[]string{"ümlaut"}, false},
+		{[]string{long}, false},
+		{many, false},
+	} {
+		if err := checkScopes(c.scopes); (err == nil) != c.ok {
+			t.Errorf("%q: %v", c.scopes, err)
+		}
+	}
+}

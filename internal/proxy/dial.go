@@ -17,6 +17,11 @@ import (
 // and read no /etc/resolv.conf), and Landlock only knows ports: Pins is
 // what keeps it to the hosts it was given.
 type Pins struct {
+	// Check, if set, vets each address a name resolves to: Add refuses
+	// to pin one it refuses (an OAuth token endpoint that resolves to a
+	// private address, say).
+	Check func(ctx context.Context, addr netip.Addr) error
+
 	mu    sync.Mutex
 	addrs map[string][]netip.Addr // by normalized host:port
 }
@@ -47,6 +52,13 @@ func (p *Pins) Add(ctx context.Context, hostport string) error {
 	}
 	if len(addrs) == 0 {
 		return fmt.Errorf("resolving %s: no addresses", host)
+	}
+	if p.Check != nil {
+		for _, a := range addrs {
+			if err := p.Check(ctx, a); err != nil {
+				return err
+			}
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -92,6 +92,7 @@ type Remote struct {
 	cfg     RemoteConfig
 	client  *http.Client
 	secrets []string
+	origin  string // scheme://host:port of cfg.URL, the one place requests go
 
 	ctx    context.Context // the session's life; Close cancels it
 	cancel context.CancelFunc
@@ -165,6 +166,7 @@ func DialRemote(cfg RemoteConfig) (*Remote, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Remote{
 		cfg:     cfg,
+		origin:  originOf(u),
 		secrets: secretsOf(cfg),
 		ctx:     ctx,
 		cancel:  cancel,
@@ -775,6 +777,13 @@ var reservedHeaders = map[string]bool{
 
 func (t *remoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := t.r
+	if o := originOf(req.URL); o != r.origin {
+		// The headers and the bearer token are for the server at --url.
+		// Another origin is refused before anything is added or sent: an
+		// HTTP+SSE server's endpoint event names the URL messages are
+		// posted to, and a hostile one may name any host.
+		return nil, fmt.Errorf("refused to send to %s: it is another origin than --url's (%s), and the session's credentials go to that one only; an HTTP+SSE server whose endpoint event names another host is not supported", o, r.origin)
+	}
 	req = req.Clone(req.Context())
 	for k, vs := range r.cfg.Headers {
 		if !reservedHeaders[http.CanonicalHeaderKey(k)] {
@@ -852,9 +861,23 @@ func (r *Remote) unauthorized(resp *http.Response) string {
 	}
 	challenge := resp.Header.Get("WWW-Authenticate")
 	if strings.HasPrefix(strings.ToLower(challenge), "bearer") {
-		return fmt.Sprintf("the remote server at %s asks for OAuth (401 Unauthorized, WWW-Authenticate: %s), and bouncer could not sign in to it (bouncer's stderr says why); give a token with --header \"Authorization: Bearer ${TOKEN}\" (or the entry's headers)", where, r.redact(challenge))
+		return fmt.Sprintf("the remote server at %s asks for OAuth (401 Unauthorized, WWW-Authenticate: %s), and bouncer could not sign in to it (bouncer's stderr says why); give a token with --header-file FILE (a line \"Authorization: Bearer TOKEN\", mode 0600), with --header 'Authorization: Bearer ${TOKEN}' (bouncer expands it), or in the entry's headers", where, r.redact(challenge))
 	}
-	return fmt.Sprintf("the remote server at %s asks for credentials (401 Unauthorized); give them with --header (or the entry's headers)", where)
+	return fmt.Sprintf("the remote server at %s asks for credentials (401 Unauthorized); give them with --header-file FILE (mode 0600), --header 'Name: ${VAR}' (bouncer expands it), or in the entry's headers", where)
+}
+
+// originOf is u's origin as a browser compares it: scheme and host in
+// lower case, the port always written (the scheme's default if none).
+func originOf(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), port)
 }
 
 // ---- secrets ----

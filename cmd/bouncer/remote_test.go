@@ -1,0 +1,101 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bouncer-mcp/bouncer/internal/unixshim"
+)
+
+// A credential written out on the command line is told apart from a
+// ${VAR} reference and from a header that carries none.
+func TestArgvCredential(t *testing.T) {
+	for _, c := range []struct {
+		name, raw string
+		want      bool
+	}{
+		{"Authorization", "Bearer abc.def", true},
+		{"Authorization", "Bearer ${TOKEN}", false},
+		{"Authorization", "${AUTH}", false},
+		{"Authorization", "Basic dXNlcjpwYXNz", true},
+		{"authorization", "abc", true},
+		{"Proxy-Authorization", "Basic x", true},
+		{"Cookie", "session=abc", true},
+		{"X-Api-Key", "k-123", true},
+		{"X-API-KEY", "${KEY}", false},
+		{"Private-Token", "glpat-xyz", true},
+		{"X-Client-Secret", "s", true},
+		{"X-Auth", "abc", true},
+		{"X-Custom", "Bearer abc", true},
+		{"X-Custom", "token abc", true},
+		{"X-Team", "blue", false},
+		{"Accept-Language", "en", false},
+		{"X-Trace", "Bearer", false},
+		{"Authorization", "Bearer ${A}${B}", false},
+		{"Authorization", "", false},
+	} {
+		if got := argvCredential(c.name, c.raw); got != c.want {
+			t.Errorf("%s: %q: %v, want %v", c.name, c.raw, got, c.want)
+		}
+	}
+}
+
+func TestExpandEnvHeaders(t *testing.T) {
+	env := map[string]string{"TOKEN": "t0k", "EMPTY": ""}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	h := http.Header{}
+	if err := addHeaders(h, []string{"Authorization: Bearer ${TOKEN}", "X-E: a${EMPTY}b", "X-Lit: $TOKEN {TOKEN}"}, lookup); err != nil {
+		t.Fatal(err)
+	}
+	if h.Get("Authorization") != "Bearer t0k" || h.Get("X-E") != "ab" || h.Get("X-Lit") != "$TOKEN {TOKEN}" {
+		t.Fatalf("headers %v", h)
+	}
+	for _, c := range []struct{ flag, want string }{
+		{"Authorization: Bearer ${NOPE}", "--header #1 (Authorization): ${NOPE} is not set"},
+		{"Bad Name: x", "--header #1: give it as"},
+		{"X-Nl: ${NL}", "the value has a line break"},
+		{"no colon s3cr3t", "--header #1: give it as"},
+	} {
+		env["NL"] = "a\nb"
+		err := addHeaders(http.Header{}, []string{c.flag}, lookup)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("%q: %v, want %q", c.flag, err, c.want)
+		}
+	}
+}
+
+// A --header-file is refused unless it is a regular file of this user
+// that nobody else may read or write.
+func TestSecretFileMode(t *testing.T) {
+	reg := uint32(unixshim.S_IFREG)
+	for _, c := range []struct {
+		mode       uint32
+		owner, me  int
+		wantPrefix string // "" = accepted
+	}{
+		{reg | 0o600, 1000, 1000, ""},
+		{reg | 0o400, 1000, 1000, ""},
+		{reg | 0o640, 1000, 1000, "mode 0640 lets others"},
+		{reg | 0o604, 1000, 1000, "mode 0604 lets others"},
+		{reg | 0o620, 1000, 1000, "mode 0620 lets others"},
+		{reg | 0o600, 0, 1000, "owned by uid 0, not by this user"},
+		{0o040000 | 0o700, 1000, 1000, "not a regular file"},
+	} {
+		err := secretFileMode("h.txt", c.mode, c.owner, c.me)
+		if (c.wantPrefix == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.wantPrefix)) {
+			t.Errorf("mode %o owner %d: %v, want %q", c.mode, c.owner, err, c.wantPrefix)
+		}
+	}
+}
+
+func TestValidHeaderName(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"Authorization": true, "X-Api-Key": true, "x_custom.1~": true,
+		"": false, "Bad Name": false, "Na:me": false, "Ünicode": false, "a\tb": false, "(x)": false,
+	} {
+		if validHeaderName(name) != ok {
+			t.Errorf("%q: want %v", name, ok)
+		}
+	}
+}
