@@ -43,6 +43,10 @@ type Tool struct {
 	// don't name (implicit_destination): a reply goes to the sender of
 	// the message it answers, whoever that is.
 	Implicit Implicit
+	// SinkKinds maps sink arguments to the kind of directory entry they
+	// name (sink_kinds: {channel: channel}): a whole entry of a directory
+	// of that kind vouches for such an argument's value.
+	SinkKinds map[string]string
 	// WriteParams names the arguments that carry paths to confine.
 	WriteParams []string
 	// AllowedPathPrefixes are absolute, cleaned prefixes (relative ones in a
@@ -65,6 +69,11 @@ type Tool struct {
 	// and in no untrusted output, is allowed. Its output is not recorded as
 	// untrusted.
 	TrustedOutput bool
+	// Directory names the kind of entry the tool lists (directory:
+	// channel): each whole entry of its output vouches for arguments of
+	// that kind (SinkKinds), and for nothing else. Its output is still
+	// recorded as untrusted.
+	Directory string
 	// Source says where the entry came from, for reasons and reports:
 	// "pack gmail", "/abs/bouncer.yaml:12", or "fallback".
 	Source string

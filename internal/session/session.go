@@ -35,6 +35,7 @@ type Session struct {
 	untrusted map[string]*taint.Store // by server
 	trusted   *vouchSet               // what trusted output named
 	prompts   *vouchSet               // what the user typed
+	dirs      *vouchSet               // the entries of directories, by kind
 	probe     *taint.Store            // any store with the key: makes probes
 
 	disk       *shared     // nil: this process's memory only
@@ -57,6 +58,7 @@ func newWithKey(key [taint.KeySize]byte) *Session {
 		untrusted: map[string]*taint.Store{},
 		trusted:   newVouchSet(key),
 		prompts:   newVouchSet(key),
+		dirs:      newVouchSet(key),
 		probe:     taint.NewStoreWithKey(key),
 	}
 }
@@ -68,6 +70,7 @@ const (
 	kindUntrusted = 'o'
 	kindTrusted   = 'T'
 	kindPrompt    = 'P'
+	kindDirectory = 'D'
 )
 
 // Output returns the store that records server's untrusted output. What it
@@ -82,6 +85,24 @@ func (s *Session) Output(server string) *taint.Store {
 func (s *Session) TrustedOutput(server string) *Vouches {
 	s.shareVouches(kindTrusted, s.trusted)
 	return &Vouches{set: s.trusted}
+}
+
+// Directory returns what records the output of a tool the policy marks as
+// a directory of kind (see Directory).
+func (s *Session) Directory(kind string) *Directory {
+	s.shareVouches(kindDirectory, s.dirs)
+	return &Directory{set: s.dirs, kind: kind}
+}
+
+// InDirectory reports whether d is a whole entry of a directory of kind
+// that a tool of this session listed.
+func (s *Session) InDirectory(kind, d string) bool {
+	k, ok := directoryKey(kind, d)
+	if !ok {
+		return false
+	}
+	s.sync()
+	return s.dirs.has(k)
 }
 
 // RecordPrompt records what the user typed: each destination it names as a
@@ -220,6 +241,8 @@ func (s *Session) sync() {
 				s.prompts.addHashes(hs)
 			case kindTrusted:
 				s.trusted.addHashes(hs)
+			case kindDirectory:
+				s.dirs.addHashes(hs)
 			default:
 				s.store(kind, server, false).AddHashes(hs)
 			}
