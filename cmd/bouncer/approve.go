@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
+	"github.com/bouncer-mcp/bouncer/internal/display"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 )
 
@@ -42,7 +43,7 @@ func cmdApprove(args []string) error {
 	}
 	store := approval.Open(filepath.Join(dir, "pending.json"), nil)
 	code := approval.Normalize(ops[0])
-	shown, _ := approval.Printable(code)
+	shown, _ := display.Printable(code)
 	c, err := store.Lookup(code)
 	if err := codeProblem(code, shown, c, err); err != nil {
 		return err
@@ -94,9 +95,9 @@ func cmdApprove(args []string) error {
 	return nil
 }
 
-// show is approval.Show without its second result: a value as it is safe
+// show is display.Show without its second result: a value as it is safe
 // to print.
-func show(v string) string { s, _ := approval.Show(v); return s }
+func show(v string) string { s, _ := display.Show(v); return s }
 
 // codeProblem says why a code can't be approved, or nil when it can.
 func codeProblem(code, shown string, c approval.Code, err error) error {
@@ -124,14 +125,14 @@ func codeProblem(code, shown string, c approval.Code, err error) error {
 }
 
 // showCode prints what a code would allow. Every value is escaped and, if
-// need be, quoted (approval.Show), so that one chosen by an attacker can't
+// need be, quoted (display.Show), so that one chosen by an attacker can't
 // redraw the screen or the prompt, hide part of itself, or pass for the
 // program's own words such as "(none)".
 func showCode(w io.Writer, c approval.Code, now time.Time) {
 	hiddenChars := false
 	row := func(name, shown string) { fmt.Fprintf(w, "  %-12s %s\n", name, shown) }
 	field := func(name, value string) {
-		v, changed := approval.Show(value)
+		v, changed := display.Show(value)
 		hiddenChars = hiddenChars || changed
 		row(name, v)
 	}
@@ -151,8 +152,8 @@ func showCode(w io.Writer, c approval.Code, now time.Time) {
 		field("destination", c.Destination)
 		// Lookalike letters (a Cyrillic а in "pаrtner") read as ASCII ones:
 		// show every non-ASCII character as its code point too.
-		if a, p := approval.ASCII(c.Destination), printable(c.Destination); a != p {
-			if shown, _ := approval.Show(c.Destination); strings.HasPrefix(shown, `"`) {
+		if a, p := display.ASCII(c.Destination), printable(c.Destination); a != p {
+			if shown, _ := display.Show(c.Destination); strings.HasPrefix(shown, `"`) {
 				a = `"` + strings.ReplaceAll(a, `"`, `\"`) + `"`
 			}
 			row("as ASCII", a)
@@ -175,7 +176,7 @@ func showCode(w io.Writer, c approval.Code, now time.Time) {
 	fmt.Fprintln(w, "before the code expires. The call's other arguments (a subject, a body) are not checked.")
 }
 
-func printable(s string) string { p, _ := approval.Printable(s); return p }
+func printable(s string) string { p, _ := display.Printable(s); return p }
 
 // longDestination is the length past which approve points out that a
 // destination is long: the start of it may have scrolled out of view.

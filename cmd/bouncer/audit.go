@@ -13,14 +13,14 @@ import (
 
 // cmdAudit runs an audit subcommand: verify or ship.
 func cmdAudit(args []string) error {
-	const synopsis = "bouncer audit verify [--home DIR] [--audit FILE] [--expect-head sha256:HEX]"
+	const synopsis = "bouncer audit verify [--home DIR] [--audit FILE] [--expect-head sha256:HEX] [--no-head]"
 	const usage = synopsis + " | " + shipSynopsis
 	if len(args) == 0 {
 		return usageErr("%s", "audit: missing subcommand; usage: "+usage)
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Printf("Usage:\n  %s\n  %s\n\nverify checks the audit log's hash chain and prints its head hash.\n"+
+		fmt.Printf("Usage:\n  %s\n  %s\n\nverify checks the audit log's hash chain and its head file, and prints its head hash.\n"+
 			"ship sends the audit log to the collectors named by audit_ship in the trust configuration.\n"+
 			"Run 'bouncer audit verify --help' or 'bouncer audit ship --help' for their flags.\n", synopsis, shipSynopsis)
 		return nil
@@ -34,15 +34,20 @@ func cmdAudit(args []string) error {
 
 var headRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
-// cmdAuditVerify checks the chain and prints the head hash, which the user
-// can keep elsewhere: the chain alone can't show lines cut from the end.
+// cmdAuditVerify checks the chain, and the log against its head file, and
+// prints the head hash, which the user can keep elsewhere: the head file is
+// on this machine, beside the log, and anyone who can rewrite both can
+// forge both.
 func cmdAuditVerify(args []string, synopsis string) error {
 	fs, home := newFlags("audit verify", synopsis+"\n\n"+
-		"Checks that no line of the audit log was edited, removed or reordered, and prints the\n"+
-		"hash of the last line. Keep that hash somewhere the agent can't write, and pass it\n"+
-		"later as --expect-head to check that nothing was cut from the end since.")
+		"Checks that no line of the audit log was edited, removed or reordered, and that the\n"+
+		"log is the one bouncer wrote: its head file (the log's name with .head added, which\n"+
+		"bouncer rewrites with every line) must record its first line, its length and its\n"+
+		"last line. Prints the hash of the last line. Keep that hash somewhere the agent can't\n"+
+		"write, and pass it later as --expect-head to check that nothing was cut from the end since.")
 	file := fs.String("audit", "", "audit log (default audit.jsonl in the state directory)")
 	head := fs.String("expect-head", "", "a head hash printed by an earlier verify; it must still be in the log")
+	noHead := fs.Bool("no-head", false, "check the chain alone, without the head file (a copy of a log made without it, or a rotated-away log)")
 	ops, done, err := parseOperands(fs, args)
 	if done {
 		return err
@@ -66,21 +71,43 @@ func cmdAuditVerify(args []string, synopsis string) error {
 	if want != "" {
 		pins = append(pins, want)
 	}
-	rep, err := audit.VerifyFileReport(path, pins...)
+	var rep *audit.Report
+	if *noHead {
+		rep, err = verifyChainOnly(path, pins)
+	} else {
+		rep, err = audit.VerifyFileReport(path, pins...)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return badInput(err)
 		}
 		return failed(err)
 	}
+	for _, n := range rep.Notes {
+		fmt.Printf("%s: note: %s\n", path, n)
+	}
 	if !rep.OK() {
 		for _, p := range rep.Problems {
-			fmt.Printf("%s:%d: %s\n", path, p.Line, p.Msg)
+			if p.Line == 0 {
+				fmt.Printf("%s: %s\n", path, p.Msg)
+			} else {
+				fmt.Printf("%s:%d: %s\n", path, p.Line, p.Msg)
+			}
 		}
-		return failed(fmt.Errorf("audit %s: chain broken at line %d (%d problem(s) in %d lines)", path, rep.Problems[0].Line, len(rep.Problems), rep.Lines))
+		first := rep.Problems[0]
+		if !first.Anchor {
+			return failed(fmt.Errorf("audit %s: chain broken at line %d (%d problem(s) in %d lines)", path, first.Line, len(rep.Problems), rep.Lines))
+		}
+		return failed(fmt.Errorf("audit %s: not the log bouncer wrote, by its head file %s (%d problem(s) in %d lines); what changed is above", path, rep.HeadFile, len(rep.Problems), rep.Lines))
 	}
 	fmt.Printf("%s: %d lines, chain intact\n", path, rep.Lines)
 	fmt.Printf("head %s (line %d)\n", rep.Head, rep.Lines)
+	switch {
+	case *noHead:
+		fmt.Println("head file not checked (--no-head): a log replaced whole by another chain would verify too")
+	case rep.Anchor != nil:
+		fmt.Printf("head file %s: records %d lines; the first and line %d are as recorded\n", rep.HeadFile, rep.Anchor.Lines, rep.Anchor.Lines)
+	}
 	if want != "" {
 		n := rep.HasHead(want)
 		if n == 0 {
@@ -88,5 +115,24 @@ func cmdAuditVerify(args []string, synopsis string) error {
 		}
 		fmt.Printf("expected head found at line %d; %d lines were added since\n", n, rep.Lines-n)
 	}
+	if rep.Unanchored {
+		return failed(fmt.Errorf("audit %s: no head file records this log (%s is missing or empty), so nothing shows it is the log bouncer wrote: a log replaced whole by another chain verifies too. "+
+			"bouncer run records the head with every line it writes; for a copy of a log made without its head file, check the chain alone with --no-head", path, rep.HeadFile))
+	}
 	return nil
+}
+
+// verifyChainOnly checks the chain of the log at path, without its head
+// file (--no-head).
+func verifyChainOnly(path string, pins []string) (*audit.Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	defer f.Close()
+	rep, err := audit.Verify(f, pins...)
+	if err != nil {
+		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	return rep, nil
 }

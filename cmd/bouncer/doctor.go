@@ -9,14 +9,18 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 )
 
-const doctorSynopsis = `bouncer doctor [--json] [--policy-dir DIR]`
+const doctorSynopsis = `bouncer doctor [--json] [--policy-dir DIR] [--trust FILE]`
 
 // cmdDoctor shows what confinement this machine offers and what
-// `bouncer run --sandbox auto` (and strict) would do with it.
+// `bouncer run --sandbox auto` (and strict) would do with it, and checks
+// the installed policy set as `bouncer run --policy-dir` would: it exits 2
+// when a set is installed that run would refuse, after saying everything
+// else.
 func cmdDoctor(args []string) error {
 	fs, home := newFlags("doctor", doctorSynopsis)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
-	policyDir := fs.String("policy-dir", "", "the policy install `DIR` to show (default $BOUNCER_HOME/policy)")
+	policyDir := fs.String("policy-dir", "", "the policy install `DIR` to check (default $BOUNCER_HOME/policy)")
+	trust := fs.String("trust", "", "trust configuration `FILE` to verify the installed set under (default $BOUNCER_HOME/trust.yaml, with /etc/bouncer/trust.yaml always applied when present)")
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
@@ -26,6 +30,7 @@ func cmdDoctor(args []string) error {
 	c := sandbox.Probe()
 	auto, _ := c.Plan(sandbox.Auto)
 	strictPlan, strictErr := c.Plan(sandbox.Strict)
+	ps := policySet(*home, *policyDir, *trust)
 	if *asJSON {
 		out := struct {
 			sandbox.Capabilities
@@ -33,7 +38,7 @@ func cmdDoctor(args []string) error {
 			Strict      string           `json:"run_sandbox_strict,omitempty"`
 			StrictError string           `json:"run_sandbox_strict_error,omitempty"`
 			PolicySet   *policySetStatus `json:"policy_set"`
-		}{Capabilities: c, Auto: auto, Strict: strictPlan, PolicySet: policySet(*home, *policyDir)}
+		}{Capabilities: c, Auto: auto, Strict: strictPlan, PolicySet: ps}
 		if strictErr != nil {
 			out.StrictError = strictErr.Error()
 		}
@@ -42,7 +47,7 @@ func cmdDoctor(args []string) error {
 		if err := enc.Encode(out); err != nil {
 			return failed(fmt.Errorf("doctor: %v", err))
 		}
-		return nil
+		return ps.verdict()
 	}
 	w := os.Stdout
 	if c.LandlockABI > 0 {
@@ -72,8 +77,8 @@ func cmdDoctor(args []string) error {
 	} else {
 		fmt.Fprintf(w, "run --sandbox strict: %s\n", strictPlan)
 	}
-	for _, l := range policySet(*home, *policyDir).lines() {
+	for _, l := range ps.lines() {
 		fmt.Fprintln(w, l)
 	}
-	return nil
+	return ps.verdict()
 }

@@ -59,7 +59,7 @@ func rawDanger(r rune) bool {
 	return false
 }
 
-// unescapeShown inverts approval.Show: the exact value behind a token.
+// unescapeShown inverts display.Show: the exact value behind a token.
 func unescapeShown(t *testing.T, tok string) string {
 	t.Helper()
 	if strings.HasPrefix(tok, `"`) {
@@ -118,7 +118,11 @@ func TestApproveShowsHostileValues(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := startPTY(t, "approve", code, "--home", home)
-			p.waitFor(t, "Approve? [y/N] ")
+			// The question at the start of a line: "fake prompt" holds
+			// its text too, and an answer sent before the real question
+			// is discarded as type-ahead, which would leave approve
+			// waiting for one.
+			p.waitFor(t, "\nApprove? [y/N] ")
 			out := p.output()
 			for _, c := range out {
 				if rawDanger(c) {

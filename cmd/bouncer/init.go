@@ -116,6 +116,10 @@ type initRun struct {
 	status            int
 	hookFiles         map[string]bool // hook files already offered
 	report            []string        // the summary, one line per server
+	// keptOut is, per config and server, what of its directories its
+	// writes are kept from (Bouncer's own files, the clients' configs),
+	// as the summary shows them.
+	keptOut map[[2]string][]string
 }
 
 func (in *initRun) fail(st int) {
@@ -243,14 +247,15 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 		in.fail(exitUsage)
 		return exitUsage
 	}
-	dirs, notes := in.filesystemDirs(t, cfg, before, polFile)
+	guarded := in.guarded(t, polFile)
+	dirs, listed, refuse, notes := in.filesystemDirs(t, cfg, before, polFile, guarded)
 	oldPol, err := readIfExists(polFile)
 	if err != nil {
 		errorf("%s: %v", polFile, err)
 		in.fail(exitUsage)
 		return exitUsage
 	}
-	pe, err := protect.Extend(polFile, oldPol, dirs)
+	pe, err := protect.Extend(polFile, oldPol, protect.Confinement{Dirs: dirs, Guarded: guarded, Listed: listed, Refuse: refuse})
 	if err != nil {
 		errorf("%v", err)
 		in.fail(exitUsage)
@@ -277,7 +282,7 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 	for _, c := range changes {
 		wrapping = wrapping || c.Status == mcpconfig.Wrapped
 	}
-	writePolicy := usePolicy && pe.Changed() && (wrapping || oldPol != nil || len(dirs) > 0)
+	writePolicy := usePolicy && pe.Changed() && (wrapping || oldPol != nil || len(dirs) > 0 || refuse)
 	if wrapping && in.single {
 		os.Stdout.Write(out)
 		if len(out) > 0 && out[len(out)-1] != '\n' {
@@ -373,16 +378,68 @@ func writeNewOrReplace(path string, old, data []byte, user bool) error {
 	return mcpconfig.Create(path, data, perm, dirPerm)
 }
 
-// filesystemDirs returns the directories of the config's filesystem
-// servers, as the policy file is to name them, and a note for each
-// directory that can't be named there.
-func (in *initRun) filesystemDirs(t mcpconfig.Found, cfg *mcpconfig.Config, servers []mcpconfig.Server, polFile string) (dirs, notes []string) {
+// guarded returns the paths no filesystem server's writes may reach
+// (protect.Around): Bouncer's own files (the state directory, which holds
+// the audit log and its head, the approvals, the remembered destinations,
+// the user's trust file and policy, and installed policy sets; the policy
+// file init writes) and the files that make the clients run Bouncer (every
+// MCP config of this user and project, this one included, and their hook
+// files), and the backups init keeps of them. The system trust file,
+// /etc/bouncer/trust.yaml, is root's.
+func (in *initRun) guarded(t mcpconfig.Found, polFile string) []string {
+	g := []string{in.state, polFile}
+	if in.policy != "" {
+		g = append(g, in.policy)
+	}
+	configs := []string{t.Path}
+	for _, dir := range []string{in.cwd, t.Workspace} {
+		if dir == "" {
+			continue
+		}
+		for _, c := range mcpconfig.Candidates(mcpconfig.Where{Home: in.home, Dir: dir, GOOS: runtime.GOOS, ConfigHome: os.Getenv("XDG_CONFIG_HOME")}) {
+			configs = append(configs, c.Path)
+		}
+	}
+	for _, c := range configs {
+		g = append(g, c)
+		if h, _, ok := mcpconfig.HookFile(c, in.home); ok {
+			g = append(g, h)
+		}
+	}
+	for _, p := range g[1:] {
+		// The backup init's writes keep of each (mcpconfig.Replace): what
+		// a user restores by hand.
+		g = append(g, p+".bak")
+	}
+	seen := map[string]bool{}
+	out := g[:0]
+	for _, p := range g {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs // a relative --home or --config, against the working directory
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// filesystemDirs returns the prefixes that confine the config's
+// filesystem servers (their directories, or, for a directory that holds a
+// guarded path, what it holds but those: protect.Around), as the policy
+// file is to name them, and a note for each directory that can't be named
+// there. listed is true when some directory was listed around guarded
+// paths, refuse when the servers' directories hold nothing but guarded
+// paths, so that no prefix is left to give.
+func (in *initRun) filesystemDirs(t mcpconfig.Found, cfg *mcpconfig.Config, servers []mcpconfig.Server, polFile string, guarded []string) (dirs []string, listed, refuse bool, notes []string) {
 	want := map[string]bool{}
 	for _, s := range in.servers {
 		want[s] = true
 	}
 	x := mcpconfig.Expander{Client: cfg.Client, Workspace: t.Workspace, Home: in.home, Getenv: os.LookupEnv}
 	seen := map[string]bool{}
+	emptied := false // a directory held nothing but guarded paths
 	for _, s := range servers {
 		if (len(want) > 0 && !want[s.Name]) || s.Remote || s.Launch.Command == "" {
 			continue
@@ -411,25 +468,43 @@ func (in *initRun) filesystemDirs(t mcpconfig.Found, cfg *mcpconfig.Config, serv
 				continue
 			}
 			v = filepath.Clean(v)
-			name := v
-			if t.Workspace != "" {
-				// A project's policy is committed: a directory of the
-				// project is named relative to the policy file, one outside
-				// it only as the config itself names it.
-				if r, err := filepath.Rel(filepath.Dir(polFile), v); err == nil && !strings.HasPrefix(r, "..") {
-					name = filepath.ToSlash(r)
-				} else if !asWritten {
-					notes = append(notes, fmt.Sprintf("%s: directory %s is outside the project, and a project's policy names no path of one person's machine; add %s to allowed_path_prefixes of write_file, edit_file, create_directory and move_file in your own policy to confine it", s.Name, d, v))
-					continue
+			cover, left := protect.Around(v, guarded)
+			listed = listed || len(left) > 0 && len(cover) > 0
+			if len(left) > 0 {
+				if in.keptOut == nil {
+					in.keptOut = map[[2]string][]string{}
+				}
+				key := [2]string{t.Path, s.Name}
+				for _, l := range left {
+					in.keptOut[key] = append(in.keptOut[key], in.show(l))
 				}
 			}
-			if !seen[name] {
-				seen[name] = true
-				dirs = append(dirs, name)
+			if len(cover) == 0 {
+				emptied = true
+				notes = append(notes, fmt.Sprintf("%s: directory %s holds nothing but Bouncer's own files and the MCP clients' configs, which it must not write; its writes there are refused", s.Name, d))
+				continue
+			}
+			for _, c := range cover {
+				name := c
+				if t.Workspace != "" {
+					// A project's policy is committed: a path of the
+					// project is named relative to the policy file, one
+					// outside it only as the config itself names it.
+					if r, err := filepath.Rel(filepath.Dir(polFile), c); err == nil && !strings.HasPrefix(r, "..") {
+						name = filepath.ToSlash(r)
+					} else if !asWritten {
+						notes = append(notes, fmt.Sprintf("%s: directory %s is outside the project, and a project's policy names no path of one person's machine; add %s to allowed_path_prefixes of write_file, edit_file, create_directory and move_file in your own policy to confine it", s.Name, d, c))
+						continue
+					}
+				}
+				if !seen[name] {
+					seen[name] = true
+					dirs = append(dirs, name)
+				}
 			}
 		}
 	}
-	return dirs, notes
+	return dirs, listed, emptied && len(dirs) == 0, notes
 }
 
 // offerHook adds Bouncer's prompt hook (and, for Claude Code, the deny
@@ -695,6 +770,9 @@ func (in *initRun) describe(t mcpconfig.Found, cfg *mcpconfig.Config) {
 			}
 			pack, _, _ := protect.Recognize(s.Launch)
 			line += protect.Describe(pol, pack, t.Workspace)
+			if kept := in.keptOut[[2]string{t.Path, s.Name}]; len(kept) > 0 {
+				line += "; kept from its writes: " + strings.Join(kept, ", ") + " (Bouncer's own files and the MCP clients' configs)"
+			}
 		}
 		in.report = append(in.report, line)
 	}

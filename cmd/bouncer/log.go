@@ -20,7 +20,12 @@ const logSynopsis = `bouncer log [-f] [--json] [--server NAME] [--verdict allow|
 
 Shows the audit log as a person reads it, one verdict a line: time (UTC), server, tool,
 verdict, destination, [rule] reason. -f follows new lines; --json prints the lines as stored.
---since takes a duration back from now (90m, 2h, 7d) or a date (2026-12-01, or RFC 3339).`
+--since takes a duration back from now (90m, 2h, 7d) or a date (2026-12-01, or RFC 3339).
+
+Values are escaped as bouncer approve shows them: control and invisible characters as \x1b,
+\u202e, a backslash as \\, a space at either end or next to another as \x20; a server, tool
+or destination holding a space is quoted. Columns are set apart by two or more spaces, which
+no value holds, so a line splits exactly on runs of two or more spaces.`
 
 func cmdLog(args []string) error {
 	fs, home := newFlags("log", logSynopsis)

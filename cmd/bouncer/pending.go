@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
+	"github.com/bouncer-mcp/bouncer/internal/display"
 )
 
 // cmdPending lists the open approval codes, oldest first, one a line: code,
 // age, server, tool, argument, destination. Each value is one token
-// (approval.Show: escaped for the terminal, quoted if it holds a space, is
+// (display.Show: escaped for the terminal, quoted if it holds a space, is
 // empty or starts with "("), so a line is always one line and its columns
 // can be split on runs of two or more spaces. A call naming no destination
 // shows (none) for argument and destination. Entries of the file that were
@@ -46,7 +47,7 @@ func cmdPending(args []string) error {
 	now := time.Now()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
 	for _, c := range codes {
-		p := func(s string) string { v, _ := approval.Show(s); return v }
+		p := func(s string) string { v, _ := display.Show(s); return v }
 		param, dest := "(none)", "(none)"
 		if !c.NoDestination() {
 			param, dest = p(c.Param), p(c.Destination)

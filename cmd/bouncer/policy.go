@@ -15,17 +15,19 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/suggest"
 )
 
-const policySynopsis = `bouncer policy push [--key PRIVATE.pem] [--trust FILE] [--plain-http] FILE... REF
-       bouncer policy pull [--trust FILE] [--dir DIR] [--plain-http] [REF]
+const policySynopsis = `bouncer policy push (--key PRIVATE.pem | --set-bundle BUNDLE | --print-statement) [--version TIME] [--trust FILE] [--plain-http] FILE... REF
+       bouncer policy pull [--trust FILE] [--dir DIR] [--allow-downgrade] [--plain-http] [REF]
        bouncer policy digest [--policy FILE]...
        bouncer policy suggest [--audit FILE] [--since DURATION|DATE] [--policy FILE]... [--json]
 
-push stores the policy files and their Sigstore bundles (FILE.sigstore.json; with --key,
-signed first as bouncer sign does) as one OCI artifact at REF (REGISTRY/REPOSITORY:TAG).
-pull resolves REF (default: policy_artifact in the trust file) to a digest, fetches the
-artifact by it, verifies every file under the trust configuration, and only then installs
-the set atomically into DIR (default $BOUNCER_HOME/policy), recording the digest. A failed
-pull changes nothing and exits 1. bouncer run --policy-dir DIR loads the installed set.
+push stores the policy files and one signature over the set (the files, their order and
+digests, REF's repository and a version, by default the time of the push) as one OCI artifact
+at REF (REGISTRY/REPOSITORY:TAG). pull resolves REF (default: policy_artifact in the trust
+file) to a digest, fetches the artifact by it, verifies the set's signature under the trust
+configuration and that the files are exactly the set it names, refuses a set older than the
+one installed (unless --allow-downgrade), and only then installs the set atomically into DIR
+(default $BOUNCER_HOME/policy). A failed pull changes nothing and exits 1. bouncer run
+--policy-dir DIR loads the installed set, checked again.
 digest prints the digest of the effective policy set, the value every audit line carries as
 "policy" (the built-in packs, each --policy file's bytes in order, and this binary's version).
 suggest reads the audit log (bouncer run --observe writes the evidence) and prints a policy

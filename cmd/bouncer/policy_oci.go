@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -33,8 +35,11 @@ func registryOptions(plainHTTP bool) distribute.Options {
 
 func policyPush(args []string) error {
 	fs, home := newFlags("policy push", policySynopsis)
-	keyFile := fs.String("key", "", "sign each FILE with this unencrypted PKCS#8 PEM private `KEY` first (writes FILE.sigstore.json, as bouncer sign does)")
-	trust := fs.String("trust", "", "trust configuration `FILE` to check the bundles against before pushing (default $BOUNCER_HOME/trust.yaml, when there is one)")
+	keyFile := fs.String("key", "", "sign the set with this unencrypted PKCS#8 PEM private `KEY`")
+	setBundle := fs.String("set-bundle", "", "push with this `BUNDLE`: the set statement signed elsewhere (cosign attest-blob --statement, on what --print-statement prints), instead of --key")
+	printStatement := fs.Bool("print-statement", false, "print the set statement for FILE... and REF, to be signed elsewhere, and push nothing")
+	versionFlag := fs.String("version", "", "the set's version, an RFC 3339 `TIME` (default: now); pull never installs a set older than the one installed")
+	trust := fs.String("trust", "", "trust configuration `FILE` to check the set's bundle against before pushing (default $BOUNCER_HOME/trust.yaml, when there is one)")
 	plain := fs.Bool("plain-http", false, "allow plain HTTP to the registry in REF (loopback registries never need it)")
 	ops, done, st := parseOperands(fs, args)
 	if done {
@@ -46,6 +51,22 @@ func policyPush(args []string) error {
 	paths, ref := ops[:len(ops)-1], ops[len(ops)-1]
 	if _, err := distribute.ParseReference(ref, *plain); err != nil {
 		return usageErr("%s", "policy push: "+err.Error())
+	}
+	repo, _ := distribute.RepositoryOf(ref, *plain)
+	switch n := btoi(*keyFile != "") + btoi(*setBundle != "") + btoi(*printStatement); {
+	case n == 0:
+		return usageErr("%s", "policy push: give --key KEY to sign the set, or --set-bundle BUNDLE with the set signed elsewhere (see --print-statement)")
+	case n > 1:
+		return usageErr("%s", "policy push: give one of --key, --set-bundle and --print-statement")
+	case *setBundle != "" && *versionFlag != "":
+		return usageErr("%s", "policy push: --version goes with --key or --print-statement; a --set-bundle carries its version in its statement")
+	}
+	ver := time.Now()
+	if *versionFlag != "" {
+		var err error
+		if ver, err = distribute.ParseVersion(*versionFlag); err != nil {
+			return usageErr("policy push: --version: %v", err)
+		}
 	}
 	var signer *bundle.Signer
 	if *keyFile != "" {
@@ -81,57 +102,96 @@ func policyPush(args []string) error {
 		if err != nil {
 			return badInput(fmt.Errorf("policy push: %s: %v", p, err))
 		}
-		var b []byte
-		if signer != nil {
-			var bp string
-			if b, bp, err = signer.SignBytes(p, data); err != nil {
-				return failed(fmt.Errorf("policy push: sign: %v", err))
-			}
-			errorf("signed %s -> %s", p, bp)
-		} else {
-			bp := bundle.BundlePath(p)
-			b, err = readSmall(bp, distribute.MaxBundleSize)
-			if errors.Is(err, os.ErrNotExist) {
-				return badInput(fmt.Errorf("policy push: %s: no bundle %s; sign it first (bouncer sign --key KEY %s, or cosign sign-blob --bundle %s %s), or give --key", p, bp, p, bp, p))
-			}
-			if err != nil {
-				return badInput(fmt.Errorf("policy push: %s: %v", bp, err))
-			}
-		}
-		files = append(files, distribute.File{Name: name, Data: data, Bundle: b})
+		files = append(files, distribute.File{Name: name, Data: data})
 		abs, _ := filepath.Abs(p)
 		srcs = append(srcs, policy.Source{Name: p, Dir: filepath.Dir(abs), Data: data})
 	}
-
-	// What pull would refuse is not pushed: the set must load, and where
-	// this machine has a trust configuration with signers, each bundle
-	// must verify under it.
+	// What pull would refuse is not signed or pushed: the set must load.
 	if _, err := setup.Load(setup.Config{Extra: srcs, StateDir: dir}); err != nil {
 		return badInput(fmt.Errorf("%v", err))
 	}
+
+	// The one signature covers the set: these files, in this order, for
+	// this repository, at this version.
+	var setJSON []byte
+	switch {
+	case *printStatement:
+		stmt, err := distribute.NewStatement(repo, ver, files)
+		if err != nil {
+			return badInput(fmt.Errorf("policy push: %v", err))
+		}
+		os.Stdout.Write(stmt)
+		return nil
+	case signer != nil:
+		stmt, err := distribute.NewStatement(repo, ver, files)
+		if err != nil {
+			return badInput(fmt.Errorf("policy push: %v", err))
+		}
+		if setJSON, err = signer.SignStatement(stmt); err != nil {
+			return failed(fmt.Errorf("policy push: sign: %v", err))
+		}
+		errorf("signed the set: %d file(s), version %s, for %s", len(files), distribute.FormatVersion(ver), repo)
+	default:
+		if setJSON, err = readSmall(*setBundle, distribute.MaxBundleSize); err != nil {
+			return badInput(fmt.Errorf("policy push: --set-bundle %s: %v", *setBundle, err))
+		}
+		raw, err := bundle.PeekStatement(setJSON)
+		if err != nil {
+			return badInput(fmt.Errorf("policy push: --set-bundle %s: %v", *setBundle, err))
+		}
+		stmt, err := distribute.ParseStatement(raw)
+		if err == nil {
+			err = stmt.Match(repo, files)
+		}
+		if err != nil {
+			return badInput(fmt.Errorf("policy push: --set-bundle %s: %v; sign the statement --print-statement prints for these files and this REF", *setBundle, err))
+		}
+		ver = stmt.Version
+	}
+
+	// Where this machine has a trust configuration with signers, the set's
+	// bundle must verify under it, as pull will check it.
 	t, err := bundle.LoadTrust(*trust, dir)
 	switch {
 	case errors.Is(err, bundle.ErrNoTrust):
 	case err != nil:
 		return badInput(fmt.Errorf("%v", err))
 	case t.HasSigners():
-		for i, f := range files {
-			if _, err := t.VerifyBundle(paths[i], f.Data, f.Bundle); err != nil {
-				return failed(fmt.Errorf("policy push: %s: pull would refuse it: %v", paths[i], err))
-			}
+		if _, err := setVerifier(t)(setJSON, files); err != nil {
+			return failed(fmt.Errorf("policy push: the set's bundle: pull would refuse it: %v", err))
 		}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
 	defer cancel()
-	digest, err := distribute.Push(ctx, ref, files, registryOptions(*plain))
+	digest, err := distribute.Push(ctx, ref, files, setJSON, registryOptions(*plain))
 	if err != nil {
 		return failed(fmt.Errorf("policy push: %s: %v", ref, err))
 	}
-	r, _ := distribute.ParseReference(ref, *plain)
-	fmt.Fprintf(os.Stdout, "%s@%s\n", r.Context(), digest)
-	errorf("pushed %d file(s) to %s", len(files), ref)
+	fmt.Fprintf(os.Stdout, "%s@%s\n", repo, digest)
+	errorf("pushed %d file(s), version %s, to %s", len(files), distribute.FormatVersion(ver), ref)
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// setVerifier verifies a set's bundle under t: its signature, by the
+// signers t accepts, over a statement that names each file's digest.
+func setVerifier(t *bundle.Trust) distribute.Verifier {
+	return func(setBundle []byte, files []distribute.File) ([]byte, error) {
+		subjects := make([]bundle.Subject, len(files))
+		for i, f := range files {
+			sum := sha256.Sum256(f.Data)
+			subjects[i] = bundle.Subject{Name: f.Name, SHA256: sum[:]}
+		}
+		stmt, _, err := t.VerifyStatement(setBundle, subjects)
+		return stmt, err
+	}
 }
 
 func policyPull(args []string) error {
@@ -139,6 +199,7 @@ func policyPull(args []string) error {
 	trust := fs.String("trust", "", "trust configuration `FILE` (default $BOUNCER_HOME/trust.yaml, with /etc/bouncer/trust.yaml always applied when present)")
 	dirFlag := fs.String("dir", "", "install into `DIR` (default $BOUNCER_HOME/policy)")
 	plain := fs.Bool("plain-http", false, "allow plain HTTP to the registry in REF (loopback registries never need it)")
+	allowDowngrade := fs.Bool("allow-downgrade", false, "install the set even if it is older (a lower version) than the newest one installed in DIR")
 	ops, done, st := parseOperands(fs, args)
 	if done {
 		return st
@@ -187,11 +248,7 @@ func policyPull(args []string) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
 	defer cancel()
-	verify := func(name string, data, b []byte) error {
-		_, err := t.VerifyBundle(name, data, b)
-		return err
-	}
-	a, err := distribute.Fetch(ctx, ref, verify, registryOptions(*plain))
+	a, err := distribute.Fetch(ctx, ref, setVerifier(t), registryOptions(*plain))
 	if err != nil {
 		return failed(fmt.Errorf("policy pull: %s: %v; nothing was installed", ref, err))
 	}
@@ -205,7 +262,11 @@ func policyPull(args []string) error {
 	if _, err := setup.Load(setup.Config{Extra: srcs, StateDir: sdir}); err != nil {
 		return failed(fmt.Errorf("policy pull: %s: signed, but this bouncer can't load it: %v; nothing was installed", a.Pinned(), err))
 	}
-	res, err := distribute.Install(installDir, a, isWithin(installDir, sdir), time.Now())
+	res, err := distribute.Install(installDir, a, distribute.InstallOptions{
+		Private: isWithin(installDir, sdir), Now: time.Now(), AllowDowngrade: *allowDowngrade})
+	if errors.Is(err, distribute.ErrRollback) {
+		return failed(fmt.Errorf("policy pull: %s: %v; nothing was installed (if going back is what you mean, give --allow-downgrade)", a.Pinned(), err))
+	}
 	if err != nil {
 		return failed(fmt.Errorf("policy pull: %s: %v; nothing was installed", a.Pinned(), err))
 	}
@@ -213,11 +274,12 @@ func policyPull(args []string) error {
 	for i, f := range a.Files {
 		names[i] = f.Name
 	}
+	what := fmt.Sprintf("%s (%s), version %s, in %s", a.Pinned(), strings.Join(names, ", "), distribute.FormatVersion(a.Statement.Version), installDir)
 	if res.Unchanged {
-		fmt.Fprintf(os.Stdout, "up to date: %s (%s) in %s\n", a.Pinned(), strings.Join(names, ", "), installDir)
+		fmt.Fprintf(os.Stdout, "up to date: %s\n", what)
 		return nil
 	}
-	fmt.Fprintf(os.Stdout, "installed %s (%s) in %s\n", a.Pinned(), strings.Join(names, ", "), installDir)
+	fmt.Fprintf(os.Stdout, "installed %s\n", what)
 	return nil
 }
 
@@ -244,13 +306,14 @@ func readSmall(path string, limit int64) ([]byte, error) {
 
 // installedPolicy is run's --policy-dir: the policy files of the set
 // installed in dir, to load before the --policy files, and the check each
-// file's exact bytes must pass before they are parsed. Files of the set
-// need a bundle that verifies under the trust configuration whatever
-// require_signed says, since pull installed nothing else; other files get
-// base (run's ordinary check, which may be nil).
+// file's exact bytes must pass before they are parsed. The set must be as
+// it was pulled (distribute.VerifyInstalled: its signed statement verifies
+// under the trust configuration, whatever require_signed says, and it is
+// not older than the newest set pulled into dir), and each of its files
+// must hash to the statement's digest on the bytes that are parsed; other
+// files get base (run's ordinary check, which may be nil).
 func installedPolicy(dir, trustFile, stateDir string, base func(string, []byte) error) ([]string, func(string, []byte) error, error) {
-	set, err := distribute.ReadInstalled(dir)
-	if err != nil {
+	if _, err := distribute.ReadInstalled(dir); err != nil {
 		return nil, nil, fmt.Errorf("--policy-dir %s: %v", dir, err)
 	}
 	t, err := bundle.LoadTrust(trustFile, stateDir)
@@ -260,37 +323,52 @@ func installedPolicy(dir, trustFile, stateDir string, base func(string, []byte) 
 	if err != nil || !t.HasSigners() {
 		return nil, nil, fmt.Errorf("--policy-dir %s: no trust configuration names a signer, so the installed set can't be verified; set keys (or identities) in the trust file", dir)
 	}
-	inSet := make(map[string]bool, len(set.Paths))
-	for _, p := range set.Paths {
-		inSet[p] = true
+	set, err := distribute.VerifyInstalled(dir, setVerifier(t))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--policy-dir %s: refused: %v; %s", dir, err, pullAgain)
+	}
+	want := make(map[string]string, len(set.Paths))
+	for i, p := range set.Paths {
+		want[p] = set.Statement.Files[i].Digest
 	}
 	check := func(file string, data []byte) error {
-		if !inSet[file] {
+		d, ok := want[file]
+		if !ok {
 			if base == nil {
 				return nil
 			}
 			return base(file, data)
 		}
-		if _, err := t.VerifyBytes(file, data, bundle.BundlePath(file)); err != nil {
-			return fmt.Errorf("%s: installed from %s@%s: signature check failed: %w", file, set.Repository, set.Digest, err)
+		sum := sha256.Sum256(data)
+		if got := "sha256:" + hex.EncodeToString(sum[:]); got != d {
+			return fmt.Errorf("%s: installed from %s@%s: changed since the pull (%s, the signed set says %s); %s", file, set.Repository, set.Digest, got, d, pullAgain)
 		}
 		return nil
 	}
 	return set.Paths, check, nil
 }
 
+// pullAgain is what to do about an installed set that is not as pulled.
+const pullAgain = "run bouncer policy pull to install the signed set again"
+
 // policySetStatus is doctor's view of an install directory.
 type policySetStatus struct {
 	Dir       string    `json:"dir"`
 	Ref       string    `json:"ref,omitempty"`
 	Digest    string    `json:"digest,omitempty"`
+	Version   time.Time `json:"version,omitzero"`
 	Files     []string  `json:"files,omitempty"`
 	Installed time.Time `json:"installed,omitzero"`
 	Follows   string    `json:"follows,omitempty"` // policy_artifact in the trust file
 	Error     string    `json:"error,omitempty"`
+	// Refused is set when a set is installed but is not as it was pulled
+	// (or can't be verified); run --policy-dir would refuse it too.
+	Refused bool `json:"refused,omitempty"`
 }
 
-func policySet(home, dir string) *policySetStatus {
+// policySet checks the set installed in dir as run --policy-dir would,
+// under trustFile.
+func policySet(home, dir, trustFile string) *policySetStatus {
 	sdir, err := stateDir(home)
 	if err != nil {
 		return &policySetStatus{Dir: dir, Error: err.Error()}
@@ -299,7 +377,8 @@ func policySet(home, dir string) *policySetStatus {
 		dir = filepath.Join(sdir, policyDirName)
 	}
 	st := &policySetStatus{Dir: dir}
-	if t, err := bundle.LoadTrust("", sdir); err == nil {
+	t, terr := bundle.LoadTrust(trustFile, sdir)
+	if terr == nil {
 		if ref, src := t.PolicyArtifact(); ref != "" {
 			st.Follows = ref + " (" + src + ")"
 		}
@@ -309,21 +388,45 @@ func policySet(home, dir string) *policySetStatus {
 		if errors.Is(err, distribute.ErrNotInstalled) {
 			st.Error = "none installed"
 		} else {
-			st.Error = err.Error()
+			st.Error, st.Refused = err.Error(), true
 		}
 		return st
 	}
-	st.Ref, st.Digest, st.Files, st.Installed = set.Ref, set.Digest, set.Files, set.Installed
+	st.Ref, st.Digest, st.Version, st.Files, st.Installed = set.Ref, set.Digest, set.Version, set.Files, set.Installed
+	switch {
+	case terr != nil && !errors.Is(terr, bundle.ErrNoTrust):
+		st.Error = terr.Error()
+	case terr != nil || !t.HasSigners():
+		st.Error = "no trust configuration names a signer, so the installed set can't be verified; set keys (or identities) in the trust file"
+	default:
+		if _, err := distribute.VerifyInstalled(dir, setVerifier(t)); err != nil {
+			st.Error = fmt.Sprintf("%v; %s", err, pullAgain)
+		}
+	}
+	st.Refused = st.Error != ""
 	return st
+}
+
+// verdict is doctor's exit: 2 when run --policy-dir would refuse the set
+// installed, saying so once more on stderr.
+func (s *policySetStatus) verdict() error {
+	if !s.Refused {
+		return nil
+	}
+	return badInput(fmt.Errorf("doctor: the policy set in %s is refused: %s", s.Dir, s.Error))
 }
 
 func (s *policySetStatus) lines() []string {
 	out := []string{}
-	if s.Error != "" {
+	if s.Digest != "" {
+		out = append(out, fmt.Sprintf("policy set:    %s: %s from %s, version %s, installed %s (%s)", s.Dir, s.Digest, s.Ref,
+			distribute.FormatVersion(s.Version), s.Installed.Local().Format(time.RFC3339), strings.Join(s.Files, ", ")))
+	}
+	switch {
+	case s.Refused:
+		out = append(out, fmt.Sprintf("policy set:    %s: refused: %s", s.Dir, s.Error))
+	case s.Error != "":
 		out = append(out, fmt.Sprintf("policy set:    %s: %s", s.Dir, s.Error))
-	} else {
-		out = append(out, fmt.Sprintf("policy set:    %s: %s from %s, installed %s (%s)", s.Dir, s.Digest, s.Ref,
-			s.Installed.Local().Format(time.RFC3339), strings.Join(s.Files, ", ")))
 	}
 	if s.Follows != "" {
 		out = append(out, "policy pull:   follows "+s.Follows)

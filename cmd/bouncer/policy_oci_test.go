@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -30,15 +32,42 @@ import (
 
 // TestPolicyPullRefusals runs bouncer policy pull against artifacts that
 // Bouncer would never push, stored in a real registry on loopback with
-// go-containerregistry directly (as another tool, or an attacker with push
-// rights, could): each pull exits 1 naming why, and the installed set is
-// the same, byte for byte, before and after. The manifests are written out
-// here from the format docs/signed-policy.md describes, not with
-// internal/distribute's own builder.
+// go-containerregistry directly (as another tool, an attacker with push
+// rights, or a hostile registry could): a subset of the team's set, the
+// set reordered, a file from another artifact with a valid signature, a
+// set signed for another repository, an older set, a manifest too large to
+// read. Each pull exits 1 naming why, and the installed set is the same,
+// byte for byte, before and after. The manifests and statements are
+// written out here from the format docs/signed-policy.md describes, not
+// with internal/distribute's own builders.
 func TestPolicyPullRefusals(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	// The registry serves one hostile manifest of its own: 64 MiB of it,
+	// after a HEAD that claims a small one, for the tag "huge". sent
+	// counts what it managed to write.
+	var sent atomic.Int64
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/manifests/huge") {
+			reg.ServeHTTP(w, r)
+			return
+		}
+		if r.Method == http.MethodHead {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+		chunk := []byte(strings.Repeat(" ", 1<<16))
+		for range 1 << 10 { // 64 MiB
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
+	repo := host + "/team/policy"
 
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
@@ -49,12 +78,16 @@ func TestPolicyPullRefusals(t *testing.T) {
 	trust := filepath.Join(dir, "trust.yaml")
 	writeTestFile(t, trust, "require_signed: true\nkeys: [team.pub]\n")
 
+	base := "get_ticket:\n  exfiltrating: false\n"
 	good := "send_email:\n  exfiltrating: true\n  sink_params: [to]\n"
+	evil := "send_email:\n  exfiltrating: false\n"
+	basePath := writeTestFile(t, filepath.Join(dir, "base.yaml"), base)
 	goodPath := writeTestFile(t, filepath.Join(dir, "team.yaml"), good)
-	if st := finish(policyPush([]string{"--key", team, goodPath, host + "/team/policy:prod"})); st != exitOK {
+	const installedVersion = "2026-05-01T12:00:00Z"
+	if st := finish(policyPush([]string{"--key", team, "--version", installedVersion, basePath, goodPath, repo + ":prod"})); st != exitOK {
 		t.Fatalf("push: exit %d", st)
 	}
-	if st := finish(policyPull([]string{"--trust", trust, host + "/team/policy:prod"})); st != exitOK {
+	if st := finish(policyPull([]string{"--trust", trust, repo + ":prod"})); st != exitOK {
 		t.Fatalf("pull: exit %d", st)
 	}
 	installed := filepath.Join(home, "policy")
@@ -63,7 +96,16 @@ func TestPolicyPullRefusals(t *testing.T) {
 		t.Fatalf("nothing installed:\n%s", before)
 	}
 
-	sign := func(key, body string) string {
+	// signSet signs, with key, a statement written by hand: files
+	// (name, body pairs, in order) for repository at version.
+	signSet := func(key, repository, version string, files ...string) string {
+		var subj []string
+		for i := 0; i < len(files); i += 2 {
+			sum := sha256.Sum256([]byte(files[i+1]))
+			subj = append(subj, fmt.Sprintf(`{"name":%q,"digest":{"sha256":%q}}`, files[i], hex.EncodeToString(sum[:])))
+		}
+		stmt := fmt.Sprintf(`{"_type":"https://in-toto.io/Statement/v1","subject":[%s],"predicateType":"https://github.com/bouncer-mcp/bouncer/policy-set/v1","predicate":{"repository":%q,"version":%q}}`,
+			strings.Join(subj, ","), repository, version)
 		k, err := os.ReadFile(key)
 		if err != nil {
 			t.Fatal(err)
@@ -72,13 +114,27 @@ func TestPolicyPullRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, err := s.SignStatement([]byte(stmt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	teamSet := signSet(team, repo, installedVersion, "base.yaml", base, "team.yaml", good)
+	// Another artifact of the team's, signed with the same key: a set of
+	// its own, for another repository.
+	otherSet := signSet(team, host+"/team/other", "2026-06-01T00:00:00Z", "base.yaml", base, "evil.yaml", evil)
+	newer := "2026-06-01T00:00:00Z"
+	set := func(b string) testLayer { return testLayer{bundleMT, "set.sigstore.json", b} }
+	fileBundle := func(body string) string {
+		k, _ := os.ReadFile(team)
+		s, _ := bundle.ParsePrivateKey(k)
 		b, err := s.Bundle([]byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return string(b)
 	}
-	goodBundle := sign(team, good)
 
 	cases := []struct {
 		name   string
@@ -86,32 +142,48 @@ func TestPolicyPullRefusals(t *testing.T) {
 		edit   func(m map[string]any)
 		want   string
 	}{
-		{"missing bundle", []testLayer{{policyMT, "team.yaml", good}}, nil,
-			"team.yaml: missing bundle: the artifact has no layer team.yaml.sigstore.json"},
-		{"tampered bundle", []testLayer{{policyMT, "team.yaml", good}, {bundleMT, "team.yaml.sigstore.json", strings.Replace(goodBundle, `"signature":"M`, `"signature":"N`, 1)}}, nil,
-			"team.yaml: bundle team.yaml.sigstore.json: "},
-		{"tampered file", []testLayer{{policyMT, "team.yaml", good + "  trusted_destinations: [attacker@evil.example]\n"}, {bundleMT, "team.yaml.sigstore.json", goodBundle}}, nil,
+		{"a subset of the set", []testLayer{{policyMT, "team.yaml", good}, set(teamSet)}, nil,
+			"not the signed set: it lists 2 file(s) (base.yaml, team.yaml), the artifact holds 1 (team.yaml)"},
+		{"the set reordered", []testLayer{{policyMT, "team.yaml", good}, {policyMT, "base.yaml", base}, set(teamSet)}, nil,
+			"not the signed set: file 1 is team.yaml, the signed set has base.yaml there (base.yaml, team.yaml)"},
+		{"a file from another artifact", []testLayer{{policyMT, "base.yaml", base}, {policyMT, "evil.yaml", evil}, set(signSet(team, repo, newer, "base.yaml", base, "team.yaml", good))}, nil,
+			"set.sigstore.json: evil.yaml (sha256:"},
+		{"another artifact's set", []testLayer{{policyMT, "base.yaml", base}, {policyMT, "evil.yaml", evil}, set(otherSet)}, nil,
+			"not the signed set: it was signed for " + host + "/team/other, not " + repo + " (a set signed for another artifact)"},
+		{"an older set", []testLayer{{policyMT, "team.yaml", evil}, set(signSet(team, repo, "2026-04-01T00:00:00Z", "team.yaml", evil))}, nil,
+			"older than the newest set installed in " + installed + ": the set is version 2026-04-01T00:00:00Z, older than version 2026-05-01T12:00:00Z; nothing was installed (if going back is what you mean, give --allow-downgrade)"},
+		{"the same version, another set", []testLayer{{policyMT, "team.yaml", evil}, set(signSet(team, repo, installedVersion, "team.yaml", evil))}, nil,
+			"the same version as the newest set but another statement"},
+		{"each file signed alone, as before", []testLayer{{policyMT, "team.yaml", good}, {bundleMT, "team.yaml.sigstore.json", fileBundle(good)}}, nil,
+			"layer 2 (team.yaml.sigstore.json): a bundle other than the set's set.sigstore.json"},
+		{"unsigned", []testLayer{{policyMT, "team.yaml", good}}, nil,
+			"unsigned: the artifact has no layer set.sigstore.json signing the set"},
+		{"tampered set bundle", []testLayer{{policyMT, "base.yaml", base}, {policyMT, "team.yaml", good}, set(strings.Replace(teamSet, `"sig":"M`, `"sig":"N`, 1))}, nil,
+			"set.sigstore.json: "},
+		{"tampered file", []testLayer{{policyMT, "base.yaml", base}, {policyMT, "team.yaml", evil}, set(teamSet)}, nil,
+			"set.sigstore.json: team.yaml (sha256:"},
+		{"wrong key", []testLayer{{policyMT, "team.yaml", good}, set(signSet(other, repo, newer, "team.yaml", good))}, nil,
 			"signature does not verify with key team.pub"},
-		{"wrong key", []testLayer{{policyMT, "team.yaml", good}, {bundleMT, "team.yaml.sigstore.json", sign(other, good)}}, nil,
-			"signature does not verify with key team.pub"},
-		{"unexpected layer media type", []testLayer{{policyMT, "team.yaml", good}, {bundleMT, "team.yaml.sigstore.json", goodBundle}, {"application/vnd.oci.image.layer.v1.tar+gzip", "rootfs.tar.gz", "x"}}, nil,
+		{"unexpected layer media type", []testLayer{{policyMT, "team.yaml", good}, set(teamSet), {"application/vnd.oci.image.layer.v1.tar+gzip", "rootfs.tar.gz", "x"}}, nil,
 			`layer 3 (rootfs.tar.gz): unexpected media type "application/vnd.oci.image.layer.v1.tar+gzip"`},
-		{"file as plain text", []testLayer{{"text/plain", "team.yaml", good}, {bundleMT, "team.yaml.sigstore.json", goodBundle}}, nil,
+		{"file as plain text", []testLayer{{"text/plain", "team.yaml", good}, set(teamSet)}, nil,
 			`unexpected media type "text/plain"`},
-		{"another artifact type", []testLayer{{policyMT, "team.yaml", good}, {bundleMT, "team.yaml.sigstore.json", goodBundle}},
+		{"another artifact type", []testLayer{{policyMT, "team.yaml", good}, set(teamSet)},
 			func(m map[string]any) { m["artifactType"] = "application/vnd.cncf.helm.config.v1+json" },
 			"not a Bouncer policy artifact: artifactType is application/vnd.cncf.helm.config.v1+json"},
-		{"too large", []testLayer{{policyMT, "team.yaml", good}, {bundleMT, "team.yaml.sigstore.json", goodBundle}},
+		{"too large", []testLayer{{policyMT, "team.yaml", good}, set(teamSet)},
 			func(m map[string]any) { m["layers"].([]any)[0].(map[string]any)["size"] = 64 << 20 },
 			"too large"},
-		{"signed but does not load", []testLayer{{policyMT, "team.yaml", "send_email:\n  sink_params: to\n"}, {bundleMT, "team.yaml.sigstore.json", sign(team, "send_email:\n  sink_params: to\n")}}, nil,
+		{"signed but does not load", []testLayer{{policyMT, "team.yaml", "send_email:\n  sink_params: to\n"}, set(signSet(team, repo, newer, "team.yaml", "send_email:\n  sink_params: to\n"))}, nil,
 			"signed, but this bouncer can't load it: team.yaml:2: "},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tag := host + "/team/policy:" + strings.ReplaceAll(c.name, " ", "-")
+			tag := repo + ":" + strings.ReplaceAll(c.name, " ", "-")
+			tag = strings.NewReplacer(",", "", "'", "").Replace(tag)
 			putArtifact(t, tag, c.layers, c.edit)
 			st, stderr := captureStderr(t, func() int { return finish(policyPull([]string{"--trust", trust, tag})) })
+			t.Log(stderr)
 			if st != exitFail || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "nothing was installed") {
 				t.Fatalf("exit %d, stderr %q; want exit 1 and %q", st, stderr, c.want)
 			}
@@ -120,6 +192,47 @@ func TestPolicyPullRefusals(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a manifest too large to read", func(t *testing.T) {
+		st, stderr := captureStderr(t, func() int { return finish(policyPull([]string{"--trust", trust, repo + ":huge"})) })
+		if st != exitFail || !strings.Contains(stderr, "too large: the registry sent a manifest larger than 1048576 bytes; nothing was installed") {
+			t.Fatalf("exit %d, stderr %q", st, stderr)
+		}
+		// The limit holds while reading: what the registry got out before
+		// pull hung up is the limit and what the socket buffers hold,
+		// nowhere near the 64 MiB it had to send.
+		if n := sent.Load(); n > 16<<20 {
+			t.Fatalf("the registry sent %d bytes before pull gave up", n)
+		}
+		if after := treeOf(t, installed); after != before {
+			t.Fatalf("a refused pull changed %s:\n%s\n---\n%s", installed, before, after)
+		}
+	})
+
+	// Going back on purpose: --allow-downgrade installs the older set, and
+	// run --policy-dir then takes it as the newest.
+	t.Run("allow downgrade", func(t *testing.T) {
+		tag := repo + ":older"
+		putArtifact(t, tag, []testLayer{{policyMT, "team.yaml", evil}, set(signSet(team, repo, "2026-04-01T00:00:00Z", "team.yaml", evil))}, nil)
+		st, stderr := captureStderr(t, func() int {
+			return finish(policyPull([]string{"--trust", trust, "--allow-downgrade", tag}))
+		})
+		if st != exitOK {
+			t.Fatalf("exit %d: %s", st, stderr)
+		}
+		paths, check, err := installedPolicy(installed, trust, home, nil)
+		if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != "team.yaml" {
+			t.Fatalf("run --policy-dir after the downgrade: %v, %v", paths, err)
+		}
+		// run checks the bytes it parses, not only the file verified a
+		// moment before: other bytes under the set's name are refused.
+		if err := check(paths[0], []byte(evil)); err != nil {
+			t.Fatalf("the installed bytes: %v", err)
+		}
+		if err := check(paths[0], []byte(good)); err == nil || !strings.Contains(err.Error(), "changed since the pull") {
+			t.Fatalf("other bytes under the installed name: %v", err)
+		}
+	})
 }
 
 const (

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/display"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 )
 
@@ -93,7 +94,7 @@ func trustList(rem *session.Remembered, server string) error {
 			continue
 		}
 		n++
-		fmt.Printf("%s  %s  %s  (%s)\n", e.Added.UTC().Format("2006-01-02"), show(e.Server), show(e.Destination), e.Via)
+		fmt.Printf("%s  %s  %s  (%s)\n", e.Added.UTC().Format("2006-01-02"), show(e.Server), show(e.Destination), printable(e.Via))
 	}
 	if n == 0 {
 		fmt.Fprintln(os.Stderr, "bouncer: no remembered destinations")
@@ -188,7 +189,7 @@ func trustAdd(rem *session.Remembered, auditPath, server string, ops []string) e
 	fmt.Println()
 	fmt.Printf("  %-12s %s\n", "server", show(d.server))
 	fmt.Printf("  %-12s %s\n", "destination", show(d.destination))
-	if a := approval.ASCII(d.destination); a != printable(d.destination) {
+	if a := display.ASCII(d.destination); a != printable(d.destination) {
 		fmt.Printf("  %-12s %s\n", "as ASCII", a)
 	}
 	if d.count > 0 {

@@ -166,7 +166,7 @@ func TestLogFollow(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the log does not exist yet: -f waits for it
 	writeTaintDeny(t, home, "outbox", "first@evil.example", "inbox")
 	writeTaintDeny(t, home, "outbox", "second\x1b[2J@evil.example", "inbox")
-	for _, want := range []string{"to=first@evil.example", `to=second\u001b[2J@evil.example`} {
+	for _, want := range []string{"to=first@evil.example", `to=second\x1b[2J@evil.example`} {
 		select {
 		case l := <-lines:
 			if !strings.Contains(l, want) || !strings.Contains(l, " deny ") {

@@ -23,7 +23,7 @@
 // then denies the call without a code, saying why), and Parse applies the
 // same rule to every entry it reads, so Issue can't write what Parse would
 // not read back. Values are stored as they are (control characters and all)
-// and escaped only when shown (Printable, Show).
+// and escaped only when shown (display.Printable, display.Show).
 //
 // # Damage is contained to what is damaged
 //
@@ -70,6 +70,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
+	"github.com/bouncer-mcp/bouncer/internal/display"
 	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
@@ -238,7 +239,7 @@ func (e *EntryError) Error() string {
 	if e.Code == "" {
 		return fmt.Sprintf("codes[%d]: %v", e.Index, e.Err)
 	}
-	c, _ := Printable(short(e.Code))
+	c, _ := display.Printable(short(e.Code))
 	return fmt.Sprintf("codes[%d] (%s): %v", e.Index, c, e.Err)
 }
 

@@ -4,9 +4,12 @@
 // The chain: every line carries "prev", the SHA-256 of the previous line's
 // exact bytes (without its newline); the first line carries the genesis value
 // (64 zeros). Editing, removing or reordering a line breaks the chain at the
-// line after it, which VerifyFile names. Removing lines from the end, or
-// editing the very last line, leaves a valid shorter chain: only a head hash
-// recorded elsewhere (see Report.Head and HasHead) catches that.
+// line after it, which VerifyFile names. Removing lines from the end,
+// editing the very last line, or replacing the whole log with another chain
+// leaves a valid chain: the head file beside the log (head.go), which every
+// Append rewrites with the log's length and its first and last hashes,
+// catches that on this machine, and a head hash kept elsewhere (see
+// Report.Head and HasHead) catches it against someone who can rewrite both.
 package audit
 
 import (
@@ -141,14 +144,32 @@ type Log struct {
 	syncErr atomic.Pointer[error]
 	syncs   atomic.Int64 // background syncs done, for tests
 
-	// tail is the line this Log wrote last, and the file as that write
-	// left it. While the file is still that file at that size, nobody has
-	// appended since, and the next line chains to tail.hash without
-	// reading the file back. Guarded by mu.
+	// tail is the file as this Log's last write left it, and hd the head
+	// that write recorded. While the file is still that file at that size,
+	// nobody has appended since: the next line chains to hd.Last without
+	// reading the file or the head file back. hdOK is false when hd must be
+	// worked out again (reconcile). Guarded by mu.
 	tail struct {
 		dev, ino uint64
 		size     int64
-		hash     string
+	}
+	hd   Head
+	hdOK bool
+
+	// The head file (head.go): its path, the open file, and the buffers
+	// records are made and read in. hf is guarded by mu, and by fmu
+	// against the syncer. headErr, once set, fails every later Append, as
+	// syncErr does.
+	hpath      string
+	hf         *os.File
+	hbuf, rbuf []byte // a record being made, one being read
+	headErr    error
+	// marks caches the encoding of the head's marks (encodeMarks): they
+	// are the same record after record, and are encoded again only when
+	// reconcile made new ones.
+	marks struct {
+		of  [3]*Mark
+		enc []byte
 	}
 }
 
@@ -166,7 +187,13 @@ func Open(path string) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.f = f
+	l.hpath = HeadPath(path)
+	hf, err := openHead(l.hpath)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l.f, l.hf = f, hf
 	l.kick = make(chan struct{}, 1)
 	l.done = make(chan struct{})
 	go l.syncer()
@@ -192,8 +219,7 @@ func (l *Log) syncer() {
 		}
 		l.fmu.Lock()
 		if l.f != nil {
-			if err := datasync(l.f); err != nil {
-				err = fmt.Errorf("audit %s: syncing to disk: %w", l.path, err)
+			if err := l.datasync(); err != nil {
 				l.syncErr.Store(&err)
 			}
 		}
@@ -220,6 +246,19 @@ func (l *Log) pause(d time.Duration) bool {
 	}
 }
 
+// datasync flushes the log, then its head file, to disk: the head goes
+// with the lines it counts, and is no more durable than they are. The
+// caller holds fmu.
+func (l *Log) datasync() error {
+	if err := datasync(l.f); err != nil {
+		return fmt.Errorf("audit %s: syncing to disk: %w", l.path, err)
+	}
+	if err := datasync(l.hf); err != nil {
+		return fmt.Errorf("audit head %s: syncing to disk: %w", l.hpath, err)
+	}
+	return nil
+}
+
 // Sync waits until every line appended so far is on disk.
 func (l *Log) Sync() error {
 	if l == nil {
@@ -230,8 +269,8 @@ func (l *Log) Sync() error {
 	if l.f == nil {
 		return errors.New("audit: log is closed")
 	}
-	if err := datasync(l.f); err != nil {
-		return fmt.Errorf("audit %s: syncing to disk: %w", l.path, err)
+	if err := l.datasync(); err != nil {
+		return err
 	}
 	if p := l.syncErr.Load(); p != nil {
 		return *p
@@ -280,6 +319,11 @@ func checkMode(f *os.File) error {
 // full disk), Append first ends that partial line and chains to its bytes:
 // the damage stays visible to VerifyFile as one bad line, and the log keeps
 // working instead of denying every call from then on.
+//
+// Under the same lock, after the line, Append records the log's new head
+// in the head file (head.go). A failure to write it fails every later
+// Append, as a failed flush does: the line is already written, and a log
+// whose head stops moving would look cut short.
 func (l *Log) Append(e Entry) error {
 	if l == nil {
 		return errors.New("audit: log is not open")
@@ -300,20 +344,28 @@ func (l *Log) Append(e Entry) error {
 	if l.f == nil {
 		return fmt.Errorf("audit %s: log is closed", l.path)
 	}
+	if l.headErr != nil {
+		return l.headErr
+	}
 	f, st, err := l.lock()
 	if err != nil {
 		return fmt.Errorf("audit %s: %w", l.path, err)
 	}
 	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
-
-	var prev string
-	var partial bool
-	if l.tail.hash != "" && l.tail.dev == uint64(st.Dev) && l.tail.ino == st.Ino && l.tail.size == st.Size {
-		prev = l.tail.hash
-	} else if prev, partial, err = lastLineHash(f, st.Size); err != nil {
-		return fmt.Errorf("audit %s: reading the last line: %w", l.path, err)
+	if err := l.checkHeadFile(); err != nil {
+		return err
 	}
-	e.Prev = prev
+
+	var partial bool
+	if !l.hdOK || l.tail.dev != uint64(st.Dev) || l.tail.ino != st.Ino || l.tail.size != st.Size {
+		l.hdOK = false
+		hd, p, err := l.reconcile(f, st.Size)
+		if err != nil {
+			return fmt.Errorf("audit %s: reading the log back: %w", l.path, err)
+		}
+		l.hd, l.hdOK, partial = *hd, true, p
+	}
+	e.Prev = l.hd.Last
 	line, err := Marshal(e)
 	if err != nil {
 		return fmt.Errorf("audit %s: %w", l.path, err)
@@ -331,11 +383,24 @@ func (l *Log) Append(e Entry) error {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		l.tail.hash = ""
+		l.hdOK = false
 		return fmt.Errorf("audit %s: writing: %w", l.path, err)
 	}
-	l.tail.dev, l.tail.ino, l.tail.size = uint64(st.Dev), st.Ino, st.Size+int64(n)
-	l.tail.hash = Hash(line)
+	h := &l.hd
+	if h.Lines == 0 {
+		h.First = Hash(line)
+		h.Last = h.First
+	} else {
+		h.Last = Hash(line)
+	}
+	h.Lines++
+	h.Size = st.Size + int64(n)
+	l.tail.dev, l.tail.ino, l.tail.size = uint64(st.Dev), st.Ino, h.Size
+	if err := l.writeHead(h); err != nil {
+		// This line is written and its call may go on; the next is denied.
+		l.hdOK = false
+		l.headErr = fmt.Errorf("audit head %s: writing: %w", l.hpath, err)
+	}
 	select {
 	case l.kick <- struct{}{}:
 	default: // a sync is already due; it covers this line too
@@ -449,11 +514,14 @@ func (l *Log) Close() error {
 	<-l.done
 	l.fmu.Lock()
 	defer l.fmu.Unlock()
-	err := datasync(l.f)
+	err := l.datasync()
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
-	l.f = nil
+	if cerr := l.hf.Close(); err == nil {
+		err = cerr
+	}
+	l.f, l.hf = nil, nil
 	if p := l.syncErr.Load(); err == nil && p != nil {
 		err = *p
 	}
@@ -620,7 +688,12 @@ type LineError struct {
 	Err  error
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Error() string {
+	if e.Line == 0 { // the log as a whole
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+}
 func (e *LineError) Unwrap() error { return e.Err }
 
 // Verdicts a line may carry.
@@ -718,17 +791,37 @@ func ReadFile(path string) ([]Entry, error) {
 
 // Problem is one place where a log fails verification.
 type Problem struct {
-	Line int    // 1-based
+	Line int    // 1-based; 0 for the log as a whole (what its head file records)
 	Msg  string // what is wrong there
+	// Anchor: found against the head file, not in the chain itself (the
+	// chain may be intact: a log replaced whole by another chain).
+	Anchor bool
 }
 
-func (p Problem) String() string { return fmt.Sprintf("line %d: %s", p.Line, p.Msg) }
+func (p Problem) String() string {
+	if p.Line == 0 {
+		return p.Msg
+	}
+	return fmt.Sprintf("line %d: %s", p.Line, p.Msg)
+}
 
 // Report is the outcome of verifying a log.
 type Report struct {
 	Lines    int       // lines read
 	Head     string    // hash of the last line (Genesis for an empty log)
-	Problems []Problem // in line order; empty when the chain is intact
+	Problems []Problem // in line order, the log's own first; empty when intact
+	// HeadFile is the head file the log was checked against
+	// (VerifyFileReport), and Anchor its record: nil when it has none.
+	HeadFile string
+	Anchor   *Head
+	// Unanchored reports a log with lines and no head record: nothing
+	// shows it is the log bouncer wrote, since a log replaced whole by
+	// another chain verifies too. Not a Problem: a copy of a log made
+	// without its head file is one; the caller decides.
+	Unanchored bool
+	// Notes are what the head file says that is not a problem: lines past
+	// it, an earlier log that was rotated away, a head started late.
+	Notes []string
 	// hashes maps line hashes to line numbers: every line's while the log
 	// is small enough (to explain a reordering), and the pinned ones always.
 	hashes map[string]int
@@ -758,6 +851,12 @@ const maxRemembered = 1 << 20
 // place is listed. pins are head hashes kept from earlier runs; HasHead
 // answers for them. It returns an error only when r can't be read.
 func Verify(r io.Reader, pins ...string) (*Report, error) {
+	return verify(r, nil, pins)
+}
+
+// verify is Verify, and, when hd is not nil, a check of the log against
+// that head record (see checkHead).
+func verify(r io.Reader, hd *Head, pins []string) (*Report, error) {
 	rep := &Report{Head: Genesis, hashes: map[string]int{}}
 	pinned := map[string]bool{}
 	for _, p := range pins {
@@ -776,6 +875,11 @@ func Verify(r io.Reader, pins ...string) (*Report, error) {
 				rep.Problems = append(rep.Problems, Problem{Line: n, Msg: msg})
 			}
 		}
+		anchorProblem := func(msg string) {
+			if len(rep.Problems) < maxProblems {
+				rep.Problems = append(rep.Problems, Problem{Line: n, Msg: msg, Anchor: true})
+			}
+		}
 		prev, err := prevOf(line)
 		switch {
 		case err != nil:
@@ -786,13 +890,69 @@ func Verify(r io.Reader, pins ...string) (*Report, error) {
 		if noNewline {
 			problem("the line is incomplete (no newline at the end of the file)")
 		}
+		if hd != nil {
+			switch {
+			case n == 1 && hd.Lines >= 1 && h != hd.First:
+				anchorProblem(fmt.Sprintf("not the first line bouncer wrote: the head file records %s for line 1, this line is %s. The log was replaced whole, or its first line rewritten; %s", hd.First, h, compareAdvice))
+			case n > 1 && n == hd.Lines && h != hd.Last:
+				anchorProblem(fmt.Sprintf("not the line bouncer wrote last: the head file records %s for line %d, this line is %s. The log was rewritten up to here; %s", hd.Last, n, h, compareAdvice))
+			}
+		}
 		expect = h
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	if hd != nil {
+		checkHead(rep, hd)
+	}
 	return rep, nil
+}
+
+// compareAdvice ends a message about a log that is not what bouncer wrote.
+const compareAdvice = "compare it with a copy kept off this machine (bouncer audit ship) or a head you kept (--expect-head)"
+
+// checkHead adds to rep what the head record hd shows about the whole log:
+// lines missing from its end, a divergence an appender found, and notes.
+func checkHead(rep *Report, hd *Head) {
+	var top []Problem
+	if d := hd.Diverged; d != nil {
+		msg := fmt.Sprintf("on %s bouncer found this log was not what it had written: %s", d.At, d.Found)
+		if d.Last != "" {
+			msg += fmt.Sprintf(" (it had written %d lines, the last %s)", d.Lines, d.Last)
+		}
+		msg += ". It has appended on from the log as it found it, and keeps this record until the head file is removed: " +
+			compareAdvice + ", then remove the head file to accept the log as it is now"
+		top = append(top, Problem{Msg: msg, Anchor: true})
+	}
+	rep.Problems = append(top, rep.Problems...)
+	matches := true // the lines up to the head's are the ones it records
+	for _, p := range rep.Problems {
+		matches = matches && !p.Anchor
+	}
+	switch {
+	case rep.Lines < hd.Lines:
+		if len(rep.Problems) < maxProblems {
+			rep.Problems = append(rep.Problems, Problem{Line: rep.Lines + 1, Anchor: true, Msg: fmt.Sprintf(
+				"missing: the head file records %d lines, and the log ends at line %d. Lines were cut from its end, or the log was replaced by a shorter one (or, after a machine crash, lost before they reached the disk); %s",
+				hd.Lines, rep.Lines, compareAdvice)})
+		}
+	case rep.Lines > hd.Lines && matches:
+		rep.Notes = append(rep.Notes, fmt.Sprintf(
+			"lines %d-%d are past the head file's line %d: a writer stopped between writing them and recording them there (killed, or the machine crashed), or a bouncer without head files wrote them. The chain covers them; the next line bouncer writes records them",
+			hd.Lines+1, rep.Lines, hd.Lines))
+	}
+	if a := hd.Adopted; a != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf(
+			"the head file was started on %s, when the log already had %d lines (a log from a bouncer without head files, or the head file had been removed): a log replaced before then would not show",
+			a.At, a.Lines))
+	}
+	if p := hd.Previous; p != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf(
+			"a new log was started on %s; the one before it had %d lines and ended with %s. If you did not rotate or empty the log, someone removed it. Check the old file with: bouncer audit verify --audit OLD --no-head --expect-head %s",
+			p.At, p.Lines, p.Last, p.Last))
+	}
 }
 
 // breakMsg explains a prev that doesn't match the line before.
@@ -836,22 +996,49 @@ func VerifyFile(path string) (int, error) {
 	}
 	if !rep.OK() {
 		p := rep.Problems[0]
-		return p.Line - 1, fmt.Errorf("audit %s: %w", path, &LineError{Line: p.Line, Err: errors.New(p.Msg)})
+		return max(p.Line-1, 0), fmt.Errorf("audit %s: %w", path, &LineError{Line: p.Line, Err: errors.New(p.Msg)})
 	}
 	return rep.Lines, nil
 }
 
 // VerifyFileReport is VerifyFile with every problem, the head hash, and
-// where the pinned heads are (see Verify).
+// where the pinned heads are (see Verify). It also checks the log against
+// its head file (HeadPath): a log whose first line is not the one recorded
+// there, that is shorter than recorded, or whose line at the recorded
+// count is another, is a problem, and so is a head file that can't be
+// read. The head and the log's size are read under a shared lock, so
+// that no Append is half done between them; lines appended after that are
+// not read.
 func VerifyFileReport(path string, pins ...string) (*Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
 	defer f.Close()
-	rep, err := Verify(f, pins...)
+	hpath := HeadPath(path)
+	// Without flock (a file system that lacks it) nothing appends here
+	// either: Append needs it.
+	locked := flock(f, unix.LOCK_SH) == nil
+	hd, herr := ReadHead(hpath)
+	fi, err := f.Stat()
+	if locked {
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	rep, err := verify(io.NewSectionReader(f, 0, fi.Size()), hd, pins)
+	if err != nil {
+		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	rep.HeadFile, rep.Anchor = hpath, hd
+	switch {
+	case herr != nil:
+		rep.Problems = append([]Problem{{Anchor: true, Msg: fmt.Sprintf(
+			"%v: nothing shows this log is the one bouncer wrote. The head file is damaged (a machine crash while it was written) or was edited; %s. The next line bouncer writes starts a new head from the log as it is, and records this", herr, compareAdvice)}},
+			rep.Problems...)
+	case hd == nil && rep.Lines > 0:
+		rep.Unanchored = true
 	}
 	return rep, nil
 }

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
-	"unicode"
+
+	"github.com/bouncer-mcp/bouncer/internal/display"
 )
 
 // Filter selects audit lines for a person to read. Zero fields select all.
@@ -27,9 +27,19 @@ func (f Filter) Match(e Entry) bool {
 }
 
 // Human renders one line as a person reads it: time, server, tool,
-// verdict, destination, reason. Every value is escaped (control, format and
-// other invisible characters as \u escapes), since an agent chose most of
-// them and a log must not be able to redraw the terminal it is read on.
+// verdict, destination, reason. An agent or a server chose most of these
+// values, and a log must neither redraw the terminal it is read on nor let
+// a value pass for another column, so every value goes through the one
+// display escaper: server, tool, argument and destination as display.Show
+// tokens (escaped, and quoted when they hold a space), the reason escaped
+// with display.Printable. Columns are set apart by two spaces or more, and
+// no escaped value holds two spaces in a row, so a line splits exactly on
+// runs of two or more spaces (as bouncer pending's lines do).
+//
+// The reason is escaped like every other value, so an escape that the
+// engine wrote into it when it quoted a value (\u202e) is shown with its
+// backslash doubled (\\u202e): what the line shows is always what the log
+// holds, with nothing left to trust.
 func Human(e Entry) string {
 	verdict := e.Verdict
 	if e.Observed() {
@@ -39,51 +49,31 @@ func Human(e Entry) string {
 			verdict = "allow"
 		}
 	}
-	dest := ""
+	dest := "-"
 	switch {
 	case e.Taint != nil:
-		dest = e.Taint.Param + "=" + e.Taint.Destination
+		dest = token(e.Taint.Param) + "=" + token(e.Taint.Destination)
 	case len(e.Dests) > 0:
-		dest = e.Dests[0].Param + "=" + e.Dests[0].Value
+		dest = token(e.Dests[0].Param) + "=" + token(e.Dests[0].Value)
 		if len(e.Dests) > 1 {
 			dest += fmt.Sprintf(" (+%d)", len(e.Dests)-1)
 		}
 	}
-	if dest == "" {
-		dest = "-"
-	}
-	reason := e.Reason
+	rule, _ := display.Printable(e.Rule)
+	reason, _ := display.Printable(e.Reason)
 	if reason == "" {
-		reason = "(" + e.Rule + ")"
-	} else if e.Rule != "" {
-		reason = "[" + e.Rule + "] " + reason
+		reason = "(" + rule + ")"
+	} else if rule != "" {
+		reason = "[" + rule + "] " + reason
 	}
-	return fmt.Sprintf("%s  %-12s %-22s %-10s %-32s %s",
-		e.TS.UTC().Format("2006-01-02 15:04:05"), safe(e.Server), safe(e.Tool), verdict, safe(dest), safe(reason))
+	return fmt.Sprintf("%s  %-12s  %-22s  %-10s  %-32s  %s",
+		e.TS.UTC().Format("2006-01-02 15:04:05"), token(e.Server), token(e.Tool), verdict, dest, reason)
 }
 
-// safe escapes what must not reach a terminal raw.
-func safe(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == unicode.ReplacementChar || !unicode.IsPrint(r) && r != ' ' || unicode.Is(unicode.Cf, r):
-			if r > 0xffff {
-				fmt.Fprintf(&b, `\U%08x`, r)
-			} else {
-				fmt.Fprintf(&b, `\u%04x`, r)
-			}
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+// token is display.Show without its second result.
+func token(s string) string {
+	t, _ := display.Show(s)
+	return t
 }
 
 // Follow calls fn for each whole line of the log at path, from the start,

@@ -11,7 +11,9 @@ import (
 // TestCosignInterop checks both directions against the real cosign CLI
 // (go install github.com/sigstore/cosign/v3/cmd/cosign@v3.1.3): cosign
 // verify-blob --key accepts bundles from SignFile, and VerifyFile accepts
-// bundles from cosign sign-blob --key. It runs only when cosign is on PATH,
+// bundles from cosign sign-blob --key; for a set, cosign
+// verify-blob-attestation accepts SignStatement's bundles, and
+// VerifyStatement accepts cosign attest-blob --statement's. It runs only when cosign is on PATH,
 // and offline: no signing config, no transparency-log upload. The keyless
 // fixture is checked by cosign too, so the tests' virtual Sigstore bundles
 // are ones the reference tool accepts.
@@ -69,6 +71,59 @@ func TestCosignInterop(t *testing.T) {
 		writeFile(t, f, []byte(policyYAML+"#\n"))
 		if _, err := tr.VerifyFile(f); err == nil {
 			t.Fatal("tampered file verified against cosign's bundle")
+		}
+	})
+
+	// A set's signature: an in-toto statement in a DSSE envelope.
+	// cosign verify-blob-attestation checks a file against the statement
+	// bouncer signed, and VerifyStatement accepts cosign attest-blob
+	// --statement's bundle.
+	t.Run("bouncer signs a set, cosign verifies", func(t *testing.T) {
+		dir := t.TempDir()
+		k := newECKey(t)
+		writeFile(t, filepath.Join(dir, "k.pub"), k.pub)
+		writeFile(t, filepath.Join(dir, "a.yaml"), []byte("a"))
+		s, err := ParsePrivateKey(k.priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.SignStatement(setStatement("a.yaml", "a", "b.yaml", "b"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, "set.sigstore.json"), b)
+		out := run(t, dir, "verify-blob-attestation", "--key", "k.pub", "--bundle", "set.sigstore.json",
+			"--type", "https://github.com/bouncer-mcp/bouncer/policy-set/v1", "--insecure-ignore-tlog=true", "a.yaml")
+		if !strings.Contains(out, "Verified OK") {
+			t.Fatalf("cosign said: %s", out)
+		}
+		writeFile(t, filepath.Join(dir, "a.yaml"), []byte("a!"))
+		cmd := exec.Command(cosign, "verify-blob-attestation", "--key", "k.pub", "--bundle", "set.sigstore.json",
+			"--type", "https://github.com/bouncer-mcp/bouncer/policy-set/v1", "--insecure-ignore-tlog=true", "a.yaml")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Fatalf("cosign verified a file the set does not name: %s", out)
+		}
+	})
+
+	t.Run("cosign signs a set, bouncer verifies", func(t *testing.T) {
+		dir := t.TempDir()
+		run(t, dir, "generate-key-pair")
+		stmt := setStatement("a.yaml", "a", "b.yaml", "b")
+		writeFile(t, filepath.Join(dir, "set.json"), stmt)
+		run(t, dir, "attest-blob", "--key", "cosign.key", "--statement", "set.json", "--bundle", "set.sigstore.json",
+			"--use-signing-config=false", "--tlog-upload=false")
+		b, err := os.ReadFile(filepath.Join(dir, "set.sigstore.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := loadTrustFile(t, dir, "keys: [cosign.pub]\n")
+		got, signers, err := tr.VerifyStatement(b, subjectsOf("a.yaml", "a", "b.yaml", "b"))
+		if err != nil || string(got) != string(stmt) || strings.Join(signers, ";") != "key cosign.pub" {
+			t.Fatalf("VerifyStatement on cosign's bundle: %q, %v, %v", got, signers, err)
+		}
+		if _, _, err := tr.VerifyStatement(b, subjectsOf("a.yaml", "a!")); err == nil {
+			t.Fatal("cosign's set bundle verified a file it does not name")
 		}
 	})
 

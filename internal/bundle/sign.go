@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -17,7 +18,9 @@ import (
 
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
 
@@ -85,32 +88,15 @@ func (s *Signer) PublicKeyPEM() []byte {
 // (pure Ed25519), which is what verifiers of either kind expect.
 func (s *Signer) Bundle(data []byte) ([]byte, error) {
 	digest := sha256.Sum256(data)
-	var sig []byte
-	var err error
-	switch k := s.priv.(type) {
-	case *ecdsa.PrivateKey:
-		sig, err = ecdsa.SignASN1(rand.Reader, k, digest[:])
-	case ed25519.PrivateKey:
-		sig = ed25519.Sign(k, data)
-	default:
-		err = fmt.Errorf("unsupported key %T", k)
-	}
+	sig, err := s.sign(data)
 	if err != nil {
-		return nil, fmt.Errorf("sign: %w", err)
+		return nil, err
 	}
-	hint := sha256.Sum256(s.der)
-	pb := &protobundle.Bundle{
-		MediaType: bundleV03MediaType,
-		VerificationMaterial: &protobundle.VerificationMaterial{
-			Content: &protobundle.VerificationMaterial_PublicKey{
-				PublicKey: &protocommon.PublicKeyIdentifier{Hint: base64.StdEncoding.EncodeToString(hint[:])},
-			},
-		},
-		Content: &protobundle.Bundle_MessageSignature{
-			MessageSignature: &protocommon.MessageSignature{
-				MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: digest[:]},
-				Signature:     sig,
-			},
+	pb := s.protoBundle()
+	pb.Content = &protobundle.Bundle_MessageSignature{
+		MessageSignature: &protocommon.MessageSignature{
+			MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: digest[:]},
+			Signature:     sig,
 		},
 	}
 	b, err := sgbundle.NewBundle(pb)
@@ -119,11 +105,83 @@ func (s *Signer) Bundle(data []byte) ([]byte, error) {
 	}
 	// Check our own work with the same verifier `bouncer verify` uses, so a
 	// bundle that would not verify is never written.
+	return s.selfChecked(b, func() verify.ArtifactPolicyOption { return verify.WithArtifact(bytes.NewReader(data)) })
+}
+
+// SignStatement signs an in-toto statement, its exact bytes, and returns
+// the bundle JSON: a v0.3 bundle holding a DSSE envelope (payload type
+// application/vnd.in-toto+json) with one signature over the envelope's
+// pre-authentication encoding, the shape `cosign attest-blob --key
+// --statement` writes. VerifyStatement reads it.
+func (s *Signer) SignStatement(statement []byte) ([]byte, error) {
+	sig, err := s.sign(dssePAE(InTotoPayloadType, statement))
+	if err != nil {
+		return nil, err
+	}
+	pb := s.protoBundle()
+	pb.Content = &protobundle.Bundle_DsseEnvelope{
+		DsseEnvelope: &protodsse.Envelope{
+			Payload:     statement,
+			PayloadType: InTotoPayloadType,
+			Signatures:  []*protodsse.Signature{{Sig: sig}},
+		},
+	}
+	b, err := sgbundle.NewBundle(pb)
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	// The self-check is of the signature only: which subjects the
+	// statement must name is the reader's question (VerifyStatement).
+	return s.selfChecked(b, verify.WithoutArtifactUnsafe)
+}
+
+// sign signs msg: ECDSA over its SHA-256 digest, Ed25519 over the bytes.
+func (s *Signer) sign(msg []byte) ([]byte, error) {
+	var sig []byte
+	var err error
+	switch k := s.priv.(type) {
+	case *ecdsa.PrivateKey:
+		digest := sha256.Sum256(msg)
+		sig, err = ecdsa.SignASN1(rand.Reader, k, digest[:])
+	case ed25519.PrivateKey:
+		sig = ed25519.Sign(k, msg)
+	default:
+		err = fmt.Errorf("unsupported key %T", k)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	return sig, nil
+}
+
+// dssePAE is DSSE's pre-authentication encoding, what a DSSE signature
+// signs: the payload type and payload, each with its length.
+func dssePAE(payloadType string, payload []byte) []byte {
+	return fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(payloadType), payloadType, len(payload), payload)
+}
+
+// protoBundle is a v0.3 bundle with this key's public-key hint, for the
+// caller to put the signed content in.
+func (s *Signer) protoBundle() *protobundle.Bundle {
+	hint := sha256.Sum256(s.der)
+	return &protobundle.Bundle{
+		MediaType: bundleV03MediaType,
+		VerificationMaterial: &protobundle.VerificationMaterial{
+			Content: &protobundle.VerificationMaterial_PublicKey{
+				PublicKey: &protocommon.PublicKeyIdentifier{Hint: base64.StdEncoding.EncodeToString(hint[:])},
+			},
+		},
+	}
+}
+
+// selfChecked verifies a new bundle with this key under artifact and
+// returns its JSON.
+func (s *Signer) selfChecked(b *sgbundle.Bundle, artifact func() verify.ArtifactPolicyOption) ([]byte, error) {
 	sv, err := signature.LoadVerifier(s.pub, crypto.SHA256)
 	if err != nil {
 		return nil, err
 	}
-	if err := verifyWithKey(sv, b, data); err != nil {
+	if err := verifyWithKey(sv, b, artifact()); err != nil {
 		return nil, fmt.Errorf("self-check of the new bundle failed: %w", err)
 	}
 	out, err := b.MarshalJSON()

@@ -2,6 +2,8 @@ package bundle
 
 import (
 	"bytes"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -111,6 +113,17 @@ func (t *Trust) verifyBundleJSON(raw, data []byte) ([]string, error) {
 // verifyEntity checks one signed entity over data against every layer that
 // names signers; each must accept it.
 func (t *Trust) verifyEntity(e verify.SignedEntity, data []byte) ([]string, error) {
+	return t.verifySigned(e, false, func() verify.ArtifactPolicyOption {
+		return verify.WithArtifact(bytes.NewReader(data))
+	})
+}
+
+// verifySigned checks a signed entity against every layer that names
+// signers; each must accept it. statement says which kind of content it
+// must hold: a DSSE envelope (a signed statement) or a plain signature
+// over a file. artifact makes the policy for what was signed, afresh for
+// each try (a reader is spent by one).
+func (t *Trust) verifySigned(e verify.SignedEntity, statement bool, artifact func() verify.ArtifactPolicyOption) ([]string, error) {
 	if !t.HasSigners() {
 		return nil, errors.New("the trust configuration names no keys or identities")
 	}
@@ -122,12 +135,16 @@ func (t *Trust) verifyEntity(e verify.SignedEntity, data []byte) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	// Only a plain signature over the file counts. A DSSE attestation
-	// (cosign attest-blob) whose subject digest matches would verify too,
-	// but it states something about the file (its predicate), which is not
-	// the same as the signer vouching for it as policy.
-	if sc.MessageSignatureContent() == nil {
+	// Only a plain signature over the file counts for a file. A DSSE
+	// attestation (cosign attest-blob) whose subject digest matches would
+	// verify too, but it states something about the file (its predicate),
+	// which is not the same as the signer vouching for it as policy. For a
+	// set it is the other way round: the statement is what is signed.
+	switch {
+	case !statement && sc.MessageSignatureContent() == nil:
 		return nil, errors.New("bundle holds a DSSE envelope (an attestation), not a signature over the file; sign with cosign sign-blob or bouncer sign")
+	case statement && sc.EnvelopeContent() == nil:
+		return nil, errors.New("bundle holds a signature over a file, not a signed statement (a DSSE envelope)")
 	}
 	var signers []string
 	for _, l := range t.layers {
@@ -137,9 +154,9 @@ func (t *Trust) verifyEntity(e verify.SignedEntity, data []byte) ([]string, erro
 		var who string
 		switch {
 		case vc.PublicKey() != nil:
-			who, err = l.verifyKeyed(e, data)
+			who, err = l.verifyKeyed(e, artifact)
 		case vc.Certificate() != nil:
-			who, err = l.verifyKeyless(e, data)
+			who, err = l.verifyKeyless(e, artifact())
 		default:
 			err = errors.New("bundle has neither a public key nor a certificate")
 		}
@@ -154,16 +171,101 @@ func (t *Trust) verifyEntity(e verify.SignedEntity, data []byte) ([]string, erro
 	return signers, nil
 }
 
+// InTotoPayloadType is the DSSE payload type of an in-toto statement.
+const InTotoPayloadType = "application/vnd.in-toto+json"
+
+// Subject is a file a signed statement must name: its SHA-256 digest, and
+// its name for messages.
+type Subject struct {
+	Name   string
+	SHA256 []byte
+}
+
+// VerifyStatement verifies a bundle that holds a DSSE envelope with an
+// in-toto statement (what SignStatement and `cosign attest-blob
+// --statement` write), under the same signers and rules as VerifyBundle,
+// and checks that the statement names each of subjects' digests. It
+// returns the statement's exact bytes, the payload the signature covers,
+// for the caller to read the rest of it from; and who signed. What else
+// the statement must say (its type, every subject and their order) is the
+// caller's to check on those bytes.
+func (t *Trust) VerifyStatement(bundleJSON []byte, subjects []Subject) (statement []byte, signers []string, err error) {
+	switch {
+	case len(bundleJSON) == 0:
+		return nil, nil, fmt.Errorf("%w: the set's bundle is empty", ErrNoBundle)
+	case len(bundleJSON) > maxBundleSize:
+		return nil, nil, fmt.Errorf("the set's bundle is larger than %d bytes", maxBundleSize)
+	case len(subjects) == 0:
+		return nil, nil, errors.New("no files to check the statement against")
+	}
+	payload, err := PeekStatement(bundleJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &sgbundle.Bundle{}
+	if err := b.UnmarshalJSON(bundleJSON); err != nil {
+		return nil, nil, fmt.Errorf("not a Sigstore bundle: %w", err)
+	}
+	ads := make([]verify.ArtifactDigest, len(subjects))
+	for i, s := range subjects {
+		ads[i] = verify.ArtifactDigest{Algorithm: "sha256", Digest: s.SHA256}
+	}
+	signers, err = t.verifySigned(b, true, func() verify.ArtifactPolicyOption { return verify.WithArtifactDigests(ads) })
+	if err == nil {
+		return payload, signers, nil
+	}
+	// Say which it was: a signature that does not verify, or a good
+	// signature over a statement that does not name one of the files.
+	if _, serr := t.verifySigned(b, true, verify.WithoutArtifactUnsafe); serr != nil {
+		return nil, nil, serr
+	}
+	named := map[string]bool{}
+	var lite struct {
+		Subject []struct {
+			Digest map[string]string `json:"digest"`
+		} `json:"subject"`
+	}
+	_ = json.Unmarshal(payload, &lite)
+	for _, s := range lite.Subject {
+		named[strings.ToLower(s.Digest["sha256"])] = true
+	}
+	for _, s := range subjects {
+		if h := hex.EncodeToString(s.SHA256); !named[h] {
+			return nil, nil, fmt.Errorf("%s (sha256:%s) is not in the signed statement: it is not a file of the signed set", s.Name, h)
+		}
+	}
+	return nil, nil, err
+}
+
+// PeekStatement returns the in-toto statement a DSSE bundle carries,
+// without verifying anything. It is for bouncer policy push, to check that
+// a bundle signed elsewhere describes the files it is pushed with; nothing
+// it returns is to be trusted before VerifyStatement.
+func PeekStatement(bundleJSON []byte) ([]byte, error) {
+	b := &sgbundle.Bundle{}
+	if err := b.UnmarshalJSON(bundleJSON); err != nil {
+		return nil, fmt.Errorf("not a Sigstore bundle: %w", err)
+	}
+	env := b.GetDsseEnvelope()
+	if env == nil {
+		return nil, errors.New("bundle holds a signature over a file, not a signed statement (a DSSE envelope)")
+	}
+	if env.PayloadType != InTotoPayloadType {
+		return nil, fmt.Errorf("bundle's DSSE payload is %q, not an in-toto statement (%s)", env.PayloadType, InTotoPayloadType)
+	}
+	return env.Payload, nil
+}
+
 // verifyKeyed tries each key of the layer. The bundle's key hint is ignored:
 // it is unauthenticated and cosign and Bouncer compute it differently, so
 // the signature itself decides.
-func (l *layer) verifyKeyed(e verify.SignedEntity, data []byte) (string, error) {
+func (l *layer) verifyKeyed(e verify.SignedEntity, artifact func() verify.ArtifactPolicyOption) (string, error) {
 	if len(l.keys) == 0 {
 		return "", fmt.Errorf("signed with a key, but %s lists no keys", l.file)
 	}
 	var errs []string
 	for _, k := range l.keys {
-		if err := verifyWithKey(k.verifier, e, data); err != nil {
+		if err := verifyWithKey(k.verifier, e, artifact()); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", k.name, err))
 			continue
 		}
@@ -175,7 +277,7 @@ func (l *layer) verifyKeyed(e verify.SignedEntity, data []byte) (string, error) 
 	return "", fmt.Errorf("signature verifies with none of the %d keys (%s)", len(l.keys), strings.Join(errs, "; "))
 }
 
-func verifyWithKey(sv signature.Verifier, e verify.SignedEntity, data []byte) error {
+func verifyWithKey(sv signature.Verifier, e verify.SignedEntity, artifact verify.ArtifactPolicyOption) error {
 	key := root.NewExpiringKey(sv, time.Time{}, time.Time{}) // zero: no validity window
 	tm := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return key, nil })
 	// WithNoObserverTimestamps must be the only option: a keyed bundle
@@ -185,7 +287,7 @@ func verifyWithKey(sv signature.Verifier, e verify.SignedEntity, data []byte) er
 	if err != nil {
 		return err
 	}
-	_, err = v.Verify(e, verify.NewPolicy(verify.WithArtifact(bytes.NewReader(data)), verify.WithKey()))
+	_, err = v.Verify(e, verify.NewPolicy(artifact, verify.WithKey()))
 	return err
 }
 
@@ -196,7 +298,7 @@ func verifyWithKey(sv signature.Verifier, e verify.SignedEntity, data []byte) er
 // the bundle are always verified when present; SCTs are required when the
 // trusted root lists certificate-transparency logs (the public Sigstore
 // root does).
-func (l *layer) verifyKeyless(e verify.SignedEntity, data []byte) (string, error) {
+func (l *layer) verifyKeyless(e verify.SignedEntity, artifact verify.ArtifactPolicyOption) (string, error) {
 	if len(l.identities) == 0 || l.root == nil {
 		return "", fmt.Errorf("signed keyless (with a certificate), but %s lists no identities", l.file)
 	}
@@ -219,7 +321,7 @@ func (l *layer) verifyKeyless(e verify.SignedEntity, data []byte) (string, error
 	for _, id := range l.identities {
 		popts = append(popts, verify.WithCertificateIdentity(id.ci))
 	}
-	res, err := v.Verify(e, verify.NewPolicy(verify.WithArtifact(bytes.NewReader(data)), popts...))
+	res, err := v.Verify(e, verify.NewPolicy(artifact, popts...))
 	if err != nil {
 		return "", err
 	}

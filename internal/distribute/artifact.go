@@ -1,13 +1,16 @@
 // Package distribute moves signed policy sets between a machine and an OCI
-// registry: push stores policy files and their Sigstore bundles as one OCI
-// artifact, fetch resolves a reference to a digest and hands every file and
-// bundle to a verifier before returning anything, and Install puts a
-// verified set into a directory so that a reader sees the old set or the
-// new one, never a mix.
+// registry: push stores policy files and the one signature over the set as
+// one OCI artifact, fetch resolves a reference to a digest, has the set's
+// signature verified and checks that the files are exactly the set it
+// names before returning anything, and Install puts a verified set into a
+// directory so that a reader sees the old set or the new one, never a mix,
+// and never an older set than it has had (unless told to go back).
 //
 // The package never parses policy and never decides trust: the caller passes
 // the verifier (internal/bundle under the trust configuration) and checks
 // that the set loads (internal/policy). It imports nothing of Bouncer's own.
+// What the signature covers, the set statement, is this package's (see
+// statement.go).
 //
 // # The artifact
 //
@@ -18,13 +21,16 @@
 //   - the empty config (application/vnd.oci.empty.v1+json, the two bytes {}),
 //   - one layer per policy file, media type
 //     application/vnd.bouncer.policy.v1+yaml, in load order,
-//   - one layer per bundle, media type
-//     application/vnd.dev.sigstore.bundle.v0.3+json, right after its file,
+//   - one last layer, the set's Sigstore bundle, media type
+//     application/vnd.dev.sigstore.bundle.v0.3+json: a DSSE envelope
+//     holding the signed set statement,
 //   - each layer's file name in the org.opencontainers.image.title
-//     annotation: NAME for a file, NAME.sigstore.json for its bundle.
+//     annotation: NAME for a file, set.sigstore.json for the bundle.
 //
 // That is the layout the OCI artifact guidance describes, so `oras pull`
 // writes the files under their names and `crane blob` reads any one of them.
+// Artifacts of Bouncer before set signing (a bundle per file, none over the
+// set) are refused: each of their files was signed alone.
 package distribute
 
 import (
@@ -53,8 +59,12 @@ const (
 	BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 	// TitleAnnotation carries a layer's file name.
 	TitleAnnotation = "org.opencontainers.image.title"
-	// BundleSuffix is appended to a file's name to name its bundle.
+	// BundleSuffix ends a bundle's name; no policy file's name may end in
+	// it.
 	BundleSuffix = ".sigstore.json"
+	// SetBundleName is the set bundle's layer title and its file name in
+	// an installed set.
+	SetBundleName = "set" + BundleSuffix
 )
 
 // emptyConfig is the content of the OCI empty descriptor.
@@ -69,7 +79,7 @@ const (
 	MaxFiles = 64
 	// MaxFileSize bounds one policy file (internal/policy's own bound).
 	MaxFileSize = 4 << 20
-	// MaxBundleSize bounds one bundle (internal/bundle's own bound).
+	// MaxBundleSize bounds the set's bundle (internal/bundle's own bound).
 	MaxBundleSize = 4 << 20
 	// MaxTotalSize bounds all layers together.
 	MaxTotalSize = 32 << 20
@@ -79,14 +89,12 @@ const (
 // installed. No file in an artifact may have this name.
 const RecordName = "installed.json"
 
-// File is one policy file of a set, with its bundle.
+// File is one policy file of a set.
 type File struct {
 	// Name is the file's base name, as it is installed.
 	Name string
 	// Data is the file's exact bytes.
 	Data []byte
-	// Bundle is the Sigstore bundle JSON over Data.
-	Bundle []byte
 }
 
 // descriptor and manifest are the parts of the OCI structures this package
@@ -132,8 +140,8 @@ func CheckName(name string) error {
 	return nil
 }
 
-// checkFiles applies the name and size rules to a set, names compared
-// without case (a macOS volume would fold two into one file).
+// checkFiles applies the name and size rules to a set's files, names
+// compared without case (a macOS volume would fold two into one file).
 func checkFiles(files []File) error {
 	if len(files) == 0 {
 		return errors.New("no policy files")
@@ -154,13 +162,7 @@ func checkFiles(files []File) error {
 		if len(f.Data) > MaxFileSize {
 			return fmt.Errorf("%s: %d bytes, larger than %d", f.Name, len(f.Data), MaxFileSize)
 		}
-		if len(f.Bundle) == 0 {
-			return fmt.Errorf("%s: no bundle", f.Name)
-		}
-		if len(f.Bundle) > MaxBundleSize {
-			return fmt.Errorf("%s%s: %d bytes, larger than %d", f.Name, BundleSuffix, len(f.Bundle), MaxBundleSize)
-		}
-		total += int64(len(f.Data) + len(f.Bundle))
+		total += int64(len(f.Data))
 	}
 	if total > MaxTotalSize {
 		return fmt.Errorf("%d bytes in all, more than %d", total, MaxTotalSize)
@@ -174,11 +176,33 @@ type blob struct {
 	data      []byte
 }
 
-// buildManifest returns the manifest JSON for files and the blobs it refers
-// to (the config first). The output depends only on the files, so pushing
-// the same files and bundles twice gives the same digest.
-func buildManifest(files []File) ([]byte, []blob, error) {
+// checkSetBundle applies checkFiles' limits to the set's bundle too.
+func checkSetBundle(files []File, setBundle []byte) error {
 	if err := checkFiles(files); err != nil {
+		return err
+	}
+	if len(setBundle) == 0 {
+		return errors.New("no bundle signing the set")
+	}
+	if len(setBundle) > MaxBundleSize {
+		return fmt.Errorf("%s: %d bytes, larger than %d", SetBundleName, len(setBundle), MaxBundleSize)
+	}
+	total := int64(len(setBundle))
+	for _, f := range files {
+		total += int64(len(f.Data))
+	}
+	if total > MaxTotalSize {
+		return fmt.Errorf("%d bytes in all, more than %d", total, MaxTotalSize)
+	}
+	return nil
+}
+
+// buildManifest returns the manifest JSON for files and the set's bundle,
+// and the blobs it refers to (the config first). The output depends only
+// on its input, so pushing the same files and bundle twice gives the same
+// digest.
+func buildManifest(files []File, setBundle []byte) ([]byte, []blob, error) {
+	if err := checkSetBundle(files, setBundle); err != nil {
 		return nil, nil, err
 	}
 	m := manifest{
@@ -200,8 +224,8 @@ func buildManifest(files []File) ([]byte, []blob, error) {
 	}
 	for _, f := range files {
 		add(PolicyMediaType, f.Name, f.Data)
-		add(BundleMediaType, f.Name+BundleSuffix, f.Bundle)
 	}
+	add(BundleMediaType, SetBundleName, setBundle)
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return nil, nil, err
@@ -209,20 +233,22 @@ func buildManifest(files []File) ([]byte, []blob, error) {
 	return raw, blobs, nil
 }
 
-// layerPlan is a checked manifest: the layers to fetch, paired.
+// layerPlan is a checked manifest: the layers to fetch.
 type layerPlan struct {
-	files []planFile
+	files    []planFile
+	bundle   descriptor // the set's bundle
+	bundleAt int        // its layer index, for messages
 }
 
 type planFile struct {
-	name           string
-	data, bundle   descriptor
-	dataAt, bundAt int // layer indexes, for messages
+	name string
+	data descriptor
+	at   int // layer index, for messages
 }
 
 // parseManifest checks a fetched manifest against the format above, before
-// any layer is fetched: its media types, names, sizes and the pairing of
-// each file with exactly one bundle. Anything else in it is refused.
+// any layer is fetched: its media types, names and sizes, and that it
+// holds one bundle, the set's. Anything else in it is refused.
 func parseManifest(raw []byte) (*layerPlan, error) {
 	if len(raw) > MaxManifestSize {
 		return nil, fmt.Errorf("manifest of %d bytes is too large (at most %d)", len(raw), MaxManifestSize)
@@ -245,13 +271,7 @@ func parseManifest(raw []byte) (*layerPlan, error) {
 		return nil, fmt.Errorf("unexpected config media type %q, want %s", m.Config.MediaType, EmptyMediaType)
 	}
 	plan := &layerPlan{}
-	type bundleLayer struct {
-		at   int    // layer index, from 1
-		base string // the file it is for, as titled
-		d    descriptor
-	}
-	byName := map[string]int{}          // lower-case policy name -> index in plan.files
-	bundles := map[string]bundleLayer{} // lower-case policy name -> its bundle
+	byName := map[string]bool{} // lower-case policy names
 	var total int64
 	for i, l := range m.Layers {
 		title := l.Annotations[TitleAnnotation]
@@ -281,30 +301,25 @@ func parseManifest(raw []byte) (*layerPlan, error) {
 				return nil, fmt.Errorf("%s: %v", where, err)
 			}
 			key := strings.ToLower(title)
-			if _, dup := byName[key]; dup {
+			if byName[key] {
 				return nil, fmt.Errorf("%s: a second file named %s", where, title)
 			}
 			if l.Size > MaxFileSize {
 				return nil, fmt.Errorf("%s: too large: %d bytes (a policy file is at most %d)", where, l.Size, MaxFileSize)
 			}
-			byName[key] = len(plan.files)
-			plan.files = append(plan.files, planFile{name: title, data: l, dataAt: i + 1})
+			byName[key] = true
+			plan.files = append(plan.files, planFile{name: title, data: l, at: i + 1})
 		case BundleMediaType:
-			base, ok := strings.CutSuffix(title, BundleSuffix)
-			if !ok {
-				return nil, fmt.Errorf("%s: a bundle's title must be FILE%s", where, BundleSuffix)
+			if title != SetBundleName {
+				return nil, fmt.Errorf("%s: a bundle other than the set's %s: this artifact signs each file alone, as Bouncer did before sets were signed whole; push the set again with this bouncer (bouncer policy push --key)", where, SetBundleName)
 			}
-			if err := CheckName(base); err != nil {
-				return nil, fmt.Errorf("%s: %v", where, err)
-			}
-			key := strings.ToLower(base)
-			if _, dup := bundles[key]; dup {
-				return nil, fmt.Errorf("%s: a second bundle for %s", where, base)
+			if plan.bundleAt != 0 {
+				return nil, fmt.Errorf("%s: a second %s", where, SetBundleName)
 			}
 			if l.Size > MaxBundleSize {
 				return nil, fmt.Errorf("%s: too large: %d bytes (a bundle is at most %d)", where, l.Size, MaxBundleSize)
 			}
-			bundles[key] = bundleLayer{i + 1, base, l}
+			plan.bundle, plan.bundleAt = l, i+1
 		default:
 			return nil, fmt.Errorf("%s: unexpected media type %q (a policy artifact holds only %s and %s layers)", where, l.MediaType, PolicyMediaType, BundleMediaType)
 		}
@@ -315,24 +330,8 @@ func parseManifest(raw []byte) (*layerPlan, error) {
 	if len(plan.files) > MaxFiles {
 		return nil, fmt.Errorf("too many files: %d policy files (at most %d)", len(plan.files), MaxFiles)
 	}
-	for i := range plan.files {
-		f := &plan.files[i]
-		key := strings.ToLower(f.name)
-		b, ok := bundles[key]
-		if !ok {
-			return nil, fmt.Errorf("%s: missing bundle: the artifact has no layer %s%s", f.name, f.name, BundleSuffix)
-		}
-		f.bundle, f.bundAt = b.d, b.at
-		delete(bundles, key)
-	}
-	if len(bundles) > 0 {
-		first := bundleLayer{at: len(m.Layers) + 1}
-		for _, b := range bundles {
-			if b.at < first.at {
-				first = b
-			}
-		}
-		return nil, fmt.Errorf("layer %d: a bundle for %s, which the artifact does not hold", first.at, first.base)
+	if plan.bundleAt == 0 {
+		return nil, fmt.Errorf("unsigned: the artifact has no layer %s signing the set", SetBundleName)
 	}
 	return plan, nil
 }

@@ -6,9 +6,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -77,19 +79,51 @@ func newKey(t *testing.T) key {
 }
 
 func (k key) verifier() Verifier {
-	return func(name string, data, b []byte) error {
-		_, err := k.trust.VerifyBundle(name, data, b)
-		return err
+	return func(b []byte, files []File) ([]byte, error) {
+		subjects := make([]bundle.Subject, len(files))
+		for i, f := range files {
+			sum := sha256.Sum256(f.Data)
+			subjects[i] = bundle.Subject{Name: f.Name, SHA256: sum[:]}
+		}
+		stmt, _, err := k.trust.VerifyStatement(b, subjects)
+		return stmt, err
 	}
 }
 
-func (k key) file(t *testing.T, name, body string) File {
+func file(name, body string) File { return File{Name: name, Data: []byte(body)} }
+
+// sign returns the set's bundle for files pushed to repository at version.
+func (k key) sign(t *testing.T, repository string, version time.Time, files ...File) []byte {
 	t.Helper()
-	b, err := k.signer.Bundle([]byte(body))
+	stmt, err := NewStatement(repository, version, files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return File{Name: name, Data: []byte(body), Bundle: b}
+	b, err := k.signer.SignStatement(stmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// push signs files for ref's repository at version and pushes them, as
+// bouncer policy push --key does.
+func (k key) push(t *testing.T, ref string, version time.Time, files ...File) string {
+	t.Helper()
+	repo, err := RepositoryOf(ref, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Push(ctx, ref, files, k.sign(t, repo, version, files...), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// v is a version n hours after a fixed time.
+func v(n int) time.Time {
+	return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Hour)
 }
 
 func write(t *testing.T, path string, data []byte) string {
@@ -156,11 +190,11 @@ type typedManifest struct {
 func (m typedManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
 func (m typedManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
 
-// artifactOf builds the manifest Push would write for files, as a value a
-// test can change before pushing it with pushRaw.
-func artifactOf(t *testing.T, files []File) (manifest, [][]byte) {
+// artifactOf builds the manifest Push would write for files and a set
+// bundle, as a value a test can change before pushing it with pushRaw.
+func artifactOf(t *testing.T, files []File, setBundle []byte) (manifest, [][]byte) {
 	t.Helper()
-	raw, blobs, err := buildManifest(files)
+	raw, blobs, err := buildManifest(files, setBundle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,9 +212,10 @@ func artifactOf(t *testing.T, files []File) (manifest, [][]byte) {
 func TestPushFetchInstall(t *testing.T) {
 	host := newRegistry(t, nil)
 	k := newKey(t)
-	files := []File{k.file(t, "base.yaml", baseYAML), k.file(t, "team.yaml", teamYAML)}
+	files := []File{file("base.yaml", baseYAML), file("team.yaml", teamYAML)}
 	ref := host + "/team/policy:prod"
-	dig, err := Push(ctx, ref, files, Options{})
+	setBundle := k.sign(t, host+"/team/policy", v(0), files...)
+	dig, err := Push(ctx, ref, files, setBundle, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,18 +227,21 @@ func TestPushFetchInstall(t *testing.T) {
 		t.Fatalf("fetched %s (%s), pushed %s", a.Digest, a.Pinned(), dig)
 	}
 	if len(a.Files) != 2 || a.Files[0].Name != "base.yaml" || a.Files[1].Name != "team.yaml" ||
-		string(a.Files[1].Data) != teamYAML || !bytes.Equal(a.Files[1].Bundle, files[1].Bundle) {
+		string(a.Files[1].Data) != teamYAML || !bytes.Equal(a.SetBundle, setBundle) {
 		t.Fatalf("fetched files differ: %+v", a.Files)
 	}
+	if a.Statement == nil || !a.Statement.Version.Equal(v(0)) || a.Statement.Repository != host+"/team/policy" || len(a.Statement.Files) != 2 {
+		t.Fatalf("fetched statement %+v", a.Statement)
+	}
 
-	// The same files and bundles give the same digest.
-	if again, err := Push(ctx, host+"/team/policy:again", files, Options{}); err != nil || again != dig {
+	// The same files and bundle give the same digest.
+	if again, err := Push(ctx, host+"/team/policy:again", files, setBundle, Options{}); err != nil || again != dig {
 		t.Fatalf("second push: %s, %v; want %s", again, err, dig)
 	}
 
 	dir := filepath.Join(t.TempDir(), "policy")
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	res, err := Install(dir, a, true, now)
+	res, err := Install(dir, a, InstallOptions{Private: true, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,10 +253,11 @@ func TestPushFetchInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	if set.Digest != dig || set.Ref != ref || !set.Installed.Equal(now) || len(set.Paths) != 2 ||
-		set.Paths[0] != filepath.Join(set.Dir, "base.yaml") || set.Paths[1] != filepath.Join(set.Dir, "team.yaml") {
+		set.Paths[0] != filepath.Join(set.Dir, "base.yaml") || set.Paths[1] != filepath.Join(set.Dir, "team.yaml") ||
+		set.Record.Statement != a.Statement.Digest || !set.Version.Equal(v(0)) {
 		t.Fatalf("installed set %+v", set)
 	}
-	for _, p := range append(set.Paths, set.Paths[0]+BundleSuffix, filepath.Join(set.Dir, RecordName)) {
+	for _, p := range append(set.Paths, filepath.Join(set.Dir, SetBundleName), filepath.Join(set.Dir, RecordName), filepath.Join(dir, highWaterName)) {
 		st, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
@@ -227,19 +266,21 @@ func TestPushFetchInstall(t *testing.T) {
 			t.Errorf("%s: mode %v, want 0600 in a private directory", p, st.Mode().Perm())
 		}
 	}
-	if got, _ := os.ReadFile(set.Paths[1] + BundleSuffix); !bytes.Equal(got, files[1].Bundle) {
-		t.Fatal("bundle not installed beside its file")
+	if got, _ := os.ReadFile(filepath.Join(set.Dir, SetBundleName)); !bytes.Equal(got, setBundle) {
+		t.Fatal("the set's bundle is not installed beside the files")
 	}
-	// The installed files verify where they lie, as bouncer run checks them.
-	for _, p := range set.Paths {
-		if _, err := k.trust.VerifyFile(p); err != nil {
-			t.Fatalf("installed %s does not verify: %v", p, err)
-		}
+	// The installed set verifies where it lies, as bouncer run checks it.
+	vs, err := VerifyInstalled(dir, k.verifier())
+	if err != nil {
+		t.Fatalf("installed set does not verify: %v", err)
+	}
+	if vs.Statement.Digest != a.Statement.Digest || vs.Statement.Files[1].Digest != sha256Digest([]byte(teamYAML)) {
+		t.Fatalf("verified statement %+v", vs.Statement)
 	}
 
 	// Pulling the same digest again changes nothing.
 	before := snapshot(t, dir)
-	res, err = Install(dir, a, true, now.Add(time.Hour))
+	res, err = Install(dir, a, InstallOptions{Private: true, Now: now.Add(time.Hour)})
 	if err != nil || !res.Unchanged {
 		t.Fatalf("reinstall: %+v, %v", res, err)
 	}
@@ -279,28 +320,21 @@ func TestDigestPinning(t *testing.T) {
 	host := newRegistry(t, nil)
 	k := newKey(t)
 	ref := host + "/team/policy:prod"
-	v1 := []File{k.file(t, "team.yaml", baseYAML)}
-	d1, err := Push(ctx, ref, v1, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d1 := k.push(t, ref, v(1), file("team.yaml", baseYAML))
 	dir := t.TempDir()
 	a1, err := Fetch(ctx, ref, k.verifier(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Install(dir, a1, true, time.Now()); err != nil {
+	if _, err := Install(dir, a1, InstallOptions{Private: true, Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	first := snapshot(t, dir)
 
 	// The tag moves to a new signed version: a pull by tag gets it, a
 	// pull by the old digest still gets the old one.
-	v2 := []File{k.file(t, "team.yaml", teamYAML)}
-	d2, err := Push(ctx, ref, v2, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v2 := file("team.yaml", teamYAML)
+	d2 := k.push(t, ref, v(2), v2)
 	if a, err := Fetch(ctx, ref, k.verifier(), Options{}); err != nil || a.Digest != d2 || string(a.Files[0].Data) != teamYAML {
 		t.Fatalf("by tag after the move: %v", err)
 	}
@@ -308,14 +342,13 @@ func TestDigestPinning(t *testing.T) {
 		t.Fatalf("by the old digest: %v", err)
 	}
 
-	// The tag moves to a tampered manifest: the file changed, its old
+	// The tag moves to a tampered manifest: the file changed, the set's
 	// bundle kept. Refused, and the installed set stays.
-	tampered := v2[0]
-	tampered.Data = []byte(teamYAML + "    trusted_destinations: [attacker@evil.example]\n")
-	m, blobs := artifactOf(t, []File{tampered})
+	tampered := file("team.yaml", teamYAML+"    trusted_destinations: [attacker@evil.example]\n")
+	m, blobs := artifactOf(t, []File{tampered}, k.sign(t, host+"/team/policy", v(3), v2))
 	dt := pushRaw(t, ref, m, blobs...)
 	_, err = Fetch(ctx, ref, k.verifier(), Options{})
-	if err == nil || !strings.Contains(err.Error(), "team.yaml: bundle team.yaml.sigstore.json: signature does not verify") {
+	if err == nil || !strings.Contains(err.Error(), "set.sigstore.json: team.yaml (sha256:"+sha256Digest(tampered.Data)[7:]+") is not in the signed statement: it is not a file of the signed set") {
 		t.Fatalf("tampered manifest at the tag: %v", err)
 	}
 	if dt == d2 {
@@ -328,7 +361,9 @@ func TestDigestPinning(t *testing.T) {
 
 func TestFetchRefuses(t *testing.T) {
 	k, other := newKey(t), newKey(t)
-	good := k.file(t, "team.yaml", teamYAML)
+	good := file("team.yaml", teamYAML)
+	// signed returns good's set bundle for host's repository pol.
+	signed := func(t *testing.T, host string) []byte { return k.sign(t, host+"/pol", v(0), good) }
 
 	cases := []struct {
 		name  string
@@ -336,86 +371,105 @@ func TestFetchRefuses(t *testing.T) {
 		wrap  func(t *testing.T, next http.Handler) http.Handler
 		want  string
 	}{
-		{name: "tampered bundle", want: "team.yaml: bundle team.yaml.sigstore.json:", setup: func(t *testing.T, host string) string {
-			f := good
+		{name: "tampered bundle", want: "set.sigstore.json: ", setup: func(t *testing.T, host string) string {
 			var b map[string]any
-			json.Unmarshal(f.Bundle, &b)
-			ms := b["messageSignature"].(map[string]any)
-			sig := []byte(ms["signature"].(string))
-			sig[10] ^= 1
-			ms["signature"] = string(sig)
-			f.Bundle, _ = json.Marshal(b)
-			m, blobs := artifactOf(t, []File{f})
+			json.Unmarshal(signed(t, host), &b)
+			env := b["dsseEnvelope"].(map[string]any)
+			sig := env["signatures"].([]any)[0].(map[string]any)
+			raw := []byte(sig["sig"].(string))
+			raw[10] ^= 1
+			sig["sig"] = string(raw)
+			bun, _ := json.Marshal(b)
+			m, blobs := artifactOf(t, []File{good}, bun)
 			pushRaw(t, host+"/pol:x", m, blobs...)
 			return host + "/pol:x"
 		}},
-		{name: "wrong key", want: "team.yaml: bundle team.yaml.sigstore.json: signature does not verify with key team.pub", setup: func(t *testing.T, host string) string {
-			if _, err := Push(ctx, host+"/pol:x", []File{other.file(t, "team.yaml", teamYAML)}, Options{}); err != nil {
+		{name: "wrong key", want: "set.sigstore.json: signature does not verify with key team.pub", setup: func(t *testing.T, host string) string {
+			if _, err := Push(ctx, host+"/pol:x", []File{good}, other.sign(t, host+"/pol", v(0), good), Options{}); err != nil {
 				t.Fatal(err)
 			}
 			return host + "/pol:x"
 		}},
-		{name: "missing bundle", want: "team.yaml: missing bundle: the artifact has no layer team.yaml.sigstore.json", setup: func(t *testing.T, host string) string {
-			m, blobs := artifactOf(t, []File{good})
+		{name: "unsigned", want: "unsigned: the artifact has no layer set.sigstore.json signing the set", setup: func(t *testing.T, host string) string {
+			m, blobs := artifactOf(t, []File{good}, signed(t, host))
 			m.Layers = m.Layers[:1]
 			pushRaw(t, host+"/pol:x", m, blobs[:2]...)
 			return host + "/pol:x"
 		}},
-		{name: "a bundle of a file not there", want: "layer 3: a bundle for", setup: func(t *testing.T, host string) string {
-			m, blobs := artifactOf(t, []File{good, k.file(t, "more.yaml", baseYAML)})
-			m.Layers = append(m.Layers[:2], m.Layers[3])
+		{name: "each file signed alone, as before", want: "layer 2 (team.yaml.sigstore.json): a bundle other than the set's set.sigstore.json", setup: func(t *testing.T, host string) string {
+			fileBundle, err := k.signer.Bundle(good.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, blobs := artifactOf(t, []File{good}, fileBundle)
+			m.Layers[1].Annotations[TitleAnnotation] = "team.yaml.sigstore.json"
+			pushRaw(t, host+"/pol:x", m, blobs...)
+			return host + "/pol:x"
+		}},
+		{name: "a file's own signature as the set's", want: "set.sigstore.json: bundle holds a signature over a file, not a signed statement", setup: func(t *testing.T, host string) string {
+			fileBundle, err := k.signer.Bundle(good.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Push(ctx, host+"/pol:x", []File{good}, fileBundle, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			return host + "/pol:x"
+		}},
+		{name: "two set bundles", want: "layer 3 (set.sigstore.json): a second set.sigstore.json", setup: func(t *testing.T, host string) string {
+			m, blobs := artifactOf(t, []File{good}, signed(t, host))
+			m.Layers = append(m.Layers, m.Layers[1])
 			pushRaw(t, host+"/pol:x", m, blobs...)
 			return host + "/pol:x"
 		}},
 		{name: "layer of another media type", want: `layer 3 (run.sh): unexpected media type "application/x-sh"`, setup: func(t *testing.T, host string) string {
-			m, blobs := artifactOf(t, []File{good})
+			m, blobs := artifactOf(t, []File{good}, signed(t, host))
 			extra := []byte("#!/bin/sh\n")
 			m.Layers = append(m.Layers, descriptor{MediaType: "application/x-sh", Digest: sha256Digest(extra), Size: int64(len(extra)), Annotations: map[string]string{TitleAnnotation: "run.sh"}})
 			pushRaw(t, host+"/pol:x", m, append(blobs, extra)...)
 			return host + "/pol:x"
 		}},
 		{name: "another artifact type", want: "not a Bouncer policy artifact: artifactType is application/vnd.example.sbom.v1", setup: func(t *testing.T, host string) string {
-			m, blobs := artifactOf(t, []File{good})
+			m, blobs := artifactOf(t, []File{good}, signed(t, host))
 			m.ArtifactType = "application/vnd.example.sbom.v1"
 			pushRaw(t, host+"/pol:x", m, blobs...)
 			return host + "/pol:x"
 		}},
 		{name: "a container image", want: "artifactType is none; config application/vnd.oci.image.config.v1+json", setup: func(t *testing.T, host string) string {
-			m, blobs := artifactOf(t, []File{good})
+			m, blobs := artifactOf(t, []File{good}, signed(t, host))
 			m.ArtifactType = ""
 			m.Config = descriptor{MediaType: "application/vnd.oci.image.config.v1+json", Digest: sha256Digest([]byte("{}")), Size: 2}
 			pushRaw(t, host+"/pol:x", m, blobs...)
 			return host + "/pol:x"
 		}},
 		{name: "an index", want: "is a application/vnd.oci.image.index.v1+json, not a Bouncer policy artifact", setup: func(t *testing.T, host string) string {
-			d := pushRaw(t, host+"/pol:inner", mustBuild(t, []File{good}))
+			inner := mustBuild(t, []File{good}, signed(t, host))
+			d := pushRaw(t, host+"/pol:inner", inner)
 			idx := map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
-				"manifests": []any{map[string]any{"mediaType": ManifestMediaType, "digest": d, "size": len(mustBuild(t, []File{good}))}}}
+				"manifests": []any{map[string]any{"mediaType": ManifestMediaType, "digest": d, "size": len(inner)}}}
 			pushRaw(t, host+"/pol:x", idx)
 			return host + "/pol:x"
 		}},
 		{name: "a file too large", want: "team.yaml): too large: 5242880 bytes", setup: func(t *testing.T, host string) string {
-			m, blobs := artifactOf(t, []File{good})
+			m, blobs := artifactOf(t, []File{good}, signed(t, host))
 			m.Layers[0].Size = 5 << 20 // the blob need not exist: nothing is fetched
 			pushRaw(t, host+"/pol:x", m, blobs...)
 			return host + "/pol:x"
 		}},
 		{name: "a file name that climbs out", want: `file name "../team.yaml"`, setup: func(t *testing.T, host string) string {
-			m, blobs := artifactOf(t, []File{good})
+			m, blobs := artifactOf(t, []File{good}, signed(t, host))
 			m.Layers[0].Annotations[TitleAnnotation] = "../team.yaml"
-			m.Layers[1].Annotations[TitleAnnotation] = "../team.yaml.sigstore.json"
 			pushRaw(t, host+"/pol:x", m, blobs...)
 			return host + "/pol:x"
 		}},
 		{name: "the record's name", want: "reserved for the installer's record", setup: func(t *testing.T, host string) string {
-			m, blobs := artifactOf(t, []File{good})
+			m, blobs := artifactOf(t, []File{good}, signed(t, host))
 			m.Layers[0].Annotations[TitleAnnotation] = "Installed.json"
-			m.Layers[1].Annotations[TitleAnnotation] = "Installed.json.sigstore.json"
 			pushRaw(t, host+"/pol:x", m, blobs...)
 			return host + "/pol:x"
 		}},
 		{name: "tag not there", want: "not found at registry", setup: func(t *testing.T, host string) string {
-			Push(ctx, host+"/pol:x", []File{good}, Options{})
+			k.push(t, host+"/pol:x", v(0), good)
 			return host + "/pol:nope"
 		}},
 		{name: "no registry named", want: "strict validation requires the registry", setup: func(t *testing.T, host string) string {
@@ -428,9 +482,7 @@ func TestFetchRefuses(t *testing.T) {
 			name: "registry serves other bytes for a layer",
 			want: "team.yaml (layer 1): tampered:",
 			setup: func(t *testing.T, host string) string {
-				if _, err := Push(ctx, host+"/pol:x", []File{good}, Options{}); err != nil {
-					t.Fatal(err)
-				}
+				k.push(t, host+"/pol:x", v(0), good)
 				return host + "/pol:x"
 			},
 			wrap: func(t *testing.T, next http.Handler) http.Handler {
@@ -455,9 +507,7 @@ func TestFetchRefuses(t *testing.T) {
 			name: "registry serves another manifest for the digest",
 			want: "tampered: the registry's manifest for sha256:",
 			setup: func(t *testing.T, host string) string {
-				if _, err := Push(ctx, host+"/pol:x", []File{good}, Options{}); err != nil {
-					t.Fatal(err)
-				}
+				k.push(t, host+"/pol:x", v(0), good)
 				return host + "/pol:x"
 			},
 			wrap: func(t *testing.T, next http.Handler) http.Handler {
@@ -494,9 +544,9 @@ func TestFetchRefuses(t *testing.T) {
 	}
 }
 
-func mustBuild(t *testing.T, files []File) []byte {
+func mustBuild(t *testing.T, files []File, setBundle []byte) []byte {
 	t.Helper()
-	raw, _, err := buildManifest(files)
+	raw, _, err := buildManifest(files, setBundle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +575,7 @@ func TestUnreachable(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("took %v to give up on a refused connection", d)
 	}
-	if _, err := Push(ctx, addr+"/team/policy:prod", []File{k.file(t, "a.yaml", baseYAML)}, Options{}); err == nil || !strings.Contains(err.Error(), "unreachable") {
+	if _, err := Push(ctx, addr+"/team/policy:prod", []File{file("a.yaml", baseYAML)}, k.sign(t, addr+"/team/policy", v(0), file("a.yaml", baseYAML)), Options{}); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("Push to a closed port: %v", err)
 	}
 }
@@ -544,8 +594,9 @@ func TestCredentials(t *testing.T) {
 		})
 	})
 	k := newKey(t)
-	files := []File{k.file(t, "team.yaml", teamYAML)}
+	files := []File{file("team.yaml", teamYAML)}
 	ref := host + "/team/policy:prod"
+	setBundle := k.sign(t, host+"/team/policy", v(0), files...)
 
 	// No Docker config: anonymous, refused, and the message says where
 	// credentials go.
@@ -554,7 +605,7 @@ func TestCredentials(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", filepath.Join(home, "no-docker"))
 	t.Setenv("REGISTRY_AUTH_FILE", filepath.Join(home, "none.json"))
 	t.Setenv("XDG_RUNTIME_DIR", home)
-	if _, err := Push(ctx, ref, files, Options{}); err == nil || !strings.Contains(err.Error(), "refused access (401)") || !strings.Contains(err.Error(), "credHelpers") {
+	if _, err := Push(ctx, ref, files, setBundle, Options{}); err == nil || !strings.Contains(err.Error(), "refused access (401)") || !strings.Contains(err.Error(), "credHelpers") {
 		t.Fatalf("anonymous push: %v", err)
 	}
 
@@ -570,7 +621,7 @@ echo "{\"ServerURL\":\"$host\",\"Username\":\"ci\",\"Secret\":\"s3cret\"}"
 	cfg := filepath.Join(home, "docker")
 	write(t, filepath.Join(cfg, "config.json"), []byte(`{"credHelpers": {"`+host+`": "bouncertest"}}`))
 	t.Setenv("DOCKER_CONFIG", cfg)
-	dig, err := Push(ctx, ref, files, Options{})
+	dig, err := Push(ctx, ref, files, setBundle, Options{})
 	if err != nil {
 		t.Fatalf("push with the helper's credentials: %v", err)
 	}
@@ -621,23 +672,26 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 func TestPushRefuses(t *testing.T) {
 	host := newRegistry(t, nil)
 	k := newKey(t)
-	f := k.file(t, "team.yaml", teamYAML)
+	f := file("team.yaml", teamYAML)
+	b := k.sign(t, host+"/pol", v(0), f)
 	for name, c := range map[string]struct {
 		ref   string
 		files []File
+		set   []byte
 		want  string
 	}{
-		"by digest":        {host + "/pol@" + sha256Digest(nil), []File{f}, "push needs a tag"},
-		"no files":         {host + "/pol:x", nil, "no policy files"},
-		"no bundle":        {host + "/pol:x", []File{{Name: "a.yaml", Data: []byte("x")}}, "a.yaml: no bundle"},
-		"same name twice":  {host + "/pol:x", []File{f, {Name: "Team.yaml", Data: f.Data, Bundle: f.Bundle}}, `two files named "team.yaml" and "Team.yaml"`},
-		"hidden file":      {host + "/pol:x", []File{{Name: ".team.yaml", Data: f.Data, Bundle: f.Bundle}}, `file name ".team.yaml"`},
-		"a bundle's name":  {host + "/pol:x", []File{{Name: "x.sigstore.json", Data: f.Data, Bundle: f.Bundle}}, "can't end in .sigstore.json"},
-		"file too large":   {host + "/pol:x", []File{{Name: "a.yaml", Data: make([]byte, MaxFileSize+1), Bundle: f.Bundle}}, "larger than"},
-		"registry missing": {"team/policy:prod", []File{f}, "strict validation"},
+		"by digest":        {host + "/pol@" + sha256Digest(nil), []File{f}, b, "push needs a tag"},
+		"no files":         {host + "/pol:x", nil, b, "no policy files"},
+		"no set bundle":    {host + "/pol:x", []File{f}, nil, "no bundle signing the set"},
+		"same name twice":  {host + "/pol:x", []File{f, {Name: "Team.yaml", Data: f.Data}}, b, `two files named "team.yaml" and "Team.yaml"`},
+		"hidden file":      {host + "/pol:x", []File{{Name: ".team.yaml", Data: f.Data}}, b, `file name ".team.yaml"`},
+		"a bundle's name":  {host + "/pol:x", []File{{Name: "x.sigstore.json", Data: f.Data}}, b, "can't end in .sigstore.json"},
+		"file too large":   {host + "/pol:x", []File{{Name: "a.yaml", Data: make([]byte, MaxFileSize+1)}}, b, "larger than"},
+		"bundle too large": {host + "/pol:x", []File{f}, make([]byte, MaxBundleSize+1), "set.sigstore.json: 4194305 bytes, larger than"},
+		"registry missing": {"team/policy:prod", []File{f}, b, "strict validation"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := Push(ctx, c.ref, c.files, Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			if _, err := Push(ctx, c.ref, c.files, c.set, Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Push: %v, want %q", err, c.want)
 			}
 		})
@@ -672,13 +726,93 @@ func TestHeadFallback(t *testing.T) {
 				})
 			})
 			k := newKey(t)
-			dig, err := Push(ctx, host+"/team/policy:prod", []File{k.file(t, "team.yaml", teamYAML)}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			dig := k.push(t, host+"/team/policy:prod", v(0), file("team.yaml", teamYAML))
 			a, err := Fetch(ctx, host+"/team/policy:prod", k.verifier(), Options{})
 			if err != nil || a.Digest != dig || heads.Load() == 0 {
 				t.Fatalf("Fetch: %v (digest %v, HEADs %d)", err, a, heads.Load())
+			}
+		})
+	}
+}
+
+// TestFetchRefusesWhatTheSetDoesNotSay: a registry (or anyone with push
+// rights) serving files that each carry the team's signature somewhere,
+// but not as the set the signature names, is refused by Fetch itself.
+func TestFetchRefusesWhatTheSetDoesNotSay(t *testing.T) {
+	host := newRegistry(t, nil)
+	k := newKey(t)
+	repo := host + "/team/policy"
+	base, team, evil := file("base.yaml", baseYAML), file("team.yaml", teamYAML), file("evil.yaml", "tools: {}\n")
+	teamSet := k.sign(t, repo, v(1), base, team)
+	for _, c := range []struct {
+		name  string
+		files []File
+		set   []byte
+		want  string
+	}{
+		{"a subset", []File{team}, teamSet, "not the signed set: it lists 2 file(s) (base.yaml, team.yaml), the artifact holds 1 (team.yaml)"},
+		{"a reorder", []File{team, base}, teamSet, "not the signed set: file 1 is team.yaml, the signed set has base.yaml there"},
+		{"a file renamed", []File{base, {Name: "zz.yaml", Data: team.Data}}, teamSet, "not the signed set: file 2 is zz.yaml, the signed set has team.yaml there"},
+		{"a foreign file", []File{base, evil}, teamSet, "set.sigstore.json: evil.yaml (sha256:"},
+		{"another repository's set", []File{base, evil}, k.sign(t, host+"/team/other", v(2), base, evil), "it was signed for " + host + "/team/other, not " + repo},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, blobs := artifactOf(t, c.files, c.set)
+			pushRaw(t, repo+":x", m, blobs...)
+			_, err := Fetch(ctx, repo+":x", k.verifier(), Options{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Fetch: %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestManifestReadIsCapped: a registry that answers a manifest request
+// with more than MaxManifestSize bytes is cut off as the byte after the
+// limit arrives, whether the manifest is read by digest after a HEAD that
+// claimed a small one, or by tag after a HEAD the registry refused.
+func TestManifestReadIsCapped(t *testing.T) {
+	const huge = 64 << 20
+	k := newKey(t)
+	for _, byDigest := range []bool{true, false} {
+		t.Run(fmt.Sprint("by digest ", byDigest), func(t *testing.T) {
+			var sent atomic.Int64
+			var smallDigest string
+			host := newRegistry(t, func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if !strings.Contains(r.URL.Path, "/manifests/") || (r.Method != http.MethodHead && r.Method != http.MethodGet) {
+						next.ServeHTTP(w, r)
+						return
+					}
+					if r.Method == http.MethodHead {
+						if !byDigest {
+							w.WriteHeader(http.StatusMethodNotAllowed)
+							return
+						}
+						next.ServeHTTP(w, r) // the real, small manifest's digest
+						return
+					}
+					w.Header().Set("Content-Type", ManifestMediaType)
+					if byDigest {
+						w.Header().Set("Docker-Content-Digest", smallDigest)
+					}
+					chunk := bytes.Repeat([]byte(" "), 1<<16)
+					for sent.Load() < huge {
+						n, err := w.Write(chunk)
+						sent.Add(int64(n))
+						if err != nil {
+							return
+						}
+					}
+				})
+			})
+			smallDigest = k.push(t, host+"/team/policy:prod", v(0), file("team.yaml", teamYAML))
+			_, err := Fetch(ctx, host+"/team/policy:prod", k.verifier(), Options{})
+			if !errors.Is(err, ErrManifestTooLarge) || !strings.Contains(err.Error(), "too large: the registry sent a manifest larger than 1048576 bytes") {
+				t.Fatalf("Fetch: %v", err)
+			}
+			if n := sent.Load(); n > 16<<20 {
+				t.Fatalf("the registry got %d bytes out before Fetch gave up; the limit is %d", n, MaxManifestSize)
 			}
 		})
 	}

@@ -21,8 +21,9 @@ import (
 //	DIR/current              symlink to the set in use, e.g. "set-3f2a9c01b4de-7c1e0a55"
 //	DIR/set-HEX12-RAND/      one directory per installed artifact, never changed once linked
 //	    team.yaml            the policy files, in their own names
-//	    team.yaml.sigstore.json
-//	    installed.json       the record: reference, digest, files in load order, time
+//	    set.sigstore.json    the set's bundle: the signed statement, as pulled
+//	    installed.json       the record: reference, digests, version, files in load order, time
+//	DIR/high-water.json      the newest version installed here, and its statement's digest
 //	DIR/.lock                held while a pull installs
 //
 // A pull writes a new set directory under a temporary name, syncs it,
@@ -31,19 +32,31 @@ import (
 // resolves DIR/current once and reads everything from the set directory it
 // names, so it sees the whole old set or the whole new one. The set before
 // the current one is kept (a reader that resolved it a moment ago can finish
-// reading it, and it is there to go back to); older ones are removed.
+// reading it); older ones are removed.
+//
+// The high-water mark lives outside every set directory, so pointing
+// DIR/current back at an older set (the one kept, or a copy of one) does
+// not bring its version along: a reader refuses a set older than the mark.
+// A pull raises the mark after the swap, and a reader reads the mark before
+// it resolves DIR/current, so a reader never sees a new mark with the old
+// link. Whoever can write DIR can lower the mark as well; that limit is
+// docs/signed-policy.md's to state.
 const (
-	currentLink = "current"
-	setPrefix   = "set-"
-	stagePrefix = ".staging-"
-	linkPrefix  = ".current-"
-	lockName    = ".lock"
+	currentLink   = "current"
+	setPrefix     = "set-"
+	stagePrefix   = ".staging-"
+	linkPrefix    = ".current-"
+	lockName      = ".lock"
+	highWaterName = "high-water.json"
 )
 
-// maxRecordSize bounds what is read of installed.json.
+// maxRecordSize bounds what is read of installed.json and high-water.json.
 const maxRecordSize = 1 << 20
 
-// Record is installed.json: what a set is.
+// Record is installed.json: what a set is. Statement, Version, Repository
+// and Files are checked against the signed statement whenever the set is
+// verified (VerifyInstalled); Ref, Digest and Installed are what the pull
+// saw, kept for people, and nothing depends on them.
 type Record struct {
 	// Ref is the reference the pull was given (a tag, usually).
 	Ref string `json:"ref"`
@@ -51,11 +64,20 @@ type Record struct {
 	Repository string `json:"repository"`
 	// Digest is the manifest digest that was installed.
 	Digest string `json:"digest"`
-	// Files are the policy files in load order (bundles are FILE.sigstore.json
-	// beside each).
+	// Statement is the digest of the signed set statement (set.sigstore.json's payload).
+	Statement string `json:"statement"`
+	// Version is the set's version, from the statement.
+	Version time.Time `json:"version"`
+	// Files are the policy files in load order.
 	Files []string `json:"files"`
 	// Installed is when the set was installed.
 	Installed time.Time `json:"installed"`
+}
+
+// highWater is high-water.json: the newest set installed in a directory.
+type highWater struct {
+	Version   time.Time `json:"version"`
+	Statement string    `json:"statement"`
 }
 
 // Set is an installed policy set as a reader sees it.
@@ -65,12 +87,26 @@ type Set struct {
 	Dir string
 	// Paths are the policy files' absolute paths in Dir, in load order.
 	Paths []string
+	// Statement is the verified set statement; nil from ReadInstalled,
+	// which verifies nothing.
+	Statement *Statement
 }
 
 // ErrNotInstalled is wrapped when a directory holds no installed set.
 var ErrNotInstalled = errors.New("no policy set installed")
 
-// ReadInstalled resolves DIR/current once and returns the set it names.
+// ErrRollback is wrapped when a set is older than the newest one installed
+// in a directory: a pull that would go back, or an installed set that
+// did.
+var ErrRollback = errors.New("older than the newest set installed")
+
+// ErrNotAsPulled is wrapped when an installed set no longer matches its
+// signed statement.
+var ErrNotAsPulled = errors.New("the installed set does not match what was pulled")
+
+// ReadInstalled resolves DIR/current once and returns the set it names, as
+// its installed.json describes it. It verifies nothing; VerifyInstalled
+// does.
 func ReadInstalled(dir string) (*Set, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -98,19 +134,138 @@ func ReadInstalled(dir string) (*Set, error) {
 	return s, nil
 }
 
-func readRecord(setDir string) (*Record, error) {
-	p := filepath.Join(setDir, RecordName)
-	f, err := os.Open(p)
+// VerifyInstalled resolves DIR/current once and checks the set it names
+// against what was pulled: the set's bundle verifies (verify, under the
+// trust configuration, as at pull), its statement names exactly the files
+// installed.json lists, in that order, with the digests of the files
+// there now, and installed.json's statement digest, version and
+// repository are the statement's; and the set is not older than the newest
+// set installed in DIR. The returned set's Statement holds each file's
+// digest, for a reader to check the bytes it goes on to parse.
+func VerifyInstalled(dir string, verify Verifier) (*Set, error) {
+	if verify == nil {
+		return nil, errors.New("no verifier: an installed set is never used unverified")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	// The mark first, then the link: see the layout's note.
+	hw, hwErr := readHighWater(dir)
+	set, err := ReadInstalled(dir)
+	if err != nil {
+		return nil, err
+	}
+	if set.Record.Statement == "" {
+		return nil, fmt.Errorf("%w: %s was installed by a bouncer from before sets were signed whole, and has no signed statement", ErrNotAsPulled, set.Dir)
+	}
+	bundlePath := filepath.Join(set.Dir, SetBundleName)
+	bun, err := readCapped(bundlePath, MaxBundleSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotAsPulled, err)
+	}
+	hexes := make([]string, len(set.Paths))
+	files := make([]File, len(set.Paths))
+	for i, p := range set.Paths {
+		data, err := readCapped(p, MaxFileSize)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotAsPulled, err)
+		}
+		files[i], hexes[i] = File{Name: set.Files[i], Data: data}, sha256Digest(data)
+	}
+	raw, err := verify(bun, files)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNotAsPulled, bundlePath, err)
+	}
+	st, err := ParseStatement(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNotAsPulled, bundlePath, err)
+	}
+	rec := filepath.Join(set.Dir, RecordName)
+	switch {
+	case st.Digest != set.Record.Statement:
+		return nil, fmt.Errorf("%w: %s records statement %s, but %s signs %s", ErrNotAsPulled, rec, set.Record.Statement, SetBundleName, st.Digest)
+	case !st.Version.Equal(set.Version):
+		return nil, fmt.Errorf("%w: %s records version %s, but the signed set is version %s", ErrNotAsPulled, rec, FormatVersion(set.Version), FormatVersion(st.Version))
+	case st.Repository != set.Repository:
+		return nil, fmt.Errorf("%w: %s records repository %s, but the set was signed for %s", ErrNotAsPulled, rec, set.Repository, st.Repository)
+	}
+	if err := st.match(set.Files, hexes); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNotAsPulled, set.Dir, err)
+	}
+	switch {
+	case errors.Is(hwErr, os.ErrNotExist):
+		return nil, fmt.Errorf("%w: %s is missing, so whether this is the newest set pulled can't be told", ErrNotAsPulled, filepath.Join(dir, highWaterName))
+	case hwErr != nil:
+		return nil, fmt.Errorf("%w: %v", ErrNotAsPulled, hwErr)
+	}
+	if err := hw.admits(st); err != nil {
+		return nil, fmt.Errorf("%w: %s is %v (%s was pointed at an older set)", ErrRollback, set.Dir, err, filepath.Join(dir, currentLink))
+	}
+	set.Statement = st
+	return set, nil
+}
+
+// admits reports why st is older than the mark: a lower version, or the
+// same version with another statement.
+func (hw *highWater) admits(st *Statement) error {
+	switch {
+	case st.Version.Before(hw.Version):
+		return fmt.Errorf("version %s, older than version %s", FormatVersion(st.Version), FormatVersion(hw.Version))
+	case st.Version.Equal(hw.Version) && st.Digest != hw.Statement:
+		return fmt.Errorf("version %s, the same version as the newest set but another statement (%s, not %s)", FormatVersion(st.Version), st.Digest, hw.Statement)
+	}
+	return nil
+}
+
+func readHighWater(dir string) (*highWater, error) {
+	p := filepath.Join(dir, highWaterName)
+	data, err := readCapped(p, maxRecordSize)
+	if err != nil {
+		return nil, err
+	}
+	var hw highWater
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&hw); err != nil {
+		return nil, fmt.Errorf("%s: %v", p, err)
+	}
+	if hw.Version.IsZero() || !strings.HasPrefix(hw.Statement, "sha256:") {
+		return nil, fmt.Errorf("%s: incomplete (no version or no statement digest)", p)
+	}
+	return &hw, nil
+}
+
+// readCapped reads a regular file of at most limit bytes, reading no more
+// than limit+1 to tell.
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxRecordSize+1))
+	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", p, err)
+		return nil, err
 	}
-	if len(data) > maxRecordSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes", p, maxRecordSize)
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
+	}
+	return data, nil
+}
+
+func readRecord(setDir string) (*Record, error) {
+	p := filepath.Join(setDir, RecordName)
+	data, err := readCapped(p, maxRecordSize)
+	if err != nil {
+		return nil, err
 	}
 	var rec Record
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -138,23 +293,39 @@ func readRecord(setDir string) (*Record, error) {
 type Result struct {
 	Set *Set
 	// Unchanged is true when the set already installed had this digest and
-	// these exact bytes, so nothing was written.
+	// these exact bytes, so no set was written.
 	Unchanged bool
 }
 
+// InstallOptions say how Install writes.
+type InstallOptions struct {
+	// Private makes a missing directory 0700 (else 0755).
+	Private bool
+	// Now is the time recorded as the install time.
+	Now time.Time
+	// AllowDowngrade installs a set older than the newest one installed
+	// before, and lowers the high-water mark to it.
+	AllowDowngrade bool
+}
+
 // Install makes a's files the current set in dir. dir is created if it is
-// missing (0700 when private, else 0755); files and set directories take
-// their read permissions from dir, so a set in a private state directory is
-// 0600 and one in a shared directory is readable by the users who run
-// Bouncer. On any error the current set is left as it was.
+// missing; files and set directories take their read permissions from dir,
+// so a set in a private state directory is 0600 and one in a shared
+// directory is readable by the users who run Bouncer. A set older than the
+// newest one installed in dir (a lower version, or the same version with
+// another statement) is refused with ErrRollback unless o.AllowDowngrade.
+// On any error the current set is left as it was.
 //
-// a must come from Fetch, whose files have been verified; Install itself
-// checks only names and that the set is complete.
-func Install(dir string, a *Artifact, private bool, now time.Time) (*Result, error) {
-	if a == nil || len(a.Files) == 0 {
+// a must come from Fetch, which verified its set; Install checks again
+// that the files are the statement's, and the names and sizes.
+func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
+	if a == nil || len(a.Files) == 0 || a.Statement == nil {
 		return nil, errors.New("nothing to install")
 	}
-	if err := checkFiles(a.Files); err != nil {
+	if err := checkSetBundle(a.Files, a.SetBundle); err != nil {
+		return nil, err
+	}
+	if err := a.Statement.Match(a.Repository, a.Files); err != nil {
 		return nil, err
 	}
 	dir, err := filepath.Abs(dir)
@@ -162,7 +333,7 @@ func Install(dir string, a *Artifact, private bool, now time.Time) (*Result, err
 		return nil, err
 	}
 	mode := os.FileMode(0o755)
-	if private {
+	if o.Private {
 		mode = 0o700
 	}
 	if err := os.MkdirAll(dir, mode); err != nil {
@@ -195,13 +366,44 @@ func Install(dir string, a *Artifact, private bool, now time.Time) (*Result, err
 	default:
 		prev, _ = os.Readlink(link)
 	}
+
+	// The floor: the high-water mark, or where there is none (a pull
+	// killed between the swap and the mark), the current set's version.
+	// With the lock held no other pull moves either.
+	hw, err := readHighWater(dir)
+	floor := hw
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if cur, cerr := ReadInstalled(dir); cerr == nil && !cur.Version.IsZero() {
+			floor = &highWater{Version: cur.Version, Statement: cur.Record.Statement}
+		}
+	case err != nil && !o.AllowDowngrade:
+		return nil, fmt.Errorf("%w: the newest version installed can't be read: %v", ErrRollback, err)
+	}
+	lower := false
+	if floor != nil {
+		if why := floor.admits(a.Statement); why != nil {
+			if !o.AllowDowngrade {
+				return nil, fmt.Errorf("%w in %s: the set is %v", ErrRollback, dir, why)
+			}
+			lower = true
+		}
+	}
+	mark := &highWater{Version: a.Statement.Version, Statement: a.Statement.Digest}
+
 	if prev != "" {
 		if cur, err := ReadInstalled(dir); err == nil && sameSet(cur, a) {
+			if hw == nil || !hw.Version.Equal(mark.Version) || hw.Statement != mark.Statement {
+				if err := writeHighWater(dir, mark, fileMode); err != nil {
+					return nil, err
+				}
+			}
 			return &Result{Set: cur, Unchanged: true}, nil
 		}
 	}
 
-	rec := Record{Ref: a.Ref, Repository: a.Repository, Digest: a.Digest, Installed: now.UTC()}
+	rec := Record{Ref: a.Ref, Repository: a.Repository, Digest: a.Digest, Statement: a.Statement.Digest,
+		Version: a.Statement.Version.UTC(), Installed: o.Now.UTC()}
 	for _, f := range a.Files {
 		rec.Files = append(rec.Files, f.Name)
 	}
@@ -223,9 +425,9 @@ func Install(dir string, a *Artifact, private bool, now time.Time) (*Result, err
 		if err := writeNew(filepath.Join(stage, f.Name), f.Data, fileMode); err != nil {
 			return nil, err
 		}
-		if err := writeNew(filepath.Join(stage, f.Name+BundleSuffix), f.Bundle, fileMode); err != nil {
-			return nil, err
-		}
+	}
+	if err := writeNew(filepath.Join(stage, SetBundleName), a.SetBundle, fileMode); err != nil {
+		return nil, err
 	}
 	if err := writeNew(filepath.Join(stage, RecordName), append(recJSON, '\n'), fileMode); err != nil {
 		return nil, err
@@ -246,6 +448,13 @@ func Install(dir string, a *Artifact, private bool, now time.Time) (*Result, err
 	}
 	cleanup = filepath.Join(dir, setName)
 
+	// The mark moves on the side of the swap that keeps every reader
+	// (mark first, then link) content: up after the swap, down before it.
+	if lower {
+		if err := writeHighWater(dir, mark, fileMode); err != nil {
+			return nil, err
+		}
+	}
 	// The swap: a new symlink under a temporary name, renamed over the
 	// old one.
 	tmpLink := filepath.Join(dir, linkPrefix+randomHex(4))
@@ -260,18 +469,41 @@ func Install(dir string, a *Artifact, private bool, now time.Time) (*Result, err
 	if err := syncDir(dir); err != nil {
 		return nil, fmt.Errorf("installed, but syncing %s failed: %v", dir, err)
 	}
+	if !lower {
+		if err := writeHighWater(dir, mark, fileMode); err != nil {
+			return nil, fmt.Errorf("installed, but recording its version failed: %v", err)
+		}
+	}
 	prune(dir, setName, prev)
 
-	s := &Set{Record: rec, Dir: filepath.Join(dir, setName)}
+	s := &Set{Record: rec, Dir: filepath.Join(dir, setName), Statement: a.Statement}
 	for _, f := range rec.Files {
 		s.Paths = append(s.Paths, filepath.Join(s.Dir, f))
 	}
 	return &Result{Set: s}, nil
 }
 
+// writeHighWater replaces DIR/high-water.json in one rename.
+func writeHighWater(dir string, hw *highWater, mode os.FileMode) error {
+	data, err := json.MarshalIndent(hw, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, stagePrefix+"mark-"+randomHex(4))
+	if err := writeNew(tmp, append(data, '\n'), mode); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, highWaterName)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
 // sameSet reports whether the installed set cur is a, byte for byte.
 func sameSet(cur *Set, a *Artifact) bool {
-	if cur.Digest != a.Digest || len(cur.Files) != len(a.Files) {
+	if cur.Digest != a.Digest || cur.Record.Statement != a.Statement.Digest || len(cur.Files) != len(a.Files) {
 		return false
 	}
 	holds := func(path string, want []byte) bool {
@@ -279,11 +511,11 @@ func sameSet(cur *Set, a *Artifact) bool {
 		return err == nil && bytes.Equal(got, want)
 	}
 	for i, f := range a.Files {
-		if cur.Files[i] != f.Name || !holds(cur.Paths[i], f.Data) || !holds(cur.Paths[i]+BundleSuffix, f.Bundle) {
+		if cur.Files[i] != f.Name || !holds(cur.Paths[i], f.Data) {
 			return false
 		}
 	}
-	return true
+	return holds(filepath.Join(cur.Dir, SetBundleName), a.SetBundle)
 }
 
 // prune removes set directories other than keep and prev, and leftovers

@@ -1,6 +1,7 @@
 package distribute
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,21 +13,35 @@ import (
 	"time"
 )
 
-// artifact makes a verified-looking artifact without a registry; Install
-// trusts its caller to have fetched it with Fetch.
-func artifact(digestSeed, body string, names ...string) *Artifact {
-	a := &Artifact{Ref: "registry.example/team/policy:prod", Repository: "registry.example/team/policy",
-		Digest: sha256Digest([]byte(digestSeed))}
+const testRepo = "registry.example/team/policy"
+
+// artifact makes what Fetch returns, signed with k, without a registry:
+// the files named names with body, the set's bundle, its statement at
+// version v(version), and the manifest digest sha256(digestSeed).
+func artifact(t *testing.T, k key, digestSeed string, version int, body string, names ...string) *Artifact {
+	t.Helper()
+	a := &Artifact{Ref: testRepo + ":prod", Repository: testRepo, Digest: sha256Digest([]byte(digestSeed))}
 	for _, n := range names {
-		a.Files = append(a.Files, File{Name: n, Data: []byte(body + "# " + n + "\n"), Bundle: []byte(`{"for":"` + digestSeed + "/" + n + `"}`)})
+		a.Files = append(a.Files, File{Name: n, Data: []byte(body + "# " + n + "\n")})
+	}
+	a.SetBundle = k.sign(t, testRepo, v(version), a.Files...)
+	stmt, err := k.verifier()(a.SetBundle, a.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Statement, err = ParseStatement(stmt); err != nil {
+		t.Fatal(err)
 	}
 	return a
 }
 
+func opts(private bool) InstallOptions { return InstallOptions{Private: private, Now: time.Now()} }
+
 func TestInstallSwapsWholeSets(t *testing.T) {
+	k := newKey(t)
 	dir := filepath.Join(t.TempDir(), "policy")
-	a := artifact("one", baseYAML, "a.yaml", "b.yaml")
-	if _, err := Install(dir, a, false, time.Now()); err != nil {
+	a := artifact(t, k, "one", 1, baseYAML, "a.yaml", "b.yaml")
+	if _, err := Install(dir, a, opts(false)); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := os.Stat(dir)
@@ -37,14 +52,16 @@ func TestInstallSwapsWholeSets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi, _ := os.Stat(s1.Paths[0]); fi.Mode().Perm() != 0o644 {
-		t.Errorf("file in a shared directory: mode %v, want 0644 (users who run bouncer read it)", fi.Mode().Perm())
+	for _, p := range []string{s1.Paths[0], filepath.Join(s1.Dir, SetBundleName), filepath.Join(dir, highWaterName)} {
+		if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s in a shared directory: mode %v, want 0644 (users who run bouncer read it)", p, fi.Mode().Perm())
+		}
 	}
 
 	// A second set (one file fewer) replaces the first whole; the first
 	// stays until the next pull; a third pull removes it.
-	b := artifact("two", teamYAML, "a.yaml")
-	if _, err := Install(dir, b, false, time.Now()); err != nil {
+	b := artifact(t, k, "two", 2, teamYAML, "a.yaml")
+	if _, err := Install(dir, b, opts(false)); err != nil {
 		t.Fatal(err)
 	}
 	s2, err := ReadInstalled(dir)
@@ -57,8 +74,8 @@ func TestInstallSwapsWholeSets(t *testing.T) {
 	if _, err := os.Stat(s1.Dir); err != nil {
 		t.Fatalf("the previous set was removed at once: %v", err)
 	}
-	c := artifact("three", teamYAML, "c.yaml")
-	if _, err := Install(dir, c, false, time.Now()); err != nil {
+	c := artifact(t, k, "three", 3, teamYAML, "c.yaml")
+	if _, err := Install(dir, c, opts(false)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(s1.Dir); !errors.Is(err, os.ErrNotExist) {
@@ -69,14 +86,27 @@ func TestInstallSwapsWholeSets(t *testing.T) {
 	}
 }
 
-// TestReadersNeverSeeAMix installs two sets in turn while readers resolve
-// and read the current one, as bouncer run does: every read must be one
-// whole set, its record and all its files from the same artifact.
+// TestReadersNeverSeeAMix installs sets in turn, each newer than the last,
+// while readers verify and read the current one, as bouncer run does:
+// every read must be one whole set, its record and all its files from the
+// same artifact, and no reader may take a set that was current as older
+// than the mark (the mark moves after the link).
 func TestReadersNeverSeeAMix(t *testing.T) {
+	k := newKey(t)
 	dir := t.TempDir()
 	names := []string{"a.yaml", "b.yaml", "c.yaml", "d.yaml"}
-	sets := []*Artifact{artifact("one", baseYAML, names...), artifact("two", teamYAML, names...)}
-	if _, err := Install(dir, sets[0], true, time.Now()); err != nil {
+	var sets []*Artifact
+	byDigest := map[string]*Artifact{}
+	for i := 0; i <= 30; i++ {
+		body := baseYAML
+		if i%2 == 1 {
+			body = teamYAML
+		}
+		a := artifact(t, k, fmt.Sprint("set ", i), i, body, names...)
+		sets = append(sets, a)
+		byDigest[a.Digest] = a
+	}
+	if _, err := Install(dir, sets[0], opts(true)); err != nil {
 		t.Fatal(err)
 	}
 	var stop atomic.Bool
@@ -88,19 +118,18 @@ func TestReadersNeverSeeAMix(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				s, err := ReadInstalled(dir)
-				if err != nil {
+				s, err := VerifyInstalled(dir, k.verifier())
+				if errors.Is(err, os.ErrNotExist) {
 					// The set was pruned between resolving and reading
 					// (two pulls went by): the read fails, it never mixes.
 					vanished.Add(1)
 					continue
 				}
-				var want *Artifact
-				for _, a := range sets {
-					if a.Digest == s.Digest {
-						want = a
-					}
+				if err != nil {
+					errc <- err
+					return
 				}
+				want := byDigest[s.Digest]
 				if want == nil {
 					errc <- fmt.Errorf("record names digest %s", s.Digest)
 					return
@@ -120,8 +149,8 @@ func TestReadersNeverSeeAMix(t *testing.T) {
 			}
 		}()
 	}
-	for i := 0; i < 30; i++ {
-		if _, err := Install(dir, sets[(i+1)%2], true, time.Now()); err != nil {
+	for _, a := range sets[1:] {
+		if _, err := Install(dir, a, opts(true)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -138,9 +167,10 @@ func TestReadersNeverSeeAMix(t *testing.T) {
 }
 
 func TestInstallRefusesAndLeavesTheSet(t *testing.T) {
+	k := newKey(t)
 	dir := t.TempDir()
-	a := artifact("one", baseYAML, "a.yaml")
-	if _, err := Install(dir, a, true, time.Now()); err != nil {
+	a := artifact(t, k, "one", 1, baseYAML, "a.yaml")
+	if _, err := Install(dir, a, opts(true)); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(t, dir)
@@ -150,16 +180,22 @@ func TestInstallRefusesAndLeavesTheSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Install(dir, artifact("two", teamYAML, "a.yaml"), true, time.Now())
+	_, err = Install(dir, artifact(t, k, "two", 2, teamYAML, "a.yaml"), opts(true))
 	unlock()
 	if err == nil || !strings.Contains(err.Error(), "another bouncer policy pull is installing") {
 		t.Fatalf("install under another's lock: %v", err)
 	}
 	// A set with a bad name never reaches the disk.
-	bad := artifact("three", teamYAML, "a.yaml")
+	bad := artifact(t, k, "three", 3, teamYAML, "a.yaml")
 	bad.Files[0].Name = "../a.yaml"
-	if _, err := Install(dir, bad, true, time.Now()); err == nil {
+	if _, err := Install(dir, bad, opts(true)); err == nil {
 		t.Fatal("installed a file named ../a.yaml")
+	}
+	// Nor does one whose files are not its statement's.
+	swapped := artifact(t, k, "four", 4, teamYAML, "a.yaml")
+	swapped.Files[0].Data = []byte(baseYAML)
+	if _, err := Install(dir, swapped, opts(true)); !errors.Is(err, ErrSetMismatch) {
+		t.Fatalf("installed files that are not the statement's: %v", err)
 	}
 	if after := snapshot(t, dir); after != before {
 		t.Fatalf("a refused install changed the directory:\n%s\n---\n%s", before, after)
@@ -168,12 +204,159 @@ func TestInstallRefusesAndLeavesTheSet(t *testing.T) {
 	// current that is not ours is never replaced.
 	other := t.TempDir()
 	os.Mkdir(filepath.Join(other, currentLink), 0o755)
-	if _, err := Install(other, a, true, time.Now()); err == nil || !strings.Contains(err.Error(), "is not a symlink") {
+	if _, err := Install(other, a, opts(true)); err == nil || !strings.Contains(err.Error(), "is not a symlink") {
 		t.Fatalf("install over a current directory: %v", err)
 	}
 }
 
+// TestInstallNeverGoesBack: a set older than the newest installed (a lower
+// version, or the same version with another statement) is refused and
+// nothing changes; AllowDowngrade installs it and lowers the mark to it.
+func TestInstallNeverGoesBack(t *testing.T) {
+	k := newKey(t)
+	dir := t.TempDir()
+	v1 := artifact(t, k, "v1", 1, baseYAML, "a.yaml")
+	v2 := artifact(t, k, "v2", 2, teamYAML, "a.yaml")
+	v2b := artifact(t, k, "v2b", 2, baseYAML, "b.yaml")
+	if _, err := Install(dir, v2, opts(true)); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dir)
+	for name, c := range map[string]struct {
+		a    *Artifact
+		want string
+	}{
+		"lower version":             {v1, "older than the newest set installed in " + dir + ": the set is version 2026-05-01T13:00:00Z, older than version 2026-05-01T14:00:00Z"},
+		"same version, another set": {v2b, "the same version as the newest set but another statement"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Install(dir, c.a, opts(true))
+			if !errors.Is(err, ErrRollback) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Install: %v, want ErrRollback and %q", err, c.want)
+			}
+			if after := snapshot(t, dir); after != before {
+				t.Fatalf("a refused install changed the directory:\n%s\n---\n%s", before, after)
+			}
+		})
+	}
+	// The same set again is not going back.
+	if res, err := Install(dir, v2, opts(true)); err != nil || !res.Unchanged {
+		t.Fatalf("the same set again: %+v, %v", res, err)
+	}
+
+	// Going back on purpose.
+	o := opts(true)
+	o.AllowDowngrade = true
+	if _, err := Install(dir, v1, o); err != nil {
+		t.Fatal(err)
+	}
+	s, err := VerifyInstalled(dir, k.verifier())
+	if err != nil || s.Digest != v1.Digest {
+		t.Fatalf("after the downgrade: %+v, %v", s, err)
+	}
+	hw, err := readHighWater(dir)
+	if err != nil || !hw.Version.Equal(v(1)) || hw.Statement != v1.Statement.Digest {
+		t.Fatalf("the mark after the downgrade: %+v, %v", hw, err)
+	}
+	// And forward again without it.
+	if _, err := Install(dir, v2, opts(true)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVerifyInstalled: a reader refuses an installed set that is no
+// longer what was pulled, and an older set put back behind current.
+func TestVerifyInstalled(t *testing.T) {
+	k, other := newKey(t), newKey(t)
+	old := artifact(t, k, "old", 1, baseYAML, "a.yaml", "b.yaml")
+	cur := artifact(t, k, "cur", 2, teamYAML, "a.yaml", "b.yaml")
+	// setup installs old, then cur (old stays as the previous set), and
+	// returns the current set's directory.
+	setup := func(t *testing.T) (string, *Set) {
+		dir := t.TempDir()
+		for _, a := range []*Artifact{old, cur} {
+			if _, err := Install(dir, a, opts(true)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := VerifyInstalled(dir, k.verifier())
+		if err != nil {
+			t.Fatalf("as pulled: %v", err)
+		}
+		return dir, s
+	}
+	editRecord := func(edit func(r map[string]any)) func(t *testing.T, dir string, s *Set) {
+		return func(t *testing.T, dir string, s *Set) {
+			p := filepath.Join(s.Dir, RecordName)
+			var r map[string]any
+			raw, _ := os.ReadFile(p)
+			if err := json.Unmarshal(raw, &r); err != nil {
+				t.Fatal(err)
+			}
+			edit(r)
+			raw, _ = json.Marshal(r)
+			os.WriteFile(p, raw, 0o600)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		edit func(t *testing.T, dir string, s *Set)
+		is   error
+		want string
+	}{
+		{"a file edited", func(t *testing.T, dir string, s *Set) {
+			os.WriteFile(s.Paths[1], []byte(baseYAML), 0o600)
+		}, ErrNotAsPulled, "b.yaml (sha256:"},
+		{"installed.json lists a subset", editRecord(func(r map[string]any) { r["files"] = []string{"b.yaml"} }),
+			ErrNotAsPulled, "it lists 2 file(s) (a.yaml, b.yaml), the artifact holds 1 (b.yaml)"},
+		{"installed.json reorders", editRecord(func(r map[string]any) { r["files"] = []string{"b.yaml", "a.yaml"} }),
+			ErrNotAsPulled, "file 1 is b.yaml, the signed set has a.yaml there"},
+		{"installed.json names another statement", editRecord(func(r map[string]any) { r["statement"] = old.Statement.Digest }),
+			ErrNotAsPulled, "records statement " + old.Statement.Digest},
+		{"installed.json names another version", editRecord(func(r map[string]any) { r["version"] = "2030-01-01T00:00:00Z" }),
+			ErrNotAsPulled, "records version 2030-01-01T00:00:00Z, but the signed set is version 2026-05-01T14:00:00Z"},
+		{"installed.json names another repository", editRecord(func(r map[string]any) { r["repository"] = "registry.example/other" }),
+			ErrNotAsPulled, "records repository registry.example/other, but the set was signed for " + testRepo},
+		{"the set's bundle replaced by another key's", func(t *testing.T, dir string, s *Set) {
+			os.WriteFile(filepath.Join(s.Dir, SetBundleName), other.sign(t, testRepo, v(2), cur.Files...), 0o600)
+		}, ErrNotAsPulled, "signature does not verify with key team.pub"},
+		{"the set's bundle gone", func(t *testing.T, dir string, s *Set) {
+			os.Remove(filepath.Join(s.Dir, SetBundleName))
+		}, os.ErrNotExist, "set.sigstore.json: no such file"},
+		{"current pointed back at the previous set", func(t *testing.T, dir string, s *Set) {
+			prev, _ := filepath.Glob(filepath.Join(dir, setPrefix+"*"))
+			for _, p := range prev {
+				if p != s.Dir {
+					os.Remove(filepath.Join(dir, currentLink))
+					os.Symlink(filepath.Base(p), filepath.Join(dir, currentLink))
+				}
+			}
+		}, ErrRollback, "is version 2026-05-01T13:00:00Z, older than version 2026-05-01T14:00:00Z (" + "DIR/current was pointed at an older set)"},
+		{"the mark removed", func(t *testing.T, dir string, s *Set) {
+			os.Remove(filepath.Join(dir, highWaterName))
+		}, ErrNotAsPulled, highWaterName + " is missing"},
+		{"a set from before sets were signed", editRecord(func(r map[string]any) { delete(r, "statement") }),
+			ErrNotAsPulled, "installed by a bouncer from before sets were signed whole"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, s := setup(t)
+			c.edit(t, dir, s)
+			_, err := VerifyInstalled(dir, k.verifier())
+			want := strings.ReplaceAll(c.want, "DIR", dir)
+			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("VerifyInstalled: %v\nwant %v and %q", err, c.is, want)
+			}
+		})
+	}
+	t.Run("not installed", func(t *testing.T) {
+		if _, err := VerifyInstalled(t.TempDir(), k.verifier()); !errors.Is(err, ErrNotInstalled) {
+			t.Fatalf("VerifyInstalled of an empty directory: %v", err)
+		}
+	})
+}
+
 func TestInstallCleansUpAfterACrash(t *testing.T) {
+	k := newKey(t)
 	dir := t.TempDir()
 	// What a pull killed half-way leaves: a staging directory and a
 	// temporary link. Neither is current, and the next pull removes them.
@@ -182,7 +365,7 @@ func TestInstallCleansUpAfterACrash(t *testing.T) {
 	if _, err := ReadInstalled(dir); !errors.Is(err, ErrNotInstalled) {
 		t.Fatalf("ReadInstalled with only leftovers: %v", err)
 	}
-	if _, err := Install(dir, artifact("one", baseYAML, "a.yaml"), true, time.Now()); err != nil {
+	if _, err := Install(dir, artifact(t, k, "one", 1, baseYAML, "a.yaml"), opts(true)); err != nil {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(dir)
@@ -190,6 +373,18 @@ func TestInstallCleansUpAfterACrash(t *testing.T) {
 		if strings.HasPrefix(e.Name(), stagePrefix) || strings.HasPrefix(e.Name(), linkPrefix) {
 			t.Errorf("leftover %s not removed", e.Name())
 		}
+	}
+	// Killed between the swap and the mark: the next pull takes the
+	// current set's version as the floor.
+	os.Remove(filepath.Join(dir, highWaterName))
+	if _, err := Install(dir, artifact(t, k, "zero", 0, baseYAML, "a.yaml"), opts(true)); !errors.Is(err, ErrRollback) {
+		t.Fatalf("an older set with the mark missing: %v", err)
+	}
+	if _, err := Install(dir, artifact(t, k, "two", 2, baseYAML, "a.yaml"), opts(true)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyInstalled(dir, k.verifier()); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -35,9 +35,10 @@ func TestCraneReadsTheArtifact(t *testing.T) {
 	}
 	host := newRegistry(t, nil)
 	k := newKey(t)
-	files := []File{k.file(t, "base.yaml", baseYAML), k.file(t, "team.yaml", teamYAML)}
+	files := []File{file("base.yaml", baseYAML), file("team.yaml", teamYAML)}
 	ref := host + "/team/policy:prod"
-	dig, err := Push(ctx, ref, files, Options{})
+	setBundle := k.sign(t, host+"/team/policy", v(0), files...)
+	dig, err := Push(ctx, ref, files, setBundle, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,13 +61,12 @@ func TestCraneReadsTheArtifact(t *testing.T) {
 	if err := json.Unmarshal(run("manifest", ref), &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.MediaType != ManifestMediaType || m.ArtifactType != ArtifactType || m.Config.MediaType != EmptyMediaType || len(m.Layers) != 4 {
+	if m.MediaType != ManifestMediaType || m.ArtifactType != ArtifactType || m.Config.MediaType != EmptyMediaType || len(m.Layers) != 3 {
 		t.Fatalf("crane manifest: %+v", m)
 	}
-	want := map[string][]byte{}
+	want := map[string][]byte{SetBundleName: setBundle}
 	for _, f := range files {
 		want[f.Name] = f.Data
-		want[f.Name+BundleSuffix] = f.Bundle
 	}
 	for _, l := range m.Layers {
 		title := l.Annotations[TitleAnnotation]
@@ -75,14 +75,15 @@ func TestCraneReadsTheArtifact(t *testing.T) {
 			t.Errorf("crane blob of the layer titled %q: %q", title, blob)
 		}
 	}
-	if m.Layers[0].MediaType != PolicyMediaType || m.Layers[1].MediaType != BundleMediaType {
-		t.Errorf("layer media types %s, %s", m.Layers[0].MediaType, m.Layers[1].MediaType)
+	if m.Layers[0].MediaType != PolicyMediaType || m.Layers[1].MediaType != PolicyMediaType || m.Layers[2].MediaType != BundleMediaType {
+		t.Errorf("layer media types %s, %s, %s", m.Layers[0].MediaType, m.Layers[1].MediaType, m.Layers[2].MediaType)
 	}
 }
 
 // TestOrasPullsTheFiles checks the title annotations do what the OCI
 // artifact guidance says: `oras pull` writes each layer as a file of that
-// name. It runs only when oras is on PATH.
+// name, and what it writes verifies as the signed set. It runs only when
+// oras is on PATH.
 func TestOrasPullsTheFiles(t *testing.T) {
 	oras, err := exec.LookPath("oras")
 	if err != nil {
@@ -90,9 +91,10 @@ func TestOrasPullsTheFiles(t *testing.T) {
 	}
 	host := newRegistry(t, nil)
 	k := newKey(t)
-	files := []File{k.file(t, "base.yaml", baseYAML), k.file(t, "team.yaml", teamYAML)}
+	files := []File{file("base.yaml", baseYAML), file("team.yaml", teamYAML)}
 	ref := host + "/team/policy:prod"
-	if _, err := Push(ctx, ref, files, Options{}); err != nil {
+	setBundle := k.sign(t, host+"/team/policy", v(0), files...)
+	if _, err := Push(ctx, ref, files, setBundle, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
@@ -101,17 +103,28 @@ func TestOrasPullsTheFiles(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("oras pull: %v\n%s", err, b)
 	}
+	var pulled []File
 	for _, f := range files {
 		got, err := os.ReadFile(filepath.Join(out, f.Name))
 		if err != nil || !bytes.Equal(got, f.Data) {
 			t.Errorf("oras wrote %s: %q, %v", f.Name, got, err)
 		}
-		got, err = os.ReadFile(filepath.Join(out, f.Name+BundleSuffix))
-		if err != nil || !bytes.Equal(got, f.Bundle) {
-			t.Errorf("oras wrote %s%s: %v", f.Name, BundleSuffix, err)
-		}
-		if _, err := k.trust.VerifyFile(filepath.Join(out, f.Name)); err != nil {
-			t.Errorf("what oras pulled does not verify: %v", err)
-		}
+		pulled = append(pulled, File{Name: f.Name, Data: got})
+	}
+	got, err := os.ReadFile(filepath.Join(out, SetBundleName))
+	if err != nil || !bytes.Equal(got, setBundle) {
+		t.Fatalf("oras wrote %s: %v", SetBundleName, err)
+	}
+	// What oras pulled is the signed set.
+	stmt, err := k.verifier()(got, pulled)
+	if err != nil {
+		t.Fatalf("what oras pulled does not verify: %v", err)
+	}
+	st, err := ParseStatement(stmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Match(host+"/team/policy", pulled); err != nil {
+		t.Fatalf("what oras pulled is not the signed set: %v", err)
 	}
 }

@@ -76,7 +76,7 @@ func (o Options) remoteOptions(ctx context.Context, ref name.Reference) []remote
 	opts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(kc),
-		remote.WithTransport(g),
+		remote.WithTransport(manifestCap{g}),
 	}
 	if o.UserAgent != "" {
 		opts = append(opts, remote.WithUserAgent(o.UserAgent))
@@ -116,16 +116,56 @@ func IsLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// manifestCap bounds what is read of a manifest while it is read.
+// go-containerregistry reads up to 100 MiB of a manifest before it hands
+// it over; a registry that answers with more than MaxManifestSize bytes
+// gets ErrManifestTooLarge as soon as the byte after the limit arrives.
+// Like schemeGuard it sits under go-containerregistry's transports, so it
+// sees the manifest requests by tag, by digest and after a failed HEAD.
+type manifestCap struct{ next http.RoundTripper }
+
+// ErrManifestTooLarge is wrapped when a registry sends a manifest larger
+// than MaxManifestSize.
+var ErrManifestTooLarge = fmt.Errorf("manifest larger than %d bytes", MaxManifestSize)
+
+func (c manifestCap) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err == nil && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/manifests/") {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, limit: MaxManifestSize}
+	}
+	return resp, err
+}
+
+// cappedBody reads at most limit+1 bytes of a body, and fails once the
+// byte past limit is read.
+type cappedBody struct {
+	io.ReadCloser
+	limit, n int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if room := b.limit + 1 - b.n; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	if b.n > b.limit {
+		return n, ErrManifestTooLarge
+	}
+	return n, err
+}
+
 // rawManifest is a manifest to PUT as it is.
 type rawManifest []byte
 
 func (m rawManifest) RawManifest() ([]byte, error)        { return m, nil }
 func (m rawManifest) MediaType() (types.MediaType, error) { return ManifestMediaType, nil }
 
-// Push stores files as one policy artifact at ref (a tag) and returns the
-// manifest's digest. Blobs are uploaded first and the manifest last, so the
-// tag never points at an artifact whose layers are missing.
-func Push(ctx context.Context, ref string, files []File, o Options) (string, error) {
+// Push stores files and the set's bundle (setBundle, over the statement
+// NewStatement made for them) as one policy artifact at ref (a tag) and
+// returns the manifest's digest. Blobs are uploaded first and the manifest
+// last, so the tag never points at an artifact whose layers are missing.
+func Push(ctx context.Context, ref string, files []File, setBundle []byte, o Options) (string, error) {
 	r, err := ParseReference(ref, o.PlainHTTP)
 	if err != nil {
 		return "", err
@@ -133,7 +173,7 @@ func Push(ctx context.Context, ref string, files []File, o Options) (string, err
 	if _, ok := r.(name.Tag); !ok {
 		return "", fmt.Errorf("reference %q: push needs a tag (REGISTRY/REPOSITORY:TAG), not a digest", ref)
 	}
-	raw, blobs, err := buildManifest(files)
+	raw, blobs, err := buildManifest(files, setBundle)
 	if err != nil {
 		return "", err
 	}
@@ -153,11 +193,14 @@ func Push(ctx context.Context, ref string, files []File, o Options) (string, err
 	return sha256Digest(raw), nil
 }
 
-// Verifier checks one file's exact bytes against its bundle. An error means
-// the file must not be installed; it should say why.
-type Verifier func(name string, data, bundle []byte) error
+// Verifier checks the set's bundle: that its signature verifies under the
+// trust configuration and that the statement it signs names each file's
+// SHA-256 digest as a subject. It returns the statement's exact bytes, the
+// payload the signature covers. An error means nothing may be installed;
+// it should say why.
+type Verifier func(setBundle []byte, files []File) (statement []byte, err error)
 
-// Artifact is a fetched policy set, every file verified.
+// Artifact is a fetched policy set, verified.
 type Artifact struct {
 	// Ref is the reference as given.
 	Ref string
@@ -166,18 +209,34 @@ type Artifact struct {
 	// Digest is the manifest digest the reference resolved to; everything
 	// was fetched by it.
 	Digest string
-	// Files are the policy files in manifest (load) order, with bundles.
+	// Files are the policy files in load order.
 	Files []File
+	// SetBundle is the set's Sigstore bundle, as fetched.
+	SetBundle []byte
+	// Statement is what SetBundle signs, checked against Files and
+	// Repository.
+	Statement *Statement
 }
 
 // Pinned returns REPOSITORY@DIGEST, the reference that fetches exactly this
 // artifact again.
 func (a *Artifact) Pinned() string { return a.Repository + "@" + a.Digest }
 
+// RepositoryOf returns what a set statement names for ref: its
+// REGISTRY/REPOSITORY, with no tag or digest.
+func RepositoryOf(ref string, plainHTTP bool) (string, error) {
+	r, err := ParseReference(ref, plainHTTP)
+	if err != nil {
+		return "", err
+	}
+	return r.Context().String(), nil
+}
+
 // Fetch resolves ref to a manifest digest, fetches the manifest and every
-// layer by digest, checks each against its digest and the format, and
-// passes each file with its bundle to verify. It returns only when all of
-// that succeeded; it writes nothing.
+// layer by digest, checks each against its digest and the format, has the
+// set's bundle verified, and checks that the files are exactly the set the
+// verified statement names, in its order, for this repository. It returns
+// only when all of that succeeded; it writes nothing.
 func Fetch(ctx context.Context, ref string, verify Verifier, o Options) (*Artifact, error) {
 	if verify == nil {
 		return nil, errors.New("no verifier: an unverified policy set is never fetched")
@@ -205,7 +264,7 @@ func Fetch(ctx context.Context, ref string, verify Verifier, o Options) (*Artifa
 		}
 	}
 	if err != nil {
-		return nil, registryError(repo.RegistryStr(), err)
+		return nil, manifestError(ref, repo.RegistryStr(), err)
 	}
 	if head.MediaType != ManifestMediaType {
 		return nil, fmt.Errorf("%s is a %s, not a Bouncer policy artifact (an OCI image manifest with artifactType %s)", ref, head.MediaType, ArtifactType)
@@ -226,7 +285,7 @@ func Fetch(ctx context.Context, ref string, verify Verifier, o Options) (*Artifa
 			if strings.Contains(err.Error(), "does not match requested digest") {
 				return nil, fmt.Errorf("%s: tampered: the registry's manifest for %s is not the one the tag resolved to (%v)", ref, head.Digest, err)
 			}
-			return nil, registryError(repo.RegistryStr(), err)
+			return nil, manifestError(ref, repo.RegistryStr(), err)
 		}
 		raw = desc.Manifest
 	}
@@ -241,21 +300,36 @@ func Fetch(ctx context.Context, ref string, verify Verifier, o Options) (*Artifa
 	for _, pf := range plan.files {
 		data, err := fetchBlob(ctx, p, repo, pf.data)
 		if err != nil {
-			return nil, fmt.Errorf("%s (layer %d): %w", pf.name, pf.dataAt, err)
+			return nil, fmt.Errorf("%s (layer %d): %w", pf.name, pf.at, err)
 		}
-		bun, err := fetchBlob(ctx, p, repo, pf.bundle)
-		if err != nil {
-			return nil, fmt.Errorf("%s%s (layer %d): %w", pf.name, BundleSuffix, pf.bundAt, err)
-		}
-		a.Files = append(a.Files, File{Name: pf.name, Data: data, Bundle: bun})
+		a.Files = append(a.Files, File{Name: pf.name, Data: data})
 	}
-	// Every file is verified before the caller can write any of them.
-	for _, f := range a.Files {
-		if err := verify(f.Name, f.Data, f.Bundle); err != nil {
-			return nil, fmt.Errorf("%s: %w", f.Name, err)
-		}
+	if a.SetBundle, err = fetchBlob(ctx, p, repo, plan.bundle); err != nil {
+		return nil, fmt.Errorf("%s (layer %d): %w", SetBundleName, plan.bundleAt, err)
+	}
+	// The set is verified whole before the caller can write any of it:
+	// the signature, then that these files are the statement's subjects,
+	// all of them, in its order, and that it is this repository's.
+	stmt, err := verify(a.SetBundle, a.Files)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", SetBundleName, err)
+	}
+	if a.Statement, err = ParseStatement(stmt); err != nil {
+		return nil, fmt.Errorf("%s: %w", SetBundleName, err)
+	}
+	if err := a.Statement.Match(a.Repository, a.Files); err != nil {
+		return nil, err
 	}
 	return a, nil
+}
+
+// manifestError is registryError, except for a manifest cut off at
+// MaxManifestSize, which is the artifact's fault, not the connection's.
+func manifestError(ref, registry string, err error) error {
+	if errors.Is(err, ErrManifestTooLarge) {
+		return fmt.Errorf("%s: too large: the registry sent a %w", ref, ErrManifestTooLarge)
+	}
+	return registryError(registry, err)
 }
 
 // fetchBlob reads one layer by digest, at most its declared size, and

@@ -335,10 +335,16 @@ func TestQuote(t *testing.T) {
 		"o'brien@x.com": `"o'brien@x.com"`,
 		"a\u200bb":      `'a\u200bb'`,
 		"evil\u202ecom": `'evil\u202ecom'`,
-		"line\nbreak":   `'line\nbreak'`,
+		"line\nbreak":   `'line\x0abreak'`,
 		`both'"`:        `'both\'"'`,
 		"josé@x.es":     `'josé@x.es'`,
 		"nb\u00a0sp":    `'nb\u00a0sp'`,
+		// The one display escaper's rules (display.Printable), as in
+		// bouncer log and the approval prompt: the text of an escape keeps
+		// its backslash doubled, padding and invisible selectors show.
+		`evil\u202ecom`:  `'evil\\u202ecom'`,
+		"  pad   x  ":    `'\x20\x20pad\x20\x20\x20x\x20\x20'`,
+		"vs\ufe0f\u3164": `'vs\ufe0f\u3164'`,
 	}
 	for in, want := range tests {
 		if got := quote(in); got != want {

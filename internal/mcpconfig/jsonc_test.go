@@ -295,3 +295,22 @@ func TestRemoteSwitch(t *testing.T) {
 		t.Errorf("undo:\n%s", undone)
 	}
 }
+
+// get reads a repeated key as the clients do (JSON.parse and VS Code's
+// jsonc-parser keep the last; so does encoding/json, checked here), for the
+// readers off the path that checkUnique guards, such as a hook file.
+func TestGetReadsTheLastOfARepeatedKey(t *testing.T) {
+	data := []byte(`{"hooks": {"a": "first"}, "x": null, "hooks": {"b": "last"}}`)
+	root, _, err := parseJSONC(data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var std map[string]any
+	if err := json.Unmarshal(data, &std); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := root.get("hooks")
+	if !ok || !reflect.DeepEqual(toAny(got, data), std["hooks"]) {
+		t.Errorf("get(hooks) = %s, the clients read %v", data[got.start:got.end], std["hooks"])
+	}
+}

@@ -68,7 +68,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		return nil, c.errAt(root.start, "the top level is not a JSON object")
 	}
 	for _, b := range Blocks {
-		if _, err := c.checkedBlock(c.root, b, b); err != nil {
+		if _, err := c.checkedBlock(c.root, b, b, "the top level"); err != nil {
 			return nil, err
 		}
 	}
@@ -84,31 +84,16 @@ func (c *Config) errAt(off int, msg string) *Error {
 }
 
 // checkedBlock returns the object member key of parent (nil when absent),
-// refusing a key that appears twice, a value that is not an object, and a
-// server named twice in it. label names it in messages.
-func (c *Config) checkedBlock(parent *node, key, label string) (*node, error) {
-	var n *node
-	for _, m := range parent.members {
-		if m.key != key {
-			continue
-		}
-		if n != nil {
-			return nil, c.errAt(m.keyStart, fmt.Sprintf("%q appears more than once", label))
-		}
-		n = m.val
+// refusing a key that appears twice in parent, a value that is not an
+// object, and a key repeated anywhere in it: a server named twice, or a
+// key repeated in an entry (checkUnique). label names it in messages.
+func (c *Config) checkedBlock(parent *node, key, label, parentLabel string) (*node, error) {
+	n, err := c.objectMember(parent, key, label, parentLabel)
+	if n == nil || err != nil {
+		return nil, err
 	}
-	if n == nil {
-		return nil, nil
-	}
-	if n.kind != '{' {
-		return nil, c.errAt(n.start, fmt.Sprintf("%q is not an object", label))
-	}
-	seen := map[string]bool{}
-	for _, m := range n.members {
-		if seen[m.key] {
-			return nil, c.errAt(m.keyStart, fmt.Sprintf("server %q appears more than once in %q", m.key, label))
-		}
-		seen[m.key] = true
+	if err := checkUnique(c.Path, c.data, n, label); err != nil {
+		return nil, err
 	}
 	return n, nil
 }
@@ -126,7 +111,7 @@ type block struct {
 func (c *Config) blocks(project string) ([]block, error) {
 	var out []block
 	for _, b := range Blocks {
-		n, err := c.checkedBlock(c.root, b, b)
+		n, err := c.checkedBlock(c.root, b, b, "the top level")
 		if err != nil {
 			return nil, err
 		}
@@ -137,16 +122,16 @@ func (c *Config) blocks(project string) ([]block, error) {
 	if project == "" {
 		return out, nil
 	}
-	projects, err := c.objectMember(c.root, "projects", "projects")
+	projects, err := c.objectMember(c.root, "projects", "projects", "the top level")
 	if err != nil || projects == nil {
 		return out, err
 	}
-	p, err := c.objectMember(projects, project, fmt.Sprintf("projects[%s]", project))
+	p, err := c.objectMember(projects, project, fmt.Sprintf("projects[%s]", project), "projects")
 	if err != nil || p == nil {
 		return out, err
 	}
 	label := fmt.Sprintf("projects[%s].mcpServers", project)
-	n, err := c.checkedBlock(p, "mcpServers", label)
+	n, err := c.checkedBlock(p, "mcpServers", label, fmt.Sprintf("projects[%s]", project))
 	if err != nil {
 		return nil, err
 	}
@@ -157,21 +142,26 @@ func (c *Config) blocks(project string) ([]block, error) {
 }
 
 // objectMember returns parent's member key when it is an object, nil when it
-// is absent, and an error when it appears twice or is something else.
-func (c *Config) objectMember(parent *node, key, label string) (*node, error) {
-	var n *node
-	for _, m := range parent.members {
+// is absent, and an error when it appears twice in parent (parentLabel
+// names parent) or is something else.
+func (c *Config) objectMember(parent *node, key, label, parentLabel string) (*node, error) {
+	var n *member
+	for i := range parent.members {
+		m := &parent.members[i]
 		if m.key == key {
 			if n != nil {
-				return nil, c.errAt(m.keyStart, fmt.Sprintf("%q appears more than once", label))
+				return nil, dupError(c.Path, c.data, parentLabel, n, m)
 			}
-			n = m.val
+			n = m
 		}
 	}
-	if n != nil && n.kind != '{' {
-		return nil, c.errAt(n.start, fmt.Sprintf("%q is not an object", label))
+	if n == nil {
+		return nil, nil
 	}
-	return n, nil
+	if n.val.kind != '{' {
+		return nil, c.errAt(n.val.start, fmt.Sprintf("%q is not an object", label))
+	}
+	return n.val, nil
 }
 
 // HasServers reports whether the file has any server block (for project,

@@ -210,8 +210,6 @@ func TestParseErrors(t *testing.T) {
 		{"bom", "\xef\xbb\xbf{\"servers\": {}}", "byte-order mark"},
 		{"array root", "[]", "cfg.json:1:1: the top level is not a JSON object"},
 		{"block not object", "{\n \"mcpServers\": []}", `cfg.json:2:16: "mcpServers" is not an object`},
-		{"duplicate server", "{\"mcpServers\": {\"a\": {},\n \"a\": {}}}", `cfg.json:2:2: server "a" appears more than once`},
-		{"duplicate block", `{"servers": {}, "servers": {}}`, `"servers" appears more than once`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -401,4 +399,85 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("undo of wrap is not the original:\n%q\n%q", data, undone)
 		}
 	})
+}
+
+// A key repeated anywhere on the path init reads or rewrites (a server
+// block, an entry, its launch keys, the x-bouncer-upstream entry inside
+// it) is refused at the second key's place, because the client keeps the
+// last of two equal keys (JSON.parse, VS Code's jsonc-parser) and the file
+// would mean one server to it and another to bouncer. A repeat elsewhere
+// in the file (the client's own settings, another project's servers) is
+// not init's business and is left to the client.
+func TestDuplicateKeys(t *testing.T) {
+	for _, tt := range []struct {
+		name, text, project, want string
+	}{
+		{"command", "{\"mcpServers\": {\"files\": {\n  \"command\": \"npx\",\n  \"command\": \"curl\"}}}", "",
+			`cfg.json:3:3: "command" appears twice in mcpServers.files (first at line 2); clients keep the last one, and bouncer won't guess which you meant: remove one of the two "command" keys`},
+		{"args", `{"servers": {"g": {"command": "docker", "args": ["a"], "args": ["b"]}}}`, "",
+			`cfg.json:1:56: "args" appears twice in servers.g (first at line 1)`},
+		{"env key", `{"mcpServers": {"g": {"command": "x", "env": {"TOKEN": "a", "TOKEN": "b"}}}}`, "",
+			`"TOKEN" appears twice in mcpServers.g.env`},
+		{"header", `{"mcpServers": {"r": {"url": "https://x", "headers": {"Authorization": "a", "Authorization": "b"}}}}`, "",
+			`"Authorization" appears twice in mcpServers.r.headers`},
+		{"url", `{"mcpServers": {"r": {"url": "https://a", "url": "https://b"}}}`, "",
+			`remove one of the two "url" keys`},
+		{"upstream command", `{"mcpServers": {"fs": {"command": "bouncer", "args": ["run"], "x-bouncer-upstream": {"command": "npx", "command": "sh"}}}}`, "",
+			`"command" appears twice in mcpServers.fs.x-bouncer-upstream`},
+		{"nested in an entry", `{"mcpServers": {"fs": {"command": "x", "oauth": {"a": [{"k": 1, "k": 2}]}}}}`, "",
+			`"k" appears twice in mcpServers.fs.oauth.a[0]`},
+		{"server", "{\"mcpServers\": {\"a\": {},\n \"a\": {}}}", "",
+			`cfg.json:2:2: "a" appears twice in mcpServers (first at line 1)`},
+		{"block", `{"servers": {}, "servers": {}}`, "",
+			`cfg.json:1:17: "servers" appears twice in the top level (first at line 1)`},
+		{"project's server", `{"projects": {"/p": {"mcpServers": {"fs": {"command": "a", "command": "b"}}}}}`, "/p",
+			`"command" appears twice in projects[/p].mcpServers.fs`},
+		{"project", `{"projects": {"/p": {"mcpServers": {}}, "/p": {}}}`, "/p",
+			`"/p" appears twice in projects`},
+		{"a name that writes to the terminal", `{"mcpServers": {"x\u001b[2J\u202e": {"env": {"K": "", "K": ""}}}}`, "",
+			`"K" appears twice in mcpServers.x\x1b[2J\u202e.env (first at line 1)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("cfg.json", []byte(tt.text))
+			if err == nil {
+				_, _, err = c.Wrap(WrapOptions{Project: tt.project, Remote: true})
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Line == 0 {
+				t.Errorf("not an *Error with a line: %#v", err)
+			}
+		})
+	}
+	// Off the path: the client's own settings, and another project's
+	// servers, which init neither reads nor rewrites.
+	for _, text := range []string{
+		`{"theme": "dark", "theme": "light", "mcpServers": {"fs": {"command": "npx"}}}`,
+		`{"inputs": [{"id": "a", "id": "b"}], "servers": {"fs": {"command": "npx"}}}`,
+		`{"projects": {"/other": {"mcpServers": {"x": {"command": "a", "command": "b"}}}, "/p": {"mcpServers": {"fs": {"command": "npx"}}}}}`,
+	} {
+		c, err := Parse("cfg.json", []byte(text))
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		if _, ch, err := c.Wrap(WrapOptions{Project: "/p"}); err != nil || len(ch) != 1 || ch[0].Status != Wrapped {
+			t.Errorf("%s: changes %v, err %v", text, ch, err)
+		}
+	}
+}
+
+// bouncer run --config reads the x-bouncer-upstream entry through the same
+// check: a repeated command there is refused, not resolved to the first.
+func TestResolveDuplicateKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	text := "{\"mcpServers\": {\"fs\": {\"command\": \"bouncer\", \"args\": [\"run\"],\n  \"x-bouncer-upstream\": {\"command\": \"npx\",\n    \"command\": \"sh\"}}}}"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := resolve(path, "fs")
+	if want := `mcp.json:3:5: "command" appears twice in mcpServers.fs.x-bouncer-upstream (first at line 2)`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
 }

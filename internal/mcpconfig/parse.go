@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/bouncer-mcp/bouncer/internal/display"
 )
 
 // node is one JSON value with the byte range it occupies in the document, so
@@ -23,17 +25,104 @@ type member struct {
 	val              *node
 }
 
-// get returns the value of the first member named key.
+// get returns the value of the member named key, the last one when the
+// key repeats: that is the one every client reads (JSON.parse and VS Code's
+// jsonc-parser keep the last of two equal keys). On the path init reads and
+// rewrites a repeat never gets here (checkUnique refuses it); elsewhere (a
+// hook file) reading the last keeps bouncer on the client's side.
 func (n *node) get(key string) (*node, bool) {
 	if n == nil || n.kind != '{' {
 		return nil, false
 	}
-	for _, m := range n.members {
-		if m.key == key {
-			return m.val, true
+	for i := len(n.members) - 1; i >= 0; i-- {
+		if n.members[i].key == key {
+			return n.members[i].val, true
 		}
 	}
 	return nil, false
+}
+
+// A key that appears twice in one JSON object is read differently by
+// different readers, so Bouncer refuses it where the difference matters.
+// The rule is not one function across the project, on purpose:
+//
+//   - Here, in a client's config, a key repeated in any object on the path
+//     init reads and rewrites (a server block and everything in its
+//     entries: command, args, env, url, headers, x-bouncer-upstream) is
+//     refused, compared exactly. The readers are the clients (JSON.parse,
+//     VS Code's jsonc-parser: exact keys, the last of two wins) and bouncer
+//     itself; a repeat would have init wrap one server while the client
+//     runs the other. A repeat elsewhere in the file (the client's own
+//     settings) is left to the client, so a stray one there does not stop
+//     init.
+//   - In a tools/call (engine.ParseCall), a repeated key is refused at any
+//     depth, and so are two keys that fold together (engine.FoldKey):
+//     the readers include Go servers, whose encoding/json matches struct
+//     fields ignoring case. No client reads its config that way.
+//   - The policy and trust files (internal/policy, internal/bundle) are
+//     YAML, read from yaml.Node with YAML's own positions: a repeated key
+//     is refused there too, naming the first line, by their own loops over
+//     the mapping's nodes, which a JSON tree can't share.
+
+// repeated returns the first member of object n whose key an earlier member
+// already has, with that earlier member; nil when every key is unique.
+func (n *node) repeated() (first, second *member) {
+	if n.kind != '{' || len(n.members) < 2 {
+		return nil, nil
+	}
+	seen := make(map[string]int, len(n.members))
+	for i := range n.members {
+		if j, ok := seen[n.members[i].key]; ok {
+			return &n.members[j], &n.members[i]
+		}
+		seen[n.members[i].key] = i
+	}
+	return nil, nil
+}
+
+// checkUnique refuses a key repeated in object n or in any object inside
+// it, naming the second key's place (the first in file order) and path,
+// which says where n is ("mcpServers.files"), extended as it goes down.
+func checkUnique(file string, data []byte, n *node, path string) *Error {
+	if first, second := n.repeated(); second != nil {
+		// A repeat in n itself comes before any inside a later member's
+		// value, but may come after one inside an earlier member's: look
+		// there first, in file order.
+		for i := range n.members {
+			m := &n.members[i]
+			if m == second {
+				break
+			}
+			if err := checkUnique(file, data, m.val, path+"."+m.key); err != nil {
+				return err
+			}
+		}
+		return dupError(file, data, path, first, second)
+	}
+	for _, m := range n.members {
+		if err := checkUnique(file, data, m.val, path+"."+m.key); err != nil {
+			return err
+		}
+	}
+	for i, e := range n.elems {
+		if err := checkUnique(file, data, e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dupError says that second repeats first's key in the object at path, at
+// second's place, and what to do about it. The path is made of keys of a
+// file that may have come with a cloned project, so it is escaped for the
+// terminal like the key (display.Printable).
+func dupError(file string, data []byte, path string, first, second *member) *Error {
+	line, col := lineCol(data, second.keyStart)
+	firstLine, _ := lineCol(data, first.keyStart)
+	where, _ := display.Printable(path)
+	return &Error{File: file, Line: line, Col: col, Msg: fmt.Sprintf(
+		"%q appears twice in %s (first at line %d); clients keep the last one, and bouncer won't guess which you meant: remove one of the two %q keys",
+		second.key, where, firstLine, second.key)}
 }
 
 // Error is a problem with a config file. Line and Col are 1-based and 0 when

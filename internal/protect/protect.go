@@ -8,6 +8,7 @@ package protect
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -117,26 +118,68 @@ const Header = `# Bouncer policy, written by bouncer init. Edit it freely: init 
 # Reference: docs/policy.md. Relative paths are relative to this file.
 `
 
+// Confinement is what Extend confines the filesystem pack's write tools to.
+type Confinement struct {
+	// Dirs are the prefixes, each as it is to be written: relative to the
+	// policy file's directory, or absolute.
+	Dirs []string
+	// Guarded are absolute paths no prefix may cover (see Around). Extend
+	// never writes one that does, and says in Left which prefixes the file
+	// already has that do.
+	Guarded []string
+	// Listed: some of Dirs are what a directory holds around guarded
+	// paths (Around), not the directory; the file then says so.
+	Listed bool
+	// Refuse: the servers' directories held nothing but guarded paths, so
+	// there is no prefix to give. A tool the file does not name gets
+	// max_calls: 0 instead, which refuses it: no entry would leave the
+	// tools unconfined.
+	Refuse bool
+}
+
 // Extend returns the policy file at path (holding old, nil when missing)
-// with the filesystem pack's write tools confined to dirs (each as it is to
-// be written: relative to the file's directory, or absolute). A tool the
+// with the filesystem pack's write tools confined as c says. A tool the
 // file does not name gets an entry; one it names with the pack's
 // write_params and a list of allowed_path_prefixes gets the directories it
-// lacks; one it configures otherwise is left alone, and Left says so.
-func Extend(path string, old []byte, dirs []string) (Edit, error) {
+// lacks; one it configures otherwise is left alone, and Left says so, as
+// it says of every prefix already in the file that covers a guarded path.
+func Extend(path string, old []byte, c Confinement) (Edit, error) {
+	dirs := c.Dirs
 	e := Edit{Path: path, Old: old, New: old}
 	dir := filepath.Dir(path)
-	if old != nil {
-		if _, err := policy.LoadSources(policy.Source{Name: path, Dir: dir, Data: old}); err != nil {
-			return e, err
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
 		}
+		return filepath.Join(dir, p)
 	}
-	if len(dirs) == 0 {
-		return e, nil
+	for _, d := range dirs {
+		if g := Covered([]string{abs(d)}, c.Guarded); len(g) > 0 {
+			return e, fmt.Errorf("bouncer init was about to confine writes to %s, which holds %s (a bug; nothing written)", d, strings.Join(g, ", "))
+		}
 	}
 	tools, params, err := writeTools(FilesystemPack)
 	if err != nil {
 		return e, err
+	}
+	var oldPol *policy.Policy
+	if old != nil {
+		if oldPol, err = policy.LoadSources(policy.Source{Name: path, Dir: dir, Data: old}); err != nil {
+			return e, err
+		}
+		for _, tool := range tools {
+			t, ok := oldPol.Lookup(tool)
+			if !ok {
+				continue
+			}
+			if g := Covered(t.AllowedPathPrefixes, c.Guarded); len(g) > 0 {
+				e.Left = append(e.Left, fmt.Sprintf("%s (%s): its allowed_path_prefixes cover %s, Bouncer's own files or the MCP clients' configs: a server that may write there can rewrite its own rules or unwrap itself. Name what it may write instead (the entries beside them), as init does for a new policy",
+					tool, t.Source, someOf(g)))
+			}
+		}
+	}
+	if len(dirs) == 0 && !c.Refuse {
+		return e, nil
 	}
 	text := old
 	if text == nil {
@@ -150,12 +193,6 @@ func Extend(path string, old []byte, dirs []string) (Edit, error) {
 	if len(doc.Content) > 0 && doc.Content[0].Kind == yaml.MappingNode {
 		top = doc.Content[0]
 	}
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return filepath.Clean(p)
-		}
-		return filepath.Join(dir, p)
-	}
 	var appendText strings.Builder
 	type insert struct {
 		line int // insert before this 1-based line (len+1: at the end)
@@ -163,6 +200,7 @@ func Extend(path string, old []byte, dirs []string) (Edit, error) {
 	}
 	var inserts []insert
 	lines := strings.SplitAfter(string(text), "\n")
+	added := map[string]bool{} // tools init writes an entry for
 	for _, tool := range tools {
 		var entry *yaml.Node
 		var keyLine int
@@ -173,6 +211,12 @@ func Extend(path string, old []byte, dirs []string) (Edit, error) {
 				}
 			}
 		}
+		added[tool] = entry == nil
+		if entry == nil && len(dirs) == 0 {
+			fmt.Fprintf(&appendText, "\n%s:\n  write_params: %s\n  max_calls: 0\n", tool, flowList(params[tool]))
+			e.Added = append(e.Added, fmt.Sprintf("%s: refused (max_calls: 0)", tool))
+			continue
+		}
 		if entry == nil {
 			fmt.Fprintf(&appendText, "\n%s:\n  write_params: %s\n  allowed_path_prefixes:\n", tool, flowList(params[tool]))
 			for _, d := range dirs {
@@ -182,6 +226,14 @@ func Extend(path string, old []byte, dirs []string) (Edit, error) {
 			continue
 		}
 		where := fmt.Sprintf("%s:%d", path, keyLine)
+		if len(dirs) == 0 {
+			// Named already, and there is nothing to add to it: say so if
+			// it lets the server write anywhere.
+			if t, ok := oldPol.Lookup(tool); oldPol != nil && ok && len(t.AllowedPathPrefixes) == 0 && (t.MaxCalls == nil || *t.MaxCalls != 0) {
+				e.Left = append(e.Left, fmt.Sprintf("%s (%s) is configured in a way init leaves alone, and does not confine the filesystem server's writes; its directories hold only Bouncer's own files and the MCP clients' configs: set max_calls: 0 there, or name in allowed_path_prefixes what it may write", tool, where))
+			}
+			continue
+		}
 		wp, prefixes, other := toolKeys(entry)
 		if other != "" || wp == nil || !sameList(wp, params[tool]) || prefixes == nil {
 			e.Left = append(e.Left, fmt.Sprintf("%s (%s) is configured in a way init leaves alone; add %s to its allowed_path_prefixes there to confine the filesystem server's writes", tool, where, strings.Join(dirs, ", ")))
@@ -237,8 +289,19 @@ func Extend(path string, old []byte, dirs []string) (Edit, error) {
 		out.WriteString(inserts[next].text)
 	}
 	if appendText.Len() > 0 {
-		if old != nil {
+		switch {
+		case len(dirs) == 0:
+			out.WriteString("\n# Added by bouncer init: the filesystem server's directories hold only Bouncer's own\n" +
+				"# files and the MCP clients' configs, which it must not write, so its writes are\n" +
+				"# refused. To let it write, replace max_calls: 0 with allowed_path_prefixes naming\n" +
+				"# what it may write (a subdirectory, say).")
+		case old != nil:
 			out.WriteString("\n# Added by bouncer init: the filesystem server's writes stay in its own directories.")
+		}
+		if len(dirs) > 0 && c.Listed && old == nil {
+			out.WriteString("\n# They name what the directories hold but Bouncer's own files and the MCP clients'\n" +
+				"# configs, which a server that can write must not reach: a new entry at a level\n" +
+				"# listed here is refused until you add it.")
 		}
 		out.WriteString(appendText.String())
 	}
@@ -255,6 +318,9 @@ func Extend(path string, old []byte, dirs []string) (Edit, error) {
 			if t != nil && len(t.AllowedPathPrefixes) > 0 && !covers(t.AllowedPathPrefixes, abs(d)) && !leftAlone(e.Left, tool) {
 				return e, fmt.Errorf("bouncer init made a policy that does not confine %s to %s (a bug; nothing written)", tool, d)
 			}
+		}
+		if added[tool] && (t == nil || len(t.AllowedPathPrefixes) == 0 && (t.MaxCalls == nil || *t.MaxCalls != 0)) {
+			return e, fmt.Errorf("bouncer init made a policy that leaves %s unconfined (a bug; nothing written)", tool)
 		}
 	}
 	if old != nil && bytes.Equal(e.New, old) {
@@ -359,4 +425,22 @@ func yamlScalar(s string) string {
 		}
 	}
 	return strconv.Quote(s)
+}
+
+// someOf names guarded paths for a message: those that exist (all of them
+// when none does), at most four.
+func someOf(paths []string) string {
+	var exist []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			exist = append(exist, p)
+		}
+	}
+	if len(exist) == 0 {
+		exist = paths
+	}
+	if len(exist) > 4 {
+		return fmt.Sprintf("%s and %d more", strings.Join(exist[:4], ", "), len(exist)-4)
+	}
+	return strings.Join(exist, ", ")
 }

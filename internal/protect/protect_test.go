@@ -40,7 +40,7 @@ func TestRecognize(t *testing.T) {
 }
 
 func TestExtendNew(t *testing.T) {
-	e, err := Extend("/p/bouncer.yaml", nil, []string{".", "/srv/data"})
+	e, err := Extend("/p/bouncer.yaml", nil, Confinement{Dirs: []string{".", "/srv/data"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestExtendNew(t *testing.T) {
 		t.Errorf("move_file write_params %v", tl.WriteParams)
 	}
 	// Again: nothing missing, nothing changes.
-	again, err := Extend("/p/bouncer.yaml", e.New, []string{".", "/srv/data"})
+	again, err := Extend("/p/bouncer.yaml", e.New, Confinement{Dirs: []string{".", "/srv/data"}})
 	if err != nil || again.Changed() || len(again.Added) != 0 {
 		t.Errorf("second extend changed it (%v): %+v", err, again.Added)
 	}
@@ -83,7 +83,7 @@ edit_file:
 create_directory:
   max_calls: 0
 `
-	e, err := Extend("/p/bouncer.yaml", []byte(old), []string{"src"})
+	e, err := Extend("/p/bouncer.yaml", []byte(old), Confinement{Dirs: []string{"src"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +102,10 @@ create_directory:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := Describe(pol, "filesystem", "/p"); got != "edit_file writes confined to /p/out; write_file writes confined to /p/out, /p/src; move_file writes confined to /p/src; sends: none; calls per session: create_directory 0" {
+	if got := Describe(pol, "filesystem", "/p"); got != "edit_file writes confined to /p/out; move_file writes confined to /p/src; write_file writes confined to /p/{out, src}; sends: none; calls per session: create_directory 0" {
 		t.Errorf("describe: %s", got)
 	}
-	if _, err := Extend("/p/bouncer.yaml", []byte("write_file:\n  bogus: 1\n"), []string{"."}); err == nil || !strings.Contains(err.Error(), "/p/bouncer.yaml:2") {
+	if _, err := Extend("/p/bouncer.yaml", []byte("write_file:\n  bogus: 1\n"), Confinement{Dirs: []string{"."}}); err == nil || !strings.Contains(err.Error(), "/p/bouncer.yaml:2") {
 		t.Errorf("bad policy: %v", err)
 	}
 }
@@ -135,7 +135,7 @@ func FuzzExtend(f *testing.F) {
 		if err != nil || dir == "" {
 			return
 		}
-		e, err := Extend("/p/p.yaml", old, []string{dir})
+		e, err := Extend("/p/p.yaml", old, Confinement{Dirs: []string{dir}})
 		if err != nil {
 			return
 		}
@@ -150,7 +150,7 @@ func FuzzExtend(f *testing.F) {
 				t.Fatalf("entry %s changed:\n%s\n---\n%s", n, old, e.New)
 			}
 		}
-		again, err := Extend("/p/p.yaml", e.New, []string{dir})
+		again, err := Extend("/p/p.yaml", e.New, Confinement{Dirs: []string{dir}})
 		if err != nil || again.Changed() {
 			t.Fatalf("second run (%v):\n%s\n---\n%s", err, e.New, again.New)
 		}

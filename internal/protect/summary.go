@@ -26,7 +26,7 @@ func Describe(pol *policy.Policy, pack, relTo string) string {
 	}
 	sendsBy := map[string][]string{}
 	confined := map[string][]string{}
-	var unconfined, budgets []string
+	var unconfined, refused, budgets []string
 	for _, name := range tools {
 		t, ok := pol.Lookup(name)
 		if !ok {
@@ -36,9 +36,13 @@ func Describe(pol *policy.Policy, pack, relTo string) string {
 			src := sourceName(t.Source, relTo)
 			sendsBy[src] = append(sendsBy[src], name)
 		}
+		if len(t.WriteParams) > 0 && t.MaxCalls != nil && *t.MaxCalls == 0 {
+			refused = append(refused, name)
+			continue
+		}
 		if len(t.WriteParams) > 0 {
 			if len(t.AllowedPathPrefixes) > 0 {
-				key := strings.Join(t.AllowedPathPrefixes, ", ")
+				key := showPaths(t.AllowedPathPrefixes)
 				confined[key] = append(confined[key], name)
 			} else {
 				unconfined = append(unconfined, name)
@@ -49,8 +53,15 @@ func Describe(pol *policy.Policy, pack, relTo string) string {
 		}
 	}
 	var parts []string
+	if len(refused) > 0 {
+		if len(confined) == 0 && len(unconfined) == 0 {
+			parts = append(parts, "writes refused")
+		} else {
+			parts = append(parts, strings.Join(refused, ", ")+" refused")
+		}
+	}
 	for _, where := range sortedKeys(confined) {
-		if len(confined) == 1 && len(unconfined) == 0 {
+		if len(confined) == 1 && len(unconfined) == 0 && len(refused) == 0 {
 			parts = append(parts, "writes confined to "+where)
 		} else {
 			parts = append(parts, fmt.Sprintf("%s writes confined to %s", strings.Join(confined[where], ", "), where))
@@ -102,4 +113,29 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// showPaths lists paths, siblings together: /p/a, /p/b and /q as
+// "/p/{a, b}, /q". A directory listed around Bouncer's own files
+// (Around) is then one item, not one per entry.
+func showPaths(paths []string) string {
+	var out []string
+	for i := 0; i < len(paths); {
+		dir := filepath.Dir(paths[i])
+		j := i + 1
+		for j < len(paths) && filepath.Dir(paths[j]) == dir && dir != paths[j] {
+			j++
+		}
+		if j-i < 2 {
+			out = append(out, paths[i])
+		} else {
+			names := make([]string, 0, j-i)
+			for _, p := range paths[i:j] {
+				names = append(names, filepath.Base(p))
+			}
+			out = append(out, filepath.Join(dir, "{"+strings.Join(names, ", ")+"}"))
+		}
+		i = j
+	}
+	return strings.Join(out, ", ")
 }

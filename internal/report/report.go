@@ -9,9 +9,10 @@
 // The output depends only on its inputs (the generation date is one of
 // them) and every list in it is sorted, so two runs over the same files give
 // the same bytes and a pack can be diffed from one review to the next.
-// Values that came from the agent or the server (arguments, destinations)
-// are printed inside code spans, so Markdown or HTML in them is shown, not
-// rendered.
+// Values that came from the agent or the server (tool names, arguments,
+// destinations, reasons) are escaped by the one display escaper, as bouncer
+// log shows them, and printed inside code spans, so Markdown or HTML in them
+// is shown, not rendered, and can't add a cell to a table.
 package report
 
 import (
@@ -22,8 +23,11 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/display"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
@@ -267,6 +271,9 @@ func chainText(r *audit.Report) string {
 	if len(r.Problems) > 1 {
 		more = fmt.Sprintf(" (%d places in all)", len(r.Problems))
 	}
+	if p.Line == 0 { // the log as a whole, by its head file
+		return fmt.Sprintf("**broken**: %s%s.", mdText(p.Msg), more)
+	}
 	return fmt.Sprintf("**broken** at line %d: %s%s.", p.Line, mdText(p.Msg), more)
 }
 
@@ -368,25 +375,48 @@ func listOrDash(s []string) string {
 // its text is shown literally whatever it contains, and long values are cut.
 func code(s string) string { return codeN(s, 100) }
 
-// codeN is code with values cut at n runes.
+// codeN is code with values cut at n runes. The value is escaped by the one
+// display escaper (display.Printable), so it reads as bouncer log shows it:
+// no control, bidirectional or invisible character, no line break, a
+// backslash doubled. A pipe is then written \|: GitHub's Markdown splits a
+// table row on every other pipe, code spans included, and takes the
+// backslash out again inside a cell (outside a table \| shows as it is,
+// which no escape of Printable's can be mistaken for). Only then is the
+// span fenced with more backticks than it holds, padded with a space when
+// it holds one (Printable leaves no space at either end for Markdown to
+// strip).
 func codeN(s string, n int) string {
-	s = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`, "|", `\|`).Replace(s)
+	more := ""
 	if r := []rune(s); len(r) > n {
-		s = string(r[:n]) + "…"
+		s, more = string(r[:n]), "…"
 	}
+	p, _ := display.Printable(s)
+	p = strings.ReplaceAll(p, "|", `\|`) + more
 	fence := "`"
-	for strings.Contains(s, fence) {
+	for strings.Contains(p, fence) {
 		fence += "`"
 	}
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || strings.Contains(s, "`") {
-		return fence + " " + s + " " + fence
+	if strings.Contains(p, "`") {
+		return fence + " " + p + " " + fence
 	}
-	return fence + s + fence
+	return fence + p + fence
 }
 
-// mdText makes plain text safe for a Markdown line: no HTML, no emphasis.
+// mdText makes a value safe for a line of Markdown outside a code span (a
+// heading): escaped by display.Printable, then every ASCII punctuation
+// character backslash-escaped, which CommonMark renders as the character
+// itself, so no HTML, entity (&#x202e;), link, emphasis or table cell can
+// come of it.
 func mdText(s string) string {
-	return strings.NewReplacer("\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;", "|", `\|`, "*", `\*`, "_", `\_`, "`", "'", "[", `\[`, "]", `\]`).Replace(s)
+	p, _ := display.Printable(s)
+	var b strings.Builder
+	for _, r := range p {
+		if r < utf8.RuneSelf && unicode.IsPunct(r) || strings.ContainsRune("$+<=>^`|~", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func relOK(p string) bool { return filepath.IsAbs(p) }

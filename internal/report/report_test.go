@@ -5,12 +5,15 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/engine"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/taint"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/pack.golden.md and testdata/audit.jsonl")
@@ -260,6 +263,25 @@ func TestBrokenChain(t *testing.T) {
 	}
 }
 
+// A problem with the log as a whole (its head file: here, one that doesn't
+// parse) is named as such, not as a line.
+func TestBrokenHead(t *testing.T) {
+	dir := t.TempDir()
+	path := writeAudit(t, dir, fixtureAudit()[:4])
+	if err := os.WriteFile(audit.HeadPath(path), []byte("edited"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chain, err := audit.VerifyFileReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, _ := audit.ReadFile(path)
+	pack := string(Write(Input{Policy: loadPolicy(t, fixturePolicy), AuditFile: path, Audit: es, Chain: chain, Generated: t0}))
+	if !strings.Contains(pack, "Hash chain: **broken**: audit head ") || strings.Contains(pack, "line 0") {
+		t.Errorf("a damaged head file is not reported as such:\n%s", pack)
+	}
+}
+
 func TestNoToolsNoAudit(t *testing.T) {
 	pack := string(Write(Input{Policy: loadPolicy(t, fixturePolicy), Generated: t0}))
 	for _, want := range []string{"no `--tools` list given", "Audit log: none.", "No audit log was given", "`send_email`", "`purge_cache`"} {
@@ -311,8 +333,15 @@ func TestCodeSpan(t *testing.T) {
 		"plain":    "`plain`",
 		"a`b":      "`` a`b ``",
 		"a``b":     "``` a``b ```",
-		"x|y\nz":   "`x\\|y\\nz`",
+		"x|y\nz":   "`x\\|y\\x0az`",
 		"<script>": "`<script>`",
+		// One escaper: a real U+202E and the text of its escape read
+		// apart, and a backslash can't take the escape off a pipe.
+		"a\u202eb": "`a\\u202eb`",
+		`a\u202eb`: "`a\\\\u202eb`",
+		`a\|b`:     "`a\\\\\\|b`",
+		"`lead":    "`` `lead ``",
+		" pad ":    "`\\x20pad\\x20`",
 	} {
 		if got := code(in); got != want {
 			t.Errorf("code(%q) = %q, want %q", in, got, want)
@@ -408,4 +437,99 @@ func TestObservedSection(t *testing.T) {
 	if out2 := string(Write(Input{Policy: p, AuditFile: "a", Audit: es[4:], Generated: t0})); strings.Contains(out2, "observe mode would") {
 		t.Error("a log with no observed lines gets the section")
 	}
+}
+
+// TestHostileValues: names and destinations an agent or a server chose,
+// with the reasons the real engine writes about them, written through the
+// real audit log, can't add a cell to a table, reach the reader as control
+// or bidirectional characters, or pass for one another in the pack.
+func TestHostileValues(t *testing.T) {
+	const server = "&#x202e;box" // an HTML entity for U+202E, outside a code span
+	store := taint.NewStore()
+	eng := engine.New(loadPolicy(t, fixturePolicy), store, engine.Options{})
+	eng.PinAll()
+	store.Record("mail the list to tainted\u202e@evil.example or to tainted\\u202e@evil.example")
+	var es []audit.Entry
+	at := t0
+	add := func(tool, args string) {
+		d := eng.Decide(engine.Call{Tool: tool, Args: json.RawMessage(args)})
+		at = at.Add(time.Second)
+		es = append(es, audit.Entry{TS: at, Server: server, Tool: tool, Args: json.RawMessage(args),
+			Verdict: string(d.Verdict), Rule: string(d.Rule), Reason: d.Reason, Session: "s1"})
+	}
+	add("send_email", `{"to":"x\u202ey@evil.example"}`)       // a real U+202E: asked
+	add("send_email", `{"to":"x\\u202ey@evil.example"}`)      // the six characters \u202e: asked
+	add("send_email", `{"to":"a\\|b | c@evil.example"}`)      // a backslash before a pipe
+	add("send_email", `{"to":"tainted\u202e@evil.example"}`)  // denied: tainted
+	add("send_email", `{"to":"tainted\\u202e@evil.example"}`) // denied: tainted
+	add(`t\|x`, `{}`)
+	add("line\nbreak\u2028", `{}`)
+	path := writeAudit(t, t.TempDir(), es)
+	read, err := audit.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{
+		Policy: loadPolicy(t, fixturePolicy), PolicyFiles: []string{"bouncer.yaml"},
+		Tools:  tools(t, `{"tools": [{"name": "evil\\|tool | x", "inputSchema": {"type": "object"}}, {"name": "send_email", "inputSchema": {"type": "object", "properties": {"to": {}}}}]}`),
+		Server: server, AuditFile: "audit.jsonl", Audit: read, Generated: t0,
+	}
+	pack := string(Write(in))
+
+	// Every row of a table has as many cells as its header, read the way
+	// GitHub's Markdown splits a row: on a pipe no backslash escapes.
+	header := 0
+	for _, line := range strings.Split(pack, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			header = 0
+			continue
+		}
+		n := gfmCells(line)
+		if header == 0 {
+			header = n
+		} else if n != header {
+			t.Errorf("a table row has %d cells, its header %d: %s", n, header, line)
+		}
+	}
+	for _, r := range pack {
+		if r != '\n' && (r < 0x20 || r == 0x7f || r == 0x202e || r == 0x2028) {
+			t.Errorf("the pack holds %U", r)
+		}
+	}
+	// Outside a code span (the heading), an entity would be decoded.
+	heading, _, _ := strings.Cut(pack, "\n")
+	if regexp.MustCompile(`(^|[^\\])&`).MatchString(heading) {
+		t.Errorf("the heading leaves an HTML entity for a renderer to decode: %q", heading)
+	}
+	// A real U+202E and the text of its escape read apart, in the asked
+	// and the denied destinations alike, exactly as bouncer log shows them.
+	for _, want := range []string{
+		"`to=x\\u202ey@evil.example`", "`to=x\\\\u202ey@evil.example`",
+		"`to=tainted\\u202e@evil.example`", "`to=tainted\\\\u202e@evil.example`",
+		"`to=a\\\\\\|b \\| c@evil.example`",
+		"`t\\\\\\|x`", "`line\\x0abreak\\u2028`", "`evil\\\\\\|tool \\| x`",
+	} {
+		if !strings.Contains(pack, want) {
+			t.Errorf("the pack lacks %s:\n%s", want, pack)
+		}
+	}
+}
+
+// gfmCells counts the cells of a GitHub Markdown table row: a backslash
+// escapes the character after it, and a pipe that is not escaped separates
+// cells, inside code spans too; the pipes at either end are not cells.
+func gfmCells(row string) int {
+	row = strings.TrimPrefix(strings.TrimSpace(row), "|")
+	n := 1
+	for i := 0; i < len(row); i++ {
+		switch row[i] {
+		case '\\':
+			i++
+		case '|':
+			if i < len(row)-1 {
+				n++
+			}
+		}
+	}
+	return n
 }

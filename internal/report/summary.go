@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/engine"
 )
 
 // summary counts the audit lines of the period.
@@ -37,36 +38,18 @@ var outcomeOrder = []string{
 
 // destRE finds the destinations the engine names in its reasons:
 // "destination to='x@y' came from untrusted data", "destination to='x' is
-// not a vouched recipient". Quoting follows engine.quote.
+// not a vouched recipient". The quoted value is read back by the engine's
+// own engine.Unquote.
 var destRE = regexp.MustCompile(`destination ([^\s=]+)=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")`)
 
 func destinations(reason string) []string {
 	var out []string
 	for _, m := range destRE.FindAllStringSubmatch(reason, -1) {
-		out = append(out, m[1]+"="+unquote(m[2]))
+		if v, ok := engine.Unquote(m[2]); ok {
+			out = append(out, m[1]+"="+v)
+		}
 	}
 	return out
-}
-
-func unquote(q string) string {
-	s := q[1 : len(q)-1]
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-			switch s[i] {
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			default:
-				b.WriteByte(s[i])
-			}
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // callKey identifies one tools/call across its ask line and the approval

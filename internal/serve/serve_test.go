@@ -268,6 +268,7 @@ func TestCheckCallWritesNothing(t *testing.T) {
 	}
 	l.Close()
 	before, _ := os.ReadFile(logPath)
+	headBefore, _ := os.ReadFile(audit.HeadPath(logPath))
 	old := time.Now().Add(-time.Hour)
 	if err := os.Chtimes(logPath, old, old); err != nil {
 		t.Fatal(err)
@@ -290,9 +291,15 @@ func TestCheckCallWritesNothing(t *testing.T) {
 	if !bytes.Equal(before, after) || !fiAfter.ModTime().Equal(fiBefore.ModTime()) {
 		t.Fatalf("check_call changed the audit log:\nbefore %q\nafter  %q", before, after)
 	}
+	// The home holds the log and its head file (audit.HeadPath), as the
+	// one Append left them.
+	headAfter, _ := os.ReadFile(audit.HeadPath(logPath))
+	if !bytes.Equal(headBefore, headAfter) {
+		t.Fatalf("check_call changed the audit head file:\nbefore %q\nafter  %q", headBefore, headAfter)
+	}
 	for _, dir := range []string{home, wd} {
 		entries, _ := os.ReadDir(dir)
-		if dir == home && len(entries) != 1 || dir == wd && len(entries) != 0 {
+		if dir == home && len(entries) != 2 || dir == wd && len(entries) != 0 {
 			var names []string
 			for _, e := range entries {
 				names = append(names, e.Name())

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode"
 
+	"github.com/bouncer-mcp/bouncer/internal/display"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
@@ -160,21 +160,12 @@ func flow(list []string) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// comment makes text safe inside a YAML comment: one line, no control or
-// invisible characters (an agent chose most of it).
+// comment makes text safe inside a YAML comment: one line, escaped by the
+// one display escaper (display.Printable), as bouncer log and the approval
+// prompt show it (an agent chose most of it).
 func comment(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			b.WriteByte(' ')
-		case !unicode.IsPrint(r) || unicode.Is(unicode.Cf, r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	p, _ := display.Printable(s)
+	return p
 }
 
 func shorten(list []string, n int) []string {

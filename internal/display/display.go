@@ -1,4 +1,15 @@
-package approval
+// Package display is the one escaper for text that Bouncer shows to a
+// person and that someone else chose: a tool or server name, an argument, a
+// destination, a reason that quotes one. Every place that shows such text
+// calls it: the approval prompt and `bouncer pending`, `bouncer log`, the
+// review pack (`bouncer report`, inside its Markdown code spans), and the
+// engine's reasons, which quote the values they name. One escaper means one
+// reading: a real U+202E is \u202e everywhere, and the six characters
+// "\u202e" are \\u202e everywhere, so an escape can't be faked in one
+// place that another would print raw.
+//
+// It imports nothing of Bouncer's, so any package may call it.
+package display
 
 import (
 	"fmt"
@@ -48,6 +59,73 @@ func Printable(s string) (out string, changed bool) {
 		i += size
 	}
 	return b.String(), changed
+}
+
+// Unescape reads back what Printable wrote: Unescape(Printable(s)) is s
+// for every s. A backslash that starts none of Printable's escapes (\\, \xHH,
+// \uHHHH, \UHHHHHHHH) stands for itself, so text Printable did not write
+// (an older log's reason) reads as it is and is never refused.
+func Unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		width := 0
+		switch s[i+1] {
+		case '\\':
+			b.WriteByte('\\')
+			i += 2
+			continue
+		case 'x':
+			width = 2
+		case 'u':
+			width = 4
+		case 'U':
+			width = 8
+		}
+		n, ok := hexAt(s, i+2, width)
+		switch {
+		case !ok:
+			b.WriteByte(s[i])
+			i++
+			continue
+		case width == 2:
+			b.WriteByte(byte(n)) // a control character, or a byte that is not UTF-8
+		default:
+			b.WriteRune(rune(n))
+		}
+		i += 2 + width
+	}
+	return b.String()
+}
+
+// hexAt reads width hex digits at s[i:], false when there are not that
+// many (or width is 0).
+func hexAt(s string, i, width int) (uint32, bool) {
+	if width == 0 || i+width > len(s) {
+		return 0, false
+	}
+	var n uint32
+	for _, c := range []byte(s[i : i+width]) {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | uint32(c)
+	}
+	return n, true
 }
 
 // escapeAt reports whether r, at byte i of s after marks combining marks

@@ -1,4 +1,4 @@
-package approval
+package display
 
 import (
 	"strconv"
@@ -151,6 +151,28 @@ func checkPrintable(t *testing.T, in, out string) {
 	}
 	if back := unescape(t, out); back != in {
 		t.Fatalf("Printable(%q) = %q reads back as %q", in, out, back)
+	}
+	if back := Unescape(out); back != in {
+		t.Fatalf("Unescape(Printable(%q)) = %q", in, back)
+	}
+}
+
+func TestUnescape(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`x\u202ey`, "x\u202ey"},
+		{`x\\u202ey`, `x\u202ey`},
+		{`a\x0ab\x09\xff`, "a\nb\t\xff"},
+		{`tag\U000e0041`, "tag\U000E0041"},
+		// Not Printable's: a backslash that starts no escape is itself.
+		{`old\n reason`, `old\n reason`},
+		{`short \u20`, `short \u20`},
+		{`bad \xZZ and \`, `bad \xZZ and \`},
+		{`quote \' stays`, `quote \' stays`},
+		{"plain", "plain"},
+	} {
+		if got := Unescape(tc.in); got != tc.want {
+			t.Errorf("Unescape(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
 
