@@ -10,12 +10,18 @@
 #      without a published image does), container/node/Dockerfile (on the
 #      from-source image) and container/python/Dockerfile (on the release
 #      one) built with buildah (vfs storage, chroot isolation) against those
-#      bases and pushed to the local registry;
+#      bases and pushed to the local registry. The wrappers take the bouncer
+#      image by digest, as BOUNCER_IMAGE, which has no default: a wrapper
+#      built without it fails, no Dockerfile here names a :latest image, and
+#      each wrapper's label and binary are those of the digest it was given;
 #   3. for each image: the config says user 65532:65532 and BOUNCER_HOME, the
 #      filesystem holds no shell, and the entrypoint, run from the exported
 #      filesystem with chroot --userspec=65532:65532, answers initialize,
 #      tools/list and a tools/call through bouncer, whose audit line lands
-#      in the image's state directory.
+#      in the image's state directory. The wrappers run with their template
+#      policy's sandbox: key under --sandbox strict: bouncer says the server
+#      is confined, and the Python server's probe tool finds it can write
+#      /data and can neither read nor write bouncer's state.
 # Installs what it needs (buildah and busybox-static from apt, crane with go
 # install) and can be
 # run again: all its state lives in a temporary directory it removes.
@@ -27,6 +33,20 @@ export PATH="$PATH:$(go env GOPATH)/bin"
 
 CRANE_VERSION=v0.22.1
 step() { echo "-- images: $*"; }
+fail() { echo "images: FAIL: $*" >&2; exit 1; }
+
+# The wrappers' bouncer image is the build's to pin: an ARG with no default
+# (a default would be a tag that moves), and no Dockerfile here may name
+# a :latest image. The builds below pass it by digest and check the result.
+step "checking that the wrappers' bouncer image is pinned by the build"
+for f in container/node/Dockerfile container/python/Dockerfile; do
+  if ! grep -qx 'ARG BOUNCER_IMAGE' "$f" || grep -qE '^ARG BOUNCER_IMAGE=' "$f"; then
+    fail "$f: want a bare 'ARG BOUNCER_IMAGE' (no default): the build passes a version or digest"
+  fi
+done
+if grep -rnE '^[^#]*:latest([^A-Za-z0-9_.-]|$)' --include=Dockerfile container; then
+  fail "a Dockerfile under container/ names a :latest image (above); pin a version or digest"
+fi
 
 busybox=/bin/busybox # from busybox-static: the golang-like base's /bin/sh
 if ! command -v buildah >/dev/null || ! "$busybox" --list 2>/dev/null | grep -qx sh || ldd "$busybox" >/dev/null 2>&1; then
@@ -175,27 +195,35 @@ bud "$root" container/source/Dockerfile "$reg/bouncer-source:ci" \
   VERSION=source-check COMMIT=0000000 DATE=2026-01-01T00:00:00Z
 BUD_FLAGS=()
 
-step "buildah: container/node/Dockerfile on the from-source image (server-everything from container/test/node-server)"
+# The wrappers take bouncer by digest, as a deployment should.
+source_pin=$reg/bouncer-source@$(crane digest --insecure "$reg/bouncer-source:ci")
+release_pin=$reg/bouncer@$(crane digest --insecure "$reg/bouncer:ci")
+
+step "buildah: container/node/Dockerfile on the from-source image by digest (server-everything from container/test/node-server)"
 mkdir -p "$work/ctx-node/server"
 cp container/test/node-server/package.json container/test/node-server/package-lock.json "$work/ctx-node/server/"
 (cd "$work/ctx-node/server" && npm ci --omit=dev --no-audit --no-fund --loglevel=error)
-# The image check's own policy: one tool allowed with a budget, one forbidden,
-# to see the gate work inside the image.
-printf 'echo:\n  max_calls: 5\nget-sum:\n  max_calls: 0\n' >"$work/ctx-node/policy.yaml"
+# The template policy as shipped (its sandbox: key confines the server), and
+# one tool it forbids, to see the gate work inside the image.
+{ cat container/node/policy.yaml; printf 'get-sum:\n  max_calls: 0\n'; } >"$work/ctx-node/policy.yaml"
+# Without BOUNCER_IMAGE there is nothing to build from: no silent default.
+if bud "$work/ctx-node" container/node/Dockerfile "$reg/node-unpinned:ci" "NODE_IMAGE=$reg/base/nodejs:nonroot" 2>"$work/unpinned.err"; then
+  fail "container/node/Dockerfile built without BOUNCER_IMAGE"
+fi
+grep -q 'BOUNCER_IMAGE' "$work/unpinned.err" || { cat "$work/unpinned.err" >&2; fail "the build without BOUNCER_IMAGE failed without naming it"; }
+echo "   without BOUNCER_IMAGE: $(grep -m1 'BOUNCER_IMAGE' "$work/unpinned.err" | sed 's/^.*msg=//')"
 bud "$work/ctx-node" container/node/Dockerfile "$reg/node-everything:ci" \
-  "BOUNCER_IMAGE=$reg/bouncer-source:ci" "NODE_IMAGE=$reg/base/nodejs:nonroot"
+  "BOUNCER_IMAGE=$source_pin" "NODE_IMAGE=$reg/base/nodejs:nonroot"
 
-step "buildah: container/python/Dockerfile on the release image (container/test/python-server)"
+step "buildah: container/python/Dockerfile on the release image by digest (container/test/python-server)"
 mkdir -p "$work/ctx-python/server"
 cp container/test/python-server/server.py "$work/ctx-python/server/"
 cp container/python/policy.yaml "$work/ctx-python/policy.yaml"
 # The example policy must load; the check runs against it as shipped.
 bud "$work/ctx-python" container/python/Dockerfile "$reg/python-echo:ci" \
-  "BOUNCER_IMAGE=$reg/bouncer:ci" "PYTHON_IMAGE=$reg/base/python:nonroot"
+  "BOUNCER_IMAGE=$release_pin" "PYTHON_IMAGE=$reg/base/python:nonroot"
 
 # --- checks ------------------------------------------------------------------
-
-fail() { echo "images: FAIL: $*" >&2; exit 1; }
 
 # check_image NAME REF: config, filesystem and state directory.
 check_image() {
@@ -231,6 +259,29 @@ check_image() {
   echo "   $name: user 65532:65532, no shell, state dir 65532 $mode, system paths root's"
 }
 
+# check_wrapper NAME PIN FROM: a wrapper built with BOUNCER_IMAGE=PIN (a
+# digest) says so in its label and carries the binary of that image (FROM:
+# the name check_image exported it under); the server's data directory
+# /data is nonroot's and a volume, apart from bouncer's state.
+check_wrapper() {
+  local name=$1 pin=$2 from=$3 dir=$work/check-$1
+  case $pin in *@sha256:[0-9a-f]*) ;; *) fail "$name: the check must pin by digest, not $pin" ;; esac
+  local label
+  label=$(node -e '
+    const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).config || {};
+    console.log((c.Labels || {})["io.github.bouncer-mcp.bouncer-image"] || "");
+  ' "$dir/config.json")
+  [ "$label" = "$pin" ] || fail "$name: label io.github.bouncer-mcp.bouncer-image is \"$label\", want \"$pin\""
+  cmp -s "$dir/rootfs/usr/local/bin/bouncer" "$work/check-$from/rootfs/usr/local/bin/bouncer" ||
+    fail "$name: /usr/local/bin/bouncer is not the binary of $pin"
+  [ "$(stat -c %u:%g "$dir/rootfs/data")" = 65532:65532 ] || fail "$name: /data is not owned by 65532"
+  node -e '
+    const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).config || {};
+    if (!c.Volumes || !("/data" in c.Volumes)) process.exit(1);
+  ' "$dir/config.json" || fail "$name: /data is not a volume"
+  echo "   $name: bouncer from $pin (label and binary), /data 65532 and a volume"
+}
+
 # run_image NAME TOOL ARGS [noaudit]: the entrypoint end to end, then (for a
 # wrapper) its audit line. BLOCK="TOOL ARGS" adds a call the image's policy
 # must block.
@@ -238,6 +289,7 @@ run_image() {
   local name=$1 tool=$2 args=$3 audited=${4:-audit} dir=$work/check-$1
   local extra=()
   if [ -n "${BLOCK:-}" ]; then extra=(${BLOCK%% *} "${BLOCK#* }"); fi
+  if [ -n "${PROBE:-}" ]; then extra+=(probe '{}'); fi
   # What a container runtime adds to the image's filesystem: the usual
   # device nodes and /proc.
   mkdir -p "$dir/rootfs/dev" "$dir/rootfs/proc"
@@ -272,6 +324,39 @@ run_image() {
   [ "$(stat -c %u "$log")" = 65532 ] || fail "$name: audit log not owned by 65532"
   grep -q "\"tool\":\"$tool\"" "$log" || fail "$name: audit log does not name $tool"
   echo "   $name: audit line written as 65532"
+  # A wrapper runs its server confined by the template's sandbox: key, under
+  # --sandbox strict: bouncer's stderr line says what the server got.
+  grep -q 'upstream confined (landlock, seccomp denylist): read-write /data /dev/null;' "$dir/drive.err" ||
+    { cat "$dir/drive.err" >&2; fail "$name: bouncer did not confine the server to /data"; }
+  grep -o 'upstream confined[^;]*;[^;]*;' "$dir/drive.err" | head -1 | sed 's/^/   /'
+  [ -n "${PROBE:-}" ] || return 0
+  # What the server itself could do: write its data, read its code, and
+  # nothing of bouncer's state (the kernel says EACCES), nor the policy, nor
+  # anywhere else.
+  node -e '
+    const fs = require("fs");
+    const line = fs.readFileSync(process.argv[1], "utf8").split("\n").find((l) => l.startsWith("call probe: "));
+    if (!line) { console.error("no probe answer"); process.exit(1); }
+    const res = JSON.parse(line.slice("call probe: ".length));
+    const got = (res.content || [])[0]?.text ?? "";
+    const want = [
+      "write /data/probe.txt: ok",
+      "read /app/server.py: ok",
+      "list /var/lib/bouncer: EACCES",
+      "read /var/lib/bouncer/audit.jsonl: EACCES",
+      "append /var/lib/bouncer/audit.jsonl: EACCES",
+      "write /var/lib/bouncer/remembered.json: EACCES",
+      "write /etc/bouncer/policy.yaml: EACCES",
+      "write /tmp/probe.txt: EACCES",
+    ].join("\n");
+    if (res.isError || got !== want) {
+      console.error(`the server probe got:\n${got}\nwant:\n${want}`);
+      process.exit(1);
+    }
+  ' "$dir/drive.out" || fail "$name: the server can reach what the template policy must keep from it"
+  [ ! -e "$dir/rootfs/var/lib/bouncer/remembered.json" ] || fail "$name: the server made remembered.json"
+  if grep -qx probe "$log"; then fail "$name: the server wrote into the audit log"; fi
+  echo "   $name: the server wrote /data; bouncer's state, the policy and /tmp refused it (EACCES)"
 }
 
 step "checking bouncer:ci"
@@ -289,10 +374,12 @@ run_image source list_packs '{"name":"gmail"}' noaudit
 
 step "checking node-everything:ci"
 check_image node "$reg/node-everything:ci"
+check_wrapper node "$source_pin" source
 BLOCK='get-sum {"a":1,"b":2}' run_image node echo '{"message":"hello from the image check"}'
 
 step "checking python-echo:ci"
 check_image python "$reg/python-echo:ci"
-run_image python echo '{"message":"hello from the image check"}'
+check_wrapper python "$release_pin" bouncer
+PROBE=1 run_image python echo '{"message":"hello from the image check"}'
 
 step "ok"
