@@ -326,6 +326,7 @@ func (f *runFlags) proxyConfig(dec *setup.Decider, dir string, auditLog *audit.L
 		Directory: func(kind string) proxy.Recorder {
 			return dec.Session.Directory(kind)
 		},
+		Anchors: dec.Session.Anchors(),
 		Observe: f.observe,
 		Policy:  pol.Digest(version),
 		OnPinned: func(tools []json.RawMessage) {

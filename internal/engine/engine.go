@@ -62,6 +62,7 @@ const (
 	VouchHuman     = "human"          // remembered by a human
 	VouchTrusted   = "trusted_output" // a tool the policy trusts returned it
 	VouchDirectory = "directory"      // a whole entry of a directory of its kind
+	VouchAnchor    = "anchor"         // the people of a record the user named
 	VouchApproval  = "approval"       // a human approved it this session
 )
 
@@ -191,6 +192,13 @@ func (e *Engine) Directory(tool string) string {
 		return ""
 	}
 	return t.Directory
+}
+
+// AnchorRecords reports whether the policy opts tool's records in to
+// anchoring (anchor_records: true).
+func (e *Engine) AnchorRecords(tool string) bool {
+	t, ok := e.pol.Lookup(tool)
+	return ok && t.AnchorRecords
 }
 
 // Decide decides a call and uses a slot of the tool's budget.

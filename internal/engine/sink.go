@@ -164,6 +164,7 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 		}
 	}
 	props := properties(schema)
+	anchored := e.anchoredParams(names, args, props)
 	for _, param := range names {
 		for _, dest := range flatten(args[param], props[param], nil) {
 			sawDestination = true
@@ -178,6 +179,10 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 				continue
 			case session.ByHuman:
 				vouch(param, dest, fmt.Sprintf("was vouched for by a human for server %s", quote(e.opts.Server)), VouchHuman)
+				continue
+			}
+			if anchored[param] {
+				vouch(param, dest, "is one of the people of the one record the user named, and "+param+" names all of them (anchor_records)", VouchAnchor)
 				continue
 			}
 			if kind := t.SinkKinds[param]; kind != "" && e.opts.Session != nil && e.opts.Session.InDirectory(kind, dest) {
@@ -262,6 +267,34 @@ func taintReason(param, dest, server string) string {
 	return fmt.Sprintf("destination %s=%s came from untrusted data (it appeared in %s). "+
 		"If you, the human, know this recipient from elsewhere, review it in your own terminal with: bouncer trust add",
 		param, quote(dest), where)
+}
+
+// anchoredParams lists the arguments whose destinations, all together, are
+// the people of a record the user named (see session.Anchored), and not
+// the user's own destinations alone.
+func (e *Engine) anchoredParams(names []string, args map[string]any, props map[string]map[string]any) map[string]bool {
+	if e.opts.Session == nil {
+		return nil
+	}
+	var out map[string]bool
+	for _, param := range names {
+		vals := flatten(args[param], props[param], nil)
+		if len(vals) == 0 {
+			continue
+		}
+		own := true
+		for _, v := range vals {
+			own = own && e.pol.Own(v)
+		}
+		if own || !e.opts.Session.Anchored(vals) {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[param] = true
+	}
+	return out
 }
 
 // implicitReason says why a call whose server picks its destination is

@@ -25,6 +25,7 @@ const (
 	keyImplicit     = "implicit_destination"
 	keySinkKinds    = "sink_kinds"
 	keyDirectory    = "directory"
+	keyAnchor       = "anchor_records"
 	keyWriteParams  = "write_params"
 	keyPrefixes     = "allowed_path_prefixes"
 	keyRelative     = "relative_paths"
@@ -34,7 +35,7 @@ const (
 	keyTrustedOut   = "trusted_output"
 )
 
-var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyImplicit, keySinkKinds, keyWriteParams, keyPrefixes, keyRelative, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut, keyDirectory}
+var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyImplicit, keySinkKinds, keyWriteParams, keyPrefixes, keyRelative, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut, keyDirectory, keyAnchor}
 
 // SandboxKey is the reserved top-level key that configures the upstream's
 // confinement instead of a tool. A tool literally named "sandbox" can't be
@@ -47,6 +48,11 @@ const SandboxKey = "sandbox"
 // the client's other servers.
 const SharedSessionKey = "shared_session"
 
+// OwnKey is the reserved top-level key that lists the user's own
+// destinations (own_destinations: [me@corp.example]): a record anchors no
+// send that goes to them alone.
+const OwnKey = "own_destinations"
+
 const (
 	keyReadWrite  = "read_write"
 	keyReadOnly   = "read_only"
@@ -58,7 +64,8 @@ var sandboxKeys = []string{keyReadWrite, keyReadOnly, keyConnectTCP}
 type document struct {
 	tools   []*Tool // in file order
 	sandbox *Confinement
-	shared  *bool // shared_session, if set
+	shared  *bool           // shared_session, if set
+	own     map[string]bool // own_destinations, if set
 }
 
 // parser carries one document through validation.
@@ -154,6 +161,20 @@ func (p *parser) document(isPack bool) (*document, error) {
 				return nil, err
 			}
 			doc.shared = &b
+			continue
+		}
+		if name == OwnKey {
+			if isPack {
+				return nil, p.errf(k, name, "a pack can't say whose the user's own destinations are")
+			}
+			if _, err := p.strings(v, name, "a destination"); err != nil {
+				return nil, err
+			}
+			own, err := p.destinations(v, name)
+			if err != nil {
+				return nil, err
+			}
+			doc.own = own
 			continue
 		}
 		if name == SandboxKey {
@@ -335,6 +356,10 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 			kindsKey = kk
 		case keyDirectory:
 			if t.Directory, err = p.kind(vv, full); err != nil {
+				return nil, err
+			}
+		case keyAnchor:
+			if t.AnchorRecords, err = p.boolean(vv, full); err != nil {
 				return nil, err
 			}
 		case keyTrustedOut:

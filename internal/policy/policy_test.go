@@ -20,7 +20,7 @@ func intp(n int) *int { return &n }
 // Every refusal names the file, the line and the key, in the exact form the
 // CLI prints.
 func TestParseErrors(t *testing.T) {
-	const keys = "exfiltrating, sink_params, trusted_destinations, implicit_destination, sink_kinds, write_params, allowed_path_prefixes, relative_paths, arg_patterns, max_calls, counts_as, trusted_output, directory"
+	const keys = "exfiltrating, sink_params, trusted_destinations, implicit_destination, sink_kinds, write_params, allowed_path_prefixes, relative_paths, arg_patterns, max_calls, counts_as, trusted_output, directory, anchor_records"
 	tests := []struct {
 		name, doc, want string
 	}{

@@ -101,6 +101,10 @@ type Config struct {
 	// marks as a directory (Engine.Directory) under the kind of entry
 	// they list. Nil records nothing more.
 	Directory func(kind string) Recorder
+	// Anchors records, besides Store, the results of tools whose records
+	// the policy opts in to anchoring (Engine.AnchorRecords). Nil records
+	// nothing more.
+	Anchors Recorder
 	// Audit receives one line per verdict. Required.
 	Audit Auditor
 	// Approvals holds one-time codes for clients that cannot elicit. Nil
@@ -787,6 +791,11 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 			p.cfg.Directory(kind).RecordJSON(m.Result)
 			p.recording.RUnlock()
 		}
+	}
+	if a.tool != "" && m.Error == nil && !ours(m.ID) && p.cfg.Anchors != nil && p.cfg.Engine.AnchorRecords(a.tool) {
+		p.recording.RLock()
+		p.cfg.Anchors.RecordJSON(m.Result)
+		p.recording.RUnlock()
 	}
 	if a.tool != "" && p.cfg.Engine.TrustedOutput(a.tool) && m.Error == nil && p.cfg.Trusted != nil && !ours(m.ID) {
 		// The user's own data (trusted_output): it vouches, and is not

@@ -36,6 +36,7 @@ type Session struct {
 	trusted   *vouchSet               // what trusted output named
 	prompts   *vouchSet               // what the user typed
 	dirs      *vouchSet               // the entries of directories, by kind
+	anchors   *anchors                // records and names for anchoring
 	probe     *taint.Store            // any store with the key: makes probes
 
 	disk       *shared     // nil: this process's memory only
@@ -53,7 +54,7 @@ func New() *Session {
 }
 
 func newWithKey(key [taint.KeySize]byte) *Session {
-	return &Session{
+	s := &Session{
 		key:       key,
 		untrusted: map[string]*taint.Store{},
 		trusted:   newVouchSet(key),
@@ -61,6 +62,8 @@ func newWithKey(key [taint.KeySize]byte) *Session {
 		dirs:      newVouchSet(key),
 		probe:     taint.NewStoreWithKey(key),
 	}
+	s.anchors = newAnchors(s.prompts)
+	return s
 }
 
 // Record kinds, as written on disk. Vouching kinds hold hashes of
@@ -71,6 +74,10 @@ const (
 	kindTrusted   = 'T'
 	kindPrompt    = 'P'
 	kindDirectory = 'D'
+	// Anchoring: names the user typed, and each record's (name, record,
+	// name and people set) triples.
+	kindAnchorTyped  = 'N'
+	kindAnchorRecord = 'R'
 )
 
 // Output returns the store that records server's untrusted output. What it
@@ -112,6 +119,56 @@ func (s *Session) InDirectory(kind, d string) bool {
 func (s *Session) RecordPrompt(text string) {
 	s.shareVouches(kindPrompt, s.prompts)
 	s.prompts.add(dest.Mentions(text))
+	s.shareAnchors()
+	s.anchors.typedNames(text)
+}
+
+// Anchors returns what records the output of a tool whose records the
+// policy opts in to anchoring (anchor_records: true).
+func (s *Session) Anchors() Recorder {
+	s.shareAnchors()
+	return anchorRecorder{s.anchors}
+}
+
+// Recorder records a tool's result (a CallToolResult's JSON).
+type Recorder interface {
+	RecordJSON(doc []byte)
+}
+
+type anchorRecorder struct{ a *anchors }
+
+func (r anchorRecorder) RecordJSON(doc []byte) { r.a.recordJSON(doc) }
+
+// Anchored reports whether the destinations one argument of a send names
+// are, all together, the people of a record the user named (see
+// anchor.go). A destination with no canonical form anchors nothing.
+func (s *Session) Anchored(ds []string) bool {
+	keys := make([]string, 0, len(ds))
+	for _, d := range ds {
+		k, ok := dest.Canon(d)
+		if !ok {
+			return false
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return false
+	}
+	s.sync()
+	return s.anchors.anchored(keys)
+}
+
+// shareAnchors makes the anchors write what they record to this
+// process's record file, once.
+func (s *Session) shareAnchors() {
+	if s.disk == nil {
+		return
+	}
+	s.anchors.mu.Lock()
+	if s.anchors.onRecord == nil {
+		s.anchors.onRecord = func(kind byte, hs []uint64) { s.disk.write(kind, "", hs) }
+	}
+	s.anchors.mu.Unlock()
 }
 
 // store returns the untrusted store of server, making it on first use.
@@ -243,6 +300,8 @@ func (s *Session) sync() {
 				s.trusted.addHashes(hs)
 			case kindDirectory:
 				s.dirs.addHashes(hs)
+			case kindAnchorTyped, kindAnchorRecord:
+				s.anchors.take(kind, hs)
 			default:
 				s.store(kind, server, false).AddHashes(hs)
 			}
