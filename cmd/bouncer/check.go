@@ -28,6 +28,12 @@ const checkSynopsis = "bouncer check [--policy FILE]... [--tools FILE] [--name N
 	"Each call prints {\"tool\",\"verdict\",\"reason\",\"rule\"}. Reads stdin without SESSION; with only\n" +
 	"--policy and no SESSION on a terminal, it checks the policy and exits."
 
+// isString reports whether a JSON value is a string.
+func isString(v json.RawMessage) bool {
+	var s string
+	return json.Unmarshal(v, &s) == nil
+}
+
 func cmdCheck(args []string) error {
 	fs, home := newFlags("check", checkSynopsis)
 	var policies multiFlag
@@ -216,6 +222,14 @@ func (r *replayer) line(raw []byte, enc *json.Encoder) error {
 		} = r.dec.Session.Output(server)
 		if l.Tool != "" && eng.TrustedOutput(l.Tool) {
 			store = r.dec.Session.TrustedOutput(server)
+		}
+		if kind := eng.Directory(l.Tool); l.Tool != "" && kind != "" && !isString(l.Output) {
+			// As the proxy does: a directory's entries are recorded
+			// besides the output itself.
+			r.dec.Session.Directory(kind).RecordJSON(l.Output)
+		}
+		if l.Tool != "" && eng.AnchorRecords(l.Tool) && !isString(l.Output) {
+			r.dec.Session.Anchors().RecordJSON(l.Output)
 		}
 		var s string
 		if json.Unmarshal(l.Output, &s) == nil {

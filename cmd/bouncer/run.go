@@ -342,6 +342,10 @@ func (f *runFlags) proxyConfig(dec *setup.Decider, dir string, auditLog *audit.L
 		Engine:  dec.Engine(f.name),
 		Store:   dec.Session.Output(f.name),
 		Trusted: dec.Session.TrustedOutput(f.name),
+		Directory: func(kind string) proxy.Recorder {
+			return dec.Session.Directory(kind)
+		},
+		Anchors: dec.Session.Anchors(),
 		Observe: f.observe,
 		Policy:  pol.Digest(version),
 		OnPinned: func(tools []json.RawMessage) {

@@ -78,6 +78,10 @@ type Entry struct {
 type Dest struct {
 	Param string `json:"param"`
 	Value string `json:"value"`
+	// Vouch says what vouched for it on an allowed call (allowlist,
+	// prompt, human, trusted_output, directory, approval); empty
+	// otherwise.
+	Vouch string `json:"vouch,omitempty"`
 }
 
 // Observed reports whether the line was written in observe mode: decided,

@@ -25,11 +25,16 @@ const MaxPhrase = 6
 // shorter than a whole host. No other part of a word names anything: a
 // link names itself, not the link inside its query, and "hotel" does not
 // name "Riverside View Hotel".
-func Mentions(text string) []string {
+func Mentions(text string) []string { return MentionsMin(text, MinMention) }
+
+// MentionsMin is Mentions with min in place of MinMention: a tool's text
+// names words only as long as taint would trace (the whole value of a
+// line or field is read by Entries).
+func MentionsMin(text string, min int) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(s string, hostOnly bool) {
-		if utf8.RuneCountInString(s) < MinMention {
+		if utf8.RuneCountInString(s) < min {
 			return
 		}
 		d, err := Parse(s)
@@ -58,12 +63,12 @@ func Mentions(text string) []string {
 	return out
 }
 
-// MentionsOf is Mentions for one value that is a destination field as a
-// whole (a JSON string in trusted output): the value itself, then what its
-// words name.
-func MentionsOf(value string) []string {
-	out := Mentions(value)
-	if d, err := Parse(value); err == nil {
+// MentionsOf is MentionsMin for one value that is a field as a whole (a
+// JSON string in trusted output): the value itself, of any length from
+// MinMention, then what its words name.
+func MentionsOf(value string, min int) []string {
+	out := MentionsMin(value, min)
+	if d, err := Parse(value); err == nil && utf8.RuneCountInString(strings.TrimSpace(value)) >= MinMention {
 		k := d.Key()
 		for _, o := range out {
 			if o == k {
@@ -145,4 +150,37 @@ func sentencePrefixes(w string) []string {
 		}
 	}
 	return out
+}
+
+// Entries returns the whole entries of a listing as a tool's text gives
+// it: each line, with a list marker ("- ", "* ", "• ", "1. ", "1) ") and
+// the space around it taken off. A line is one value; nothing inside it is
+// an entry of its own.
+func Entries(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+		line = strings.TrimSpace(trimMarker(line))
+		if line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// trimMarker takes a list marker off the front of a line.
+func trimMarker(line string) string {
+	for _, m := range []string{"- ", "* ", "• "} {
+		if strings.HasPrefix(line, m) {
+			return line[len(m):]
+		}
+	}
+	i := 0
+	for i < len(line) && i < 4 && line[i] >= '0' && line[i] <= '9' {
+		i++
+	}
+	if i > 0 && i+1 < len(line) && (line[i] == '.' || line[i] == ')') && line[i+1] == ' ' {
+		return line[i+2:]
+	}
+	return line
 }

@@ -39,15 +39,28 @@ const (
 	// PolicyVouching adds policies/SUITE-vouching.yaml (tools whose output
 	// vouches, a key today's binary refuses).
 	PolicyVouching PolicySet = "vouching"
+	// PolicyAnchoring adds policies/SUITE-anchoring.yaml, where there is
+	// one, to PolicyVouching: record anchoring, which is opt-in.
+	PolicyAnchoring PolicySet = "anchoring"
 )
 
 // PolicyFiles returns the policy files of a suite under dir.
 func PolicyFiles(dir, suite string, set PolicySet) []string {
 	files := []string{filepath.Join(dir, "policies", suite+".yaml")}
-	if set == PolicyVouching {
+	if set == PolicyVouching || set == PolicyAnchoring {
 		files = append(files, filepath.Join(dir, "policies", suite+"-vouching.yaml"))
 	}
+	if set == PolicyAnchoring {
+		if f := filepath.Join(dir, "policies", suite+"-anchoring.yaml"); fileExists(f) {
+			files = append(files, f)
+		}
+	}
 	return files
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // Build compiles ./cmd/bouncer of the module at root into dir and returns the

@@ -49,7 +49,22 @@ const (
 type Destination struct {
 	Param string // the argument it came from ("to", "recipients[1].email")
 	Value string // the value as sent
+	// Vouch says what vouched for it, on an allowed destination (one of
+	// the Vouch* names); empty otherwise.
+	Vouch string
 }
+
+// What vouched for a destination, as the audit line's dests name it, so
+// that log, report and suggest can tell the ways to allow apart.
+const (
+	VouchAllowlist = "allowlist"      // trusted_destinations
+	VouchPrompt    = "prompt"         // the user typed it
+	VouchHuman     = "human"          // remembered by a human
+	VouchTrusted   = "trusted_output" // a tool the policy trusts returned it
+	VouchDirectory = "directory"      // a whole entry of a directory of its kind
+	VouchAnchor    = "anchor"         // the people of a record the user named
+	VouchApproval  = "approval"       // a human approved it this session
+)
 
 // Decision is the engine's answer for one call.
 type Decision struct {
@@ -167,6 +182,23 @@ func (e *Engine) approved(tool, param, d string) bool {
 func (e *Engine) TrustedOutput(tool string) bool {
 	t, ok := e.pol.Lookup(tool)
 	return ok && t.TrustedOutput
+}
+
+// Directory returns the kind of entry the policy says tool lists
+// (directory: KIND), or "".
+func (e *Engine) Directory(tool string) string {
+	t, ok := e.pol.Lookup(tool)
+	if !ok {
+		return ""
+	}
+	return t.Directory
+}
+
+// AnchorRecords reports whether the policy opts tool's records in to
+// anchoring (anchor_records: true).
+func (e *Engine) AnchorRecords(tool string) bool {
+	t, ok := e.pol.Lookup(tool)
+	return ok && t.AnchorRecords
 }
 
 // Decide decides a call and uses a slot of the tool's budget.

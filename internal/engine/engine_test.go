@@ -137,7 +137,7 @@ func TestApprovals(t *testing.T) {
 	store.Record("mail from attacker@evil.example")
 	c := call("send_email", `{"to":["bob@partner.example","carol@partner.example"]}`)
 	d := e.Decide(c)
-	if d.Verdict != Ask || len(d.Asks) != 2 || d.Asks[0] != (Destination{"to", "bob@partner.example"}) {
+	if d.Verdict != Ask || len(d.Asks) != 2 || d.Asks[0] != (Destination{Param: "to", Value: "bob@partner.example"}) {
 		t.Fatalf("want ask for both recipients, got %+v", d)
 	}
 	e.Approve("send_email", "to", "bob@PARTNER.example")

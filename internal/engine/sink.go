@@ -117,8 +117,14 @@ func structureKey(k string) bool {
 }
 
 func (e *Engine) sinkGate(t *policy.Tool, schema map[string]any, args map[string]any) Decision {
-	d := e.sinkDecision(t, schema, args)
+	how := map[Destination]string{}
+	d := e.sinkDecision(t, schema, args, how)
 	d.Dests = checkedDests(t, schema, args)
+	if d.Verdict == Allow {
+		for i, x := range d.Dests {
+			d.Dests[i].Vouch = how[x]
+		}
+	}
 	return d
 }
 
@@ -142,7 +148,7 @@ func checkedDests(t *policy.Tool, schema map[string]any, args map[string]any) []
 	return out
 }
 
-func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[string]any) Decision {
+func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[string]any, how map[Destination]string) Decision {
 	names, every := sinkNames(t, args)
 	var (
 		asks           []Destination
@@ -151,26 +157,40 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 		vouchedHow     string
 		sawDestination bool
 	)
-	vouch := func(param, dest, how string) {
+	vouch := func(param, dest, why, by string) {
+		how[Destination{Param: param, Value: dest}] = by
 		if vouchedOne == "" {
-			vouchedOne, vouchedHow = fmt.Sprintf("%s=%s", param, quote(dest)), how
+			vouchedOne, vouchedHow = fmt.Sprintf("%s=%s", param, quote(dest)), why
 		}
 	}
 	props := properties(schema)
+	anchored := e.anchoredParams(names, args, props)
 	for _, param := range names {
 		for _, dest := range flatten(args[param], props[param], nil) {
 			sawDestination = true
 			if t.Trusts(dest) {
-				vouch(param, dest, "is in trusted_destinations")
+				vouch(param, dest, "is in trusted_destinations", VouchAllowlist)
 				continue
 			}
 			v := e.vouched(dest)
 			switch v {
 			case session.ByPrompt:
-				vouch(param, dest, "was typed by the user")
+				vouch(param, dest, "was typed by the user", VouchPrompt)
 				continue
 			case session.ByHuman:
-				vouch(param, dest, fmt.Sprintf("was vouched for by a human for server %s", quote(e.opts.Server)))
+				vouch(param, dest, fmt.Sprintf("was vouched for by a human for server %s", quote(e.opts.Server)), VouchHuman)
+				continue
+			}
+			if anchored[param] {
+				vouch(param, dest, "is one of the people of the one record the user named, and "+param+" names all of them (anchor_records)", VouchAnchor)
+				continue
+			}
+			if kind := t.SinkKinds[param]; kind != "" && e.opts.Session != nil && e.opts.Session.InDirectory(kind, dest) {
+				// A whole entry of the user's own listing of that kind
+				// (the channels of the workspace), named in an argument
+				// of that kind: it wins over taint, as output that echoes
+				// an entry ("recipient: random") says nothing new.
+				vouch(param, dest, fmt.Sprintf("is a whole entry of a %s directory (a tool the policy marks directory: %s listed it)", quote(kind), kind), VouchDirectory)
 				continue
 			}
 			if src, ok := e.tainted(dest); ok {
@@ -179,8 +199,9 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 			}
 			switch {
 			case v == session.ByTrustedOutput:
-				vouch(param, dest, "came from output the policy trusts (trusted_output) and from no untrusted output")
+				vouch(param, dest, "came from output the policy trusts (trusted_output) and from no untrusted output", VouchTrusted)
 			case e.approved(t.Name, param, dest):
+				how[Destination{Param: param, Value: dest}] = VouchApproval
 				if approvedOne == "" {
 					approvedOne = fmt.Sprintf("%s=%s", param, quote(dest))
 				}
@@ -194,6 +215,7 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 		// human can vouch for it, and only for this very call.
 		imp := implicitDest(args)
 		if e.approved(t.Name, ImplicitParam, imp.Value) {
+			how[imp] = VouchApproval
 			if approvedOne == "" {
 				approvedOne = fmt.Sprintf("%s=%s", ImplicitParam, quote(imp.Value))
 			}
@@ -245,6 +267,34 @@ func taintReason(param, dest, server string) string {
 	return fmt.Sprintf("destination %s=%s came from untrusted data (it appeared in %s). "+
 		"If you, the human, know this recipient from elsewhere, review it in your own terminal with: bouncer trust add",
 		param, quote(dest), where)
+}
+
+// anchoredParams lists the arguments whose destinations, all together, are
+// the people of a record the user named (see session.Anchored), and not
+// the user's own destinations alone.
+func (e *Engine) anchoredParams(names []string, args map[string]any, props map[string]map[string]any) map[string]bool {
+	if e.opts.Session == nil {
+		return nil
+	}
+	var out map[string]bool
+	for _, param := range names {
+		vals := flatten(args[param], props[param], nil)
+		if len(vals) == 0 {
+			continue
+		}
+		own := true
+		for _, v := range vals {
+			own = own && e.pol.Own(v)
+		}
+		if own || !e.opts.Session.Anchored(vals) {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[param] = true
+	}
+	return out
 }
 
 // implicitReason says why a call whose server picks its destination is

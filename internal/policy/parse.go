@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,9 @@ const (
 	keySinkParams   = "sink_params"
 	keyTrusted      = "trusted_destinations"
 	keyImplicit     = "implicit_destination"
+	keySinkKinds    = "sink_kinds"
+	keyDirectory    = "directory"
+	keyAnchor       = "anchor_records"
 	keyWriteParams  = "write_params"
 	keyPrefixes     = "allowed_path_prefixes"
 	keyRelative     = "relative_paths"
@@ -31,7 +35,7 @@ const (
 	keyTrustedOut   = "trusted_output"
 )
 
-var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyImplicit, keyWriteParams, keyPrefixes, keyRelative, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut}
+var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyImplicit, keySinkKinds, keyWriteParams, keyPrefixes, keyRelative, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut, keyDirectory, keyAnchor}
 
 // SandboxKey is the reserved top-level key that configures the upstream's
 // confinement instead of a tool. A tool literally named "sandbox" can't be
@@ -44,6 +48,11 @@ const SandboxKey = "sandbox"
 // the client's other servers.
 const SharedSessionKey = "shared_session"
 
+// OwnKey is the reserved top-level key that lists the user's own
+// destinations (own_destinations: [me@corp.example]): a record anchors no
+// send that goes to them alone.
+const OwnKey = "own_destinations"
+
 const (
 	keyReadWrite  = "read_write"
 	keyReadOnly   = "read_only"
@@ -55,7 +64,8 @@ var sandboxKeys = []string{keyReadWrite, keyReadOnly, keyConnectTCP}
 type document struct {
 	tools   []*Tool // in file order
 	sandbox *Confinement
-	shared  *bool // shared_session, if set
+	shared  *bool           // shared_session, if set
+	own     map[string]bool // own_destinations, if set
 }
 
 // parser carries one document through validation.
@@ -151,6 +161,20 @@ func (p *parser) document(isPack bool) (*document, error) {
 				return nil, err
 			}
 			doc.shared = &b
+			continue
+		}
+		if name == OwnKey {
+			if isPack {
+				return nil, p.errf(k, name, "a pack can't say whose the user's own destinations are")
+			}
+			if _, err := p.strings(v, name, "a destination"); err != nil {
+				return nil, err
+			}
+			own, err := p.destinations(v, name)
+			if err != nil {
+				return nil, err
+			}
+			doc.own = own
 			continue
 		}
 		if name == SandboxKey {
@@ -265,7 +289,7 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 	}
 	t := &Tool{Name: name, Source: p.source(k)}
 	seen := map[string]int{}
-	var sinkKey, trustedKey, prefixKey, relativeKey, implicitKey *yaml.Node
+	var sinkKey, trustedKey, prefixKey, relativeKey, implicitKey, kindsKey *yaml.Node
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		kk, vv := deref(v.Content[i]), deref(v.Content[i+1])
 		key, err := p.keyName(kk, name, "key")
@@ -325,6 +349,19 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 				return nil, err
 			}
 			t.MaxCalls = &n
+		case keySinkKinds:
+			if t.SinkKinds, err = p.kinds(vv, full); err != nil {
+				return nil, err
+			}
+			kindsKey = kk
+		case keyDirectory:
+			if t.Directory, err = p.kind(vv, full); err != nil {
+				return nil, err
+			}
+		case keyAnchor:
+			if t.AnchorRecords, err = p.boolean(vv, full); err != nil {
+				return nil, err
+			}
 		case keyTrustedOut:
 			b, err := p.boolean(vv, full)
 			if err != nil {
@@ -358,6 +395,16 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 		}
 		if implicitKey != nil {
 			return nil, p.errf(implicitKey, name+"."+keyImplicit, "set without exfiltrating: true, so nothing would check it; add exfiltrating: true")
+		}
+		if kindsKey != nil {
+			return nil, p.errf(kindsKey, name+"."+keySinkKinds, "set without exfiltrating: true, so nothing would check it; add exfiltrating: true")
+		}
+	}
+	if kindsKey != nil && len(t.SinkParams) > 0 {
+		for arg := range t.SinkKinds {
+			if !slices.Contains(t.SinkParams, arg) && !IsDestinationName(arg) {
+				return nil, p.errf(kindsKey, name+"."+keySinkKinds+"."+arg, "%s is not one of sink_params (%s), so no destination is ever read from it; add it there", strconv.Quote(arg), strings.Join(t.SinkParams, ", "))
+			}
 		}
 	}
 	if prefixKey != nil && len(t.AllowedPathPrefixes) > 0 && len(t.WriteParams) == 0 {
@@ -395,6 +442,41 @@ func (p *parser) relative(v *yaml.Node, key string) (RelativePaths, error) {
 	default:
 		return RelativePaths{}, p.errf(v, key, "must be %s, got %s%s", want, describe(v), suggest(s, []string{RelativeDenyWord, RelativeWorkDirWord}))
 	}
+}
+
+// kindRE is what a kind of directory entry is called: a lowercase word.
+var kindRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+// kind reads a kind of directory entry (directory: channel).
+func (p *parser) kind(v *yaml.Node, key string) (string, error) {
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || !kindRE.MatchString(v.Value) {
+		return "", p.errf(v, key, "must be a kind of entry, a lowercase word such as channel, got %s", describe(v))
+	}
+	return v.Value, nil
+}
+
+// kinds reads sink_kinds: {ARGUMENT: KIND}.
+func (p *parser) kinds(v *yaml.Node, key string) (map[string]string, error) {
+	if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
+		return nil, p.errf(v, key, "must be a mapping of argument name to kind (channel: channel), got %s", describe(v))
+	}
+	out := map[string]string{}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, kv := deref(v.Content[i]), deref(v.Content[i+1])
+		arg, err := p.keyName(k, key, "argument name")
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := seen[arg]; dup {
+			return nil, p.errf(k, key+"."+arg, "set twice (first at line %d)", prev)
+		}
+		seen[arg] = k.Line
+		if out[arg], err = p.kind(kv, key+"."+arg); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // boolean accepts only a YAML boolean: "false" in quotes is a string, and

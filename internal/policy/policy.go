@@ -43,6 +43,10 @@ type Tool struct {
 	// don't name (implicit_destination): a reply goes to the sender of
 	// the message it answers, whoever that is.
 	Implicit Implicit
+	// SinkKinds maps sink arguments to the kind of directory entry they
+	// name (sink_kinds: {channel: channel}): a whole entry of a directory
+	// of that kind vouches for such an argument's value.
+	SinkKinds map[string]string
 	// WriteParams names the arguments that carry paths to confine.
 	WriteParams []string
 	// AllowedPathPrefixes are absolute, cleaned prefixes (relative ones in a
@@ -65,6 +69,17 @@ type Tool struct {
 	// and in no untrusted output, is allowed. Its output is not recorded as
 	// untrusted.
 	TrustedOutput bool
+	// Directory names the kind of entry the tool lists (directory:
+	// channel): each whole entry of its output vouches for arguments of
+	// that kind (SinkKinds), and for nothing else. Its output is still
+	// recorded as untrusted.
+	Directory string
+	// AnchorRecords opts the tool's records in to anchoring
+	// (anchor_records: true): a record of its structuredContent that the
+	// user named by its title, subject, file name or amount, and that the
+	// name picks alone, vouches for a send to the whole set of one of its
+	// people fields (see package session).
+	AnchorRecords bool
 	// Source says where the entry came from, for reasons and reports:
 	// "pack gmail", "/abs/bouncer.yaml:12", or "fallback".
 	Source string
@@ -191,6 +206,8 @@ type Policy struct {
 	// false: the server keeps its own history, apart from its client's
 	// other servers.
 	Isolated bool
+	// own holds the canonical keys of own_destinations (dest.Key).
+	own map[string]bool
 
 	// data holds each source's exact bytes in load order, for Digest.
 	data [][]byte
@@ -363,6 +380,9 @@ func load(srcs []Source) (*Policy, error) {
 		if doc.shared != nil {
 			p.Isolated = !*doc.shared
 		}
+		if doc.own != nil {
+			p.own = doc.own
+		}
 		if s.abs != "" {
 			p.Files = append(p.Files, s.abs)
 		} else {
@@ -371,6 +391,16 @@ func load(srcs []Source) (*Policy, error) {
 		p.data = append(p.data, s.Data)
 	}
 	return p, nil
+}
+
+// Own reports whether d is one of the user's own destinations
+// (own_destinations), in canonical form.
+func (p *Policy) Own(d string) bool {
+	if p == nil || len(p.own) == 0 {
+		return false
+	}
+	k, ok := dest.Canon(d)
+	return ok && p.own[k]
 }
 
 // Lookup returns the pack or user entry for tool, if there is one.

@@ -20,7 +20,7 @@ func intp(n int) *int { return &n }
 // Every refusal names the file, the line and the key, in the exact form the
 // CLI prints.
 func TestParseErrors(t *testing.T) {
-	const keys = "exfiltrating, sink_params, trusted_destinations, implicit_destination, write_params, allowed_path_prefixes, relative_paths, arg_patterns, max_calls, counts_as, trusted_output"
+	const keys = "exfiltrating, sink_params, trusted_destinations, implicit_destination, sink_kinds, write_params, allowed_path_prefixes, relative_paths, arg_patterns, max_calls, counts_as, trusted_output, directory, anchor_records"
 	tests := []struct {
 		name, doc, want string
 	}{
@@ -64,6 +64,12 @@ func TestParseErrors(t *testing.T) {
 			"p.yaml:2: send_email.colour: unknown key; the keys are " + keys},
 		{"max_call typo", "d:\n  max_call: 2\n",
 			"p.yaml:2: d.max_call: unknown key (did you mean max_calls?); the keys are " + keys},
+		{"sink kinds without exfiltrating", "post:\n  sink_kinds: {channel: channel}\n",
+			"p.yaml:2: post.sink_kinds: set without exfiltrating: true, so nothing would check it; add exfiltrating: true"},
+		{"sink kind of an argument that is no sink", "post:\n  exfiltrating: true\n  sink_params: [channel]\n  sink_kinds: {body: channel}\n",
+			"p.yaml:4: post.sink_kinds.body: \"body\" is not one of sink_params (channel), so no destination is ever read from it; add it there"},
+		{"directory kind not a word", "get_channels:\n  directory: Channels!\n",
+			"p.yaml:2: get_channels.directory: must be a kind of entry, a lowercase word such as channel, got the string \"Channels!\""},
 		{"implicit without exfiltrating", "reply:\n  implicit_destination: true\n",
 			"p.yaml:2: reply.implicit_destination: set without exfiltrating: true, so nothing would check it; add exfiltrating: true"},
 		{"implicit as a string", "reply:\n  exfiltrating: true\n  implicit_destination: \"yes\"\n",

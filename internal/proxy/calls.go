@@ -213,7 +213,7 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 		if len(v) > maxDestAudit {
 			v = strings.ToValidUTF8(v[:maxDestAudit], "") + "…"
 		}
-		ds = append(ds, audit.Dest{Param: d.Param, Value: v})
+		ds = append(ds, audit.Dest{Param: d.Param, Value: v, Vouch: d.Vouch})
 	}
 	var enforced *bool
 	if p.cfg.Observe {
@@ -261,7 +261,7 @@ func (p *Proxy) forward(c *call) {
 		return
 	}
 	c.state = stateForwarded
-	if !p.routes.send(c.req.ID, "tools/call", p.cfg.Engine.TrustedOutput(c.tool)) {
+	if !p.routes.send(c.req.ID, "tools/call", c.tool) {
 		p.writeDown(&jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + p.goneText(),
 		}})

@@ -99,7 +99,7 @@ func (p *Proxy) pinOverLocked() bool {
 type routes struct {
 	mu       sync.Mutex
 	fwd      map[jsonrpc.ID]string                 // client requests sent upstream, by ID → method
-	trusted  map[jsonrpc.ID]bool                   // forwarded calls of tools whose output the policy trusts
+	tools    map[jsonrpc.ID]string                 // the tool each forwarded tools/call calls
 	dropUp   map[jsonrpc.ID]bool                   // forwarded requests answered by the proxy (cancelled in a batch): the upstream's answer is dropped
 	waitUp   map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the upstream
 	waitDown map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the client
@@ -110,7 +110,7 @@ type routes struct {
 func newRoutes() *routes {
 	return &routes{
 		fwd:      map[jsonrpc.ID]string{},
-		trusted:  map[jsonrpc.ID]bool{},
+		tools:    map[jsonrpc.ID]string{},
 		dropUp:   map[jsonrpc.ID]bool{},
 		waitUp:   map[jsonrpc.ID]chan *jsonrpc.Response{},
 		waitDown: map[jsonrpc.ID]chan *jsonrpc.Response{},
@@ -120,15 +120,15 @@ func newRoutes() *routes {
 
 // send registers a client request about to be sent upstream. It reports
 // false, registering nothing, when the upstream is gone.
-func (r *routes) send(id jsonrpc.ID, method string, trusted bool) bool {
+func (r *routes) send(id jsonrpc.ID, method, tool string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.shut {
 		return false
 	}
 	r.fwd[id] = method
-	if trusted {
-		r.trusted[id] = true
+	if tool != "" {
+		r.tools[id] = tool
 	}
 	return true
 }
@@ -140,7 +140,7 @@ func (r *routes) unsend(id jsonrpc.ID) bool {
 	defer r.mu.Unlock()
 	_, owed := r.fwd[id]
 	delete(r.fwd, id)
-	delete(r.trusted, id)
+	delete(r.tools, id)
 	return owed
 }
 
@@ -149,7 +149,7 @@ type answer struct {
 	method  string // the request's method
 	known   bool   // it answers a request sent upstream and still owed
 	dropped bool   // it answers one the proxy answered itself
-	trusted bool   // it is a call of a tool whose output the policy trusts
+	tool    string // for a tools/call, the tool it called
 }
 
 // answered takes the upstream's answer to id off the books.
@@ -157,10 +157,10 @@ func (r *routes) answered(id jsonrpc.ID) answer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	method, known := r.fwd[id]
-	a := answer{method: method, known: known, dropped: r.dropUp[id], trusted: r.trusted[id]}
+	a := answer{method: method, known: known, dropped: r.dropUp[id], tool: r.tools[id]}
 	delete(r.fwd, id)
 	delete(r.dropUp, id)
-	delete(r.trusted, id)
+	delete(r.tools, id)
 	return a
 }
 
@@ -174,7 +174,7 @@ func (r *routes) cancel(id jsonrpc.ID, inBatch func(jsonrpc.ID) bool) bool {
 		return false
 	}
 	delete(r.fwd, id)
-	delete(r.trusted, id)
+	delete(r.tools, id)
 	r.dropUp[id] = true
 	return true
 }
@@ -288,7 +288,7 @@ func (r *routes) close() []jsonrpc.ID {
 		ids = append(ids, id)
 	}
 	r.fwd = map[jsonrpc.ID]string{}
-	r.trusted = map[jsonrpc.ID]bool{}
+	r.tools = map[jsonrpc.ID]string{}
 	r.dropUp = map[jsonrpc.ID]bool{}
 	for id, ch := range r.waitUp {
 		close(ch)

@@ -50,7 +50,7 @@ func TestRoutesClose(t *testing.T) {
 	one, _ := jsonrpc.MakeID(float64(1))
 	two, _ := jsonrpc.MakeID(float64(2))
 	mine, _ := jsonrpc.MakeID("bouncer-1")
-	if !r.send(one, "tools/call", true) {
+	if !r.send(one, "tools/call", "search_contacts") {
 		t.Fatal("send refused before close")
 	}
 	ch := r.askUp(mine)
@@ -61,13 +61,13 @@ func TestRoutesClose(t *testing.T) {
 	if _, ok := <-ch; ok {
 		t.Fatal("the proxy's waiter got an answer instead of being woken")
 	}
-	if r.send(two, "tools/call", false) {
+	if r.send(two, "tools/call", "") {
 		t.Fatal("send accepted after close")
 	}
 	if r.askUp(mine) != nil {
 		t.Fatal("askUp accepted after close")
 	}
-	if a := r.answered(one); a.known || a.trusted {
+	if a := r.answered(one); a.known || a.tool != "" {
 		t.Fatalf("answer after close = %+v", a)
 	}
 }

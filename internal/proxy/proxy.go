@@ -97,6 +97,14 @@ type Config struct {
 	// (Engine.TrustedOutput): their destinations vouch (session.Vouches).
 	// Nil records them in Store like everything else.
 	Trusted Recorder
+	// Directory records, besides Store, the results of tools the policy
+	// marks as a directory (Engine.Directory) under the kind of entry
+	// they list. Nil records nothing more.
+	Directory func(kind string) Recorder
+	// Anchors records, besides Store, the results of tools whose records
+	// the policy opts in to anchoring (Engine.AnchorRecords). Nil records
+	// nothing more.
+	Anchors Recorder
 	// Audit receives one line per verdict. Required.
 	Audit Auditor
 	// Approvals holds one-time codes for clients that cannot elicit. Nil
@@ -483,7 +491,7 @@ func (p *Proxy) fromClientRequest(m *jsonrpc.Request) error {
 			p.methodNotFound(m)
 			return nil
 		}
-		if !p.routes.send(m.ID, m.Method, false) {
+		if !p.routes.send(m.ID, m.Method, "") {
 			p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
 				Code: jsonrpc.CodeInternalError, Message: "bouncer: " + p.goneText(),
 			}})
@@ -568,7 +576,7 @@ func (p *Proxy) clientInitialize(m *jsonrpc.Request) error {
 		p.advanceLocked(stageInitializing)
 	}
 	p.mu.Unlock()
-	if m.IsCall() && !p.routes.send(m.ID, m.Method, false) {
+	if m.IsCall() && !p.routes.send(m.ID, m.Method, "") {
 		p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + p.goneText(),
 		}})
@@ -774,7 +782,22 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 	if !ours(m.ID) {
 		a = p.routes.answered(m.ID)
 	}
-	if a.trusted && m.Error == nil && p.cfg.Trusted != nil && !ours(m.ID) {
+	if a.tool != "" && m.Error == nil && !ours(m.ID) && p.cfg.Directory != nil {
+		if kind := p.cfg.Engine.Directory(a.tool); kind != "" {
+			// A directory's whole entries vouch for arguments of
+			// their kind; the output is recorded as untrusted too,
+			// below.
+			p.recording.RLock()
+			p.cfg.Directory(kind).RecordJSON(m.Result)
+			p.recording.RUnlock()
+		}
+	}
+	if a.tool != "" && m.Error == nil && !ours(m.ID) && p.cfg.Anchors != nil && p.cfg.Engine.AnchorRecords(a.tool) {
+		p.recording.RLock()
+		p.cfg.Anchors.RecordJSON(m.Result)
+		p.recording.RUnlock()
+	}
+	if a.tool != "" && p.cfg.Engine.TrustedOutput(a.tool) && m.Error == nil && p.cfg.Trusted != nil && !ours(m.ID) {
 		// The user's own data (trusted_output): it vouches, and is not
 		// recorded as untrusted.
 		p.recording.RLock()

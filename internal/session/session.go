@@ -35,6 +35,8 @@ type Session struct {
 	untrusted map[string]*taint.Store // by server
 	trusted   *vouchSet               // what trusted output named
 	prompts   *vouchSet               // what the user typed
+	dirs      *vouchSet               // the entries of directories, by kind
+	anchors   *anchors                // records and names for anchoring
 	probe     *taint.Store            // any store with the key: makes probes
 
 	disk       *shared     // nil: this process's memory only
@@ -52,13 +54,16 @@ func New() *Session {
 }
 
 func newWithKey(key [taint.KeySize]byte) *Session {
-	return &Session{
+	s := &Session{
 		key:       key,
 		untrusted: map[string]*taint.Store{},
 		trusted:   newVouchSet(key),
 		prompts:   newVouchSet(key),
+		dirs:      newVouchSet(key),
 		probe:     taint.NewStoreWithKey(key),
 	}
+	s.anchors = newAnchors(s.prompts)
+	return s
 }
 
 // Record kinds, as written on disk. Vouching kinds hold hashes of
@@ -68,6 +73,11 @@ const (
 	kindUntrusted = 'o'
 	kindTrusted   = 'T'
 	kindPrompt    = 'P'
+	kindDirectory = 'D'
+	// Anchoring: names the user typed, and each record's (name, record,
+	// name and people set) triples.
+	kindAnchorTyped  = 'N'
+	kindAnchorRecord = 'R'
 )
 
 // Output returns the store that records server's untrusted output. What it
@@ -84,6 +94,24 @@ func (s *Session) TrustedOutput(server string) *Vouches {
 	return &Vouches{set: s.trusted}
 }
 
+// Directory returns what records the output of a tool the policy marks as
+// a directory of kind (see Directory).
+func (s *Session) Directory(kind string) *Directory {
+	s.shareVouches(kindDirectory, s.dirs)
+	return &Directory{set: s.dirs, kind: kind}
+}
+
+// InDirectory reports whether d is a whole entry of a directory of kind
+// that a tool of this session listed.
+func (s *Session) InDirectory(kind, d string) bool {
+	k, ok := directoryKey(kind, d)
+	if !ok {
+		return false
+	}
+	s.sync()
+	return s.dirs.has(k)
+}
+
 // RecordPrompt records what the user typed: each destination it names as a
 // whole (a word, or a run of words such as "Le Marais Boutique"; see
 // dest.Mentions) is vouched for by the user for the rest of the session,
@@ -91,6 +119,56 @@ func (s *Session) TrustedOutput(server string) *Vouches {
 func (s *Session) RecordPrompt(text string) {
 	s.shareVouches(kindPrompt, s.prompts)
 	s.prompts.add(dest.Mentions(text))
+	s.shareAnchors()
+	s.anchors.typedNames(text)
+}
+
+// Anchors returns what records the output of a tool whose records the
+// policy opts in to anchoring (anchor_records: true).
+func (s *Session) Anchors() Recorder {
+	s.shareAnchors()
+	return anchorRecorder{s.anchors}
+}
+
+// Recorder records a tool's result (a CallToolResult's JSON).
+type Recorder interface {
+	RecordJSON(doc []byte)
+}
+
+type anchorRecorder struct{ a *anchors }
+
+func (r anchorRecorder) RecordJSON(doc []byte) { r.a.recordJSON(doc) }
+
+// Anchored reports whether the destinations one argument of a send names
+// are, all together, the people of a record the user named (see
+// anchor.go). A destination with no canonical form anchors nothing.
+func (s *Session) Anchored(ds []string) bool {
+	keys := make([]string, 0, len(ds))
+	for _, d := range ds {
+		k, ok := dest.Canon(d)
+		if !ok {
+			return false
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return false
+	}
+	s.sync()
+	return s.anchors.anchored(keys)
+}
+
+// shareAnchors makes the anchors write what they record to this
+// process's record file, once.
+func (s *Session) shareAnchors() {
+	if s.disk == nil {
+		return
+	}
+	s.anchors.mu.Lock()
+	if s.anchors.onRecord == nil {
+		s.anchors.onRecord = func(kind byte, hs []uint64) { s.disk.write(kind, "", hs) }
+	}
+	s.anchors.mu.Unlock()
 }
 
 // store returns the untrusted store of server, making it on first use.
@@ -220,6 +298,10 @@ func (s *Session) sync() {
 				s.prompts.addHashes(hs)
 			case kindTrusted:
 				s.trusted.addHashes(hs)
+			case kindDirectory:
+				s.dirs.addHashes(hs)
+			case kindAnchorTyped, kindAnchorRecord:
+				s.anchors.take(kind, hs)
 			default:
 				s.store(kind, server, false).AddHashes(hs)
 			}

@@ -68,6 +68,16 @@ func TestSharedAcrossProcesses(t *testing.T) {
 	if _, ok := mail.Tainted("dave@corp.example"); ok {
 		t.Fatal("trusted output tainted a destination")
 	}
+	// Directory entries and anchored records reach the other proxies too.
+	chat.Directory("channel").RecordJSON([]byte(`{"content":[{"type":"text","text":"- general\n- random"}]}`))
+	if !mail.InDirectory("channel", "random") || mail.InDirectory("channel", "rand") || mail.InDirectory("user", "random") {
+		t.Fatal("directory entries are not shared whole and by kind")
+	}
+	chat.Anchors().RecordJSON([]byte(`{"structuredContent":{"result":[{"title":"Board sync","participants":["a@corp.example","b@corp.example"]}]}}`))
+	chat.RecordPrompt("invite everyone from the 'board  SYNC' event")
+	if !mail.Anchored([]string{"b@corp.example", "a@CORP.example"}) || mail.Anchored([]string{"a@corp.example"}) {
+		t.Fatal("an anchored record is not shared, or anchors part of its people")
+	}
 	// A third proxy that joins late reads everything recorded before.
 	late := join(t, state, client)
 	if src, ok := late.Tainted("attacker@evil.example"); !ok || src != "mail" {

@@ -158,7 +158,7 @@ func decodeFrame(b []byte) (n int, kind byte, server string, hs []uint64, err er
 		return 0, 0, "", nil, errors.New("bad frame checksum")
 	}
 	switch kind {
-	case kindUntrusted, kindTrusted, kindPrompt:
+	case kindUntrusted, kindTrusted, kindPrompt, kindDirectory, kindAnchorTyped, kindAnchorRecord:
 	default:
 		return 0, 0, "", nil, fmt.Errorf("unknown record kind %q", kind)
 	}

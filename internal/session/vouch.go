@@ -73,35 +73,52 @@ func (v *vouchSet) has(k string) bool {
 }
 
 // Vouches records the output of a tool the policy trusts (trusted_output):
-// each destination it names, as a whole (see dest.Mentions), vouches for
-// the rest of the session unless untrusted output holds it too.
+// each destination it names vouches for the rest of the session unless
+// untrusted output holds it too. A whole value (a line of its text, a
+// string of its structuredContent) vouches from dest.MinMention runes, so
+// a member listing vouches "Eve"; a word inside a longer value only from
+// taint.MinLen, as long as taint would trace it.
 type Vouches struct {
 	set *vouchSet
 }
 
 // Record records a text a trusted tool returned.
-func (v *Vouches) Record(text string) { v.set.add(dest.Mentions(text)) }
+func (v *Vouches) Record(text string) { v.set.add(trustedText(text)) }
+
+func trustedText(text string) []string {
+	var keys []string
+	for _, e := range dest.Entries(text) {
+		keys = append(keys, dest.MentionsOf(e, taint.MinLen)...)
+	}
+	return keys
+}
 
 // RecordJSON records a trusted tool's result (a CallToolResult): the text
 // of its content blocks and embedded resources, and every string of its
-// structuredContent, each as a whole value and by the words of it. The
-// protocol's own fields ("type": "text") name nothing.
+// structuredContent. The protocol's own fields ("type": "text") name
+// nothing.
 func (v *Vouches) RecordJSON(doc []byte) {
-	var r struct {
-		Content []struct {
-			Text     string `json:"text"`
-			Resource struct {
-				Text string `json:"text"`
-			} `json:"resource"`
-		} `json:"content"`
-		Structured any `json:"structuredContent"`
-	}
 	var keys []string
+	eachResultString(doc, func(s string, whole bool) {
+		if whole {
+			keys = append(keys, dest.MentionsOf(s, taint.MinLen)...)
+		} else {
+			keys = append(keys, trustedText(s)...)
+		}
+	})
+	v.set.add(keys)
+}
+
+// eachResultString calls fn on the text of a CallToolResult's content
+// blocks and embedded resources (whole: false, a text to read by lines)
+// and on each string of its structuredContent (whole: true). A document
+// that is not a CallToolResult gives each string of it, whole.
+func eachResultString(doc []byte, fn func(s string, whole bool)) {
 	var walk func(any)
 	walk = func(x any) {
 		switch t := x.(type) {
 		case string:
-			keys = append(keys, dest.MentionsOf(t)...)
+			fn(t, true)
 		case []any:
 			for _, e := range t {
 				walk(e)
@@ -114,27 +131,112 @@ func (v *Vouches) RecordJSON(doc []byte) {
 	}
 	var whole any
 	if err := json.Unmarshal(doc, &whole); err != nil {
-		v.Record(string(doc))
+		fn(string(doc), false)
 		return
 	}
 	m, _ := whole.(map[string]any)
 	_, hasContent := m["content"]
 	_, hasStructured := m["structuredContent"]
 	if !hasContent && !hasStructured {
-		// Not a CallToolResult: every string of it.
 		walk(whole)
-		v.set.add(keys)
 		return
+	}
+	var r struct {
+		Content []struct {
+			Text     string `json:"text"`
+			Resource struct {
+				Text string `json:"text"`
+			} `json:"resource"`
+		} `json:"content"`
 	}
 	if err := json.Unmarshal(doc, &r); err != nil {
 		walk(whole)
-		v.set.add(keys)
 		return
 	}
 	for _, c := range r.Content {
-		keys = append(keys, dest.Mentions(c.Text)...)
-		keys = append(keys, dest.Mentions(c.Resource.Text)...)
+		fn(c.Text, false)
+		fn(c.Resource.Text, false)
 	}
-	walk(r.Structured)
-	v.set.add(keys)
+	walk(m["structuredContent"])
+}
+
+// Directory records the output of a tool the policy marks as a directory
+// (directory: KIND): each whole entry of its listing vouches for an
+// argument declared of that kind (sink_kinds), and for nothing else. An
+// entry is a string of its structuredContent that is an element of a
+// list, or the name, id or title of an object in a list; in a text block
+// (JSON text read the same way), each line. Only names are entries: a
+// value that reads as an address, a URL or a host never is, so a directory
+// never vouches where mail or a request goes.
+type Directory struct {
+	set  *vouchSet
+	kind string
+}
+
+// RecordJSON records a directory tool's result (a CallToolResult).
+func (d *Directory) RecordJSON(doc []byte) {
+	var keys []string
+	add := func(s string) {
+		if k, ok := directoryKey(d.kind, s); ok {
+			keys = append(keys, k)
+		}
+	}
+	var r struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		Structured any `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(doc, &r); err != nil {
+		return
+	}
+	listed(r.Structured, false, add)
+	for _, c := range r.Content {
+		var x any
+		if err := json.Unmarshal([]byte(c.Text), &x); err == nil {
+			if _, scalar := x.(string); !scalar {
+				listed(x, false, add)
+				continue
+			}
+		}
+		for _, e := range dest.Entries(c.Text) {
+			add(e)
+		}
+	}
+	d.set.add(keys)
+}
+
+// listed calls add on each entry of the lists in x: a string element of a
+// list, and the name, id or title of an object element.
+func listed(x any, inList bool, add func(string)) {
+	switch t := x.(type) {
+	case string:
+		if inList {
+			add(t)
+		}
+	case []any:
+		for _, e := range t {
+			listed(e, true, add)
+		}
+	case map[string]any:
+		for k, e := range t {
+			if s, ok := e.(string); ok {
+				if inList && (k == "name" || k == "id" || k == "title") {
+					add(s)
+				}
+				continue
+			}
+			listed(e, false, add)
+		}
+	}
+}
+
+// directoryKey is the key of an entry of a directory of kind: its
+// canonical form, when it reads as a name.
+func directoryKey(kind, s string) (string, bool) {
+	d, err := dest.Parse(s)
+	if err != nil || d.Kind != dest.Name {
+		return "", false
+	}
+	return "directory\x00" + kind + "\x00" + d.Key(), true
 }

@@ -272,8 +272,9 @@ def mentions(text, dest):
 class Recorder:
     """Runs calls on an environment and writes session lines."""
 
-    def __init__(self, suite, runtime, servers, to_str):
+    def __init__(self, suite, runtime, servers, to_str, structured=True):
         self.suite, self.runtime, self.servers, self.to_str = suite, runtime, servers, to_str
+        self.structured = structured
         self.lines = []  # (kind, payload, server[, tool that returned an output])
         self.calls = []  # manifest entries
         self.attack = False
@@ -296,6 +297,10 @@ class Recorder:
         out = {"content": [{"type": "text", "text": text}]}
         if err:
             out["isError"] = True
+        elif self.structured:
+            sc = structured(result)
+            if sc is not None:
+                out["structuredContent"] = sc
         self.lines.append(("output", out, server, fc.function))
         return text
 
@@ -324,6 +329,21 @@ class Recorder:
                 if tool is not None:
                     line["tool"] = tool
                 f.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+
+
+def structured(result):
+    """The structuredContent an MCP server built on FastMCP returns for a
+    typed tool: a model or dict as its JSON object, a list (or any other
+    value) wrapped as {"result": ...}; nothing for a plain string, which
+    such a server returns as text only."""
+    from pydantic_core import to_jsonable_python
+
+    if result is None or isinstance(result, str):
+        return None
+    v = to_jsonable_python(result)
+    if isinstance(v, dict):
+        return v
+    return {"result": v}
 
 
 def jsonable(v):
@@ -443,6 +463,11 @@ def main():
     ap.add_argument("--benchmark-version", default="v1.2.1")
     ap.add_argument("--source", default="", help="recorded in the manifest, e.g. the AgentDojo commit")
     ap.add_argument(
+        "--text-only",
+        action="store_true",
+        help="write each output as text only, without the structuredContent a typed MCP server adds",
+    )
+    ap.add_argument(
         "--layouts",
         default="split",
         help="comma-separated: split, single (default split: the single layout is the same file without "
@@ -537,7 +562,7 @@ def main():
                 text = jb.format(goal=it.GOAL, user=ATTACK_USER, model=model_name, task=ut.PROMPT)
                 env = ut.init_environment(suite.load_and_inject_default_environment({v: text for v in candidates}))
                 own = own_destinations(suite_name, env)
-                rec = Recorder(suite_name, FunctionsRuntime(suite.tools), servers, tool_result_to_str)
+                rec = Recorder(suite_name, FunctionsRuntime(suite.tools), servers, tool_result_to_str, not opts.text_only)
                 rec.prompt(ut.PROMPT)
                 hijacked = False
                 for fc in ut.ground_truth(env):
@@ -576,7 +601,7 @@ def main():
             gt = ut.ground_truth(env)
             if not any(fc.function in sinks for fc in gt):
                 continue
-            rec = Recorder(suite_name, FunctionsRuntime(suite.tools), servers, tool_result_to_str)
+            rec = Recorder(suite_name, FunctionsRuntime(suite.tools), servers, tool_result_to_str, not opts.text_only)
             rec.prompt(ut.PROMPT)
             for fc in gt:
                 rec.run(env, fc, describe(fc, ut.PROMPT, "", set(), False))

@@ -21,7 +21,7 @@ func main() {
 	dir := flag.String("dir", "", "the generated data (default: testdata/agentdojo of this module)")
 	bin := flag.String("bouncer", "", "a bouncer binary (default: build ./cmd/bouncer)")
 	mode := flag.String("mode", "auto", "native (prompt lines and server fields, one client session), compat (today: prompt lines dropped, one proxy per server), or auto")
-	policy := flag.String("policy", "all", "base, vouching, or all (vouching only where the binary loads it)")
+	policy := flag.String("policy", "all", "base, vouching, anchoring, or all (vouching and anchoring only where the binary loads them)")
 	workers := flag.Int("workers", 2, "bouncer check runs at a time")
 	flag.Parse()
 	if err := run(*dir, *bin, *mode, *policy, *workers); err != nil {
@@ -74,15 +74,20 @@ func run(dir, bin, mode, policy string, workers int) error {
 		sets = []efficacy.PolicySet{efficacy.PolicyBase}
 	case "vouching":
 		sets = []efficacy.PolicySet{efficacy.PolicyVouching}
+	case "anchoring":
+		sets = []efficacy.PolicySet{efficacy.PolicyAnchoring}
 	case "all":
 		sets = []efficacy.PolicySet{efficacy.PolicyBase}
 		if r.Supports(ctx, md, efficacy.PolicyVouching) {
 			sets = append(sets, efficacy.PolicyVouching)
+			if r.Supports(ctx, md, efficacy.PolicyAnchoring) {
+				sets = append(sets, efficacy.PolicyAnchoring)
+			}
 		} else {
 			fmt.Fprintln(os.Stderr, "efficacy: this binary does not load the *-vouching.yaml policies; replaying the base set only")
 		}
 	default:
-		return fmt.Errorf("-policy %q: want base, vouching or all", policy)
+		return fmt.Errorf("-policy %q: want base, vouching, anchoring or all", policy)
 	}
 	for _, set := range sets {
 		res, err := r.Run(ctx, m, md, set, workers)
