@@ -17,8 +17,8 @@ const ElicitVersion = "2025-06-18"
 // Bridging. Elicitation is between Bouncer and the client, but the client
 // only uses it in a session whose protocol version has it, and the version
 // is the one the server answered. Many servers in use still answer
-// 2024-11-05 (the reference gmail, slack, github and gdrive servers, built
-// on the TypeScript SDK 1.0), so their clients could never be asked.
+// 2024-11-05 (the gmail, slack, github and gdrive servers Bouncer has packs
+// for among them), so their clients could never be asked.
 //
 // So when a client that offers form elicitation asks for 2025-06-18 or
 // later, and the server answers one of the versions below, Bouncer answers
