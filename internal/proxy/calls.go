@@ -311,14 +311,16 @@ func describe(asks []engine.Destination) string {
 	return strings.Join(parts, ", ")
 }
 
-// ask puts a call to a human: through the client's elicitation when it has
-// it, else with one-time codes for `bouncer approve`.
+// ask puts a call to a human: through the client's elicitation when the
+// session has it, else with one-time codes for `bouncer approve`.
 func (p *Proxy) ask(c *call, d engine.Decision) {
 	p.mu.Lock()
-	elicit := p.clientElicit && p.negotiated >= "2025-06-18"
+	// told, not negotiated: a bridged session has elicitation whatever the
+	// server speaks (bridge.go).
+	elicit := p.clientElicit && p.told >= ElicitVersion
 	p.mu.Unlock()
 	if !elicit {
-		p.askByCode(c, d)
+		p.askByCode(c, d, p.whyNotAsked())
 		return
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.ElicitTimeout)
@@ -334,15 +336,36 @@ func (p *Proxy) ask(c *call, d engine.Decision) {
 	}()
 }
 
+// whyNotAsked says why the human can't be asked through the client, for
+// the text of a call blocked with a code. It names the side that lacks
+// elicitation: a client that offers it is never blamed for a protocol
+// version the server chose.
+func (p *Proxy) whyNotAsked() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case !p.clientElicit:
+		return "this client can't ask for it (it did not offer MCP elicitation when it connected)"
+	case p.requested == "":
+		return fmt.Sprintf("this client named no MCP protocol version, so it can't be asked (elicitation needs %s or later)", ElicitVersion)
+	case p.requested < ElicitVersion:
+		return fmt.Sprintf("this client asked for MCP protocol version %s, which has no way to ask (elicitation needs %s or later)", p.requested, ElicitVersion)
+	}
+	return fmt.Sprintf("the client can ask, but server %q speaks MCP protocol version %q, which has no way to ask and which bouncer can't bridge "+
+		"(elicitation needs %s or later; bouncer bridges only from %s). A release of the server that speaks %s or later would let the client ask",
+		p.cfg.Server, p.negotiated, ElicitVersion, bridgeVersions(), ElicitVersion)
+}
+
 // askByCode allows the call if every destination has an approved code
-// (consuming them), else issues codes and denies with instructions.
-func (p *Proxy) askByCode(c *call, d engine.Decision) {
+// (consuming them), else issues codes and denies with instructions that
+// say why the client was not asked (why).
+func (p *Proxy) askByCode(c *call, d engine.Decision, why string) {
 	deny := func(reason, code string) {
 		_ = p.auditLine(c, engine.Deny, reason, engine.RuleApproval, code)
 		p.block(c, reason)
 	}
 	if p.cfg.Approvals == nil {
-		deny(d.Reason+"; this client can't ask a human and no approval store is configured", "")
+		deny(fmt.Sprintf("%s; this needs a human's approval, %s, and no approval store is configured", d.Reason, why), "")
 		return
 	}
 	reqs := make([]approval.Request, len(d.Asks))
@@ -405,10 +428,10 @@ func (p *Proxy) askByCode(c *call, d engine.Decision) {
 		}
 		lines = append(lines, fmt.Sprintf("bouncer approve %s   (%s)", code, what))
 	}
-	reason := fmt.Sprintf("%s. This needs a human's approval and this client can't ask for it. "+
+	reason := fmt.Sprintf("%s. This needs a human's approval, and %s. "+
 		"The human, in their own terminal and not through the agent, runs:\n%s\n"+
 		"then the agent retries the same call within five minutes.",
-		strings.TrimSuffix(d.Reason, "."), strings.Join(lines, "\n"))
+		strings.TrimSuffix(d.Reason, "."), why, strings.Join(lines, "\n"))
 	deny(reason, strings.Join(codes, ","))
 }
 
@@ -446,7 +469,7 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		"requestedSchema": map[string]any{"type": "object", "properties": props},
 	}
 	p.mu.Lock()
-	if p.negotiated >= "2025-11-25" {
+	if p.told >= "2025-11-25" {
 		params["mode"] = "form"
 	}
 	p.mu.Unlock()
@@ -486,7 +509,7 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		// The client declared elicitation but could not ask: fall back to
 		// a code, which the human can still give.
 		p.logf("elicitation failed (%v); falling back to an approval code", resp.Error)
-		p.askByCode(c, d)
+		p.askByCode(c, d, fmt.Sprintf("this client offered MCP elicitation but answered bouncer's question with an error (%s)", clip(resp.Error.Error(), 200)))
 		return
 	}
 	var res elicitResult
@@ -536,4 +559,12 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		return
 	}
 	p.forward(c)
+}
+
+// clip shortens s to at most n bytes of valid UTF-8, marking a cut with "…".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }

@@ -9,7 +9,9 @@
 //     one the proxy can follow;
 //   - initialize: the client's capabilities are noted (can it elicit?), the
 //     requested protocol version is clamped to 2025-11-25, and the negotiated
-//     version is taken from the upstream's answer;
+//     version is taken from the upstream's answer; a client that can elicit,
+//     of a server that speaks 2024-11-05 or 2025-03-26, is answered
+//     2025-06-18 and the session is bridged (bridge.go);
 //   - tools/list: the proxy lists every page itself at startup and pins the
 //     result; later lists (the client's, and its own after list_changed) are
 //     compared against the pin, and no call is decided while a re-list that
@@ -172,9 +174,14 @@ type Proxy struct {
 	// stage.
 	initID       *jsonrpc.ID // the client's latest initialize request
 	initialized  bool        // the client sent notifications/initialized
+	requested    string      // protocol version the client asked for, as clamped
 	negotiated   string      // protocol version from the upstream's answer
+	told         string      // protocol version the client was answered: negotiated, or ElicitVersion when bridged
 	clientElicit bool        // the client can answer form elicitation
 	gone         string      // why the upstream is gone, once it is
+	// sampling holds, in a bridged session, the server's sampling requests
+	// the client has yet to answer (bridge.go).
+	sampling map[jsonrpc.ID]bool
 
 	// The tool list; see pin.go.
 	list listState
@@ -438,6 +445,7 @@ func (p *Proxy) fromClientResponse(m *jsonrpc.Response) {
 		p.routes.deliverDown(m)
 		return
 	}
+	m = p.bridgeAnswer(m)
 	if err := p.writeUp(m); err != nil {
 		p.logf("%v", err)
 	}
@@ -563,13 +571,16 @@ func (p *Proxy) clientInitialize(m *jsonrpc.Request) error {
 		// {} means form (2025-06-18 style); URL-only clients can't show our form.
 		form = len(e.Form) > 0 && string(e.Form) != "null" || len(e.URL) == 0 || string(e.URL) == "null"
 	}
+	requested := params.ProtocolVersion
 	if params.ProtocolVersion > MaxProtocolVersion {
 		if clamped, err := setField(m.Params, "protocolVersion", MaxProtocolVersion); err == nil {
 			m = &jsonrpc.Request{ID: m.ID, Method: m.Method, Params: clamped}
+			requested = MaxProtocolVersion
 		}
 	}
 	p.mu.Lock()
 	p.clientElicit = form
+	p.requested = requested
 	if m.IsCall() {
 		id := m.ID
 		p.initID = &id
@@ -838,7 +849,7 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 	}
 	switch {
 	case isInit:
-		p.upstreamInitialized(m)
+		m = p.upstreamInitialized(m)
 	case method == "tools/list" && m.Error == nil:
 		p.observeList(m.Result, "the client's tools/list")
 	}
@@ -846,8 +857,10 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 }
 
 // upstreamInitialized takes the negotiated version from the upstream's
-// initialize result.
-func (p *Proxy) upstreamInitialized(m *jsonrpc.Response) {
+// initialize result, and returns the answer the client gets: the
+// upstream's, with the version raised to ElicitVersion when the session is
+// bridged (bridge.go).
+func (p *Proxy) upstreamInitialized(m *jsonrpc.Response) *jsonrpc.Response {
 	var res struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
@@ -855,7 +868,16 @@ func (p *Proxy) upstreamInitialized(m *jsonrpc.Response) {
 		_ = json.Unmarshal(m.Result, &res)
 	}
 	p.mu.Lock()
-	p.negotiated = res.ProtocolVersion
+	p.negotiated, p.told = res.ProtocolVersion, res.ProtocolVersion
+	p.sampling = nil
+	bridged := false
+	if m.Error == nil && bridges(p.requested, res.ProtocolVersion, p.clientElicit && !p.cfg.Observe) {
+		// Observe mode asks nobody, so it has nothing to bridge for.
+		if raised, err := setField(m.Result, "protocolVersion", ElicitVersion); err == nil {
+			m = &jsonrpc.Response{ID: m.ID, Result: raised}
+			p.told, bridged = ElicitVersion, true
+		}
+	}
 	if m.Error == nil {
 		p.advanceLocked(stageListing)
 	} else if p.advanceLocked(stageRefusing) {
@@ -868,9 +890,14 @@ func (p *Proxy) upstreamInitialized(m *jsonrpc.Response) {
 	if m.Error != nil {
 		p.logf("the upstream refused initialize, so every tool call will be denied: %v", m.Error)
 	}
+	if bridged {
+		p.logf("server %q speaks MCP %s; the client, which can ask a human, is answered %s, and bouncer bridges the two so that approvals reach it",
+			p.cfg.Server, res.ProtocolVersion, ElicitVersion)
+	}
 	if start {
 		p.startLister()
 	}
+	return m
 }
 
 func (p *Proxy) fromUpstreamRequest(m *jsonrpc.Request) {
@@ -893,6 +920,8 @@ func (p *Proxy) fromUpstreamRequest(m *jsonrpc.Request) {
 			return
 		}
 		p.upstreamCancelled(m.Params)
+	default:
+		p.noteServerRequest(m)
 	}
 	p.writeDown(m)
 }
@@ -907,6 +936,7 @@ func (p *Proxy) upstreamCancelled(params json.RawMessage) {
 	if !ok {
 		return
 	}
+	p.forgetServerRequest(id)
 	book, ok := p.up.(answerBook)
 	if !ok || !book.Release(id) {
 		return
