@@ -21,7 +21,7 @@ func cmdReport(args []string) error {
 	fs, home := newFlags("report", reportSynopsis)
 	var policies multiFlag
 	fs.Var(&policies, "policy", "policy `FILE` (repeatable, in the order bouncer run takes them)")
-	toolsFile := fs.String("tools", "", "the server's tools/list result as JSON (`FILE`, {\"tools\": [...]})")
+	toolsFile := fs.String("tools", "", "a server's tools/list result as JSON (`FILE`, {\"tools\": [...]}), shown as --name's tools (default: the lists bouncer run pinned)")
 	auditFile := fs.String("audit", "", "audit log `FILE` (default: audit.jsonl in the state directory)")
 	name := fs.String("name", "", "summarise only the audit lines of server `NAME` (bouncer run's --name)")
 	since := fs.String("since", "", "first day of the period, `YYYY-MM-DD` (UTC)")

@@ -522,13 +522,13 @@ func (w *writer) tools(in *Input, gs []group, pols *policies) {
 func groupTitle(g group) string {
 	head := "Server " + code(g.server)
 	if g.server == "" {
-		head = "Tools no server is named for"
+		head = "Tools with no server named"
 	}
 	switch {
 	case len(g.files) > 0:
 		return fmt.Sprintf("%s: %s, from %s", head, plural(len(g.ctrls), "tool"), joinCodes(g.files))
 	case g.server == "":
-		return head + " (named by the policy files or the log; no tool list)"
+		return head + " (from the policy files or the log; no tool list)"
 	}
 	return fmt.Sprintf("%s: %s named by the audit log (no tool list)", head, plural(len(g.ctrls), "tool"))
 }
