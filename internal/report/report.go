@@ -186,8 +186,8 @@ type group struct {
 // each list, the tools the audit lines name (under the server of the
 // line), and, when no list was given, the tools the policy files name.
 func (in *Input) groups(entries []audit.Entry) []group {
-	key := func(server, tool string) string { return server + "\x00" + tool }
-	byKey := map[string]*control{}
+	key := func(server, tool string) tuple { return tuple{server, tool} }
+	byKey := map[tuple]*control{}
 	files := map[string][]string{}
 	listed := map[string]bool{} // servers with a tool list
 	for _, l := range in.Lists {

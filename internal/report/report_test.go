@@ -722,9 +722,14 @@ func TestStructuredFields(t *testing.T) {
 	taint := line("deny", "sink", "destination came from untrusted data", audit.Dest{Param: "to", Value: "evil@x.example"})
 	taint.ID = json.RawMessage("8")
 	taint.Taint = &audit.Taint{Param: "to", Destination: "evil@x.example", Source: "docs"}
-	es := []audit.Entry{ask, timeout, taint}
+	// A NUL in a destination stays in its cell: no key is a joined string.
+	nul := taint
+	nul.ID = json.RawMessage("9")
+	nul.Taint = &audit.Taint{Param: "to", Destination: "x\x00y@x.example", Source: "web"}
+	es := []audit.Entry{ask, timeout, taint, nul}
 	pack := string(Write(Input{Policy: loadPolicy(t, serversPolicy), AuditFile: "a", Audit: es, Generated: t0}))
 	for _, want := range []string{
+		"| `mail` | `to=x\\x00y@x.example` | `web` | 1 |",
 		"| `mail` | `cc=b@x.example` | 1 |",
 		"| `mail` | `to=a@x.example` | 1 |",
 		"| not answered (timeout, cancelled, session ended) | 1 |",

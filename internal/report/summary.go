@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,19 +17,19 @@ type summary struct {
 	total    int
 	verdicts map[string]int
 	byServer map[string]verdicts        // server → its lines' verdicts
-	byTool   map[string]verdicts        // server\x00tool → verdicts
-	byRule   map[string]verdicts        // server\x00rule → verdicts
+	byTool   map[tuple]verdicts         // {server, tool} → verdicts
+	byRule   map[tuple]verdicts         // {server, rule} → verdicts
 	enforced map[string]int             // rule → enforced deny lines, for the evidence cells
-	denied   map[string]int             // server\x00param=value\x00source of taint denials → count
+	denied   map[tuple]int              // {server, param=value, source} of taint denials → count
 	cross    int                        // taint denials of a destination another server returned
 	noTaint  int                        // sink denials that name no destination (older lines)
-	asked    map[string]int             // server\x00param=value of the calls put to a human → count
+	asked    map[tuple]int              // {server, param=value} of the calls put to a human → count
 	askNone  int                        // asks that name no destination
 	vouches  map[string]int             // vouch kind → destinations allowed by it
 	vouchBy  map[string]int             // vouch kind → calls
 	noVouch  int                        // allowed destinations whose line names no vouch
 	outcomes map[string]int             // how asks ended
-	reasons  map[string]int             // server\x00tool\x00rule\x00reason of deny lines → count
+	reasons  map[tuple]int              // {server, tool, rule, reason} of deny lines → count
 	sessions map[string]map[string]bool // server → sessions
 	digests  map[string]map[string]bool // server → policy digests
 	servers  map[string]bool
@@ -52,18 +53,24 @@ var outcomeOrder = []string{
 
 // callKey identifies one tools/call across its ask line and the approval
 // line that ends it.
-func callKey(e audit.Entry) string {
-	return e.Server + "\x00" + e.Session + "\x00" + string(e.ID) + "\x00" + e.Tool
+func callKey(e audit.Entry) tuple {
+	return tuple{e.Server, e.Session, string(e.ID), e.Tool}
 }
+
+// tuple keys a count by several values, any of which may hold any text
+// (a destination can hold a NUL), so they are never joined into one string.
+type tuple [4]string
+
+func (a tuple) less(b tuple) bool { return slices.Compare(a[:], b[:]) < 0 }
 
 func summarise(entries []audit.Entry) *summary {
 	s := &summary{
-		verdicts: map[string]int{}, byServer: map[string]verdicts{}, byTool: map[string]verdicts{}, byRule: map[string]verdicts{},
-		enforced: map[string]int{}, denied: map[string]int{}, reasons: map[string]int{}, asked: map[string]int{}, outcomes: map[string]int{},
+		verdicts: map[string]int{}, byServer: map[string]verdicts{}, byTool: map[tuple]verdicts{}, byRule: map[tuple]verdicts{},
+		enforced: map[string]int{}, denied: map[tuple]int{}, reasons: map[tuple]int{}, asked: map[tuple]int{}, outcomes: map[string]int{},
 		vouches: map[string]int{}, vouchBy: map[string]int{},
 		sessions: map[string]map[string]bool{}, digests: map[string]map[string]bool{}, servers: map[string]bool{},
 	}
-	add := func(m map[string]verdicts, k, v string) {
+	add := func(m map[tuple]verdicts, k tuple, v string) {
 		if m[k] == nil {
 			m[k] = verdicts{}
 		}
@@ -75,20 +82,23 @@ func summarise(entries []audit.Entry) *summary {
 		}
 		m[k][v] = true
 	}
-	open := map[string]int{} // callKey → open asks
+	open := map[tuple]int{} // callKey → open asks
 	for _, e := range entries {
 		s.total++
 		s.verdicts[e.Verdict]++
 		s.servers[e.Server] = true
-		add(s.byServer, e.Server, e.Verdict)
-		add(s.byTool, e.Server+"\x00"+e.Tool, e.Verdict)
-		add(s.byRule, e.Server+"\x00"+ruleName(e.Rule), e.Verdict)
+		if s.byServer[e.Server] == nil {
+			s.byServer[e.Server] = verdicts{}
+		}
+		s.byServer[e.Server][e.Verdict]++
+		add(s.byTool, tuple{e.Server, e.Tool}, e.Verdict)
+		add(s.byRule, tuple{e.Server, ruleName(e.Rule)}, e.Verdict)
 		if e.Session != "" {
 			mark(s.sessions, e.Server, e.Session)
 		}
 		mark(s.digests, e.Server, e.Policy)
 		if e.Verdict == "deny" {
-			s.reasons[e.Server+"\x00"+e.Tool+"\x00"+ruleName(e.Rule)+"\x00"+e.Reason]++
+			s.reasons[tuple{e.Server, e.Tool, ruleName(e.Rule), e.Reason}]++
 			if !e.Observed() {
 				s.enforced[ruleName(e.Rule)]++
 			}
@@ -100,7 +110,7 @@ func summarise(entries []audit.Entry) *summary {
 				s.askNone++
 			}
 			for _, d := range e.Dests {
-				s.asked[e.Server+"\x00"+d.Param+"="+d.Value]++
+				s.asked[tuple{e.Server, d.Param + "=" + d.Value}]++
 			}
 		case e.Rule == "approval" && open[callKey(e)] > 0:
 			open[callKey(e)]--
@@ -110,7 +120,7 @@ func summarise(entries []audit.Entry) *summary {
 				s.noTaint++
 				break
 			}
-			s.denied[e.Server+"\x00"+e.Taint.Param+"="+e.Taint.Destination+"\x00"+e.Taint.Source]++
+			s.denied[tuple{e.Server, e.Taint.Param + "=" + e.Taint.Destination, e.Taint.Source}]++
 			if e.Taint.Source != "" && e.Taint.Source != e.Server {
 				s.cross++
 			}
@@ -179,8 +189,8 @@ func timedOut(r string) bool {
 }
 
 // ranked returns the keys of m by count, then by key.
-func ranked(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
+func ranked(m map[tuple]int) []tuple {
+	keys := make([]tuple, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -188,8 +198,18 @@ func ranked(m map[string]int) []string {
 		if m[keys[i]] != m[keys[j]] {
 			return m[keys[i]] > m[keys[j]]
 		}
-		return keys[i] < keys[j]
+		return keys[i].less(keys[j])
 	})
+	return keys
+}
+
+// sortedTuples returns the keys of m in order.
+func sortedTuples[V any](m map[tuple]V) []tuple {
+	keys := make([]tuple, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].less(keys[j]) })
 	return keys
 }
 
@@ -253,16 +273,14 @@ func (w *writer) audit(in *Input, entries []audit.Entry, s *summary) {
 	w.f("\n")
 
 	w.f("### Verdicts by tool\n\n| Server | Tool | allow | deny | ask |\n|---|---|---:|---:|---:|\n")
-	for _, k := range sortedKeys(s.byTool) {
-		f := strings.SplitN(k, "\x00", 2)
+	for _, k := range sortedTuples(s.byTool) {
 		v := s.byTool[k]
-		w.f("| %s | %s | %d | %d | %d |\n", serverName(f[0]), code(f[1]), v["allow"], v["deny"], v["ask"])
+		w.f("| %s | %s | %d | %d | %d |\n", serverName(k[0]), code(k[1]), v["allow"], v["deny"], v["ask"])
 	}
 	w.f("\n### Verdicts by rule\n\n| Server | Rule | allow | deny | ask |\n|---|---|---:|---:|---:|\n")
-	for _, k := range sortedKeys(s.byRule) {
-		f := strings.SplitN(k, "\x00", 2)
+	for _, k := range sortedTuples(s.byRule) {
 		v := s.byRule[k]
-		w.f("| %s | %s | %d | %d | %d |\n", serverName(f[0]), code(f[1]), v["allow"], v["deny"], v["ask"])
+		w.f("| %s | %s | %d | %d | %d |\n", serverName(k[0]), code(k[1]), v["allow"], v["deny"], v["ask"])
 	}
 	w.f("\n")
 	w.f("An `ask` line is followed by an `allow` or `deny` line with rule `approval` for the same call, so an approved call counts once as `ask` and once as `allow`.\n\n")
@@ -278,8 +296,7 @@ func (w *writer) audit(in *Input, entries []audit.Entry, s *summary) {
 				w.f("| … %d more | | | | |\n", len(keys)-topN)
 				break
 			}
-			f := strings.SplitN(k, "\x00", 4)
-			w.f("| %s | %s | %s | %s | %d |\n", serverName(f[0]), code(f[1]), code(f[2]), codeN(f[3], 240), s.reasons[k])
+			w.f("| %s | %s | %s | %s | %d |\n", serverName(k[0]), code(k[1]), code(k[2]), codeN(k[3], 240), s.reasons[k])
 		}
 		w.f("\n")
 	}
@@ -295,12 +312,11 @@ func (w *writer) audit(in *Input, entries []audit.Entry, s *summary) {
 				w.f("| … %d more | | | |\n", len(keys)-topN)
 				break
 			}
-			f := strings.SplitN(k, "\x00", 3)
 			src := "not recorded"
-			if f[2] != "" {
-				src = code(f[2])
+			if k[2] != "" {
+				src = code(k[2])
 			}
-			w.f("| %s | %s | %s | %d |\n", serverName(f[0]), code(f[1]), src, s.denied[k])
+			w.f("| %s | %s | %s | %d |\n", serverName(k[0]), code(k[1]), src, s.denied[k])
 		}
 		w.f("\n")
 	}
@@ -326,8 +342,7 @@ func (w *writer) audit(in *Input, entries []audit.Entry, s *summary) {
 				w.f("| … %d more | | |\n", len(keys)-topN)
 				break
 			}
-			f := strings.SplitN(k, "\x00", 2)
-			w.f("| %s | %s | %d |\n", serverName(f[0]), code(f[1]), s.asked[k])
+			w.f("| %s | %s | %d |\n", serverName(k[0]), code(k[1]), s.asked[k])
 		}
 		if s.askNone > 0 {
 			w.f("| | none named (the server picks the destination, or the line predates `dests`) | %d |\n", s.askNone)
