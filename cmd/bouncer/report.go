@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
@@ -22,7 +21,7 @@ func cmdReport(args []string) error {
 	fs, home := newFlags("report", reportSynopsis)
 	var policies multiFlag
 	fs.Var(&policies, "policy", "policy `FILE` (repeatable, in the order bouncer run takes them)")
-	toolsFile := fs.String("tools", "", "the server's tools/list result as JSON (`FILE`, {\"tools\": [...]})")
+	toolsFile := fs.String("tools", "", "a server's tools/list result as JSON (`FILE`, {\"tools\": [...]}), shown as --name's tools (default: the lists bouncer run pinned)")
 	auditFile := fs.String("audit", "", "audit log `FILE` (default: audit.jsonl in the state directory)")
 	name := fs.String("name", "", "summarise only the audit lines of server `NAME` (bouncer run's --name)")
 	since := fs.String("since", "", "first day of the period, `YYYY-MM-DD` (UTC)")
@@ -60,15 +59,19 @@ func cmdReport(args []string) error {
 		return badInput(fmt.Errorf("%v", err))
 	}
 	in.Policy = pol
+	// The digest bouncer run writes in each line it decides under this
+	// policy: lines with another were decided by another policy.
+	in.PolicyDigest = pol.Digest(version)
 	if *toolsFile != "" {
 		data, err := os.ReadFile(*toolsFile)
 		if err != nil {
 			return badInput(fmt.Errorf("report: %v", err))
 		}
-		if in.Tools, err = report.ParseTools(data); err != nil {
+		tools, err := report.ParseTools(data)
+		if err != nil {
 			return badInput(fmt.Errorf("%s: %v", *toolsFile, err))
 		}
-		in.ToolsFile = *toolsFile
+		in.Lists = []report.ToolList{{Server: *name, File: *toolsFile, Tools: tools}}
 	}
 
 	dir, err := stateDir(*home)
@@ -76,19 +79,12 @@ func cmdReport(args []string) error {
 		return badInput(fmt.Errorf("report: %v", err))
 	}
 	if *toolsFile == "" {
-		// The tool lists bouncer run pinned: every tool the servers offer.
+		// The tool lists bouncer run pinned: every tool each server offers.
 		pinned, perr := report.LoadPinned(dir, *name)
 		if perr != nil {
 			errorf("report: %v", perr)
 		}
-		var files []string
-		for _, p := range pinned {
-			in.Tools = append(in.Tools, p.Tools...)
-			files = append(files, p.Path)
-		}
-		if len(files) > 0 {
-			in.ToolsFile = strings.Join(files, ", ")
-		}
+		in.Lists = pinned
 	}
 	path := *auditFile
 	explicit := path != ""

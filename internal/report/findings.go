@@ -11,7 +11,7 @@ import (
 
 // finding is one thing a reviewer should look at.
 type finding struct {
-	tool string // "" for findings about the whole setup
+	tool string // the tool's label (with its server when the pack shows several); "" for findings about the whole setup
 	text string // Markdown
 }
 
@@ -76,7 +76,7 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-func findings(in *Input, ctrls []control, sum *summary) []finding {
+func findings(in *Input, ctrls []control, sum *summary, multi bool) []finding {
 	var out []finding
 	add := func(tool, format string, a ...any) { out = append(out, finding{tool, fmt.Sprintf(format, a...)}) }
 
@@ -88,15 +88,24 @@ func findings(in *Input, ctrls []control, sum *summary) []finding {
 	}
 	var fallback []string
 	for _, c := range ctrls {
-		t, name := c.t, c.def.Name
+		t, name := c.t, toolLabel(multi, c.server, c.def.Name)
 		if c.listed && t.Fallback {
-			fallback = append(fallback, code(name))
+			fallback = append(fallback, name)
 		}
-		if !c.listed && in.ToolsFile != "" && !strings.HasPrefix(t.Source, "pack ") {
+		if !c.listed && len(in.Lists) > 0 && !strings.HasPrefix(t.Source, "pack ") {
 			add(name, "The policy configures it but the server's tool list doesn't have it: a typo, a renamed tool, or an entry meant for another server. A misspelled entry protects nothing.")
 		}
 		if t.Exfiltrating && len(t.SinkParams) == 0 {
 			add(name, "Sends data but declares no destination argument, so every argument is checked: a subject or body that isn't a vouched destination goes to a human. Declare its recipient arguments in `sink_params`.")
+		}
+		// Evidence the policy contradicts. A fallback entry is left out:
+		// it is derived from the call's argument names, which the pack
+		// may not have.
+		if !t.Fallback && !t.Exfiltrating && c.ev.sinks > 0 {
+			add(name, "The audit lines show the sink gate judged %s of it, but the policy this pack describes doesn't mark it `exfiltrating`: the lines were decided by another policy, or it lost its sink gate since.", plural(c.ev.sinks, "call"))
+		}
+		if !t.Fallback && !(len(t.WriteParams) > 0 && len(t.AllowedPathPrefixes) > 0) && c.ev.denies["path"] > 0 {
+			add(name, "The audit lines show %s, but the policy this pack describes confines none of its paths: the lines were decided by another policy, or a path check that holds whatever the policy says (Bouncer's own files).", plural(c.ev.denies["path"], "`path` denial"))
 		}
 		if c.listed && len(c.def.Params) > 0 {
 			for _, s := range t.SinkParams {
@@ -189,17 +198,20 @@ func looksLikeDomain(d string) bool {
 	return true
 }
 
-func (w *writer) findings(fs []finding) {
+func (w *writer) findings(fs []finding, pols *policies) {
 	w.f("## Findings\n\n")
 	if len(fs) == 0 {
 		w.f("None.\n\n")
 		return
 	}
+	if pols.other > 0 {
+		w.f("The findings about a tool's entry are about the policy this pack describes, which did not decide %d of the lines (see \"Which policy decided the lines\").\n\n", pols.other)
+	}
 	for _, f := range fs {
 		if f.tool == "" {
 			w.f("- %s\n", f.text)
 		} else {
-			w.f("- %s: %s\n", code(f.tool), f.text)
+			w.f("- %s: %s\n", f.tool, f.text)
 		}
 	}
 	w.f("\n")

@@ -5,27 +5,29 @@ import (
 	"strings"
 )
 
-func (w *writer) limits() {
+func (w *writer) limits(s *summary) {
 	w.f("## What Bouncer enforces and what it does not\n\n")
 	w.f("Enforced, for MCP tool calls that pass through `bouncer run`:\n\n")
-	for _, s := range []string{
+	for _, line := range []string{
 		"A call that is denied is never forwarded to the server, so it has no side effect there.",
-		"A destination that appeared in this server's output earlier in the session is denied in a sending tool's destination arguments, after folding case, whitespace, full-width forms and zero-width characters on both sides and decoding common escapes in the output.",
-		"A destination Bouncer can't place (neither seen in output nor in `trusted_destinations`) goes to a human; no answer is a deny.",
+		"The proxies of one MCP client share one session: a destination that appeared in the untrusted output of any of its servers earlier in the session is denied in a sending tool's destination arguments, whichever server the send goes through, after folding case, whitespace, full-width forms and zero-width characters on both sides and decoding common escapes in the output. A server whose policy says `shared_session: false` keeps its own history instead.",
+		"A destination vouched for by what the user controls wins over taint: `trusted_destinations`, what the user typed, a person's `bouncer trust add`, a whole entry of a `directory` listing, the people of a record the user named (`anchor_records`). The output of a `trusted_output` tool vouches only if no untrusted output holds the destination. \"What vouched for the destinations allowed\" counts each.",
+		"A destination nothing vouches for, and that no untrusted output held, goes to a human; no answer is a deny.",
 		"Path arguments are confined to `allowed_path_prefixes` by path component, after `..` and the symbolic links of the existing part of the path are resolved.",
 		"`arg_patterns` must match the whole argument value; `max_calls` bounds the calls of a tool per session.",
 		"The tool list is pinned at startup: a tool that wasn't there, or whose definition changed, is denied.",
-		"Every verdict is appended to the audit log before the call goes on; a line that can't be written denies the call. The log is hash-chained.",
+		"Every verdict is appended to the audit log before the call goes on; a line that can't be written denies the call. The log is hash-chained, and each line names the digest of the policy that decided it.",
 		"A policy with an error stops the proxy before the server starts.",
 	} {
-		w.f("- %s\n", s)
+		w.f("- %s\n", line)
 	}
 	w.f("\nNot enforced:\n\n")
-	for _, s := range []string{
+	for _, line := range []string{
 		"Prompt injection is not detected. Bouncer limits what a fooled agent can do through MCP; it does not make the agent less foolable.",
 		"Anything outside MCP: an agent with a shell, a browser or raw network access can go around Bouncer.",
 		"Content: sensitive data sent to a trusted or approved destination goes out. Bouncer is not a data-loss-prevention tool.",
-		"Taint is per server and per session: a destination read through one server and sent through another, or after a restart, is asked about, not denied.",
+		"Taint lasts one client session: another client, or the same client after it restarts, starts a new one, and a destination read there is asked about, not denied. A server with `shared_session: false`, or a proxy that can't reach the state directory, keeps its own history: a destination another server returned is then asked about when sent through it, not denied.",
+		"A way to allow is only as good as what it trusts: a directory entry or an anchored record was written by whoever wrote that listing or record, and a remembered or typed destination is what a person said.",
 		"Matching is literal: a destination assembled by the agent, or encoded in a way Bouncer doesn't decode (base64, homoglyphs, words), is asked about, not denied.",
 		"Arguments a policy doesn't declare are checked only if their names are destination-shaped; a recipient in an argument like `webhook_target` of an undeclared tool is not.",
 		"A budget limits damage; the calls within it run. Use `max_calls: 0` to forbid a tool.",
@@ -33,39 +35,50 @@ func (w *writer) limits() {
 		"The server's own code is trusted. Bouncer does not vet servers; a malicious server can do what its process may do.",
 		"The audit log is plain text readable by your user, arguments included; the hash chain shows edits, not a log cut short at its end.",
 	} {
-		w.f("- %s\n", s)
+		w.f("- %s\n", line)
 	}
 	w.f("\n")
 }
 
-// counts of tools with each kind of control, for evidence cells.
+// coverage lists the tools with each kind of control, as the policy the
+// pack describes sets it or as the enforced audit lines show it: a path
+// denial proves paths were confined, whichever policy decided it.
 type coverage struct {
 	sending, confined, patterned, budgeted, fallback, open []string
 	trusted                                                int
 }
 
-func cover(ctrls []control) coverage {
+func cover(ctrls []control, multi bool) coverage {
 	var c coverage
+	// shown names a tool under a control, saying so when only the log
+	// shows that control.
+	shown := func(x control, byPolicy bool, logged string) string {
+		n := toolLabel(multi, x.server, x.def.Name)
+		if !byPolicy {
+			n += " (" + logged + "; the policy this pack describes sets none)"
+		}
+		return n
+	}
 	for _, x := range ctrls {
-		t, n := x.t, code(x.def.Name)
-		if t.Exfiltrating {
-			c.sending = append(c.sending, n)
+		t, ev := x.t, x.ev
+		if t.Exfiltrating || ev.sinks > 0 {
+			c.sending = append(c.sending, shown(x, t.Exfiltrating, fmt.Sprintf("sink gate on %s in the log", plural(ev.sinks, "call"))))
 			c.trusted += len(t.TrustedDestinations)
 		}
-		if len(t.WriteParams) > 0 && len(t.AllowedPathPrefixes) > 0 {
-			c.confined = append(c.confined, n)
+		if p := len(t.WriteParams) > 0 && len(t.AllowedPathPrefixes) > 0; p || ev.denies["path"] > 0 {
+			c.confined = append(c.confined, shown(x, p, plural(ev.denies["path"], "`path` denial")+" in the log"))
 		}
-		if len(t.ArgPatterns) > 0 {
-			c.patterned = append(c.patterned, n)
+		if p := len(t.ArgPatterns) > 0; p || ev.denies["pattern"] > 0 {
+			c.patterned = append(c.patterned, shown(x, p, plural(ev.denies["pattern"], "`pattern` denial")+" in the log"))
 		}
-		if t.MaxCalls != nil {
-			c.budgeted = append(c.budgeted, n)
+		if p := t.MaxCalls != nil; p || ev.denies["budget"] > 0 {
+			c.budgeted = append(c.budgeted, shown(x, p, plural(ev.denies["budget"], "`budget` denial")+" in the log"))
 		}
 		if x.listed && t.Fallback {
-			c.fallback = append(c.fallback, n)
+			c.fallback = append(c.fallback, toolLabel(multi, x.server, x.def.Name))
 		}
 		if !x.guarded {
-			c.open = append(c.open, n)
+			c.open = append(c.open, toolLabel(multi, x.server, x.def.Name))
 		}
 	}
 	return c
@@ -79,7 +92,7 @@ func names(s []string) string {
 }
 
 func (w *writer) owasp(ctrls []control, s *summary) {
-	c := cover(ctrls)
+	c := cover(ctrls, w.multi)
 	w.f("## OWASP Top 10 for LLM Applications (2025)\n\n")
 	w.f("Only the risks Bouncer's controls bear on are listed. Bouncer reduces impact; none of these risks is removed by it.\n\n")
 	w.f("| Risk | What Bouncer does | Evidence | Left to you |\n|---|---|---|---|\n")
@@ -90,7 +103,7 @@ func (w *writer) owasp(ctrls []control, s *summary) {
 		"Detecting injection; instructions that need no send, write or delete; channels outside MCP.")
 	row("LLM02:2025 Sensitive Information Disclosure",
 		"Data can't be sent to a destination taken from untrusted output; sends elsewhere need a vouched or approved destination.",
-		fmt.Sprintf("%s; %s; %s.", plural(c.trusted, "trusted destination"), s.evidence("sink", "approval"), plural(s.verdicts["ask"], "ask")),
+		fmt.Sprintf("%s; %s; %s; %s.", plural(c.trusted, "trusted destination"), s.evidence("sink", "approval"), plural(s.verdicts["ask"], "ask"), s.vouchText()),
 		"What the content is: data sent to a trusted or approved recipient goes out. Use DLP for content.")
 	row("LLM05:2025 Improper Output Handling",
 		"Arguments the model produces are checked before they reach the tool: paths against prefixes, values against patterns.",
@@ -108,7 +121,7 @@ func (w *writer) owasp(ctrls []control, s *summary) {
 }
 
 func (w *writer) aiuc(ctrls []control, s *summary, in *Input) {
-	c := cover(ctrls)
+	c := cover(ctrls, w.multi)
 	w.f("## AIUC-1 (mapping by topic)\n\n")
 	w.f("This maps Bouncer's controls to AIUC-1 requirement topics by subject, not by control number: check the current AIUC-1 text for the control identifiers before citing them in an audit.\n\n")
 	w.f("| Topic | What Bouncer does | Evidence | Left to you |\n|---|---|---|---|\n")

@@ -51,17 +51,10 @@ func SavePinned(stateDir, server string, tools []json.RawMessage) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// Pinned is one server's saved tool list.
-type Pinned struct {
-	Server string
-	Path   string
-	Tools  []ToolDef
-}
-
 // LoadPinned reads the saved tool lists: server's only, or every server's
 // when server is "". Files that can't be read are skipped with an error
 // naming them.
-func LoadPinned(stateDir, server string) ([]Pinned, error) {
+func LoadPinned(stateDir, server string) ([]ToolList, error) {
 	var paths []string
 	if server != "" {
 		paths = []string{PinnedPath(stateDir, server)}
@@ -69,7 +62,7 @@ func LoadPinned(stateDir, server string) ([]Pinned, error) {
 		paths, _ = filepath.Glob(filepath.Join(stateDir, PinnedDir, "*.json"))
 		sort.Strings(paths)
 	}
-	var out []Pinned
+	var out []ToolList
 	var problems []string
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
@@ -80,7 +73,7 @@ func LoadPinned(stateDir, server string) ([]Pinned, error) {
 			var tools []ToolDef
 			if tools, err = ParseTools(data); err == nil {
 				name, _ := url.PathUnescape(strings.TrimSuffix(filepath.Base(p), ".json"))
-				out = append(out, Pinned{Server: name, Path: p, Tools: tools})
+				out = append(out, ToolList{Server: name, File: p, Tools: tools})
 				continue
 			}
 		}

@@ -1,10 +1,18 @@
 // Package report writes the review pack: a Markdown document for a security
-// reviewer that lists every tool of a server with the controls Bouncer puts
-// on it, summarises the audit log for a period, lists findings (gaps in the
-// policy that a reviewer should look at), states plainly what Bouncer
-// enforces and what it does not, and maps the controls to the OWASP Top 10
-// for LLM Applications 2025 and, by topic, to AIUC-1, each row pointing at
-// its evidence and naming the gap left to the user.
+// reviewer that lists every tool of each server with the controls Bouncer
+// puts on it, summarises the audit log for a period by server, lists
+// findings (gaps in the policy that a reviewer should look at), states
+// plainly what Bouncer enforces and what it does not, and maps the controls
+// to the OWASP Top 10 for LLM Applications 2025 and, by topic, to AIUC-1,
+// each row pointing at its evidence and naming the gap left to the user.
+//
+// The pack describes one policy, the one it is given, but the lines may
+// have been decided by others: each line names its server and the digest
+// of the policy that decided it, and the pack groups by both and says
+// which lines another policy decided. What the lines show was enforced (a
+// path denial, a taint deny, a vouch) is read from their structured fields
+// (rule, taint, dests), never from the text of their reasons, and counts
+// whichever policy decided it.
 //
 // The output depends only on its inputs (the generation date is one of
 // them) and every list in it is sorted, so two runs over the same files give
@@ -85,12 +93,30 @@ func ParseTools(data []byte) ([]ToolDef, error) {
 	return out, nil
 }
 
+// ToolList is one tools/list result: the list `bouncer run` pinned for a
+// server, or a file given with --tools.
+type ToolList struct {
+	// Server is the server the list is of (bouncer run's --name); "" for
+	// a --tools file given without --name, which names no server.
+	Server string
+	// File is where the list was read from.
+	File  string
+	Tools []ToolDef
+}
+
 // Input is everything a pack is written from.
 type Input struct {
-	Policy      Policy
-	PolicyFiles []string // user policy files, as given
-	Tools       []ToolDef
-	ToolsFile   string // "" when no tools list was given
+	Policy Policy
+	// PolicyFiles are the user policy files, as given; none means the
+	// built-in packs alone.
+	PolicyFiles []string
+	// PolicyDigest is Policy's digest as `bouncer run` writes it in every
+	// audit line (policy.Policy.Digest with this binary's version): the
+	// lines with another digest were decided by another policy. "" when
+	// not known.
+	PolicyDigest string
+	// Lists are the tool lists, each of one server (or of none).
+	Lists []ToolList
 	// Server limits the audit summary to lines of this --name; "" takes all.
 	Server    string
 	AuditFile string // "" when there is no log
@@ -104,46 +130,157 @@ type Input struct {
 	Generated time.Time
 }
 
-// control is one tool's row: its entry and what it is guarded by.
+// control is one tool's row: its entry under the policy the pack
+// describes, and what the audit lines show was enforced on it.
 type control struct {
-	def     ToolDef
-	listed  bool // in the tools list (false: only the policy names it)
-	t       *policy.Tool
+	// server is the server whose tool it is, as its tool list or its audit
+	// lines say; "" for a tool no server is named for.
+	server string
+	def    ToolDef
+	listed bool // in a tools list (false: only the policy or the log names it)
+	t      *policy.Tool
+	ev     evidence
+	// guarded: a control beyond pinning applies, by the policy given or
+	// as the lines show.
 	guarded bool
 }
 
-func (in *Input) controls() []control {
-	byName := map[string]*control{}
-	for _, d := range in.Tools {
-		byName[d.Name] = &control{def: d, listed: true}
+// evidence is what a tool's enforced audit lines show of its controls,
+// whatever the policy the pack describes says: a path denial proves that
+// its paths were confined, whichever policy decided it. Lines written in
+// observe mode prove nothing was enforced and are left out.
+type evidence struct {
+	denies map[string]int // rule → enforced deny lines
+	sinks  int            // enforced lines on which the sink gate judged the call
+}
+
+// guards reports whether the lines show a control beyond pinning in force.
+func (ev evidence) guards() bool {
+	return ev.sinks > 0 || ev.denies["path"] > 0 || ev.denies["pattern"] > 0 || ev.denies["budget"] > 0
+}
+
+// text is the evidence cell: "2 `path` denials; sink gate on 3 calls".
+func (ev evidence) text() string {
+	var parts []string
+	for _, r := range sortedKeys(ev.denies) {
+		parts = append(parts, fmt.Sprintf("%d %s denial%s", ev.denies[r], code(r), pluralS(ev.denies[r])))
 	}
-	if in.ToolsFile == "" {
-		// No tools list: report what the user's files name. The packs'
+	if ev.sinks > 0 {
+		parts = append(parts, fmt.Sprintf("sink gate on %s", plural(ev.sinks, "call")))
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// group is the tools of one server, as the tool lists and the audit lines
+// place them.
+type group struct {
+	server string   // "" for the tools no server is named for
+	files  []string // the tool lists read for it
+	ctrls  []control
+}
+
+// groups places every tool the pack shows under its server: the tools of
+// each list, the tools the audit lines name (under the server of the
+// line), and, when no list was given, the tools the policy files name.
+func (in *Input) groups(entries []audit.Entry) []group {
+	key := func(server, tool string) tuple { return tuple{server, tool} }
+	byKey := map[tuple]*control{}
+	files := map[string][]string{}
+	listed := map[string]bool{} // servers with a tool list
+	for _, l := range in.Lists {
+		listed[l.Server] = true
+		files[l.Server] = append(files[l.Server], l.File)
+		for _, d := range l.Tools {
+			byKey[key(l.Server, d.Name)] = &control{server: l.Server, def: d, listed: true}
+		}
+	}
+	// A tool the audit log names is shown too, under the server the line
+	// names: a pack must not say "0 tools" beside that tool's denials.
+	for _, e := range entries {
+		if e.Tool == "" {
+			continue
+		}
+		k := key(e.Server, e.Tool)
+		if byKey[k] == nil && !listed[e.Server] && byKey[key("", e.Tool)] != nil {
+			// A --tools list that names no server has the tool.
+			k = key("", e.Tool)
+		}
+		c := byKey[k]
+		if c == nil {
+			c = &control{server: e.Server, def: ToolDef{Name: e.Tool}}
+			byKey[k] = c
+		}
+		if e.Observed() {
+			continue
+		}
+		if e.Verdict == "deny" {
+			if c.ev.denies == nil {
+				c.ev.denies = map[string]int{}
+			}
+			c.ev.denies[ruleName(e.Rule)]++
+		}
+		if e.Rule == "sink" || len(e.Dests) > 0 || e.Taint != nil {
+			c.ev.sinks++
+		}
+	}
+	if len(in.Lists) == 0 {
+		// No tools list: show what the user's files name. The packs'
 		// entries for other servers' tools would only bury them.
+		seen := map[string]bool{}
+		for _, c := range byKey {
+			seen[c.def.Name] = true
+		}
 		for _, n := range in.Policy.Names() {
-			if t := in.Policy.For(n, nil); !strings.HasPrefix(t.Source, "pack ") {
-				byName[n] = &control{def: ToolDef{Name: n}}
+			if t := in.Policy.For(n, nil); !seen[n] && !strings.HasPrefix(t.Source, "pack ") {
+				byKey[key("", n)] = &control{def: ToolDef{Name: n}}
 			}
 		}
 	}
-	// A tool the audit log names is shown too: a pack must not say "0
-	// tools" beside that tool's denials.
-	for _, e := range in.Audit {
-		if _, ok := byName[e.Tool]; !ok && e.Tool != "" && (in.Server == "" || e.Server == in.Server) {
-			byName[e.Tool] = &control{def: ToolDef{Name: e.Tool}}
+	byServer := map[string]*group{}
+	for _, c := range byKey {
+		c.t = in.Policy.For(c.def.Name, c.def.Params)
+		c.guarded = guarded(c.t) || c.ev.guards()
+		g := byServer[c.server]
+		if g == nil {
+			g = &group{server: c.server, files: files[c.server]}
+			byServer[c.server] = g
+		}
+		g.ctrls = append(g.ctrls, *c)
+	}
+	for s := range files {
+		if byServer[s] == nil {
+			byServer[s] = &group{server: s, files: files[s]}
 		}
 	}
-	var out []control
-	for _, c := range byName {
-		c.t = in.Policy.For(c.def.Name, c.def.Params)
-		c.guarded = guarded(c.t)
-		out = append(out, *c)
+	var out []group
+	for _, g := range byServer {
+		sort.Slice(g.ctrls, func(i, j int) bool { return g.ctrls[i].def.Name < g.ctrls[j].def.Name })
+		sort.Strings(g.files)
+		out = append(out, *g)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].def.Name < out[j].def.Name })
+	// Named servers by name, then the tools no server is named for.
+	sort.Slice(out, func(i, j int) bool {
+		if (out[i].server == "") != (out[j].server == "") {
+			return out[j].server == ""
+		}
+		return out[i].server < out[j].server
+	})
 	return out
 }
 
-// guarded reports whether any control beyond pinning applies.
+// all flattens the groups' controls.
+func all(gs []group) []control {
+	var out []control
+	for _, g := range gs {
+		out = append(out, g.ctrls...)
+	}
+	return out
+}
+
+// guarded reports whether the policy puts any control beyond pinning on t.
 func guarded(t *policy.Tool) bool {
 	return t.Exfiltrating || (len(t.WriteParams) > 0 && len(t.AllowedPathPrefixes) > 0) || len(t.ArgPatterns) > 0 || t.MaxCalls != nil
 }
@@ -152,27 +289,54 @@ func guarded(t *policy.Tool) bool {
 func Write(in Input) []byte {
 	var b bytes.Buffer
 	w := &writer{b: &b}
-	ctrls := in.controls()
 	entries := in.period()
-	sum := summarise(entries, in.Policy)
-	finds := findings(&in, ctrls, sum)
+	gs := in.groups(entries)
+	w.multi = len(gs) > 1
+	ctrls := all(gs)
+	sum := summarise(entries)
+	pols := policiesOf(&in, entries)
+	finds := findings(&in, ctrls, sum, w.multi)
 
-	server := in.Server
-	if server == "" {
-		server = "MCP server"
-	}
-	w.f("# Bouncer review pack: %s\n\n", mdText(server))
+	w.f("# Bouncer review pack: %s\n\n", title(&in, gs, sum))
 	w.f("Generated %s by `bouncer report`.\n\n", in.Generated.UTC().Format("2006-01-02"))
 	w.inputs(&in, entries)
-	w.summary(ctrls, sum, finds, &in)
-	w.tools(&in, ctrls)
+	w.summary(ctrls, sum, pols, finds, &in)
+	w.policies(&in, pols)
+	w.tools(&in, gs, pols)
 	w.audit(&in, entries, sum)
 	w.observed(entries)
-	w.findings(finds)
-	w.limits()
+	w.findings(finds, pols)
+	w.limits(sum)
 	w.owasp(ctrls, sum)
 	w.aiuc(ctrls, sum, &in)
 	return b.Bytes()
+}
+
+// title names the servers the pack is of: --name's, or every server the
+// tool lists and the lines name.
+func title(in *Input, gs []group, s *summary) string {
+	if in.Server != "" {
+		return mdText(in.Server)
+	}
+	names := map[string]bool{}
+	for _, g := range gs {
+		if g.server != "" {
+			names[g.server] = true
+		}
+	}
+	for n := range s.servers {
+		if n != "" {
+			names[n] = true
+		}
+	}
+	if len(names) == 0 {
+		return "MCP servers"
+	}
+	var q []string
+	for _, n := range sortedKeys(names) {
+		q = append(q, mdText(n))
+	}
+	return strings.Join(q, ", ")
 }
 
 // period returns the audit lines of the server within the period.
@@ -199,25 +363,51 @@ func day(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
 
-type writer struct{ b *bytes.Buffer }
+type writer struct {
+	b *bytes.Buffer
+	// multi: the pack shows more than one server's tools, so a tool is
+	// named with its server.
+	multi bool
+}
 
 func (w *writer) f(format string, a ...any) { fmt.Fprintf(w.b, format, a...) }
+
+// policyText names the policy the pack describes.
+func policyText(in *Input) string {
+	if len(in.PolicyFiles) == 0 {
+		return "the built-in packs alone"
+	}
+	var fs []string
+	for _, f := range in.PolicyFiles {
+		fs = append(fs, code(f))
+	}
+	return "the built-in packs, then " + strings.Join(fs, ", ")
+}
 
 func (w *writer) inputs(in *Input, entries []audit.Entry) {
 	w.f("## Inputs\n\n")
 	if len(in.PolicyFiles) == 0 {
-		w.f("- Policy: the built-in packs only (no `--policy` file).\n")
+		w.f("- Policy: no `--policy` given, so the built-in packs alone")
 	} else {
-		var fs []string
-		for _, f := range in.PolicyFiles {
-			fs = append(fs, code(f))
-		}
-		w.f("- Policy: the built-in packs, then %s (later files replace earlier entries for the same tool).\n", strings.Join(fs, ", "))
+		w.f("- Policy: %s (later files replace earlier entries for the same tool)", policyText(in))
 	}
-	if in.ToolsFile == "" {
-		w.f("- Tools: no `--tools` list given, so only the tools the policy files name are shown (not the built-in packs' entries, nor tools the server offers beyond those). Save the server's `tools/list` result and pass it with `--tools` for a complete pack.\n")
-	} else {
-		w.f("- Tools: %d, from %s (a saved `tools/list` result: `--tools`, or the lists `bouncer run` pinned).\n", len(in.Tools), code(in.ToolsFile))
+	if in.PolicyDigest != "" {
+		w.f("; digest %s", code(in.PolicyDigest))
+	}
+	w.f(".\n")
+	switch {
+	case len(in.Lists) == 0:
+		w.f("- Tools: no `--tools` list given and none pinned by `bouncer run`, so only the tools the policy files and the audit lines name are shown (not the built-in packs' entries, nor tools the servers offer beyond those). Save a server's `tools/list` result and pass it with `--tools` for a complete pack.\n")
+	default:
+		var ls []string
+		for _, l := range in.Lists {
+			who := "no server named (`--tools` without `--name`)"
+			if l.Server != "" {
+				who = "server " + code(l.Server)
+			}
+			ls = append(ls, fmt.Sprintf("%s of %s, from %s", plural(len(l.Tools), "tool"), who, code(l.File)))
+		}
+		w.f("- Tools: %s (saved `tools/list` results: `--tools`, or the lists `bouncer run` pinned).\n", strings.Join(ls, "; "))
 	}
 	if in.AuditFile == "" {
 		w.f("- Audit log: none.\n")
@@ -243,7 +433,7 @@ func periodText(in *Input) string {
 	return in.Since.Format("2006-01-02") + " to " + in.Until.Format("2006-01-02")
 }
 
-func (w *writer) summary(ctrls []control, sum *summary, finds []finding, in *Input) {
+func (w *writer) summary(ctrls []control, sum *summary, pols *policies, finds []finding, in *Input) {
 	w.f("## Summary\n\n")
 	g := 0
 	for _, c := range ctrls {
@@ -253,7 +443,17 @@ func (w *writer) summary(ctrls []control, sum *summary, finds []finding, in *Inp
 	}
 	w.f("- %s: %d with a control beyond pinning, %d guarded by pinning only.\n", plural(len(ctrls), "tool"), g, len(ctrls)-g)
 	if in.AuditFile != "" {
+		if len(sum.servers) > 0 {
+			var ss []string
+			for _, s := range sortedKeys(sum.servers) {
+				ss = append(ss, fmt.Sprintf("%s (%s)", serverName(s), plural(sum.byServer[s].total(), "line")))
+			}
+			w.f("- Servers in the log: %s.\n", strings.Join(ss, ", "))
+		}
 		w.f("- %s in the period: %d allow, %d deny, %d ask.\n", plural(sum.total, "verdict"), sum.verdicts["allow"], sum.verdicts["deny"], sum.verdicts["ask"])
+		if sum.total > 0 {
+			w.f("- Policy: %s\n", pols.headline())
+		}
 		w.f("- Hash chain: %s\n", chainText(in.Chain))
 	}
 	w.f("- %s.\n\n", plural(len(finds), "finding"))
@@ -277,32 +477,76 @@ func chainText(r *audit.Report) string {
 	return fmt.Sprintf("**broken** at line %d: %s%s.", p.Line, mdText(p.Msg), more)
 }
 
-func (w *writer) tools(in *Input, ctrls []control) {
+func (w *writer) tools(in *Input, gs []group, pols *policies) {
 	w.f("## Tools and their controls\n\n")
-	w.f("Every tool is pinned at startup: a tool that was not in the list, or whose definition changed, is denied (rule `pinning`). The columns show what applies on top of that.\n\n")
-	if len(ctrls) == 0 {
+	w.f("Every tool is pinned at startup: a tool that was not in the list, or whose definition changed, is denied (rule `pinning`). ")
+	w.f("The columns show what the policy this pack describes (%s) applies on top of that; the last, what the enforced audit lines of the period show was in force, whichever policy decided them.\n\n", policyText(in))
+	if len(gs) == 0 {
 		w.f("No tools.\n\n")
 		return
 	}
-	w.f("| Tool | Entry from | Sends to (sink arguments) | Trusted destinations | Path confinement | Argument patterns | Budget |\n")
-	w.f("|---|---|---|---|---|---|---|\n")
-	for _, c := range ctrls {
-		t := c.t
-		w.f("| %s | %s | %s | %s | %s | %s | %s |\n", code(c.def.Name), sourceText(t), sinksText(t), listOrDash(t.TrustedDestinations),
-			pathsText(t), patternsText(t), budgetText(t))
-	}
-	w.f("\n")
-	var open []string
-	for _, c := range ctrls {
-		if !c.guarded {
-			open = append(open, code(c.def.Name))
+	for _, g := range gs {
+		w.f("### %s\n\n", groupTitle(g))
+		if ds := pols.otherFor(g.server); g.server != "" && len(ds) > 0 {
+			var q []string
+			for _, d := range ds {
+				q = append(q, code(shortDigest(d)))
+			}
+			w.f("Lines of this server were decided by %s %s, not by the policy this pack describes: the columns before the last may not be what decided them.\n\n", map[bool]string{true: "policy", false: "policies"}[len(ds) == 1], strings.Join(q, ", "))
+		}
+		if len(g.ctrls) == 0 {
+			w.f("No tools.\n\n")
+			continue
+		}
+		w.f("| Tool | Entry from | Sends to (sink arguments) | Trusted destinations | Path confinement | Argument patterns | Budget | In force in the log |\n")
+		w.f("|---|---|---|---|---|---|---|---|\n")
+		var open []string
+		for _, c := range g.ctrls {
+			t := c.t
+			w.f("| %s | %s | %s | %s | %s | %s | %s | %s |\n", code(c.def.Name), sourceText(t), sinksText(t), listOrDash(t.TrustedDestinations),
+				pathsText(t), patternsText(t), budgetText(t), c.ev.text())
+			if !c.guarded {
+				open = append(open, code(c.def.Name))
+			}
+		}
+		w.f("\n")
+		if len(open) == 0 {
+			w.f("Every tool has a control beyond pinning.\n\n")
+		} else {
+			w.f("Guarded by pinning only (any arguments, any number of calls): %s.\n\n", strings.Join(open, ", "))
 		}
 	}
-	if len(open) == 0 {
-		w.f("Every tool has a control beyond pinning.\n\n")
-	} else {
-		w.f("Guarded by pinning only (any arguments, any number of calls): %s.\n\n", strings.Join(open, ", "))
+}
+
+// groupTitle heads a server's tools.
+func groupTitle(g group) string {
+	head := "Server " + code(g.server)
+	if g.server == "" {
+		head = "Tools with no server named"
 	}
+	switch {
+	case len(g.files) > 0:
+		return fmt.Sprintf("%s: %s, from %s", head, plural(len(g.ctrls), "tool"), joinCodes(g.files))
+	case g.server == "":
+		return head + " (from the policy files or the log; no tool list)"
+	}
+	return fmt.Sprintf("%s: %s named by the audit log (no tool list)", head, plural(len(g.ctrls), "tool"))
+}
+
+// serverName shows a server's name from an audit line.
+func serverName(s string) string {
+	if s == "" {
+		return "(no server name)"
+	}
+	return code(s)
+}
+
+// toolLabel names a tool, with its server when the pack shows several.
+func toolLabel(multi bool, server, tool string) string {
+	if multi && server != "" {
+		return code(tool) + " of " + code(server)
+	}
+	return code(tool)
 }
 
 func sourceText(t *policy.Tool) string {

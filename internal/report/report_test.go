@@ -71,33 +71,48 @@ func tools(t *testing.T, s string) []ToolDef {
 
 var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 
-// fixtureAudit is a session: a sink denial, a path denial, a budget
-// denial, a code issued then redeemed, an ask declined in the client, and
-// an ask the proxy never resolved; plus a line of another server and one
-// outside the period.
+// fixtureDigest stands for the digest of fixturePolicy in the lines it
+// decided; otherDigest for another policy's.
+const (
+	fixtureDigest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	otherDigest   = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+)
+
+// fixtureAudit is a session, with the fields the proxy writes (taint,
+// dests, policy): a sink denial, a path denial, a budget denial, a code
+// issued then redeemed, an ask declined in the client, and an ask the
+// proxy never resolved; plus a line of another server and one outside the
+// period.
 func fixtureAudit() []audit.Entry {
 	n := 0
 	e := func(day int, server, tool, args, verdict, rule, reason, code string, id int) audit.Entry {
 		n++
 		return audit.Entry{TS: t0.AddDate(0, 0, day).Add(time.Duration(n) * time.Second), Server: server, Tool: tool,
 			Args: json.RawMessage(args), Verdict: verdict, Rule: rule, Reason: reason, Code: code,
-			Session: "s1", ID: json.RawMessage(strings.TrimSpace(string(rune('0' + id%10))))}
+			Session: "s1", ID: json.RawMessage(strings.TrimSpace(string(rune('0' + id%10)))), Policy: fixtureDigest}
+	}
+	dests := func(x audit.Entry, ds ...audit.Dest) audit.Entry { x.Dests = ds; return x }
+	taint := func(x audit.Entry, t audit.Taint) audit.Entry {
+		x.Taint = &t
+		return dests(x, audit.Dest{Param: t.Param, Value: t.Destination})
 	}
 	return []audit.Entry{
 		e(-5, "helpdesk", "read_ticket", `{"id":"1"}`, "allow", "default", "", "", 1),
 		e(0, "helpdesk", "read_ticket", `{"id":"2"}`, "allow", "default", "", "", 2),
-		e(0, "helpdesk", "send_email", `{"to":"attacker@evil.example"}`, "deny", "sink", "destination to='attacker@evil.example' came from untrusted data (it appeared in this server's output)", "", 3),
+		taint(e(0, "helpdesk", "send_email", `{"to":"attacker@evil.example"}`, "deny", "sink", "destination to='attacker@evil.example' came from untrusted data (it appeared in the output of server 'helpdesk'). If you, the human, know this recipient from elsewhere, review it in your own terminal with: bouncer trust add", "", 3),
+			audit.Taint{Param: "to", Destination: "attacker@evil.example", Source: "helpdesk"}),
 		e(0, "helpdesk", "write_file", `{"path":"/home/u/.ssh/authorized_keys"}`, "deny", "path", "path='/home/u/.ssh/authorized_keys' outside allowed prefixes ['/srv/work']", "", 4),
 		e(0, "helpdesk", "delete_customer", `{"id":"C1"}`, "allow", "default", "", "", 5),
 		e(0, "helpdesk", "delete_customer", `{"id":"C2"}`, "deny", "budget", "call budget 1 for 'delete_customer' exceeded (attempt 2)", "", 6),
-		e(0, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "ask", "sink", "destination to='bob@partner.example' is not a vouched recipient", "", 7),
+		dests(e(0, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "ask", "sink", "destination to='bob@partner.example' is not a vouched recipient", "", 7), audit.Dest{Param: "to", Value: "bob@partner.example"}),
 		e(0, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "deny", "approval", "destination to='bob@partner.example' is not a vouched recipient. ... bouncer approve K7Q-F2M", "K7Q-F2M", 7),
-		e(1, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "ask", "sink", "destination to='bob@partner.example' is not a vouched recipient", "", 8),
+		dests(e(1, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "ask", "sink", "destination to='bob@partner.example' is not a vouched recipient", "", 8), audit.Dest{Param: "to", Value: "bob@partner.example"}),
 		e(1, "helpdesk", "send_email", `{"to":"bob@partner.example"}`, "allow", "approval", "approved with bouncer approve K7Q-F2M", "K7Q-F2M", 8),
-		e(1, "helpdesk", "post", `{"channel":"#x|<b>`+"`"+`"}`, "ask", "sink", "destination channel='#x|<b>`' is not a vouched recipient", "", 9),
+		dests(e(1, "helpdesk", "post", `{"channel":"#x|<b>`+"`"+`"}`, "ask", "sink", "destination channel='#x|<b>`' is not a vouched recipient", "", 9), audit.Dest{Param: "channel", Value: "#x|<b>`"}),
 		e(1, "helpdesk", "post", `{"channel":"#x|<b>`+"`"+`"}`, "deny", "approval", "destination channel='#x|<b>`' is not a vouched recipient; the human declined", "", 9),
-		e(2, "helpdesk", "post", `{"channel":"#general"}`, "ask", "sink", "destination channel='#general' is not a vouched recipient", "", 0),
-		e(2, "other", "send_email", `{"to":"x@y.example"}`, "deny", "sink", "destination to='x@y.example' came from untrusted data", "", 1),
+		dests(e(2, "helpdesk", "post", `{"channel":"#general"}`, "ask", "sink", "destination channel='#general' is not a vouched recipient", "", 0), audit.Dest{Param: "channel", Value: "#general"}),
+		taint(e(2, "other", "send_email", `{"to":"x@y.example"}`, "deny", "sink", "destination to='x@y.example' came from untrusted data", "", 1),
+			audit.Taint{Param: "to", Destination: "x@y.example", Source: "other"}),
 	}
 }
 
@@ -138,8 +153,8 @@ func fixtureInput(t *testing.T) Input {
 		}
 	}
 	return Input{
-		Policy: loadPolicy(t, fixturePolicy), PolicyFiles: []string{"bouncer.yaml"},
-		Tools: tools(t, fixtureTools), ToolsFile: "tools.json",
+		Policy: loadPolicy(t, fixturePolicy), PolicyFiles: []string{"bouncer.yaml"}, PolicyDigest: fixtureDigest,
+		Lists:  []ToolList{{Server: "helpdesk", File: "tools.json", Tools: tools(t, fixtureTools)}},
 		Server: "helpdesk", AuditFile: "audit.jsonl", Audit: es, Chain: chain,
 		Since: t0, Until: t0.AddDate(0, 0, 2), Generated: t0.AddDate(0, 0, 3),
 	}
@@ -166,11 +181,12 @@ func TestDeterministic(t *testing.T) {
 	in := fixtureInput(t)
 	a := Write(in)
 	// Tool order in the list and map iteration must not matter.
-	rev := make([]ToolDef, len(in.Tools))
-	for i, d := range in.Tools {
+	ts := in.Lists[0].Tools
+	rev := make([]ToolDef, len(ts))
+	for i, d := range ts {
 		rev[len(rev)-1-i] = d
 	}
-	in.Tools = rev
+	in.Lists[0].Tools = rev
 	for i := 0; i < 5; i++ {
 		if b := Write(in); string(a) != string(b) {
 			t.Fatal("two packs from the same input differ")
@@ -187,7 +203,7 @@ func TestContent(t *testing.T) {
 	}{
 		{"period excludes earlier lines", "12 verdicts in the period", false},
 		{"other server excluded", "x@y.example", true},
-		{"sink denial counted", "| `to=attacker@evil.example` | 1 |", false},
+		{"sink denial counted", "| `helpdesk` | `to=attacker@evil.example` | `helpdesk` | 1 |", false},
 		{"code issued", "| blocked, one-time code issued | 1 |", false},
 		{"code redeemed", "| approved with a one-time code | 1 |", false},
 		{"declined", "| declined in the client | 1 |", false},
@@ -215,8 +231,9 @@ func TestContent(t *testing.T) {
 func TestFindings(t *testing.T) {
 	in := fixtureInput(t)
 	var got []string
-	for _, f := range findings(&in, in.controls(), summarise(in.period(), in.Policy)) {
-		got = append(got, f.tool+": "+f.text)
+	es := in.period()
+	for _, f := range findings(&in, all(in.groups(es)), summarise(es), false) {
+		got = append(got, strings.Trim(f.tool, "`")+": "+f.text)
 	}
 	all := strings.Join(got, "\n")
 	for _, want := range []string{
@@ -382,11 +399,14 @@ func FuzzReport(f *testing.F) {
 		if len(ts) > 0 {
 			name = ts[0].Name
 		}
+		// The fuzzer's text is also a destination, a vouch, a server and
+		// a policy digest: every field the pack shows.
 		es := []audit.Entry{
-			{TS: t0, Server: "s", Tool: name, Args: json.RawMessage(args), Verdict: verdict, Rule: rule, Reason: reason},
-			{TS: t0, Server: "s", Tool: name, Args: json.RawMessage(args), Verdict: "deny", Rule: "approval", Reason: reason},
+			{TS: t0, Server: "s", Tool: name, Args: json.RawMessage(args), Verdict: verdict, Rule: rule, Reason: reason,
+				Dests: []audit.Dest{{Param: "to", Value: reason, Vouch: rule}}, Taint: &audit.Taint{Param: rule, Destination: reason, Source: verdict}, Policy: reason},
+			{TS: t0, Server: reason, Tool: name, Args: json.RawMessage(args), Verdict: "deny", Rule: "approval", Reason: reason},
 		}
-		in := Input{Policy: pol, Tools: ts, ToolsFile: "t.json", AuditFile: "a", Audit: es, Generated: t0}
+		in := Input{Policy: pol, Lists: []ToolList{{Server: "s", File: "t.json", Tools: ts}}, AuditFile: "a", Audit: es, Generated: t0}
 		a := Write(in)
 		if b := Write(in); string(a) != string(b) {
 			t.Fatal("not deterministic")
@@ -399,12 +419,12 @@ func TestPackSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := Input{Policy: p, Tools: tools(t, `{"tools": [{"name": "send_email", "inputSchema": {"properties": {"to": {}, "cc": {}, "bcc": {}}}}]}`), ToolsFile: "t.json", Generated: t0}
+	in := Input{Policy: p, Lists: []ToolList{{File: "t.json", Tools: tools(t, `{"tools": [{"name": "send_email", "inputSchema": {"properties": {"to": {}, "cc": {}, "bcc": {}}}}]}`)}}, Generated: t0}
 	pack := string(Write(in))
 	if !strings.Contains(pack, "| `send_email` | pack `gmail` |") {
 		t.Errorf("pack entry not named by its pack:\n%s", pack)
 	}
-	if !strings.Contains(pack, "- Policy: the built-in packs only") {
+	if !strings.Contains(pack, "- Policy: no `--policy` given, so the built-in packs alone") {
 		t.Error("inputs don't say that only packs apply")
 	}
 }
@@ -431,7 +451,9 @@ func TestObservedSection(t *testing.T) {
 			t.Errorf("pack lacks %q", want)
 		}
 	}
-	if strings.Contains(out, "| `fs` |") {
+	_, sec, _ := strings.Cut(out, "## What observe mode would have blocked")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	if strings.Contains(sec, "| `fs` |") {
 		t.Error("an enforced or allowed line is listed as observed")
 	}
 	if out2 := string(Write(Input{Policy: p, AuditFile: "a", Audit: es[4:], Generated: t0})); strings.Contains(out2, "observe mode would") {
@@ -454,8 +476,16 @@ func TestHostileValues(t *testing.T) {
 	add := func(tool, args string) {
 		d := eng.Decide(engine.Call{Tool: tool, Args: json.RawMessage(args)})
 		at = at.Add(time.Second)
-		es = append(es, audit.Entry{TS: at, Server: server, Tool: tool, Args: json.RawMessage(args),
-			Verdict: string(d.Verdict), Rule: string(d.Rule), Reason: d.Reason, Session: "s1"})
+		// The fields the proxy writes from the decision.
+		x := audit.Entry{TS: at, Server: server, Tool: tool, Args: json.RawMessage(args),
+			Verdict: string(d.Verdict), Rule: string(d.Rule), Reason: d.Reason, Session: "s1"}
+		for _, dd := range d.Dests {
+			x.Dests = append(x.Dests, audit.Dest{Param: dd.Param, Value: dd.Value, Vouch: dd.Vouch})
+		}
+		if d.Tainted != nil {
+			x.Taint = &audit.Taint{Param: d.Tainted.Param, Destination: d.Tainted.Value, Source: d.Source}
+		}
+		es = append(es, x)
 	}
 	add("send_email", `{"to":"x\u202ey@evil.example"}`)       // a real U+202E: asked
 	add("send_email", `{"to":"x\\u202ey@evil.example"}`)      // the six characters \u202e: asked
@@ -471,7 +501,7 @@ func TestHostileValues(t *testing.T) {
 	}
 	in := Input{
 		Policy: loadPolicy(t, fixturePolicy), PolicyFiles: []string{"bouncer.yaml"},
-		Tools:  tools(t, `{"tools": [{"name": "evil\\|tool | x", "inputSchema": {"type": "object"}}, {"name": "send_email", "inputSchema": {"type": "object", "properties": {"to": {}}}}]}`),
+		Lists:  []ToolList{{Server: server, File: "t.json", Tools: tools(t, `{"tools": [{"name": "evil\\|tool | x", "inputSchema": {"type": "object"}}, {"name": "send_email", "inputSchema": {"type": "object", "properties": {"to": {}}}}]}`)}},
 		Server: server, AuditFile: "audit.jsonl", Audit: read, Generated: t0,
 	}
 	pack := string(Write(in))
@@ -532,4 +562,184 @@ func gfmCells(row string) int {
 		}
 	}
 	return n
+}
+
+// serversLog is a log of one client's session across three servers, as
+// the proxies write it: docs returned an address, mail was denied sending
+// to it (a cross-server taint deny), and allowed sends vouched for four
+// ways; fs was denied two writes outside its workspace. docs and mail ran
+// under one policy, fs under another.
+func serversLog(mine, other string) []audit.Entry {
+	at := t0
+	e := func(server, pol, tool, args, verdict, rule, reason string, ds ...audit.Dest) audit.Entry {
+		at = at.Add(time.Second)
+		return audit.Entry{TS: at, Server: server, Tool: tool, Args: json.RawMessage(args), Verdict: verdict, Rule: rule,
+			Reason: reason, Session: server + "-1", ID: json.RawMessage("1"), Policy: pol, Dests: ds}
+	}
+	deny := e("mail", mine, "send_email", `{"to":"attacker@evil.example"}`, "deny", "sink",
+		"destination to='attacker@evil.example' came from untrusted data (it appeared in the output of server 'docs'). If you, the human, know this recipient from elsewhere, review it in your own terminal with: bouncer trust add",
+		audit.Dest{Param: "to", Value: "attacker@evil.example"})
+	deny.Taint = &audit.Taint{Param: "to", Destination: "attacker@evil.example", Source: "docs"}
+	return []audit.Entry{
+		e("docs", mine, "read_doc", `{"id":"d1"}`, "allow", "default", ""),
+		deny,
+		e("mail", mine, "send_email", `{"to":"carol@partner.example"}`, "allow", "sink", "destination to='carol@partner.example' was typed by the user",
+			audit.Dest{Param: "to", Value: "carol@partner.example", Vouch: "prompt"}),
+		e("mail", mine, "send_email", `{"to":"support@corp.example","cc":"carol@partner.example"}`, "allow", "sink", "destination to='support@corp.example' is in trusted_destinations",
+			audit.Dest{Param: "to", Value: "support@corp.example", Vouch: "allowlist"}, audit.Dest{Param: "cc", Value: "carol@partner.example", Vouch: "prompt"}),
+		e("mail", mine, "post", `{"channel":"random"}`, "allow", "sink", "destination channel='random' is a whole entry of a 'channel' directory (a tool the policy marks directory: channel listed it)",
+			audit.Dest{Param: "channel", Value: "random", Vouch: "directory"}),
+		e("mail", mine, "send_email", `{"to":["ann@x.example","ben@x.example"]}`, "allow", "sink", "destination to='ann@x.example' is one of the people of the one record the user named, and to names all of them (anchor_records)",
+			audit.Dest{Param: "to", Value: "ann@x.example", Vouch: "anchor"}, audit.Dest{Param: "to", Value: "ben@x.example", Vouch: "anchor"}),
+		e("fs", other, "write_file", `{"path":"/home/u/.ssh/authorized_keys"}`, "deny", "path", "path='/home/u/.ssh/authorized_keys' outside allowed prefixes ['/srv/work']"),
+		e("fs", other, "write_file", `{"path":"/etc/cron.d/x"}`, "deny", "path", "path='/etc/cron.d/x' outside allowed prefixes ['/srv/work']"),
+	}
+}
+
+const serversPolicy = `send_email:
+  exfiltrating: true
+  sink_params: [to, cc]
+  trusted_destinations: [support@corp.example]
+`
+
+// TestServersAndPolicies: a log of several servers, decided by two
+// policies, gets a section per server, says which lines another policy
+// decided, takes what was enforced from the lines as well as from the
+// policy (path denials prove paths were confined), counts the vouches by
+// kind, and says that taint crosses servers.
+func TestServersAndPolicies(t *testing.T) {
+	pol := loadPolicy(t, serversPolicy)
+	mine := pol.Digest("test")
+	path := writeAudit(t, t.TempDir(), serversLog(mine, otherDigest))
+	es, err := audit.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := audit.VerifyFileReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := []ToolList{
+		{Server: "fs", File: "fs.json", Tools: tools(t, `{"tools": [{"name": "write_file", "inputSchema": {"properties": {"path": {}, "content": {}}}}]}`)},
+		{Server: "mail", File: "mail.json", Tools: tools(t, `{"tools": [{"name": "send_email", "inputSchema": {"properties": {"to": {}, "cc": {}}}}, {"name": "post", "inputSchema": {"properties": {"channel": {}}}}]}`)},
+	}
+	in := Input{Policy: pol, PolicyFiles: []string{"bouncer.yaml"}, PolicyDigest: mine, Lists: lists,
+		AuditFile: path, Audit: es, Chain: chain, Generated: t0}
+	pack := string(Write(in))
+	section := func(from, to string) string {
+		_, s, _ := strings.Cut(pack, from)
+		s, _, _ = strings.Cut(s, to)
+		return s
+	}
+	for _, want := range []string{
+		"# Bouncer review pack: docs, fs, mail\n",
+		// A section per server, and a tool of one server not lumped with another's.
+		"### Server `fs`: 1 tool, from `fs.json`",
+		"### Server `mail`: 2 tools, from `mail.json`",
+		"### Server `docs`: 1 tool named by the audit log (no tool list)",
+		"| `write_file` | pack `filesystem` | — | — | `path` not confined (no prefixes) | — | — | 2 `path` denials |",
+		"| `fs` | `sha256:222222222222…` | 1 | 0 | 2 | 0 |",
+		// Which policy decided which lines.
+		"| `" + mine + "` (the policy this pack describes) | `docs`, `mail` | 6 |",
+		"| `" + otherDigest + "` | `fs` | 2 |",
+		"**2 of 8 lines were decided by another policy than the one given** (`" + otherDigest + "`; server `fs`). This pack describes the policy given",
+		"- Policy: **2 of 8 lines were decided by another policy** than the one this pack describes",
+		"Lines of this server were decided by policy `sha256:222222222222…`, not by the policy this pack describes",
+		// What was enforced, from the lines too.
+		"Paths confined: `write_file` of `fs` (2 `path` denials in the log; the policy this pack describes sets none)",
+		// Taint across servers.
+		"| `mail` | `to=attacker@evil.example` | `docs` | 1 |",
+		"1 denial was of a destination one server returned and the agent then tried to send through another",
+		"whichever server the send goes through",
+		"A server with `shared_session: false`",
+		// Vouches by kind: destinations, then calls.
+		"| `allowlist` | in the tool's `trusted_destinations` | 1 | 1 |",
+		"| `prompt` | typed by the user (a prompt line, `bouncer hook prompt`) | 2 | 2 |",
+		"| `directory` | a whole entry of a `directory` tool's listing, in an argument of that kind (`sink_kinds`) | 1 | 1 |",
+		"| `anchor` | the people of the one record the user named (`anchor_records`) | 2 | 1 |",
+		"destinations allowed, by vouch: 1 `allowlist`, 2 `prompt`, 1 `directory`, 2 `anchor`",
+	} {
+		if !strings.Contains(pack, want) {
+			t.Errorf("the pack lacks %q", want)
+		}
+	}
+	for _, not := range []string{"Paths confined: none", "Taint is per server", "read through one server and sent through another, or after a restart, is asked about"} {
+		if strings.Contains(pack, not) {
+			t.Errorf("the pack says %q", not)
+		}
+	}
+	if s := section("### Server `mail`", "\n### "); strings.Contains(s, "write_file") {
+		t.Errorf("fs's tool is in mail's section:\n%s", s)
+	}
+
+	// Without --policy the pack describes the built-in packs alone, and
+	// says it can only show what the lines say.
+	packs, err := policy.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Policy, in.PolicyFiles, in.PolicyDigest = packs, nil, packs.Digest("test")
+	pack = string(Write(in))
+	for _, want := range []string{
+		"- Policy: no `--policy` given, so the built-in packs alone; digest `" + packs.Digest("test") + "`.",
+		"No `--policy` was given, so this pack can only show what the lines say: **8 of 8 lines were decided by a policy this report was not given**",
+		"Paths confined: `write_file` of `fs` (2 `path` denials in the log; the policy this pack describes sets none)",
+		"The findings about a tool's entry are about the policy this pack describes, which did not decide 8 of the lines",
+	} {
+		if !strings.Contains(pack, want) {
+			t.Errorf("without --policy, the pack lacks %q", want)
+		}
+	}
+	if strings.Contains(pack, "Paths confined: none") {
+		t.Error("without --policy, the pack says no path is confined beside 2 path denials")
+	}
+
+	// Lines that carry their own digest, when it is the pack's.
+	in.PolicyDigest = otherDigest
+	in.Audit = es[len(es)-2:]
+	in.Chain = nil
+	if pack = string(Write(in)); !strings.Contains(pack, "No `--policy` was given, and every line in the period was decided by the built-in packs alone") {
+		t.Errorf("the pack doesn't say every line was decided by the packs:\n%s", section("## Which policy", "## Tools"))
+	}
+}
+
+// TestStructuredFields: destinations and outcomes come from the lines'
+// fields, not from the text of their reasons, which names only the first
+// destination and quotes what the agent chose.
+func TestStructuredFields(t *testing.T) {
+	at := t0
+	line := func(verdict, rule, reason string, ds ...audit.Dest) audit.Entry {
+		at = at.Add(time.Second)
+		return audit.Entry{TS: at, Server: "mail", Tool: "send_email", Args: json.RawMessage(`{}`), Verdict: verdict, Rule: rule,
+			Reason: reason, Session: "s", ID: json.RawMessage("7"), Dests: ds}
+	}
+	ask := line("ask", "sink", "destination to='a@x.example' is not a vouched recipient (and 1 more)",
+		audit.Dest{Param: "to", Value: "a@x.example"}, audit.Dest{Param: "cc", Value: "b@x.example"})
+	// The human never answered; the destination's name says "declined".
+	timeout := line("deny", "approval", "destination to='declined@x.example' is not a vouched recipient; the human did not answer within 2m0s")
+	// A taint deny whose reason doesn't name the destination as the
+	// taint field does.
+	taint := line("deny", "sink", "destination came from untrusted data", audit.Dest{Param: "to", Value: "evil@x.example"})
+	taint.ID = json.RawMessage("8")
+	taint.Taint = &audit.Taint{Param: "to", Destination: "evil@x.example", Source: "docs"}
+	// A NUL in a destination stays in its cell: no key is a joined string.
+	nul := taint
+	nul.ID = json.RawMessage("9")
+	nul.Taint = &audit.Taint{Param: "to", Destination: "x\x00y@x.example", Source: "web"}
+	es := []audit.Entry{ask, timeout, taint, nul}
+	pack := string(Write(Input{Policy: loadPolicy(t, serversPolicy), AuditFile: "a", Audit: es, Generated: t0}))
+	for _, want := range []string{
+		"| `mail` | `to=x\\x00y@x.example` | `web` | 1 |",
+		"| `mail` | `cc=b@x.example` | 1 |",
+		"| `mail` | `to=a@x.example` | 1 |",
+		"| not answered (timeout, cancelled, session ended) | 1 |",
+		"| `mail` | `to=evil@x.example` | `docs` | 1 |",
+	} {
+		if !strings.Contains(pack, want) {
+			t.Errorf("the pack lacks %q", want)
+		}
+	}
+	if strings.Contains(pack, "declined in the client") {
+		t.Error("a destination named declined@ counted as a human declining")
+	}
 }

@@ -1,29 +1,44 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
-	"github.com/bouncer-mcp/bouncer/internal/engine"
 )
 
-// summary counts the audit lines of the period.
+// summary counts the audit lines of the period, from their structured
+// fields (server, verdict, rule, dests, taint, policy), never from the
+// text of their reasons.
 type summary struct {
 	total    int
 	verdicts map[string]int
-	byTool   map[string]map[string]int
-	byRule   map[string]map[string]int
-	denied   map[string]int // "param=value" of sink denials → count
-	asked    map[string]int // "param=value" sent to a human → count
-	outcomes map[string]int // how asks ended
-	reasons  map[string]int // tool\x00rule\x00reason of deny lines → count
-	sessions map[string]bool
+	byServer map[string]verdicts        // server → its lines' verdicts
+	byTool   map[tuple]verdicts         // {server, tool} → verdicts
+	byRule   map[tuple]verdicts         // {server, rule} → verdicts
+	enforced map[string]int             // rule → enforced deny lines, for the evidence cells
+	denied   map[tuple]int              // {server, param=value, source} of taint denials → count
+	cross    int                        // taint denials of a destination another server returned
+	noTaint  int                        // sink denials that name no destination (older lines)
+	asked    map[tuple]int              // {server, param=value} of the calls put to a human → count
+	askNone  int                        // asks that name no destination
+	vouches  map[string]int             // vouch kind → destinations allowed by it
+	vouchBy  map[string]int             // vouch kind → calls
+	noVouch  int                        // allowed destinations whose line names no vouch
+	outcomes map[string]int             // how asks ended
+	reasons  map[tuple]int              // {server, tool, rule, reason} of deny lines → count
+	sessions map[string]map[string]bool // server → sessions
+	digests  map[string]map[string]bool // server → policy digests
 	servers  map[string]bool
 }
+
+// verdicts counts lines by verdict.
+type verdicts map[string]int
+
+func (v verdicts) total() int { return v["allow"] + v["deny"] + v["ask"] }
 
 // Ask outcomes, in the order the pack lists them.
 var outcomeOrder = []string{
@@ -36,69 +51,92 @@ var outcomeOrder = []string{
 	"no outcome line (the proxy stopped first)",
 }
 
-// destRE finds the destinations the engine names in its reasons:
-// "destination to='x@y' came from untrusted data", "destination to='x' is
-// not a vouched recipient". The quoted value is read back by the engine's
-// own engine.Unquote.
-var destRE = regexp.MustCompile(`destination ([^\s=]+)=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")`)
-
-func destinations(reason string) []string {
-	var out []string
-	for _, m := range destRE.FindAllStringSubmatch(reason, -1) {
-		if v, ok := engine.Unquote(m[2]); ok {
-			out = append(out, m[1]+"="+v)
-		}
-	}
-	return out
-}
-
 // callKey identifies one tools/call across its ask line and the approval
 // line that ends it.
-func callKey(e audit.Entry) string {
-	return e.Server + "\x00" + e.Session + "\x00" + string(e.ID) + "\x00" + e.Tool
+func callKey(e audit.Entry) tuple {
+	return tuple{e.Server, e.Session, string(e.ID), e.Tool}
 }
 
-func summarise(entries []audit.Entry, pol Policy) *summary {
+// tuple keys a count by several values, any of which may hold any text
+// (a destination can hold a NUL), so they are never joined into one string.
+type tuple [4]string
+
+func (a tuple) less(b tuple) bool { return slices.Compare(a[:], b[:]) < 0 }
+
+func summarise(entries []audit.Entry) *summary {
 	s := &summary{
-		verdicts: map[string]int{}, byTool: map[string]map[string]int{}, byRule: map[string]map[string]int{},
-		denied: map[string]int{}, reasons: map[string]int{}, asked: map[string]int{}, outcomes: map[string]int{},
-		sessions: map[string]bool{}, servers: map[string]bool{},
+		verdicts: map[string]int{}, byServer: map[string]verdicts{}, byTool: map[tuple]verdicts{}, byRule: map[tuple]verdicts{},
+		enforced: map[string]int{}, denied: map[tuple]int{}, reasons: map[tuple]int{}, asked: map[tuple]int{}, outcomes: map[string]int{},
+		vouches: map[string]int{}, vouchBy: map[string]int{},
+		sessions: map[string]map[string]bool{}, digests: map[string]map[string]bool{}, servers: map[string]bool{},
 	}
-	add := func(m map[string]map[string]int, k, v string) {
+	add := func(m map[tuple]verdicts, k tuple, v string) {
 		if m[k] == nil {
-			m[k] = map[string]int{}
+			m[k] = verdicts{}
 		}
 		m[k][v]++
 	}
-	open := map[string]int{} // callKey → open asks
+	mark := func(m map[string]map[string]bool, k, v string) {
+		if m[k] == nil {
+			m[k] = map[string]bool{}
+		}
+		m[k][v] = true
+	}
+	open := map[tuple]int{} // callKey → open asks
 	for _, e := range entries {
 		s.total++
 		s.verdicts[e.Verdict]++
-		add(s.byTool, e.Tool, e.Verdict)
-		add(s.byRule, ruleName(e.Rule), e.Verdict)
-		if e.Session != "" {
-			s.sessions[e.Session] = true
-		}
 		s.servers[e.Server] = true
+		if s.byServer[e.Server] == nil {
+			s.byServer[e.Server] = verdicts{}
+		}
+		s.byServer[e.Server][e.Verdict]++
+		add(s.byTool, tuple{e.Server, e.Tool}, e.Verdict)
+		add(s.byRule, tuple{e.Server, ruleName(e.Rule)}, e.Verdict)
+		if e.Session != "" {
+			mark(s.sessions, e.Server, e.Session)
+		}
+		mark(s.digests, e.Server, e.Policy)
 		if e.Verdict == "deny" {
-			s.reasons[e.Tool+"\x00"+ruleName(e.Rule)+"\x00"+e.Reason]++
+			s.reasons[tuple{e.Server, e.Tool, ruleName(e.Rule), e.Reason}]++
+			if !e.Observed() {
+				s.enforced[ruleName(e.Rule)]++
+			}
 		}
 		switch {
 		case e.Verdict == "ask":
 			open[callKey(e)]++
-			for _, d := range destinations(e.Reason) {
-				s.asked[d]++
+			if len(e.Dests) == 0 {
+				s.askNone++
+			}
+			for _, d := range e.Dests {
+				s.asked[tuple{e.Server, d.Param + "=" + d.Value}]++
 			}
 		case e.Rule == "approval" && open[callKey(e)] > 0:
 			open[callKey(e)]--
 			s.outcomes[outcome(e)]++
 		case e.Verdict == "deny" && e.Rule == "sink":
-			ds := destinations(e.Reason)
-			if len(ds) == 0 {
-				ds = sinkValues(e, pol)
+			if e.Taint == nil {
+				s.noTaint++
+				break
 			}
-			for _, d := range ds {
-				s.denied[d]++
+			s.denied[tuple{e.Server, e.Taint.Param + "=" + e.Taint.Destination, e.Taint.Source}]++
+			if e.Taint.Source != "" && e.Taint.Source != e.Server {
+				s.cross++
+			}
+		}
+		if e.Verdict == "allow" {
+			kinds := map[string]bool{}
+			for _, d := range e.Dests {
+				if d.Vouch == "" {
+					s.noVouch++
+					continue
+				}
+				s.vouches[d.Vouch]++
+				kinds[d.Vouch] = true
+			}
+			for k := range kinds {
+				s.vouchBy[k]++
 			}
 		}
 	}
@@ -115,51 +153,44 @@ func ruleName(r string) string {
 	return r
 }
 
+// outcome says how an ask ended, from the approval line that ended it: its
+// verdict, its code, and the ending the proxy wrote after the engine's
+// reason. Only that ending is read, never the reason's text as a whole:
+// the reason quotes destinations the agent chose, and one named
+// "declined@x" must not count as a human declining.
 func outcome(e audit.Entry) string {
-	r := strings.ToLower(e.Reason)
+	r := e.Reason
 	switch {
 	case e.Verdict == "allow" && e.Code != "":
 		return outcomeOrder[1]
 	case e.Verdict == "allow":
 		return outcomeOrder[0]
-	case e.Code != "" || strings.Contains(r, "bouncer approve"):
+	case e.Code != "":
 		return outcomeOrder[2]
-	case strings.Contains(r, "declined") || strings.Contains(r, "dismissed"):
+	case strings.HasSuffix(r, "; the human declined") || strings.HasSuffix(r, "; the human dismissed the question"):
 		return outcomeOrder[3]
-	case strings.Contains(r, "did not answer") || strings.Contains(r, "cancelled") || strings.Contains(r, "session ended"):
+	case strings.HasSuffix(r, "; the session ended before the human answered") ||
+		r == "the client cancelled the call while a human was being asked" || timedOut(r):
 		return outcomeOrder[4]
 	}
 	return outcomeOrder[5]
 }
 
-// sinkValues is the fallback when a reason names no destination: the
-// string values of the tool's sink arguments in the call.
-func sinkValues(e audit.Entry, pol Policy) []string {
-	var args map[string]any
-	if json.Unmarshal(e.Args, &args) != nil {
-		return nil
+// timedOut reports whether an approval line ends as the proxy ends one
+// whose human did not answer: "; the human did not answer within 2m0s".
+func timedOut(r string) bool {
+	const mark = "; the human did not answer within "
+	i := strings.LastIndex(r, mark)
+	if i < 0 {
+		return false
 	}
-	var names []string
-	for k := range args {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	sinks := names
-	if t := pol.For(e.Tool, names); len(t.SinkParams) > 0 {
-		sinks = t.SinkParams
-	}
-	var out []string
-	for _, k := range sinks {
-		if v, ok := args[k].(string); ok {
-			out = append(out, k+"="+v)
-		}
-	}
-	return out
+	_, err := time.ParseDuration(r[i+len(mark):])
+	return err == nil
 }
 
 // ranked returns the keys of m by count, then by key.
-func ranked(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
+func ranked(m map[tuple]int) []tuple {
+	keys := make([]tuple, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -167,8 +198,18 @@ func ranked(m map[string]int) []string {
 		if m[keys[i]] != m[keys[j]] {
 			return m[keys[i]] > m[keys[j]]
 		}
-		return keys[i] < keys[j]
+		return keys[i].less(keys[j])
 	})
+	return keys
+}
+
+// sortedTuples returns the keys of m in order.
+func sortedTuples[V any](m map[tuple]V) []tuple {
+	keys := make([]tuple, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].less(keys[j]) })
 	return keys
 }
 
@@ -184,6 +225,19 @@ func sortedKeys[V any](m map[string]V) []string {
 // topN bounds the destination tables.
 const topN = 10
 
+// vouchOrder lists the ways a destination is vouched for, as audit lines
+// name them (dests[].vouch), with what each means, in the order the pack
+// lists them.
+var vouchOrder = []struct{ kind, means string }{
+	{"allowlist", "in the tool's `trusted_destinations`"},
+	{"prompt", "typed by the user (a prompt line, `bouncer hook prompt`)"},
+	{"human", "remembered by a person for the server (`bouncer trust add`, or \"remember\" ticked when approving in the client)"},
+	{"trusted_output", "returned by a tool the policy marks `trusted_output`, and by no untrusted output"},
+	{"directory", "a whole entry of a `directory` tool's listing, in an argument of that kind (`sink_kinds`)"},
+	{"anchor", "the people of the one record the user named (`anchor_records`)"},
+	{"approval", "approved by a human earlier in the session"},
+}
+
 func (w *writer) audit(in *Input, entries []audit.Entry, s *summary) {
 	w.f("## Audit log\n\n")
 	if in.AuditFile == "" {
@@ -196,18 +250,37 @@ func (w *writer) audit(in *Input, entries []audit.Entry, s *summary) {
 		return
 	}
 	first, last := entries[0].TS.UTC(), entries[len(entries)-1].TS.UTC()
-	w.f("%s from %s to %s, in %s of %s.\n\n", plural(s.total, "verdict"), first.Format("2006-01-02 15:04:05Z"), last.Format("2006-01-02 15:04:05Z"),
-		plural(len(s.sessions), "session"), joinCodes(sortedKeys(s.servers)))
-
-	w.f("### Verdicts by tool\n\n| Tool | allow | deny | ask |\n|---|---:|---:|---:|\n")
-	for _, t := range sortedKeys(s.byTool) {
-		v := s.byTool[t]
-		w.f("| %s | %d | %d | %d |\n", code(t), v["allow"], v["deny"], v["ask"])
+	nsess := 0
+	for _, ss := range s.sessions {
+		nsess += len(ss)
 	}
-	w.f("\n### Verdicts by rule\n\n| Rule | allow | deny | ask |\n|---|---:|---:|---:|\n")
-	for _, r := range sortedKeys(s.byRule) {
-		v := s.byRule[r]
-		w.f("| %s | %d | %d | %d |\n", code(r), v["allow"], v["deny"], v["ask"])
+	w.f("%s from %s to %s, in %s of %s.\n\n", plural(s.total, "verdict"), first.Format("2006-01-02 15:04:05Z"), last.Format("2006-01-02 15:04:05Z"),
+		plural(nsess, "session"), plural(len(s.servers), "server"))
+
+	w.f("### By server\n\n| Server | Policy digests | Sessions | allow | deny | ask |\n|---|---|---:|---:|---:|---:|\n")
+	for _, sv := range sortedKeys(s.servers) {
+		var ds []string
+		for _, d := range sortedKeys(s.digests[sv]) {
+			if d == "" {
+				ds = append(ds, "none recorded")
+			} else {
+				ds = append(ds, code(shortDigest(d)))
+			}
+		}
+		v := s.byServer[sv]
+		w.f("| %s | %s | %d | %d | %d | %d |\n", serverName(sv), strings.Join(ds, ", "), len(s.sessions[sv]), v["allow"], v["deny"], v["ask"])
+	}
+	w.f("\n")
+
+	w.f("### Verdicts by tool\n\n| Server | Tool | allow | deny | ask |\n|---|---|---:|---:|---:|\n")
+	for _, k := range sortedTuples(s.byTool) {
+		v := s.byTool[k]
+		w.f("| %s | %s | %d | %d | %d |\n", serverName(k[0]), code(k[1]), v["allow"], v["deny"], v["ask"])
+	}
+	w.f("\n### Verdicts by rule\n\n| Server | Rule | allow | deny | ask |\n|---|---|---:|---:|---:|\n")
+	for _, k := range sortedTuples(s.byRule) {
+		v := s.byRule[k]
+		w.f("| %s | %s | %d | %d | %d |\n", serverName(k[0]), code(k[1]), v["allow"], v["deny"], v["ask"])
 	}
 	w.f("\n")
 	w.f("An `ask` line is followed by an `allow` or `deny` line with rule `approval` for the same call, so an approved call counts once as `ask` and once as `allow`.\n\n")
@@ -216,22 +289,66 @@ func (w *writer) audit(in *Input, entries []audit.Entry, s *summary) {
 	if len(s.reasons) == 0 {
 		w.f("None.\n\n")
 	} else {
-		w.f("| Tool | Rule | Reason | calls |\n|---|---|---|---:|\n")
+		w.f("| Server | Tool | Rule | Reason | calls |\n|---|---|---|---|---:|\n")
 		keys := ranked(s.reasons)
+		for i, k := range keys {
+			if i == topN {
+				w.f("| … %d more | | | | |\n", len(keys)-topN)
+				break
+			}
+			w.f("| %s | %s | %s | %s | %d |\n", serverName(k[0]), code(k[1]), code(k[2]), codeN(k[3], 240), s.reasons[k])
+		}
+		w.f("\n")
+	}
+
+	w.f("### Denied destinations (came from untrusted output)\n\n")
+	if len(s.denied) == 0 {
+		w.f("None.\n\n")
+	} else {
+		w.f("| Sent through | Argument = destination | Read through | calls |\n|---|---|---|---:|\n")
+		keys := ranked(s.denied)
 		for i, k := range keys {
 			if i == topN {
 				w.f("| … %d more | | | |\n", len(keys)-topN)
 				break
 			}
-			f := strings.SplitN(k, "\x00", 3)
-			w.f("| %s | %s | %s | %d |\n", code(f[0]), code(f[1]), codeN(f[2], 240), s.reasons[k])
+			src := "not recorded"
+			if k[2] != "" {
+				src = code(k[2])
+			}
+			w.f("| %s | %s | %s | %d |\n", serverName(k[0]), code(k[1]), src, s.denied[k])
 		}
 		w.f("\n")
 	}
-	w.f("### Denied destinations (came from untrusted output)\n\n")
-	w.destTable(s.denied)
-	w.f("### Destinations sent to a human\n\n")
-	w.destTable(s.asked)
+	if s.cross > 0 {
+		w.f("%s a destination one server returned and the agent then tried to send through another: the proxies of one client share one session, so what any of its servers returned is denied to all of them.\n\n", crossText(s.cross))
+	}
+	if s.noTaint > 0 {
+		w.f("%s name no destination in the line's `taint` field (lines from a Bouncer that didn't record it); their reasons are under \"Denials by reason\".\n\n", plural(s.noTaint, "`sink` denial"))
+	}
+
+	w.f("### What vouched for the destinations allowed\n\n")
+	w.vouchTable(s)
+
+	w.f("### Destinations in the calls put to a human\n\n")
+	w.f("Every destination the sink gate checked in a call that was asked about (the reason names the first one nothing vouched for).\n\n")
+	if len(s.asked) == 0 && s.askNone == 0 {
+		w.f("None.\n\n")
+	} else {
+		w.f("| Server | Argument = destination | calls |\n|---|---|---:|\n")
+		keys := ranked(s.asked)
+		for i, k := range keys {
+			if i == topN {
+				w.f("| … %d more | | |\n", len(keys)-topN)
+				break
+			}
+			w.f("| %s | %s | %d |\n", serverName(k[0]), code(k[1]), s.asked[k])
+		}
+		if s.askNone > 0 {
+			w.f("| | none named (the server picks the destination, or the line predates `dests`) | %d |\n", s.askNone)
+		}
+		w.f("\n")
+	}
 	w.f("### How the asks ended\n\n")
 	if len(s.outcomes) == 0 {
 		w.f("No asks.\n\n")
@@ -246,21 +363,69 @@ func (w *writer) audit(in *Input, entries []audit.Entry, s *summary) {
 	}
 }
 
-func (w *writer) destTable(m map[string]int) {
-	if len(m) == 0 {
-		w.f("None.\n\n")
+func crossText(n int) string {
+	if n == 1 {
+		return "1 denial was of"
+	}
+	return fmt.Sprintf("%d denials were of", n)
+}
+
+// vouchTable counts the destinations of allowed calls by what vouched for
+// them (the lines' dests[].vouch), so a reviewer sees which ways to allow
+// were used, and how often.
+func (w *writer) vouchTable(s *summary) {
+	if len(s.vouches) == 0 && s.noVouch == 0 {
+		w.f("None: no allowed call named a destination the sink gate checked.\n\n")
 		return
 	}
-	w.f("| Argument = destination | calls |\n|---|---:|\n")
-	keys := ranked(m)
-	for i, k := range keys {
-		if i == topN {
-			w.f("| … %d more | |\n", len(keys)-topN)
-			break
+	w.f("| Vouch | What it means | destinations | calls |\n|---|---|---:|---:|\n")
+	known := map[string]bool{}
+	for _, v := range vouchOrder {
+		known[v.kind] = true
+		if n := s.vouches[v.kind]; n > 0 {
+			w.f("| %s | %s | %d | %d |\n", code(v.kind), v.means, n, s.vouchBy[v.kind])
 		}
-		w.f("| %s | %d |\n", code(k), m[k])
+	}
+	for _, k := range sortedKeys(s.vouches) {
+		if !known[k] {
+			w.f("| %s | not known to this Bouncer | %d | %d |\n", code(k), s.vouches[k], s.vouchBy[k])
+		}
+	}
+	if s.noVouch > 0 {
+		w.f("| not recorded | a line from a Bouncer that didn't record vouches | %d | |\n", s.noVouch)
 	}
 	w.f("\n")
+}
+
+// vouchText counts the allowed destinations by what vouched for them, for
+// evidence cells: "destinations allowed: 2 `prompt`, 1 `directory`".
+func (s *summary) vouchText() string {
+	if len(s.vouches) == 0 {
+		return "no allowed destination in the log"
+	}
+	var parts []string
+	done := map[string]bool{}
+	for _, v := range vouchOrder {
+		done[v.kind] = true
+		if n := s.vouches[v.kind]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, code(v.kind)))
+		}
+	}
+	for _, k := range sortedKeys(s.vouches) {
+		if !done[k] {
+			parts = append(parts, fmt.Sprintf("%d %s", s.vouches[k], code(k)))
+		}
+	}
+	return "destinations allowed, by vouch: " + strings.Join(parts, ", ")
+}
+
+// shortDigest cuts a policy digest for a table cell; the full digest is in
+// "Which policy decided the lines".
+func shortDigest(d string) string {
+	if h, ok := strings.CutPrefix(d, "sha256:"); ok && len(h) > 12 {
+		return "sha256:" + h[:12] + "…"
+	}
+	return d
 }
 
 func joinCodes(s []string) string {
@@ -274,19 +439,25 @@ func joinCodes(s []string) string {
 	return strings.Join(q, ", ")
 }
 
-// count of deny lines by rule, for evidence cells.
-func (s *summary) denies(rule string) int { return s.byRule[rule]["deny"] }
+// denies counts the enforced deny lines of a rule, for evidence cells: a
+// line written in observe mode denied nothing.
+func (s *summary) denies(rule string) int { return s.enforced[rule] }
 
 func (s *summary) evidence(rules ...string) string {
 	var parts []string
 	for _, r := range rules {
-		n, suffix := s.denies(r), "s"
-		if n == 1 {
-			suffix = ""
-		}
-		parts = append(parts, fmt.Sprintf("%d `%s` denial%s", n, r, suffix))
+		n := s.denies(r)
+		parts = append(parts, fmt.Sprintf("%d `%s` denial%s", n, r, pluralS(n)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// pluralS is the plural ending of a count.
+func pluralS(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // plural writes "1 thing" or "N things".
