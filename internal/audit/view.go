@@ -55,6 +55,11 @@ func Human(e Entry) string {
 		dest = token(e.Taint.Param) + "=" + token(e.Taint.Destination)
 	case len(e.Dests) > 0:
 		dest = token(e.Dests[0].Param) + "=" + token(e.Dests[0].Value)
+		if v := e.Dests[0].Vouch; v != "" {
+			// What vouched for it: a prompt, a directory, an anchored
+			// record... so the ways to allow can be told apart.
+			dest += " (" + token(v) + ")"
+		}
 		if len(e.Dests) > 1 {
 			dest += fmt.Sprintf(" (+%d)", len(e.Dests)-1)
 		}
