@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // TestBouncerRunSignsIn drives the real `bouncer run --url` against a
@@ -18,9 +20,7 @@ import (
 // the kept token without opening the browser. Both run sandboxed: the
 // sign-in happens before the sandbox, the calls after it.
 func TestBouncerRunSignsIn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds bouncer")
-	}
+	need.Long(t, "builds bouncer")
 	f := newFixture(t)
 	bin := filepath.Join(t.TempDir(), "bouncer")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/bouncer").CombinedOutput(); err != nil {
