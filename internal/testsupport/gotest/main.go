@@ -71,6 +71,9 @@ func run(dir string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gotest: reading go test -json: %v\n", ferr)
 		return 2
 	}
+	if filtered(args) {
+		res.Packages = nil // a -run or -skip leaves listed tests out: no notes
+	}
 	unlisted := summarize(stdout, res, allowed)
 	var exit *exec.ExitError
 	switch {
@@ -86,6 +89,18 @@ func run(dir string, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// filtered reports whether args pick tests by name (-run, -skip).
+func filtered(args []string) bool {
+	for _, a := range args {
+		for _, f := range []string{"-run", "-skip", "-test.run", "-test.skip"} {
+			if a == f || strings.HasPrefix(a, f+"=") || a == "-"+f || strings.HasPrefix(a, "-"+f+"=") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // modInfo is the main module: its path and its directory.
@@ -291,7 +306,7 @@ func summarize(out io.Writer, res result, list []allowedSkip) int {
 	for _, s := range res.Skips {
 		if a := match(list, s); a != nil {
 			used[a.Line] = true
-			fmt.Fprintf(out, "  allowed (%s:%d: %s)  %s %s: %s\n", AllowedFile, a.Line, a.Reason, s.Pkg, s.Test, s.Reason)
+			fmt.Fprintf(out, "  allowed by %s:%d  %s %s: %s\n", AllowedFile, a.Line, s.Pkg, s.Test, s.Reason)
 		} else {
 			unlisted++
 			fmt.Fprintf(out, "  NOT ALLOWED  %s %s: %s\n", s.Pkg, s.Test, s.Reason)
