@@ -7,21 +7,16 @@
 #   - a file signed with cosign sign-blob --key goes through push and pull,
 #     and cosign verifies what pull installed; cosign and bouncer accept each
 #     other's bundles (internal/bundle).
-# Installs the tools with go install (pinned versions) when missing, and
-# fails if any of these tests was skipped.
+# Takes the tools at the versions .ci/testdeps pins (installing them into
+# bin/test-tools when missing), and fails if any of these tests was skipped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
-export PATH="$PATH:$(go env GOPATH)/bin"
-
-CRANE_VERSION=v0.22.1
-ORAS_VERSION=v1.3.6
-COSIGN_VERSION=v3.1.3
 step() { echo "-- oci: $*"; }
 
-command -v crane >/dev/null || { step "installing crane $CRANE_VERSION"; go install "github.com/google/go-containerregistry/cmd/crane@$CRANE_VERSION"; }
-command -v oras >/dev/null || { step "installing oras $ORAS_VERSION"; go install "oras.land/oras/cmd/oras@$ORAS_VERSION"; }
-command -v cosign >/dev/null || { step "installing cosign $COSIGN_VERSION"; go install "github.com/sigstore/cosign/v3/cmd/cosign@$COSIGN_VERSION"; }
+# shellcheck source=.ci/testdeps
+source .ci/testdeps
+testdeps_tools
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -107,7 +107,7 @@ while IFS=$'\t' read -r n cmd; do
     'go run ./examples/demo')
       run "$cmd >'$work/demo.out' 2>&1 || { cat '$work/demo.out'; exit 1; }"
       add "tail -n 7 '$work/demo.out' | sed 's/^/     /'" ;;
-    '(cd testdata/npm && npm ci) && go test -race ./...')
+    '.ci/test')
       skip ".ci/run runs the tests exactly so, before the checks" ;;
     'go install github.com/bouncer-mcp/bouncer/cmd/bouncer@latest')
       skip "fetches the published module through the Go module proxy; the next command builds the same binary from this clone" ;;

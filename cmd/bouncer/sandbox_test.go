@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // TestRunSandboxStrict builds the real binary (static, as released) and
@@ -25,22 +26,10 @@ import (
 func TestRunSandboxStrict(t *testing.T) {
 	c := sandbox.Probe()
 	if c.LandlockABI < sandbox.MinStrictABI || !c.Seccomp {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("kernel lacks Landlock or seccomp: %+v", c)
-		}
-		t.Skipf("kernel lacks Landlock or seccomp: %+v", c)
+		need.Missing(t, fmt.Sprintf("Landlock ABI %d and seccomp (%+v)", sandbox.MinStrictABI, c), "a Linux 6.7 or newer kernel with Landlock enabled")
 	}
-	server, _ := filepath.Abs("../../testdata/npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
-	if _, err := os.Stat(server); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip("npm reference servers not installed (npm ci in testdata/npm)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node")
-	}
+	server := need.NPM(t, "@modelcontextprotocol/server-filesystem/dist/index.js")
+	node := need.Node(t)
 	root := t.TempDir()
 	bin := filepath.Join(root, "bouncer")
 	build := exec.Command("go", "build", "-o", bin, ".")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/bouncer-mcp/bouncer/internal/testserver"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // serveHelpdesk is the script command `serve-helpdesk [OPTION]...
@@ -66,5 +68,13 @@ func TestScripts(t *testing.T) {
 		},
 		RequireExplicitExec: true,
 		Cmds:                scriptCmds, // script_registry_test.go
+		// [missing:PROGRAM] is true when PROGRAM is not on PATH, for a
+		// script to skip; under CI it fails the script (package need).
+		Condition: func(cond string) (bool, error) {
+			if prog, ok := strings.CutPrefix(cond, "missing:"); ok {
+				return need.Absent(prog, "the script's skip line says how to get it")
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }

@@ -7,15 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // TestDemo runs the whole demo: the real bouncer binary in front of the real
 // helpdesk server, the pseudo-terminal approval, the state checks and the
 // review pack. It fails if any attack got through.
 func TestDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds two binaries and runs the full demo")
-	}
+	need.Long(t, "builds two binaries and runs the full demo")
 	repo, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)

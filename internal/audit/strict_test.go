@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bouncer-mcp/bouncer/internal/jsontext"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // strictJSON checks that b is one JSON text by RFC 8259, valid UTF-8
@@ -395,10 +396,7 @@ func TestHostileArgsKeepTheLogReadable(t *testing.T) {
 // every line and every string in it encodes as UTF-8. Skipped without
 // python3; strictJSON covers the same ground in Go.
 func TestPythonReadsTheLog(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3")
-	}
+	py := need.Program(t, "python3", "apt-get install python3")
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	l := openLog(t, path)
 	for i, a := range hostileArgs {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 const policyYAML = "tools:\n  send_email:\n    exfiltrating: true\n    sink_params: [to]\n"
@@ -459,9 +461,7 @@ func TestParsePrivateKey(t *testing.T) {
 // TestOpenSSLKeys signs with keys made by openssl, the way the contract
 // tells users to make them, and verifies with openssl's public key.
 func TestOpenSSLKeys(t *testing.T) {
-	if _, err := exec.LookPath("openssl"); err != nil {
-		t.Skip("openssl not on PATH")
-	}
+	need.Program(t, "openssl", "apt-get install openssl")
 	for name, args := range map[string][]string{
 		"p256":    {"genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"},
 		"ed25519": {"genpkey", "-algorithm", "ed25519"},

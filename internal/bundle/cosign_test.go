@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // TestCosignInterop checks both directions against the real cosign CLI
@@ -13,15 +15,12 @@ import (
 // verify-blob --key accepts bundles from SignFile, and VerifyFile accepts
 // bundles from cosign sign-blob --key; for a set, cosign
 // verify-blob-attestation accepts SignStatement's bundles, and
-// VerifyStatement accepts cosign attest-blob --statement's. It runs only when cosign is on PATH,
-// and offline: no signing config, no transparency-log upload. The keyless
+// VerifyStatement accepts cosign attest-blob --statement's. Without cosign it skips (.ci/test
+// installs it), and fails under CI. It runs offline: no signing config, no transparency-log upload. The keyless
 // fixture is checked by cosign too, so the tests' virtual Sigstore bundles
 // are ones the reference tool accepts.
 func TestCosignInterop(t *testing.T) {
-	cosign, err := exec.LookPath("cosign")
-	if err != nil {
-		t.Skip("cosign not on PATH")
-	}
+	cosign := need.Program(t, "cosign", "go install github.com/sigstore/cosign/v3/cmd/cosign@v3.1.3")
 	run := func(t *testing.T, dir string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(cosign, args...)

@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"net/mail"
 	"net/url"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 func TestParse(t *testing.T) {
@@ -193,13 +194,7 @@ func TestVariants(t *testing.T) {
 // apart are apart to node: Canon must never join what the receiver
 // separates.
 func TestAgainstWHATWG(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node is not on PATH; CI installs it (.ci/run)")
-		}
-		t.Skip("node is not on PATH")
-	}
+	node := need.Node(t)
 	hosts := []string{
 		"example.com", "EXAMPLE.com", "𝐞𝐱𝐚𝐦𝐩𝐥𝐞.com", "ｅｘａｍｐｌｅ.com", "bücher.example", "BÜCHER.example",
 		"xn--bcher-kva.example", "paypal.com", "paypaı.com", "instagram.com", "İnstagram.com",

@@ -8,19 +8,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // TestCraneReadsTheArtifact checks the artifact against crane, the
 // reference client of the library it is built on (go install
-// github.com/google/go-containerregistry/cmd/crane@v0.22.1; .ci/checks/oci.sh
+// github.com/google/go-containerregistry/cmd/crane@v0.22.1; .ci/test
 // installs it): crane resolves the tag to the digest Push returned, reads
 // the manifest as OCI with our artifactType, and hands out each file by its
-// layer's digest. It runs only when crane is on PATH.
+// layer's digest. Without crane it skips, and fails under CI.
 func TestCraneReadsTheArtifact(t *testing.T) {
-	crane, err := exec.LookPath("crane")
-	if err != nil {
-		t.Skip("crane not on PATH")
-	}
+	crane := need.Program(t, "crane", "go install github.com/google/go-containerregistry/cmd/crane@v0.22.1")
 	run := func(args ...string) []byte {
 		t.Helper()
 		cmd := exec.Command(crane, args...)
@@ -82,13 +81,10 @@ func TestCraneReadsTheArtifact(t *testing.T) {
 
 // TestOrasPullsTheFiles checks the title annotations do what the OCI
 // artifact guidance says: `oras pull` writes each layer as a file of that
-// name, and what it writes verifies as the signed set. It runs only when
-// oras is on PATH.
+// name, and what it writes verifies as the signed set. Without oras it
+// skips, and fails under CI.
 func TestOrasPullsTheFiles(t *testing.T) {
-	oras, err := exec.LookPath("oras")
-	if err != nil {
-		t.Skip("oras not on PATH")
-	}
+	oras := need.Program(t, "oras", "go install oras.land/oras/cmd/oras@v1.3.6")
 	host := newRegistry(t, nil)
 	k := newKey(t)
 	files := []File{file("base.yaml", baseYAML), file("team.yaml", teamYAML)}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // TestAdaptive: an attacker who knows the ways to allow. It writes the
@@ -15,9 +17,7 @@ import (
 // the record the attacker wrote lets its own people through, and nothing
 // else does.
 func TestAdaptive(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs bouncer check")
-	}
+	need.Long(t, "runs bouncer check")
 	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)

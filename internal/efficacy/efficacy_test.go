@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // strictEnv=0 switches off the targets that need issue 11's features (one
@@ -16,9 +18,7 @@ import (
 const strictEnv = "BOUNCER_EFFICACY_STRICT"
 
 func TestAgentDojoTargets(t *testing.T) {
-	if testing.Short() {
-		t.Skip("replays about a thousand sessions through bouncer check")
-	}
+	need.Long(t, "replays about a thousand sessions through bouncer check")
 	ctx := context.Background()
 	root, err := ModuleRoot()
 	if err != nil {

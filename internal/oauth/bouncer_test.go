@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 var (
@@ -98,11 +99,8 @@ func needSandbox(t *testing.T) {
 	if c.LandlockABI >= sandbox.MinStrictABI && c.Seccomp {
 		return
 	}
-	msg := fmt.Sprintf("kernel lacks Landlock ABI %d or seccomp: %+v", sandbox.MinStrictABI, c)
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	need.Missing(t, fmt.Sprintf("a kernel with Landlock ABI %d and seccomp (this one: %+v)", sandbox.MinStrictABI, c),
+		"run on Linux 6.7 or later")
 }
 
 // TestBouncerRunSignsIn drives the real `bouncer run --url` against a
@@ -112,9 +110,7 @@ func needSandbox(t *testing.T) {
 // the kept token without opening the browser. Both run sandboxed: the
 // sign-in happens before the sandbox, the calls after it.
 func TestBouncerRunSignsIn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds bouncer")
-	}
+	need.Long(t, "builds bouncer")
 	f := newFixture(t)
 	bin := buildBouncer(t)
 	home := filepath.Join(t.TempDir(), "home")
@@ -146,9 +142,7 @@ func TestBouncerRunSignsIn(t *testing.T) {
 // sandboxed by then: the sign-in helper it started before the sandbox
 // runs it. The call is then sent once more and goes through.
 func TestBouncerRunStepUp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds bouncer")
-	}
+	need.Long(t, "builds bouncer")
 	needSandbox(t)
 	f := newFixture(t)
 	f.rs = newStepUpRS(t, f.as)
@@ -188,9 +182,7 @@ func TestBouncerRunStepUp(t *testing.T) {
 // revoked once bouncer is sandboxed) reaches the token endpoint through
 // the pinned dialer.
 func TestBouncerRunEgress(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds bouncer")
-	}
+	need.Long(t, "builds bouncer")
 	needSandbox(t)
 	f := newFixture(t)
 	f.as.splitToken()

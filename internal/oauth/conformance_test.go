@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // TestConformance runs the official MCP conformance suite
@@ -87,18 +89,11 @@ type conformance struct {
 type scenario struct{ name, versions string }
 
 func newConformance(t *testing.T) *conformance {
-	if testing.Short() {
-		t.Skip("runs the conformance suite (-short)")
-	}
+	need.Long(t, "runs the conformance suite")
 	dir, _ := filepath.Abs("testdata/conformance")
-	index := filepath.Join(dir, "node_modules/@modelcontextprotocol/conformance/dist/index.js")
-	if _, err := os.Stat(index); err != nil {
-		t.Skip("the conformance suite is not installed (npm ci in internal/oauth/testdata/conformance)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
+	index := need.File(t, filepath.Join(dir, "node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+		"the MCP conformance suite", "run npm ci in internal/oauth/testdata/conformance")
+	node := need.Node(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // notOnServer lists pack entries that are deliberately not tools of the
@@ -391,9 +393,7 @@ func nestedHas(nested []string, path string) bool {
 // The record must be what the pinned servers list today. This starts each
 // server, so it needs the npm packages (skipped without them unless CI).
 func TestRecordedToolsCurrent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the npm servers")
-	}
+	need.Long(t, "starts the npm servers")
 	npmDir(t)
 	for _, s := range packServers {
 		t.Run(s.pack, func(t *testing.T) {

@@ -11,22 +11,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // npmDir is where testdata/npm installs the reference servers.
 func npmDir(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs("../../testdata/npm/node_modules")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("reference servers missing (run npm ci in testdata/npm): %v", err)
-		}
-		t.Skipf("reference servers missing (run npm ci in testdata/npm): %v", err)
-	}
-	return dir
+	return need.NPM(t, "")
 }
 
 // packServer says how to start the reference server a pack is checked
@@ -187,7 +179,7 @@ func listTools(t *testing.T, s packServer) []json.RawMessage {
 // normal test run checks the packs against a fixed, reviewed record.
 func TestRecordTools(t *testing.T) {
 	if os.Getenv("BOUNCER_RECORD_TOOLS") != "1" {
-		t.Skip("set BOUNCER_RECORD_TOOLS=1 to re-record testdata/tools from the npm servers")
+		need.Skip(t, "opt-in: set BOUNCER_RECORD_TOOLS=1 to re-record testdata/tools from the npm servers")
 	}
 	for _, s := range packServers {
 		t.Run(s.pack, func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // BenchmarkPairedFilesystemWrite1MiB writes a 1 MiB file through the npm
@@ -27,11 +29,8 @@ func BenchmarkPairedFilesystemWrite1MiBText(b *testing.B) {
 }
 
 func benchFilesystemWrite(b *testing.B, content string) {
-	script, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(script); err != nil || serr != nil {
-		b.Skip("npm server-filesystem not installed (npm ci in testdata/npm)")
-	}
+	script := need.NPM(b, "@modelcontextprotocol/server-filesystem/dist/index.js")
+	node := need.Node(b)
 	dir := b.TempDir()
 	root := filepath.Join(dir, "root")
 	if err := os.Mkdir(root, 0o700); err != nil {

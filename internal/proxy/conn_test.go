@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // readAll reads messages from a connection until an error, returning each
@@ -359,7 +361,7 @@ func FuzzConnRead(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, input string) {
 		if strings.Contains(input, "[") && strings.Count(input, `"method"`) > 1 {
-			t.Skip()
+			need.Skip(t, "input outside the property")
 		}
 		var out bytes.Buffer
 		got, clean, refused := readAll(NewConn(strings.NewReader(input), &out))

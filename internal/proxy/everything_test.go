@@ -23,6 +23,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 var (
@@ -64,14 +66,8 @@ func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 // servers, or skips the test when they are not installed (fails under CI).
 func npmServer(t *testing.T, pkg string, args ...string) Command {
 	t.Helper()
-	script, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "npm", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(script); err != nil || serr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("npm server %s not installed (run npm ci in testdata/npm): %v %v", pkg, err, serr)
-		}
-		t.Skipf("npm server %s not installed (npm ci in testdata/npm)", pkg)
-	}
+	script := need.NPM(t, filepath.Join("@modelcontextprotocol", pkg, "dist", "index.js"))
+	node := need.Node(t)
 	return Command{Path: node, Args: append([]string{script}, args...)}
 }
 

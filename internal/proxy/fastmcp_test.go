@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // envFastMCP names a Python interpreter that can import the official MCP
@@ -34,7 +37,7 @@ func fastmcpGmail(t *testing.T) Command {
 	}
 	out, err := exec.Command(python, "-c", "import mcp.server.fastmcp").CombinedOutput()
 	if err != nil {
-		t.Skipf("no Python with the MCP Python SDK 1.29.0 (PyPI is not reachable here; set %s to one): %v\n%s", envFastMCP, err, out)
+		need.Skip(t, fmt.Sprintf("no Python with the MCP Python SDK 1.29.0 (PyPI is not reachable here; set %s to one): %v\n%s", envFastMCP, err, out))
 	}
 	return Command{Path: python, Args: []string{script}}
 }

@@ -59,10 +59,7 @@ func benchChild(args []string) int {
 // BenchmarkSyscall measures what the seccomp filter and Landlock add to a
 // system call in the restricted proxy.
 func BenchmarkSyscall(b *testing.B) {
-	c := Probe()
-	if c.LandlockABI < MinStrictABI || !c.Seccomp {
-		b.Skip("kernel lacks Landlock or seccomp")
-	}
+	needKernel(b)
 	for _, mode := range []string{"off", "strict"} {
 		for _, call := range []string{"getppid", "write", "kill"} {
 			b.Run("call="+call+"/sandbox="+mode, func(b *testing.B) {
@@ -91,10 +88,7 @@ func BenchmarkSyscall(b *testing.B) {
 // BenchmarkRestrictStartup measures what Restrict adds to a process's
 // start: each op starts a child that restricts itself (or not) and exits.
 func BenchmarkRestrictStartup(b *testing.B) {
-	c := Probe()
-	if c.LandlockABI < MinStrictABI || !c.Seccomp {
-		b.Skip("kernel lacks Landlock or seccomp")
-	}
+	needKernel(b)
 	for _, mode := range []string{"off", "strict"} {
 		b.Run("sandbox="+mode, func(b *testing.B) {
 			dir := b.TempDir()

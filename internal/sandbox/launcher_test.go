@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // upstreamProbe runs as the confined server: args are the workspace, an
@@ -221,14 +223,8 @@ func copyFile(t *testing.T, from, to string) {
 // backed by Landlock.
 func TestFilesystemServerConfined(t *testing.T) {
 	needKernel(t)
-	server, _ := filepath.Abs("../../testdata/npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(server); serr != nil || err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("npm reference server or node missing: %v %v", serr, err)
-		}
-		t.Skip("npm reference servers not installed (npm ci in testdata/npm)")
-	}
+	server := need.NPM(t, "@modelcontextprotocol/server-filesystem/dist/index.js")
+	node := need.Node(t)
 	ws, other := t.TempDir(), t.TempDir()
 	l, err := LauncherArgs(Strict, Confinement{ReadWrite: []string{ws}}, node, []string{server, ws, other}, "")
 	if err != nil {

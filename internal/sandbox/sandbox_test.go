@@ -19,6 +19,8 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // The tests re-execute the test binary: as a probe that restricts itself
@@ -44,17 +46,13 @@ func TestMain(m *testing.M) {
 
 // needKernel skips a test on a kernel without the features, unless CI is
 // set, where a missing feature is a failure.
-func needKernel(t *testing.T) {
+func needKernel(t testing.TB) {
 	t.Helper()
 	c := Probe()
 	if c.LandlockABI >= MinStrictABI && c.Seccomp {
 		return
 	}
-	msg := fmt.Sprintf("kernel lacks Landlock ABI %d or seccomp: %+v", MinStrictABI, c)
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	need.Missing(t, fmt.Sprintf("Landlock ABI %d and seccomp (%+v)", MinStrictABI, c), "a Linux 6.7 or newer kernel with Landlock enabled")
 }
 
 // result is one probe's finding: what it tried and the error it got.

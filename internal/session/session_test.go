@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // live returns the client identity of a running process (this test, or
@@ -17,7 +19,7 @@ func live(t *testing.T, pid int) Client {
 	t.Helper()
 	p, err := readProc(pid)
 	if err != nil {
-		t.Skipf("no process information here: %v", err)
+		need.Skip(t, "no process information here (/proc): "+err.Error())
 	}
 	return Client{PID: pid, Start: p.start}
 }
@@ -250,7 +252,7 @@ func TestFindClient(t *testing.T) {
 func TestFindClientReal(t *testing.T) {
 	me, err := readProc(os.Getpid())
 	if err != nil {
-		t.Skip(err)
+		need.Skip(t, "no process information here (/proc): "+err.Error())
 	}
 	c, err := FindClient(os.Getpid())
 	if err != nil && !errors.Is(err, ErrNoClient) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/bundle"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // collectorBin builds the test collector in testdata/otelcol (its own
@@ -59,7 +60,7 @@ func newOtelcol(t *testing.T) *otelcol {
 	t.Helper()
 	bin, err := collectorBin()
 	if err != nil {
-		need(t, "the test collector", err.Error())
+		need.Missing(t, "the test collector (testdata/otelcol)", "set BOUNCER_TEST_OTELCOL to a built one, or fix its build: "+err.Error())
 	}
 	c := &otelcol{t: t, dir: t.TempDir(), port: freePort(t)}
 	c.cmd = &exec.Cmd{Path: bin}
@@ -324,9 +325,7 @@ func checkRecords(t *testing.T, recs []otlpRecord, log [][]byte) (dups int) {
 // once; by hash exactly the log), that the verdict sum counts the log, and
 // that a restarted shipper sends nothing again.
 func TestOTelCollector(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a collector")
-	}
+	need.Long(t, "builds a collector")
 	col := newOtelcol(t)
 	dir := t.TempDir()
 	l := newTestLog(t, dir)
@@ -418,9 +417,7 @@ func TestOTelCollector(t *testing.T) {
 // TestOTelCollectorOnceUnreachable: --once names a collector that is down
 // and moves no cursor; once it is up, the same run ships everything.
 func TestOTelCollectorOnceUnreachable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a collector")
-	}
+	need.Long(t, "builds a collector")
 	col := newOtelcol(t)
 	col.stop()
 	dir := t.TempDir()

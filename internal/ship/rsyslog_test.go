@@ -23,17 +23,8 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/bundle"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
-
-// need skips a test whose real receiver is not installed here, except in
-// CI, where .ci/run installs it and its absence is a failure.
-func need(t *testing.T, what, why string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s is missing in CI (%s); .ci/run installs it", what, why)
-	}
-	t.Skipf("%s is not installed (%s); CI runs this test", what, why)
-}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -81,17 +72,7 @@ type tlsFiles struct{ ca, cert, key string }
 // so a newline on the wire is a newline in its file.
 func newRsyslogd(t *testing.T, tlsf *tlsFiles, raw ...bool) *rsyslogd {
 	t.Helper()
-	bin, err := exec.LookPath("rsyslogd")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/rsyslogd", "/sbin/rsyslogd"} {
-			if _, e := os.Stat(p); e == nil {
-				bin, err = p, nil
-			}
-		}
-	}
-	if err != nil {
-		need(t, "rsyslogd", "apt-get install rsyslog")
-	}
+	bin := need.Program(t, "rsyslogd", "apt-get install rsyslog", "/usr/sbin/rsyslogd", "/sbin/rsyslogd")
 	dir := t.TempDir()
 	r := &rsyslogd{t: t, dir: dir, port: freePort(t), out: filepath.Join(dir, "received.log"), conf: filepath.Join(dir, "rsyslog.conf")}
 	var conf strings.Builder
@@ -328,7 +309,7 @@ func TestRsyslogTLS(t *testing.T) {
 	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/rsyslog/lmnsd_ossl.so"); err != nil {
 		matches, _ := filepath.Glob("/usr/lib/*/rsyslog/lmnsd_ossl.so")
 		if len(matches) == 0 {
-			need(t, "rsyslog's OpenSSL driver", "apt-get install rsyslog-openssl")
+			need.Missing(t, "rsyslog's OpenSSL driver (lmnsd_ossl.so)", "apt-get install rsyslog-openssl")
 		}
 	}
 	dir := t.TempDir()

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 // gen writes pseudo-random, mostly unique output: words, addresses, URLs,
@@ -231,9 +233,7 @@ func BenchmarkSeen1KB(b *testing.B) {
 // BenchmarkSeen256MB checks destinations against a store holding 256 MiB of
 // mostly unique output (built once; skipped with -short).
 func BenchmarkSeen256MB(b *testing.B) {
-	if testing.Short() {
-		b.Skip("256 MiB setup skipped in -short mode")
-	}
+	need.Long(b, "256 MiB setup")
 	s := big()
 	benchSeen(b, s)
 }
@@ -241,9 +241,7 @@ func BenchmarkSeen256MB(b *testing.B) {
 // BenchmarkMemory256MB reports the heap kept by a store after 256 MiB of
 // mostly unique output, and the false-positive rate of fresh lookups.
 func BenchmarkMemory256MB(b *testing.B) {
-	if testing.Short() {
-		b.Skip("256 MiB setup skipped in -short mode")
-	}
+	need.Long(b, "256 MiB setup")
 	s := big()
 	const probes = 1 << 20
 	fp := 0

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 type seenCase struct {
@@ -465,9 +467,7 @@ func TestConcurrentSwitch(t *testing.T) {
 // filter, then checks that every recorded destination is still seen and
 // that fresh ones mostly are not.
 func TestLarge(t *testing.T) {
-	if testing.Short() {
-		t.Skip("large input skipped in -short mode")
-	}
+	need.Long(t, "large input")
 	s := NewStore()
 	var b strings.Builder
 	const n = 700_000 // > exactSlotsMax/2 tokens
@@ -521,7 +521,7 @@ func TestIdleStoreIsSmall(t *testing.T) {
 // large output does not churn the garbage collector.
 func TestNoAllocs(t *testing.T) {
 	if raceEnabled {
-		t.Skip("sync.Pool drops items under the race detector")
+		need.Skip(t, "sync.Pool drops items under the race detector")
 	}
 	s := NewStore()
 	text := "Reply to <Mallory@Evil.example>, see https://evil.example/hook?to=a%40b.com&x=1 (by @octocat in #general)."

@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
 const modulePath = "github.com/bouncer-mcp/bouncer"
@@ -155,14 +156,7 @@ func MCPGo(t testing.TB, inbox ...string) Server {
 // (fails when $CI is set).
 func Node(t testing.TB) string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node is not installed: %v", err)
-		}
-		t.Skip("node is not installed")
-	}
-	return node
+	return need.Node(t)
 }
 
 // JSONParse returns the JSON.parse node test server. read_inbox names inbox
@@ -184,13 +178,7 @@ func JSONParse(t testing.TB, inbox ...string) Server {
 func Filesystem(t testing.TB, dirs ...string) Server {
 	t.Helper()
 	node := Node(t)
-	script := filepath.Join(ModuleRoot(t), "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
-	if _, err := os.Stat(script); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("npm server-filesystem not installed (npm ci in testdata/npm): %v", err)
-		}
-		t.Skip("npm server-filesystem not installed (npm ci in testdata/npm)")
-	}
+	script := need.NPM(t, "@modelcontextprotocol/server-filesystem/dist/index.js")
 	return Server{Name: "filesystem", Argv: append([]string{node, script}, dirs...)}
 }
 
