@@ -88,6 +88,7 @@ func cmdRun(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 
+	up.cmd.Name = f.name // for the warnings about its stdout
 	conn, reach, closeUp, err := startUpstream(ctx, up, dir)
 	if err != nil {
 		return failed(err)

@@ -134,9 +134,9 @@ type Config struct {
 var ErrUpstreamExited = errors.New("the upstream server closed its output")
 
 // ErrUpstreamOutput is returned by Run (wrapping the parse error) when the
-// upstream wrote something on its stdout that is not a JSON-RPC message: a
-// server that logs to stdout, or a wrong command. The session can't go on,
-// since the stream can't be trusted to be in step.
+// upstream sent something meant as a JSON-RPC message that is not one (a
+// stdio server's log lines are passed over: see Start). The session can't
+// go on, since the stream can't be trusted to be in step.
 var ErrUpstreamOutput = errors.New("the upstream server wrote something that is not an MCP message on its stdout")
 
 // Proxy is one session between a client and an upstream server.
