@@ -156,6 +156,9 @@ func (c *call) judged(d engine.Decision) {
 // comes first: if it can't be written, the call is denied.
 func (p *Proxy) decide(c *call) {
 	p.settled()
+	if p.cfg.Tape != nil {
+		p.cfg.Tape.Call(c.req.Params)
+	}
 	d := p.cfg.Engine.Decide(c.ec)
 	c.judged(d)
 	if err := p.auditDecision(c, d); err != nil {
@@ -261,7 +264,7 @@ func (p *Proxy) forward(c *call) {
 		return
 	}
 	c.state = stateForwarded
-	if !p.routes.send(c.req.ID, "tools/call", p.cfg.Engine.TrustedOutput(c.tool)) {
+	if !p.routes.sendCall(c.req.ID, "tools/call", c.tool, p.cfg.Engine.TrustedOutput(c.tool)) {
 		p.writeDown(&jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{
 			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + p.goneText(),
 		}})
@@ -505,6 +508,9 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 	}
 	for _, a := range d.Asks {
 		p.cfg.Engine.Approve(c.tool, a.Param, a.Value)
+		if p.cfg.Tape != nil {
+			p.cfg.Tape.Approve(c.tool, a.Param, a.Value)
+		}
 		if res.Content.Remember && p.cfg.Remember != nil && a.Value != "" {
 			if err := p.cfg.Remember(a.Value); err != nil {
 				p.logf("could not remember %q for server %q: %v", a.Value, p.cfg.Server, err)

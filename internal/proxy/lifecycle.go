@@ -100,6 +100,7 @@ type routes struct {
 	mu       sync.Mutex
 	fwd      map[jsonrpc.ID]string                 // client requests sent upstream, by ID → method
 	trusted  map[jsonrpc.ID]bool                   // forwarded calls of tools whose output the policy trusts
+	tool     map[jsonrpc.ID]string                 // forwarded calls → the tool called
 	dropUp   map[jsonrpc.ID]bool                   // forwarded requests answered by the proxy (cancelled in a batch): the upstream's answer is dropped
 	waitUp   map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the upstream
 	waitDown map[jsonrpc.ID]chan *jsonrpc.Response // the proxy's own requests to the client
@@ -111,6 +112,7 @@ func newRoutes() *routes {
 	return &routes{
 		fwd:      map[jsonrpc.ID]string{},
 		trusted:  map[jsonrpc.ID]bool{},
+		tool:     map[jsonrpc.ID]string{},
 		dropUp:   map[jsonrpc.ID]bool{},
 		waitUp:   map[jsonrpc.ID]chan *jsonrpc.Response{},
 		waitDown: map[jsonrpc.ID]chan *jsonrpc.Response{},
@@ -121,6 +123,12 @@ func newRoutes() *routes {
 // send registers a client request about to be sent upstream. It reports
 // false, registering nothing, when the upstream is gone.
 func (r *routes) send(id jsonrpc.ID, method string, trusted bool) bool {
+	return r.sendCall(id, method, "", trusted)
+}
+
+// sendCall is send for a tools/call of tool, which the answer's output is
+// recorded as of.
+func (r *routes) sendCall(id jsonrpc.ID, method, tool string, trusted bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.shut {
@@ -129,6 +137,9 @@ func (r *routes) send(id jsonrpc.ID, method string, trusted bool) bool {
 	r.fwd[id] = method
 	if trusted {
 		r.trusted[id] = true
+	}
+	if tool != "" {
+		r.tool[id] = tool
 	}
 	return true
 }
@@ -141,6 +152,7 @@ func (r *routes) unsend(id jsonrpc.ID) bool {
 	_, owed := r.fwd[id]
 	delete(r.fwd, id)
 	delete(r.trusted, id)
+	delete(r.tool, id)
 	return owed
 }
 
@@ -150,6 +162,7 @@ type answer struct {
 	known   bool   // it answers a request sent upstream and still owed
 	dropped bool   // it answers one the proxy answered itself
 	trusted bool   // it is a call of a tool whose output the policy trusts
+	tool    string // the tool it is a call of
 }
 
 // answered takes the upstream's answer to id off the books.
@@ -157,10 +170,11 @@ func (r *routes) answered(id jsonrpc.ID) answer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	method, known := r.fwd[id]
-	a := answer{method: method, known: known, dropped: r.dropUp[id], trusted: r.trusted[id]}
+	a := answer{method: method, known: known, dropped: r.dropUp[id], trusted: r.trusted[id], tool: r.tool[id]}
 	delete(r.fwd, id)
 	delete(r.dropUp, id)
 	delete(r.trusted, id)
+	delete(r.tool, id)
 	return a
 }
 
@@ -175,6 +189,7 @@ func (r *routes) cancel(id jsonrpc.ID, inBatch func(jsonrpc.ID) bool) bool {
 	}
 	delete(r.fwd, id)
 	delete(r.trusted, id)
+	delete(r.tool, id)
 	r.dropUp[id] = true
 	return true
 }
@@ -289,6 +304,7 @@ func (r *routes) close() []jsonrpc.ID {
 	}
 	r.fwd = map[jsonrpc.ID]string{}
 	r.trusted = map[jsonrpc.ID]bool{}
+	r.tool = map[jsonrpc.ID]string{}
 	r.dropUp = map[jsonrpc.ID]bool{}
 	for id, ch := range r.waitUp {
 		close(ch)
