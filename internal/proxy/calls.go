@@ -80,13 +80,17 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	c := &call{req: m, tool: tool, args: args, ec: ec}
 	if perr != nil {
 		reason := "malformed tools/call: " + perr.Error()
+		var ce *engine.CallError
+		invalid := errors.As(perr, &ce) && ce.Invalid
+		if p.cfg.Tape != nil && !invalid {
+			p.cfg.Tape.Call(m.Params) // check refuses it the same way
+		}
 		p.auditLine(c, engine.Deny, reason, engine.RuleDefault, "")
 		if p.cfg.Observe {
 			p.forward(c) // as the client sent it: observe mode enforces nothing
 			return nil
 		}
-		var ce *engine.CallError
-		if errors.As(perr, &ce) && ce.Invalid {
+		if invalid {
 			// Broken params are a JSON-RPC error, as a server gives them.
 			c.mu.Lock()
 			c.state = stateAnswered
