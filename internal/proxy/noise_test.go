@@ -20,9 +20,9 @@ import (
 )
 
 // noisyConn reads input with TolerateNoise and returns the messages read
-// (re-encoded), the noise lines reported (each as "size:shown"), how the
-// stream ended (nil for a clean end), and how many messages were refused.
-func noisyConn(r io.Reader) (msgs, noise []string, end error, refused int) {
+// (re-encoded), the noise lines reported (each as "size:shown"), how many
+// messages were refused, and how the stream ended (nil for a clean end).
+func noisyConn(r io.Reader) (msgs, noise []string, refused int, end error) {
 	c := NewConn(r, io.Discard)
 	c.TolerateNoise(func(line []byte, size int) {
 		noise = append(noise, fmt.Sprintf("%d:%s", size, line))
@@ -35,10 +35,10 @@ func noisyConn(r io.Reader) (msgs, noise []string, end error, refused int) {
 			continue
 		}
 		if errors.Is(err, io.EOF) {
-			return msgs, noise, nil, refused
+			return msgs, noise, refused, nil
 		}
 		if err != nil {
-			return msgs, noise, err, refused
+			return msgs, noise, refused, err
 		}
 		b, _ := jsonrpc.EncodeMessage(m)
 		msgs = append(msgs, string(b))
@@ -107,7 +107,7 @@ func TestConnNoise(t *testing.T) {
 			{"a byte at a time", func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) }},
 		} {
 			t.Run(tc.name+"/"+reader.name, func(t *testing.T) {
-				msgs, noise, end, refused := noisyConn(reader.r(tc.input))
+				msgs, noise, refused, end := noisyConn(reader.r(tc.input))
 				var want []string
 				for _, m := range tc.msgs {
 					dm, err := jsonrpc.DecodeMessage([]byte(m))
@@ -156,7 +156,7 @@ func FuzzConnNoise(f *testing.F) {
 			return // meant as JSON-RPC: read, refused or an error
 		}
 		input := line + "\n" + req + "\n" + line + "\n" + resp + "\n"
-		msgs, noise, end, refused := noisyConn(strings.NewReader(input))
+		msgs, noise, refused, end := noisyConn(strings.NewReader(input))
 		if end != nil || refused != 0 || len(msgs) != 2 {
 			t.Fatalf("line %q: read %q, ended %v, %d refused", line, msgs, end, refused)
 		}
