@@ -25,6 +25,7 @@ const checkSynopsis = "bouncer check [--policy FILE]... [--tools FILE] [--name N
 	`  {"prompt": "TEXT"}                                  what the user typed: it vouches` + "\n" +
 	`with "server": NAME beside output, call or approve for a session of several servers (default --name),` + "\n" +
 	`and "tool": NAME beside output to say which tool returned it (for trusted_output).` + "\n" +
+	"bouncer run --record FILE writes a session in this form as it happens.\n" +
 	"Each call prints {\"tool\",\"verdict\",\"reason\",\"rule\"}. Reads stdin without SESSION; with only\n" +
 	"--policy and no SESSION on a terminal, it checks the policy and exits."
 
@@ -115,6 +116,9 @@ type sessionLine struct {
 	Server *string `json:"server"`
 	// Tool names the tool that returned an output.
 	Tool string `json:"tool"`
+	// Elided says the output or call was too large to record whole (see
+	// record.MaxLine): its long strings are digests.
+	Elided bool `json:"elided"`
 }
 
 // replayer holds one check run: every server of the session shares the
@@ -125,6 +129,7 @@ type replayer struct {
 	tools   []json.RawMessage // pinned on every server's engine; nil pins all
 	name    string
 	engines map[string]*engine.Engine
+	elided  bool // a line was elided (warned about once)
 }
 
 func (r *replayer) engine(server string) *engine.Engine {
@@ -187,6 +192,10 @@ func (r *replayer) line(raw []byte, enc *json.Encoder) error {
 	dec.DisallowUnknownFields()
 	var l sessionLine
 	if err := dec.Decode(&l); err != nil {
+		if auditLine(raw) {
+			return errors.New("this is a line of bouncer's audit log, which records each call and its verdict but not what the servers returned, " +
+				"so taint can't be replayed from it; record a session with bouncer run --record FILE and check that file")
+		}
 		return fmt.Errorf("not a session line (want {\"output\"|\"call\"|\"approve\"|\"prompt\": ...}): %v", err)
 	}
 	set := 0
@@ -210,6 +219,12 @@ func (r *replayer) line(raw []byte, enc *json.Encoder) error {
 	}
 	if l.Tool != "" && l.Output == nil {
 		return fmt.Errorf("\"tool\" goes beside \"output\" only")
+	}
+	if l.Elided {
+		if l.Output == nil && l.Call == nil {
+			return fmt.Errorf("\"elided\" goes beside \"output\" or \"call\" only")
+		}
+		r.warnElided()
 	}
 	eng := r.engine(server)
 	switch {
@@ -256,6 +271,25 @@ func (r *replayer) line(raw []byte, enc *json.Encoder) error {
 		eng.Approve(l.Approve.Tool, l.Approve.Param, l.Approve.Destination)
 	}
 	return nil
+}
+
+// warnElided says, once a run, that a line was recorded elided.
+func (r *replayer) warnElided() {
+	if r.elided {
+		return
+	}
+	r.elided = true
+	errorf("warning: the session holds output or calls too large to record whole (\"elided\": true): their long strings are digests, " +
+		"so a destination or value inside one is not replayed, and a verdict that rests on it may differ from the session's")
+}
+
+// auditLine reports whether raw is a line of the audit log.
+func auditLine(raw []byte) bool {
+	var a struct {
+		TS      *string `json:"ts"`
+		Verdict *string `json:"verdict"`
+	}
+	return json.Unmarshal(raw, &a) == nil && a.TS != nil && a.Verdict != nil
 }
 
 // readToolsFile reads a saved tools/list result.

@@ -24,13 +24,14 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
+	"github.com/bouncer-mcp/bouncer/internal/record"
 	"github.com/bouncer-mcp/bouncer/internal/report"
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
-const runSynopsis = `bouncer run [--policy FILE]... [--policy-dir DIR] [--name NAME] [--sandbox auto|strict|off] [--trust FILE] [--observe] -- COMMAND [ARG]...
+const runSynopsis = `bouncer run [--policy FILE]... [--policy-dir DIR] [--name NAME] [--sandbox auto|strict|off] [--trust FILE] [--observe] [--record FILE] -- COMMAND [ARG]...
        bouncer run [--policy FILE]... [--name NAME] --url URL [--header-file FILE] [--header 'Name: value']... [--transport auto|streamable|sse]
        bouncer run --config FILE --server NAME [--policy FILE]... [other flags]`
 
@@ -43,6 +44,7 @@ type runFlags struct {
 	home, name, sandbox, trust      string
 	configFile, serverName, project string
 	policyDir, remoteURL, transport string
+	record                          string
 	observe                         bool
 	policies, headers, headerFiles  multiFlag
 	rest                            []string
@@ -81,6 +83,15 @@ func cmdRun(args []string) error {
 	if err != nil {
 		return err
 	}
+	// Opened before the sandbox, which would keep the proxy from opening
+	// it; the upstream does not inherit it.
+	tape, err := f.openRecord()
+	if err != nil {
+		return err
+	}
+	if tape != nil {
+		defer tape.Close()
+	}
 
 	// A client that vanishes must not kill us with SIGPIPE before the
 	// upstream is stopped; a client that signals us stops the session.
@@ -88,6 +99,7 @@ func cmdRun(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 
+	up.cmd.Name = f.name // for the warnings about its stdout
 	conn, reach, closeUp, err := startUpstream(ctx, up, dir, f.sandbox != "off")
 	if err != nil {
 		return failed(err)
@@ -111,8 +123,24 @@ func cmdRun(args []string) error {
 	if f.observe {
 		errorf("OBSERVE MODE: every call is decided and audited (enforced: false) but forwarded whatever the verdict, and nobody is asked. Nothing is blocked. bouncer log shows what would have been.")
 	}
-	p := proxy.New(f.proxyConfig(dec, dir, auditLog))
+	cfg := f.proxyConfig(dec, dir, auditLog)
+	if tape != nil {
+		cfg.Tape = tape
+	}
+	p := proxy.New(cfg)
 	return up.ended(p.Run(ctx, proxy.Stdio(), conn))
+}
+
+// openRecord opens --record's file, or returns nil without one.
+func (f *runFlags) openRecord() (*record.Tape, error) {
+	if f.record == "" {
+		return nil, nil
+	}
+	tape, err := record.Open(f.record, f.name, func(msg string) { errorf("warning: %s", msg) })
+	if err != nil {
+		return nil, badInput(fmt.Errorf("--record: %v", err))
+	}
+	return tape, nil
 }
 
 // parseRunFlags reads the flags. A nil runFlags with a nil error means
@@ -133,6 +161,8 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.Var(&f.headers, "header", "with --url: send `'Name: value'` with every request (repeatable; values are kept out of logs and messages; ${VAR} is taken from the environment, so quote it for the shell; a credential written out here is visible to other users: use --header-file)")
 	fs.Var(&f.headerFiles, "header-file", "with --url: send the headers of `FILE` (one \"Name: value\" a line; yours, mode 0600) with every request")
 	fs.StringVar(&f.transport, "transport", "", "with --url: `auto` (streamable HTTP, falling back to HTTP+SSE), streamable or sse")
+	fs.StringVar(&f.record, "record", "", "append the session to `FILE` as bouncer check replays it: every call judged, every server output, every approval. "+
+		"The outputs may hold secrets (mail, files, tokens): the file is 0600; keep it as you keep that data")
 	if done, err := parseFlags(fs, args); done {
 		return nil, err
 	}

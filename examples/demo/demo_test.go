@@ -26,7 +26,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	transcript := log.String()
-	for _, want := range []string{"Attack 1", "[bouncer blocked] ", "bouncer approve ", "Every attack was stopped",
+	for _, want := range []string{"  built bouncer in ", "  built helpdesk in ", "Attack 1", "[bouncer blocked] ", "bouncer approve ", "Every attack was stopped",
 		filepath.Join(out, "policy.yaml"), filepath.Join(out, "home", "audit.jsonl"), filepath.Join(out, "review-pack.md")} {
 		if !strings.Contains(transcript, want) {
 			t.Errorf("transcript lacks %q:\n%s", want, transcript)

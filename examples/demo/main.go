@@ -197,6 +197,71 @@ func (d *demo) show(path string) string {
 
 func (d *demo) say(format string, a ...any) { fmt.Fprintf(d.w, format+"\n", a...) }
 
+// buildTick is how often a build that is still running says how far it got.
+const buildTick = 15 * time.Second
+
+// build compiles pkg into bin/name, saying how far it got: the first run
+// compiles every dependency (bouncer has some 700 packages), which takes
+// minutes on a slow or busy machine, and silence would look like a hang.
+// go build -v names each package it compiles (not those its cache holds).
+func (d *demo) build(goBin, name, pkg string) error {
+	total := "?"
+	if b, err := exec.Command(goBin, "list", "-deps", pkg).Output(); err == nil {
+		total = fmt.Sprint(bytes.Count(b, []byte("\n")))
+	}
+	d.say("  building %s (up to %s packages) ...", name, total)
+	start := time.Now()
+	cmd := exec.Command(goBin, "build", "-v", "-o", filepath.Join(d.bin, name), pkg)
+	cmd.Dir = d.repo
+	out, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("go build %s: %w", pkg, err)
+	}
+	// What go build said: the packages it compiled, and its errors.
+	var mu sync.Mutex
+	var said []string
+	compiled := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(said)
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			mu.Lock()
+			said = append(said, sc.Text())
+			mu.Unlock()
+		}
+	}()
+	tick := time.NewTicker(buildTick)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-read:
+			waiting = false
+		case <-tick.C:
+			d.say("  ... %s so far, %d of up to %s packages compiled", time.Since(start).Round(time.Second), compiled(), total)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, strings.Join(said, "\n"))
+	}
+	how := "all from the build cache"
+	if n := compiled(); n > 0 {
+		how = fmt.Sprintf("%d packages compiled", n)
+		if n == 1 {
+			how = "1 package compiled"
+		}
+	}
+	d.say("  built %s in %s (%s)", name, time.Since(start).Round(100*time.Millisecond), how)
+	return nil
+}
+
 func (d *demo) setup() error {
 	if err := os.RemoveAll(d.out); err != nil {
 		return err
@@ -206,17 +271,16 @@ func (d *demo) setup() error {
 			return err
 		}
 	}
-	d.say("Building bouncer and the helpdesk server into %s ...", d.bin)
 	// go run and go test put their own go first on PATH.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("the demo builds bouncer with the go command: %w", err)
 	}
-	for name, pkg := range map[string]string{"bouncer": "./cmd/bouncer", "helpdesk": "./examples/demo/helpdesk"} {
-		cmd := exec.Command(goBin, "build", "-o", filepath.Join(d.bin, name), pkg)
-		cmd.Dir = d.repo
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	d.say("Building bouncer and the helpdesk server into %s. The first run compiles every package they use,\n"+
+		"some 700: minutes on a slow or busy machine. Later runs take seconds (the build cache has them).", d.show(d.bin))
+	for _, b := range [][2]string{{"bouncer", "./cmd/bouncer"}, {"helpdesk", "./examples/demo/helpdesk"}} {
+		if err := d.build(goBin, b[0], b[1]); err != nil {
+			return err
 		}
 	}
 	if err := writeJSON(filepath.Join(d.desk, "customers.json"), customers); err != nil {

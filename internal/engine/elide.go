@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -25,6 +26,25 @@ const (
 // Elided is how an elided string reads in the audit line, after its
 // first elidePreview bytes: "…[bouncer: N bytes, sha256:HEX]".
 const elidedFormat = "…[bouncer: %d bytes, sha256:%s]"
+
+// ElideJSON returns doc with every string longer than elideString replaced
+// as an audit line's elided arguments are (see MaxAuditArgs), for a record
+// that must stay small: bouncer run --record elides a huge output so. A
+// doc that is not JSON the engine reads is elided as one string.
+func ElideJSON(doc []byte) []byte {
+	if !utf8.Valid(doc) {
+		doc = []byte(strings.ToValidUTF8(string(doc), "\uFFFD"))
+	}
+	v, err := parseValue(doc)
+	if err != nil {
+		v = string(doc)
+	}
+	b, err := encodeValue(nil, elide(v))
+	if err != nil {
+		b, _ = encodeValue(nil, elide(string(doc)))
+	}
+	return b
+}
 
 // elide returns a copy of a parsed value with every long string replaced.
 func elide(v any) any {

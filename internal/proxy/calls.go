@@ -80,13 +80,17 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	c := &call{req: m, tool: tool, args: args, ec: ec}
 	if perr != nil {
 		reason := "malformed tools/call: " + perr.Error()
+		var ce *engine.CallError
+		invalid := errors.As(perr, &ce) && ce.Invalid
+		if p.cfg.Tape != nil && !invalid {
+			p.cfg.Tape.Call(m.Params) // check refuses it the same way
+		}
 		p.auditLine(c, engine.Deny, reason, engine.RuleDefault, "")
 		if p.cfg.Observe {
 			p.forward(c) // as the client sent it: observe mode enforces nothing
 			return nil
 		}
-		var ce *engine.CallError
-		if errors.As(perr, &ce) && ce.Invalid {
+		if invalid {
 			// Broken params are a JSON-RPC error, as a server gives them.
 			c.mu.Lock()
 			c.state = stateAnswered
@@ -156,6 +160,9 @@ func (c *call) judged(d engine.Decision) {
 // comes first: if it can't be written, the call is denied.
 func (p *Proxy) decide(c *call) {
 	p.settled()
+	if p.cfg.Tape != nil {
+		p.cfg.Tape.Call(c.req.Params)
+	}
 	d := p.cfg.Engine.Decide(c.ec)
 	c.judged(d)
 	if err := p.auditDecision(c, d); err != nil {
@@ -528,6 +535,9 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 	}
 	for _, a := range d.Asks {
 		p.cfg.Engine.Approve(c.tool, a.Param, a.Value)
+		if p.cfg.Tape != nil {
+			p.cfg.Tape.Approve(c.tool, a.Param, a.Value)
+		}
 		if res.Content.Remember && p.cfg.Remember != nil && a.Value != "" {
 			if err := p.cfg.Remember(a.Value); err != nil {
 				p.logf("could not remember %q for server %q: %v", a.Value, p.cfg.Server, err)

@@ -39,6 +39,10 @@ type Conn struct {
 	w      io.Writer
 	closer []io.Closer
 
+	// noise, when set, makes the stream line-framed and tolerant of lines
+	// that are not JSON-RPC (see TolerateNoise); it gets each such line.
+	noise func(line []byte, size int)
+
 	queue []jsonrpc.Message // the rest of the last batch read
 
 	writeMu sync.Mutex
@@ -79,6 +83,29 @@ func NewConn(r io.Reader, w io.Writer) *Conn {
 	return c
 }
 
+// maxNoiseShown is how much of a noise line is kept for its report.
+const maxNoiseShown = 512
+
+// TolerateNoise makes c read the stream as the MCP stdio transport frames
+// it, one message a line, and pass every line that is not a JSON-RPC
+// message to report instead of ending the stream: the first maxNoiseShown
+// bytes of it (without its line end) and its full size. A server that
+// prints a log line on stdout works with the clients (they read lines and
+// skip what does not parse), so it must work through Bouncer too; the line
+// is never a message, so it is never passed on.
+//
+// A line is a message if it is a JSON object with a "jsonrpc" member, or a
+// JSON array holding one or none (a batch). Anything else is noise: text,
+// a JSON scalar, invalid JSON, a JSON object without "jsonrpc" (a
+// structured log line), a value followed by more text on its line, or one
+// the line ends inside of. A message that is malformed in another way (a
+// wrong version, a response without an id) ends the stream as it does
+// without this, and one whose id is refused is refused: only what is
+// surely not meant as a message is passed over.
+//
+// Call it before the first Read.
+func (c *Conn) TolerateNoise(report func(line []byte, size int)) { c.noise = report }
+
 // SessionID is empty: stdio has no sessions.
 func (c *Conn) SessionID() string { return "" }
 
@@ -116,7 +143,8 @@ func (c *Conn) Close() error {
 //     null where it is not; nothing in it is passed on.
 //
 // Any other error ends the stream: a peer that sent something that is not
-// JSON-RPC is not read further.
+// JSON-RPC is not read further. (With TolerateNoise, a line not meant as a
+// message at all is reported and skipped instead.)
 func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -126,10 +154,56 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.queue = c.queue[1:]
 		return m, nil
 	}
-	frame, err := c.readFrame()
-	if err != nil {
-		return nil, err
+	for {
+		frame, err := c.readFrame()
+		if err != nil {
+			return nil, err
+		}
+		m, err := c.readMessage(frame)
+		if err != nil && c.noise != nil && !isRefused(err) && !jsonrpcShaped(frame) {
+			// Not meant as a message (TolerateNoise): reported, and
+			// reading goes on with the next line.
+			c.dropFrame(frame)
+			continue
+		}
+		return m, err
 	}
+}
+
+// isRefused reports whether err is Read's refusal of one message, which
+// leaves the stream good.
+func isRefused(err error) bool {
+	var r *RefusedError
+	return errors.As(err, &r)
+}
+
+// jsonrpcShaped reports whether a frame is meant as a JSON-RPC message: a
+// JSON object with a "jsonrpc" member, or an array of values at least one
+// of which is one (or none: an empty batch). It is asked only of a frame
+// that failed to decode, so it costs nothing on the way of a message.
+func jsonrpcShaped(frame []byte) bool {
+	var obj struct {
+		Version json.RawMessage `json:"jsonrpc"`
+	}
+	if frame[0] == '{' {
+		return parseJSON(frame, &obj) == nil && obj.Version != nil
+	}
+	var batch []json.RawMessage
+	if parseJSON(frame, &batch) != nil {
+		return false
+	}
+	for _, m := range batch {
+		obj.Version = nil
+		if len(m) > 0 && m[0] == '{' && parseJSON(m, &obj) == nil && obj.Version != nil {
+			return true
+		}
+	}
+	return len(batch) == 0
+}
+
+// readMessage decodes a frame, registers its requests in the ledger and
+// returns its (first) message, or refuses it (see Read).
+func (c *Conn) readMessage(frame []byte) (jsonrpc.Message, error) {
 	if frame[0] == '[' {
 		return c.readBatch(frame)
 	}
@@ -390,40 +464,72 @@ func (c *Conn) Release(id jsonrpc.ID) (inBatch bool) {
 // Like the go-sdk's reader, whitespace between values is skipped, a value may
 // span lines, and a value must be followed by a line end, not more data on
 // the same line. It also enforces the nesting limit while it scans.
+//
+// With TolerateNoise, a value is one line, as the MCP stdio transport
+// frames it: a line that can't be one (it starts with anything but '{' or
+// '[', the line ends inside the value, more follows the value on its line,
+// or it nests too deep) is reported and skipped here, and reading goes on.
 func (c *Conn) readFrame() ([]byte, error) {
+	for {
+		frame, noise, read, err := c.scanFrame()
+		if err != nil || !noise {
+			return frame, err
+		}
+		if err := c.dropLine(frame, read); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// scanFrame is readFrame's scan of one value. With TolerateNoise, noise
+// reports a line that is surely no message: read bytes of it are read,
+// frame holds what is shown of them, and the rest of the line is still to
+// be read.
+func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 	// Skip whitespace (blank lines, a \r left by a CRLF line end).
 	for {
 		b, err := c.r.ReadByte()
 		if err != nil {
-			return nil, err // io.EOF: the peer is done
+			return nil, false, 0, err // io.EOF: the peer is done
 		}
 		if b != ' ' && b != '\t' && b != '\r' && b != '\n' {
 			_ = c.r.UnreadByte()
+			if c.noise != nil && b != '{' && b != '[' {
+				return nil, true, 0, nil
+			}
 			break
 		}
 	}
 	var (
-		frame []byte
 		parts [][]byte // the pieces of a frame longer than the buffer
 		size  int
-		sc    scanner
+		sc    = scanner{lines: c.noise != nil}
 	)
 	for {
 		if c.r.Buffered() == 0 {
 			if _, err := c.r.Peek(1); err != nil {
 				if errors.Is(err, io.EOF) {
 					if sc.scalar {
-						return join(parts, size), nil // a bare scalar ends the stream
+						return join(parts, size), false, 0, nil // a bare scalar ends the stream
 					}
-					return nil, io.ErrUnexpectedEOF
+					if c.noise != nil {
+						return shownOf(parts, nil), true, size, nil // the last line, cut short
+					}
+					return nil, false, 0, io.ErrUnexpectedEOF
 				}
-				return nil, err
+				return nil, false, 0, err
 			}
 		}
 		buf, _ := c.r.Peek(c.r.Buffered())
 		end, done, err := sc.feed(buf)
 		if err != nil {
-			return nil, err
+			if c.noise == nil {
+				return nil, false, 0, err
+			}
+			// The line ends inside the value, or it nests too deep.
+			frame = shownOf(parts, buf[:end])
+			_, _ = c.r.Discard(end)
+			return frame, true, size + end, nil
 		}
 		if !done || parts != nil {
 			// A long frame is kept as pieces and joined once, at its
@@ -440,16 +546,93 @@ func (c *Conn) readFrame() ([]byte, error) {
 		if parts != nil {
 			frame = join(parts, size)
 		}
+		if c.noise != nil {
+			// The line must end after the value, as the clients' line
+			// readers see it: spaces may come before its end, nothing
+			// else. (That is waited for, as they wait for the line end.)
+			var space []byte // what is shown of the spaces
+			spaces := 0
+			for {
+				b, err := c.r.ReadByte()
+				switch {
+				case err != nil || b == '\n':
+					return frame, false, 0, nil // an error is the next read's
+				case b == ' ' || b == '\t' || b == '\r':
+					if spaces++; len(space) < maxNoiseShown {
+						space = append(space, b)
+					}
+					continue
+				}
+				_ = c.r.UnreadByte()
+				return shownOf([][]byte{frame}, space), true, len(frame) + spaces, nil
+			}
+		}
 		// What follows the value (as far as it has arrived) must end the
 		// line; the line end itself is skipped by the next read.
 		if c.r.Buffered() > 0 {
 			next, _ := c.r.Peek(1)
 			if next[0] != '\n' && next[0] != '\r' {
-				return nil, errors.New("invalid trailing data at the end of stream")
+				return nil, false, 0, errors.New("invalid trailing data at the end of stream")
 			}
 		}
-		return frame, nil
+		return frame, false, 0, nil
 	}
+}
+
+// shownOf is the start of a noise line read as parts and then last, as
+// much as is shown of it.
+func shownOf(parts [][]byte, last []byte) []byte {
+	var shown []byte
+	for _, p := range append(parts, last) {
+		shown = append(shown, p[:min(len(p), maxNoiseShown-len(shown))]...)
+	}
+	return shown
+}
+
+// dropLine reads the rest of a noise line whose first size bytes are read
+// (shown: as much of them as is shown), and reports the line. A line is
+// not kept whole: only what is shown of it.
+func (c *Conn) dropLine(shown []byte, size int) error {
+	for {
+		chunk, err := c.r.ReadSlice('\n')
+		size += len(chunk)
+		if room := maxNoiseShown - len(shown); room > 0 {
+			shown = append(shown, chunk[:min(len(chunk), room)]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		size -= lineEnd(chunk)
+		c.reportNoise(shown, size)
+		return nil // at EOF, the next read says so
+	}
+}
+
+// dropFrame reports a frame read whole as noise. (With TolerateNoise a
+// frame never holds a line end: the scan stops at one.)
+func (c *Conn) dropFrame(frame []byte) {
+	c.reportNoise(frame[:min(len(frame), maxNoiseShown)], len(frame))
+}
+
+// lineEnd is the length of the line end ("\n" or "\r\n") that b ends with.
+func lineEnd(b []byte) int {
+	switch {
+	case bytes.HasSuffix(b, []byte("\r\n")):
+		return 2
+	case bytes.HasSuffix(b, []byte("\n")):
+		return 1
+	}
+	return 0
+}
+
+// reportNoise hands a noise line to the report: what is shown of it,
+// without its line end, and its size without it.
+func (c *Conn) reportNoise(shown []byte, size int) {
+	shown = shown[:min(len(shown), size)]
+	c.noise(shown, size)
 }
 
 // join returns the pieces of a frame as one slice of the given size.
@@ -468,15 +651,25 @@ type scanner struct {
 	depth    int
 	inString bool
 	escaped  bool
+	// lines makes a line end inside the value an error (errLineEnd): the
+	// MCP stdio transport's values are one line each (TolerateNoise).
+	lines bool
 }
 
+// errLineEnd is the scanner's error for a line that ends inside a value.
+var errLineEnd = errors.New("the line ends inside a JSON value")
+
 // feed scans chunk. It returns the index just past the value's end and true
-// once the value is complete.
+// once the value is complete; on an error, the index it was found at.
 func (s *scanner) feed(chunk []byte) (int, bool, error) {
 	// quote is the index of the first '"' at or after the last place it
 	// was looked for (len(chunk) if there is none), so that a string with
 	// many escapes is searched for its quote once, not once per escape.
 	quote := -1
+	// nl is the index of chunk's first line end (len(chunk) if it has
+	// none; -1 until it is looked for), for lines: a string that goes
+	// past it ends the line inside the value.
+	nl := -1
 	for i := 0; i < len(chunk); i++ {
 		b := chunk[i]
 		if s.inString && !s.escaped {
@@ -487,6 +680,17 @@ func (s *scanner) feed(chunk []byte) (int, bool, error) {
 				quote = len(chunk)
 				if q := bytes.IndexByte(chunk[i:], '"'); q >= 0 {
 					quote = i + q
+				}
+			}
+			if s.lines {
+				if nl < 0 {
+					nl = len(chunk)
+					if n := bytes.IndexByte(chunk, '\n'); n >= 0 {
+						nl = n
+					}
+				}
+				if nl < quote {
+					return nl, false, errLineEnd
 				}
 			}
 			if e := bytes.IndexByte(chunk[i:quote], '\\'); e >= 0 {
@@ -515,6 +719,9 @@ func (s *scanner) feed(chunk []byte) (int, bool, error) {
 		if s.inString {
 			switch {
 			case s.escaped:
+				if s.lines && b == '\n' {
+					return i, false, errLineEnd
+				}
 				s.escaped = false
 			case b == '\\':
 				s.escaped = true
@@ -529,12 +736,16 @@ func (s *scanner) feed(chunk []byte) (int, bool, error) {
 		case '{', '[':
 			s.depth++
 			if s.depth > maxDepth {
-				return 0, false, fmt.Errorf("json: exceeded maximum nesting depth of %d", maxDepth)
+				return i, false, fmt.Errorf("json: exceeded maximum nesting depth of %d", maxDepth)
 			}
 		case '}', ']':
 			s.depth--
 			if s.depth == 0 {
 				return i + 1, true, nil
+			}
+		case '\n':
+			if s.lines {
+				return i, false, errLineEnd
 			}
 		}
 	}

@@ -95,6 +95,8 @@ type hopts struct {
 	// home is the state directory (default: a new one); the policy file
 	// and the audit log live there, as with bouncer run.
 	home string
+	// tape records the session (bouncer run --record).
+	tape Tape
 }
 
 const helpdeskPolicy = `
@@ -189,6 +191,7 @@ func newHarness(t *testing.T, o hopts) *harness {
 		Audit:         log,
 		Approvals:     approval.Open(filepath.Join(h.home, "pending.json"), nil),
 		Session:       "test",
+		Tape:          o.tape,
 		ElicitTimeout: o.elicitTimeout,
 		DrainTimeout:  2 * time.Second,
 		Log:           h.log,

@@ -86,6 +86,20 @@ type Recorder interface {
 	RecordJSON(doc []byte)
 }
 
+// Tape is told, in the order the session lives them, what its decisions
+// rest on (bouncer run --record, internal/record): each output recorded
+// (before it is), each tools/call the engine judges (before it does), and
+// each destination a human approved for the session.
+type Tape interface {
+	// Output is a document the upstream sent, recorded as its output;
+	// tool names the tool whose call it answers, if it answers one.
+	Output(doc json.RawMessage, tool string)
+	// Call is a tools/call's params, as the client sent them.
+	Call(params json.RawMessage)
+	// Approve is a human's yes to dest in param of tool's calls.
+	Approve(tool, param, dest string)
+}
+
 // Config is what the pump needs from the outside world.
 type Config struct {
 	// Server is the name written in audit lines and approval codes.
@@ -128,6 +142,8 @@ type Config struct {
 	OnPinned func(tools []json.RawMessage)
 	// Session identifies this proxy session in audit lines.
 	Session string
+	// Tape, if set, gets a copy of what the decisions rest on.
+	Tape Tape
 	// ElicitTimeout, PinTimeout, DrainTimeout default to the constants above.
 	ElicitTimeout time.Duration
 	PinTimeout    time.Duration
@@ -144,9 +160,9 @@ type Config struct {
 var ErrUpstreamExited = errors.New("the upstream server closed its output")
 
 // ErrUpstreamOutput is returned by Run (wrapping the parse error) when the
-// upstream wrote something on its stdout that is not a JSON-RPC message: a
-// server that logs to stdout, or a wrong command. The session can't go on,
-// since the stream can't be trusted to be in step.
+// upstream sent something meant as a JSON-RPC message that is not one (a
+// stdio server's log lines are passed over: see Start). The session can't
+// go on, since the stream can't be trusted to be in step.
 var ErrUpstreamOutput = errors.New("the upstream server wrote something that is not an MCP message on its stdout")
 
 // Proxy is one session between a client and an upstream server.
@@ -755,18 +771,22 @@ func (p *Proxy) upLoop(ctx context.Context) error {
 }
 
 // record marks what the upstream said as untrusted, before anyone can act
-// on it.
-func (p *Proxy) record(doc json.RawMessage) {
+// on it (tool: the tool whose call it answers, if any). The tape gets it
+// first: a call decided meanwhile then replays after it, with its taint.
+func (p *Proxy) record(doc json.RawMessage, tool string) {
+	if len(doc) > 0 && p.cfg.Tape != nil {
+		p.cfg.Tape.Output(doc, tool)
+	}
 	if len(doc) > 0 && p.cfg.Store != nil {
 		p.cfg.Store.RecordJSON(doc)
 	}
 }
 
-func (p *Proxy) recordResponse(m *jsonrpc.Response) {
-	p.record(m.Result)
+func (p *Proxy) recordResponse(m *jsonrpc.Response, tool string) {
+	p.record(m.Result, tool)
 	if m.Error != nil {
 		if b, err := json.Marshal(m.Error); err == nil {
-			p.record(b)
+			p.record(b, tool)
 		} else {
 			p.cfg.Store.Record(m.Error.Error())
 		}
@@ -812,6 +832,9 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 		// The user's own data (trusted_output): it vouches, and is not
 		// recorded as untrusted.
 		p.recording.RLock()
+		if p.cfg.Tape != nil {
+			p.cfg.Tape.Output(m.Result, a.tool)
+		}
 		p.cfg.Trusted.RecordJSON(m.Result)
 		p.recording.RUnlock()
 	} else if len(m.Result) >= parallelRecord && m.Error == nil && !ours(m.ID) {
@@ -824,10 +847,10 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 			if slowRecord != nil {
 				slowRecord()
 			}
-			p.record(m.Result)
+			p.record(m.Result, a.tool)
 		}()
 	} else {
-		p.recordResponse(m)
+		p.recordResponse(m, a.tool)
 	}
 	if ours(m.ID) {
 		p.routes.deliverUp(m)
@@ -901,7 +924,7 @@ func (p *Proxy) upstreamInitialized(m *jsonrpc.Response) *jsonrpc.Response {
 }
 
 func (p *Proxy) fromUpstreamRequest(m *jsonrpc.Request) {
-	p.record(m.Params)
+	p.record(m.Params, "")
 	if m.IsCall() && ours(m.ID) {
 		if err := p.writeUp(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
 			Code:    jsonrpc.CodeInvalidRequest,

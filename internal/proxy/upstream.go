@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -19,6 +22,9 @@ type Command struct {
 	Args []string // arguments, without the program name
 	Env  []string // full environment ("K=V"); nil means the proxy's own
 	Dir  string   // working directory; empty means the proxy's own
+	// Name is the server's name in messages (bouncer run --name); empty
+	// means Path's base name.
+	Name string
 }
 
 // Process is a running upstream server and the MCP connection over its
@@ -35,6 +41,11 @@ type Process struct {
 
 // Start starts the upstream. Its stderr goes to stderr (usually the proxy's
 // own). Messages of any size pass: the connection has no frame limit.
+//
+// A line the server writes on stdout that is not a JSON-RPC message (a log
+// line printed to the wrong stream) goes to stderr too, escaped, with a
+// warning naming the server, and never to the client; the session goes on,
+// as it does with the clients, which skip such lines (Conn.TolerateNoise).
 func Start(c Command, stderr io.Writer) (*Process, error) {
 	// Our own pipes rather than cmd.StdoutPipe: exec's Wait closes those as
 	// soon as the process exits, which could drop its last messages.
@@ -64,12 +75,41 @@ func Start(c Command, stderr io.Writer) (*Process, error) {
 		return nil, fmt.Errorf("starting %s: %w", c.Path, err)
 	}
 	conn := NewConn(outR, inW)
+	warn := stderr
+	if warn == nil {
+		warn = io.Discard
+	}
+	name := c.Name
+	if name == "" {
+		name = filepath.Base(c.Path)
+	}
+	conn.TolerateNoise(func(line []byte, size int) {
+		fmt.Fprintf(warn, "bouncer: warning: server %q wrote a line on its stdout that is not an MCP message; it was not passed to the client: %s\n", name, noiseText(line, size))
+	})
 	p := &Process{cmd: cmd, stdin: inW, stdout: outR, conn: conn, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// noiseText is a noise line as a warning shows it: quoted, so that nothing
+// in it can act on a terminal or pass for another line, and cut at
+// maxNoiseShown bytes, with its size.
+func noiseText(line []byte, size int) string {
+	if len(line) < size {
+		// Not a rune cut in two: its start goes too.
+		i := len(line) - 1
+		for i > 0 && i > len(line)-utf8.UTFMax && !utf8.RuneStart(line[i]) {
+			i--
+		}
+		if i >= 0 && !utf8.FullRune(line[i:]) {
+			line = line[:i]
+		}
+		return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(string(line)), size)
+	}
+	return strconv.Quote(string(line))
 }
 
 // Pid is the upstream's process ID (and process group ID).

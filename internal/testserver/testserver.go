@@ -194,7 +194,11 @@ func NewHelpdesk(dir string) *mcp.Server {
 // Raw runs a hand-written JSON-RPC server that answers initialize and
 // tools/list and then misbehaves according to mode:
 //
-//	garbage     answers tools/call with a line that is not JSON
+//	garbage     answers tools/call with a JSON-RPC message of the wrong
+//	            version (JSON-RPC, but not MCP)
+//	noisy       writes NoiseLines to stdout before it answers initialize
+//	            and before each answer to tools/call, as servers that log
+//	            to stdout do
 //	crash       exits with status 7 on tools/call, without answering
 //	huge        answers tools/call with a 20 MiB text result
 //	pages       serves tools/list in three pages (cursors "2", "3")
@@ -309,6 +313,11 @@ func Raw(mode, dir string) error {
 		text := func(s string) map[string]any {
 			return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
 		}
+		if mode == "noisy" && (msg.Method == "initialize" || msg.Method == "tools/call") {
+			for _, l := range NoiseLines {
+				sendLine(l)
+			}
+		}
 		switch msg.Method {
 		case "initialize":
 			reply(map[string]any{
@@ -381,8 +390,7 @@ func Raw(mode, dir string) error {
 		case "tools/call":
 			switch mode {
 			case "garbage":
-				out.WriteString("this is not JSON\n")
-				out.Flush()
+				sendLine(`{"jsonrpc":"1.0","id":` + string(msg.ID) + `,"result":{}}`)
 			case "crash":
 				os.Exit(7)
 			case "huge":
@@ -431,6 +439,23 @@ func Raw(mode, dir string) error {
 			send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32601, "message": "Method not found"}})
 		}
 	}
+}
+
+// NoiseLines are what servers print on stdout besides their messages: log
+// lines plain, bracketed, coloured and structured, a JSON scalar, lines that
+// open a string or a value and never close it, one that a message starts
+// and text ends, and one longer than a read buffer. The raw server's noisy
+// mode writes them; none of them is a JSON-RPC message.
+var NoiseLines = []string{
+	"noisy server starting on stdio",
+	"[INFO] listening",
+	`{"level":"info","msg":"ready","to":"log-attacker@evil.example"}`,
+	"\x1b[31mred alert\x1b[0m\u202e",
+	"42",
+	`{"msg":"an open quote`,
+	`{"unbalanced": [1, 2`,
+	`{"jsonrpc":"2.0","method":"notifications/message","params":{}} and then text`,
+	strings.Repeat("long log line ", 10000),
 }
 
 // BadIDs are JSON-RPC ids, as written, that the go-sdk's jsonrpc.ID can't
