@@ -106,7 +106,8 @@ func (e untrusted) Is(target error) bool { return target == ErrUntrusted }
 var rename = os.Rename
 
 // Write replaces path with data, 0600, at the durability the package doc
-// states. Errors do not name path; the caller does.
+// states. It makes no chmod call (the sandboxed proxy may not) and no
+// directory. Errors do not name path; the caller does.
 func Write(path string, data []byte) error { return WriteMode(path, data, Perm) }
 
 // WriteMode is Write for a file others may read: perm is set on the new
