@@ -18,12 +18,13 @@
 // content is then in place but may not survive a power loss, and every
 // caller treats an error as "may or may not be replaced" (it denies, or it
 // says the change may not have been kept). A file system that cannot flush
-// a directory at all (EINVAL, ENOTSUP) is taken as it is. Before this
-// package the copies kept four levels (no flush at all for pinned tool
-// lists and the review pack's directory; the directory's flush ignored for
-// approvals, remembered destinations, tokens, cursors and bundles; fully
-// checked only for an installed policy set); this is the strongest of
-// them, for every file.
+// a directory at all (EINVAL, ENOTSUP) is taken as it is. Create is the
+// same for a file made once and never replaced (the session's key). Before
+// this package the copies kept four levels: no flush at all (pinned tool
+// lists), the file but not the directory (the review pack), the
+// directory's flush tried and its error ignored (approvals, remembered
+// destinations, tokens, cursors, bundles), and both checked (an installed
+// policy set's mark). The last is the one kept, for every file.
 //
 // # Reading back: what vouches for a file
 //
@@ -57,6 +58,14 @@
 // (the audit log locks itself). Locks are advisory: they order Bouncer's
 // own processes, and the checks above are what keep other users out.
 // Waiting is retried when a signal interrupts it (EINTR).
+//
+// # Not here
+//
+// The audit log is appended to (O_APPEND, one write a line), never
+// replaced, and its head file is rewritten in place with one pwrite
+// (internal/audit says why); both use CheckPrivate and LockOpen. The
+// client configs `bouncer init` rewrites are the user's files, whose owner
+// and mode are kept (internal/mcpconfig).
 //
 // # Without Unix
 //
