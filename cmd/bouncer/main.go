@@ -17,6 +17,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/oauth"
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // command is one subcommand: it gets its arguments (without its name) and
@@ -152,10 +153,12 @@ func stateDir(flagValue string) (string, error) {
 	return filepath.Abs(dir)
 }
 
-// ensureStateDir creates the state directory 0700 if it is missing.
-// An unusable one is an error that says where to choose another.
+// ensureStateDir creates the state directory 0700 if it is missing, and
+// refuses one that is another user's or that other users may write
+// (statefile.Dir). An unusable one is an error that says where to choose
+// another.
 func ensureStateDir(dir string) error {
-	err := os.MkdirAll(dir, 0o700)
+	err := statefile.Dir(dir)
 	if err == nil {
 		// Writable? A read-only home or a directory of another user is
 		// found here, not at the first audit line.

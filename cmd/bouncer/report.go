@@ -11,6 +11,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/report"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 const reportSynopsis = `bouncer report [--policy FILE]... [--tools FILE] [--audit FILE] [--name SERVER] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--date YYYY-MM-DD] [-o FILE]`
@@ -116,37 +117,20 @@ func cmdReport(args []string) error {
 	return nil
 }
 
-// writeReportFile writes data to path through a temporary file in the same
-// directory, so a reader never sees half a pack.
+// writeReportFile replaces path with data (statefile.WriteMode: a reader
+// never sees half a pack). The pack names destinations and denial
+// reasons taken from the audit log, which is private to its user; it is
+// kept so too (0600) unless the file being replaced was already shared.
+// It is the user's file, not a state file: nothing reads it back.
 func writeReportFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	// The pack names destinations and denial reasons taken from the audit
-	// log, which is private to its user; keep the pack so too unless the
-	// file being replaced was already shared.
-	mode := os.FileMode(0o600)
+	mode := statefile.Perm
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
+	if err := statefile.WriteMode(path, data, mode); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
 
 // readAuditLenient parses every line of an audit log it can. A damaged log

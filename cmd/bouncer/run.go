@@ -29,6 +29,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 const runSynopsis = `bouncer run [--policy FILE]... [--policy-dir DIR] [--name NAME] [--sandbox auto|strict|off] [--trust FILE] [--observe] [--record FILE] -- COMMAND [ARG]...
@@ -76,8 +77,9 @@ func cmdRun(args []string) error {
 	dec.JoinClient(dir, func(msg string) { errorf("%s", msg) })
 	// The sandboxed proxy may write files in its state directory but not
 	// make directories there: make the one for the pinned tool list now.
-	if err := os.MkdirAll(filepath.Dir(report.PinnedPath(dir, f.name)), 0o700); err != nil {
-		return failed(err)
+	pinned := filepath.Dir(report.PinnedPath(dir, f.name))
+	if err := statefile.Dir(pinned); err != nil {
+		return failed(fmt.Errorf("%s: %w", pinned, err))
 	}
 	launch, err := prepareUpstream(f.sandbox, dec.Policy, dir, up)
 	if err != nil {

@@ -71,7 +71,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/display"
-	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // TTL is how long a code stays valid after it was issued.
@@ -500,7 +500,7 @@ const version = 1
 // read loads the file without the lock: it is only ever replaced whole by
 // rename, so any reader sees one complete version of it.
 func (s *Store) read() ([]Code, []*EntryError, error) {
-	b, err := readChecked(s.path)
+	b, err := statefile.ReadOwned(s.path, maxFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -512,41 +512,6 @@ func (s *Store) read() ([]Code, []*EntryError, error) {
 		return nil, nil, fmt.Errorf("pending %s: %w; nothing in it is trusted: fix or remove it", s.path, err)
 	}
 	return codes, invalid, nil
-}
-
-// readChecked reads a pending file that only this user can write: a file
-// others can write could carry approvals nobody gave.
-func readChecked(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, errors.New("not a regular file")
-	}
-	if int(st.Uid) != os.Geteuid() {
-		return nil, fmt.Errorf("owned by uid %d, not by this user (uid %d); nothing in it is trusted", st.Uid, os.Geteuid())
-	}
-	if st.Mode&0o022 != 0 {
-		return nil, fmt.Errorf("mode %04o lets other users write it, so nothing in it is trusted; remove it or run: chmod 600 %s", st.Mode&0o777, path)
-	}
-	tooLarge := fmt.Errorf("more than %d MiB, larger than bouncer ever writes it; nothing in it is trusted: remove it", maxFileBytes>>20)
-	if st.Size > maxFileBytes {
-		return nil, tooLarge
-	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, maxFileBytes+1)); err != nil {
-		return nil, err
-	}
-	if buf.Len() > maxFileBytes {
-		return nil, tooLarge
-	}
-	return buf.Bytes(), nil
 }
 
 // Parse decodes the content of a pending file. An empty file holds no codes.
@@ -670,24 +635,14 @@ func position(b []byte, off int64) string {
 // pruned, and the skipped ones for reference; what it returns is pruned
 // again and written, so skipped entries are dropped at the first write.
 func (s *Store) update(fn func(now time.Time, codes []Code, invalid []*EntryError) ([]Code, error)) error {
-	dir := filepath.Dir(s.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("pending %s: %w", s.path, err)
+	if err := statefile.Dir(filepath.Dir(s.path)); err != nil {
+		return fmt.Errorf("pending %s: its directory: %w", s.path, err)
 	}
-	lf, err := os.OpenFile(s.path+".lock", os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	unlock, err := statefile.Lock(s.path + ".lock")
 	if err != nil {
 		return fmt.Errorf("pending %s: lock: %w", s.path, err)
 	}
-	defer lf.Close() // closing drops the lock
-	for {
-		err = unix.Flock(int(lf.Fd()), unix.LOCK_EX)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("pending %s: lock: %w", s.path, err)
-	}
+	defer unlock()
 	codes, invalid, err := s.read()
 	if err != nil {
 		return err
@@ -732,8 +687,8 @@ func prune(codes []Code, now time.Time) []Code {
 	return out
 }
 
-// write replaces the file atomically: a temp file in the same directory,
-// synced, renamed over the old one, and the directory synced. It refuses
+// write replaces the file whole (statefile.Write: a reader sees the old
+// codes or the new ones, never half, and they are on disk). It refuses
 // to write an entry Parse would skip (check is the same rule), so whatever
 // it writes reads back whole.
 func (s *Store) write(codes []Code) error {
@@ -751,35 +706,8 @@ func (s *Store) write(codes []Code) error {
 	if len(b) > maxFileBytes {
 		return fmt.Errorf("pending %s: not written: %d bytes is more than %d MiB", s.path, len(b), maxFileBytes>>20)
 	}
-	dir := filepath.Dir(s.path)
-	tmp, err := os.CreateTemp(dir, ".pending-*.tmp") // 0600
-	if err != nil {
+	if err := statefile.Write(s.path, b); err != nil {
 		return fmt.Errorf("pending %s: %w", s.path, err)
-	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if _, err := tmp.Write(b); err != nil {
-		return fmt.Errorf("pending %s: %w", s.path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("pending %s: %w", s.path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("pending %s: %w", s.path, err)
-	}
-	if err := os.Rename(name, s.path); err != nil {
-		return fmt.Errorf("pending %s: %w", s.path, err)
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // the rename is done; a failed dir sync only risks it after a crash
-		d.Close()
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bouncer-mcp/bouncer/internal/jsontext"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
@@ -180,8 +181,8 @@ type Log struct {
 // anything else rather than changing the file's mode behind the user's back.
 func Open(path string) (*Log, error) {
 	l := &Log{path: path, now: time.Now}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("audit %s: %w", path, err)
+	if err := statefile.Dir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("audit %s: its directory: %w", path, err)
 	}
 	f, err := openFile(path)
 	if err != nil {
@@ -278,34 +279,19 @@ func (l *Log) Sync() error {
 	return nil
 }
 
-// openFile opens the log for appending and checks who may touch it.
+// openFile opens the log for appending and checks who may touch it
+// (statefile.CheckPrivate). The log is appended to, never replaced, so it
+// keeps its own open: O_APPEND, and a symbolic link is followed.
 func openFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
-	if err := checkMode(f); err != nil {
+	if err := statefile.CheckPrivate(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
 	return f, nil
-}
-
-func checkMode(f *os.File) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return errors.New("not a regular file")
-	}
-	if int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("owned by uid %d, not by this user (uid %d)", st.Uid, os.Geteuid())
-	}
-	if perm := st.Mode & 0o777; perm&0o077 != 0 {
-		return fmt.Errorf("mode %04o lets other users read or write it; run: chmod 600 %s", perm, f.Name())
-	}
-	return nil
 }
 
 // Append writes e as one line, chained to the last line in the file, and
@@ -347,11 +333,11 @@ func (l *Log) Append(e Entry) error {
 	if l.headErr != nil {
 		return l.headErr
 	}
-	f, st, err := l.lock()
+	f, st, unlock, err := l.lock()
 	if err != nil {
 		return fmt.Errorf("audit %s: %w", l.path, err)
 	}
-	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	defer unlock()
 	if err := l.checkHeadFile(); err != nil {
 		return err
 	}
@@ -410,46 +396,39 @@ func (l *Log) Append(e Entry) error {
 
 // lock takes the exclusive lock on the file now at l.path. If the file was
 // renamed or removed (log rotation) since it was opened, it opens the new one
-// instead of writing on into a file nobody reads.
-func (l *Log) lock() (*os.File, unix.Stat_t, error) {
+// instead of writing on into a file nobody reads. The log is its own lock
+// (statefile.LockOpen), so readers can hold it shared.
+func (l *Log) lock() (*os.File, unix.Stat_t, func(), error) {
 	var have, want unix.Stat_t
 	for tries := 0; ; tries++ {
-		if err := flock(l.f, unix.LOCK_EX); err != nil {
-			return nil, have, err
+		unlock, err := statefile.LockOpen(l.f, false)
+		if err != nil {
+			return nil, have, nil, err
 		}
 		if err := unix.Fstat(int(l.f.Fd()), &have); err != nil {
-			unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
-			return nil, have, err
+			unlock()
+			return nil, have, nil, err
 		}
-		err := unix.Stat(l.path, &want)
+		err = unix.Stat(l.path, &want)
 		if err == nil && have.Dev == want.Dev && have.Ino == want.Ino {
-			return l.f, have, nil
+			return l.f, have, unlock, nil
 		}
-		unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+		unlock()
 		if err != nil && !errors.Is(err, unix.ENOENT) {
-			return nil, have, err
+			return nil, have, nil, err
 		}
 		if tries >= 3 {
-			return nil, have, errors.New("the file keeps being replaced while opening it")
+			return nil, have, nil, errors.New("the file keeps being replaced while opening it")
 		}
 		f, err := openFile(l.path)
 		if err != nil {
-			return nil, have, err
+			return nil, have, nil, err
 		}
 		l.fmu.Lock()
 		datasync(l.f) // the old file's last lines reach the disk
 		l.f.Close()
 		l.f = f
 		l.fmu.Unlock()
-	}
-}
-
-func flock(f *os.File, how int) error {
-	for {
-		err := unix.Flock(int(f.Fd()), how)
-		if err != unix.EINTR {
-			return err
-		}
 	}
 }
 
@@ -1018,11 +997,11 @@ func VerifyFileReport(path string, pins ...string) (*Report, error) {
 	hpath := HeadPath(path)
 	// Without flock (a file system that lacks it) nothing appends here
 	// either: Append needs it.
-	locked := flock(f, unix.LOCK_SH) == nil
+	unlock, lerr := statefile.LockOpen(f, true)
 	hd, herr := ReadHead(hpath)
 	fi, err := f.Stat()
-	if locked {
-		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	if lerr == nil {
+		unlock()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)

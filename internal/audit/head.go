@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
@@ -22,9 +23,10 @@ import (
 // the hash of the last. VerifyFileReport checks the log against that record.
 //
 // The record is rewritten in place (one pwrite of a fixed-size block at
-// offset 0, under the log's lock), not written to a temporary file and
-// renamed: a rename over the old file costs a millisecond on ext4 (it
-// forces the data out, as auto_da_alloc does), seventy times an append.
+// offset 0, under the log's lock), not replaced as Bouncer's other files
+// are (statefile.Write, a temporary file renamed over the old one): a
+// rename over the old file costs a millisecond on ext4 (it forces the
+// data out, as auto_da_alloc does), seventy times an append.
 // Readers take the log's lock too, so none sees half a record; a machine
 // crash in the middle of the write leaves a record that doesn't parse, which
 // is reported, never read as a valid one. The head is flushed to disk with
@@ -305,7 +307,7 @@ func openHead(path string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit head %s: %w", path, err)
 	}
-	if err := checkMode(f); err != nil {
+	if err := statefile.CheckPrivate(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("audit head %s: %w", path, err)
 	}

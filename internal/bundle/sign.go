@@ -13,8 +13,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
@@ -22,6 +20,8 @@ import (
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 const bundleV03MediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
@@ -212,8 +212,12 @@ func (s *Signer) SignBytes(path string, data []byte) (bundle []byte, bundlePath 
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
 	bp := BundlePath(path)
-	if err := writeAtomic(bp, out, 0o644); err != nil {
-		return nil, "", err
+	// The bundle is the user's file, published beside the signed one, not
+	// a state file: it is 0644, and nothing trusts it for its owner (its
+	// signature is its trust). It is replaced the way state files are,
+	// so a reader never sees half of one.
+	if err := statefile.WriteMode(bp, out, 0o644); err != nil {
+		return nil, "", fmt.Errorf("write %s: %w", bp, err)
 	}
 	return out, bp, nil
 }
@@ -227,43 +231,4 @@ func SignFile(keyPEM []byte, path string) error {
 	}
 	_, err = s.SignFile(path)
 	return err
-}
-
-// writeAtomic writes data to a temporary file in path's directory, syncs it
-// and renames it over path, so a reader sees the old bundle or the new one,
-// never half of one.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(mode); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }

@@ -7,13 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // The layout of an install directory DIR:
@@ -236,27 +235,13 @@ func readHighWater(dir string) (*highWater, error) {
 	return &hw, nil
 }
 
-// readCapped reads a regular file of at most limit bytes, reading no more
-// than limit+1 to tell.
+// readCapped reads a regular file of at most limit bytes
+// (statefile.ReadCapped: no owner is checked, since a set in a shared
+// directory is another user's, and the set's signature is its trust).
 func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	data, err := statefile.ReadCapped(path, limit)
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return data, nil
 }
@@ -349,7 +334,7 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 	fileMode := 0o600 | st.Mode().Perm()&0o044
 	dirMode := 0o700 | st.Mode().Perm()&0o055
 
-	unlock, err := lock(dir, fileMode)
+	unlock, err := lock(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +420,7 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 	if err := os.Chmod(stage, dirMode); err != nil {
 		return nil, err
 	}
-	if err := syncDir(stage); err != nil {
+	if err := statefile.SyncDir(stage); err != nil {
 		return nil, err
 	}
 	hexDigest := strings.TrimPrefix(a.Digest, "sha256:")
@@ -466,7 +451,7 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 		return nil, err
 	}
 	cleanup = ""
-	if err := syncDir(dir); err != nil {
+	if err := statefile.SyncDir(dir); err != nil {
 		return nil, fmt.Errorf("installed, but syncing %s failed: %v", dir, err)
 	}
 	if !lower {
@@ -483,22 +468,18 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 	return &Result{Set: s}, nil
 }
 
-// writeHighWater replaces DIR/high-water.json in one rename.
+// writeHighWater replaces DIR/high-water.json (statefile.WriteMode: whole,
+// on disk, readable where the set is).
 func writeHighWater(dir string, hw *highWater, mode os.FileMode) error {
 	data, err := json.MarshalIndent(hw, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, stagePrefix+"mark-"+randomHex(4))
-	if err := writeNew(tmp, append(data, '\n'), mode); err != nil {
-		os.Remove(tmp)
-		return err
+	p := filepath.Join(dir, highWaterName)
+	if err := statefile.WriteMode(p, append(data, '\n'), mode); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, highWaterName)); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // sameSet reports whether the installed set cur is a, byte for byte.
@@ -536,26 +517,22 @@ func prune(dir, keep, prev string) {
 }
 
 // lock takes DIR/.lock exclusively, or fails at once if another pull holds it.
-func lock(dir string, mode os.FileMode) (func(), error) {
+func lock(dir string) (func(), error) {
 	p := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, mode)
-	if err != nil {
-		return nil, err
+	unlock, err := statefile.TryLock(p)
+	if errors.Is(err, statefile.ErrLocked) {
+		return nil, fmt.Errorf("another bouncer policy pull is installing into %s; try again when it is done", dir)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another bouncer policy pull is installing into %s; try again when it is done", dir)
-		}
+	if err != nil {
 		return nil, fmt.Errorf("lock %s: %v", p, err)
 	}
-	return func() {
-		unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		f.Close()
-	}, nil
+	return unlock, nil
 }
 
-// writeNew creates path (it must not exist), writes data and syncs it.
+// writeNew creates path (it must not exist), writes data and syncs it. It
+// is not statefile.Write: it fills a staging directory that no reader sees
+// until the directory is flushed (statefile.SyncDir) and renamed into
+// place, so there is nothing to replace and no temporary name to need.
 func writeNew(path string, data []byte, mode os.FileMode) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
@@ -574,15 +551,6 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func randomHex(n int) string {

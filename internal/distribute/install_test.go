@@ -176,7 +176,7 @@ func TestInstallRefusesAndLeavesTheSet(t *testing.T) {
 	before := snapshot(t, dir)
 
 	// Another pull holds the lock.
-	unlock, err := lock(dir, 0o600)
+	unlock, err := lock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

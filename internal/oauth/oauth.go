@@ -54,6 +54,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // Config configures an [Authorizer]. ServerURL and StateDir are required.
@@ -414,8 +416,8 @@ func (a *Authorizer) doRenew(r renewal) error {
 	// had for another reason than contention is done without.
 	release := func() {}
 	defer func() { release() }()
-	if os.MkdirAll(a.store.dir, 0o700) == nil {
-		unlock, err := lockFile(ctx, a.store.lockPath(a.server))
+	if statefile.Dir(a.store.dir) == nil {
+		unlock, err := statefile.LockContext(ctx, a.store.lockPath(a.server))
 		if err == nil {
 			release = unlock
 		} else if ctx.Err() != nil {

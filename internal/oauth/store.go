@@ -12,12 +12,14 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // record is what Bouncer keeps for one server URL, in
-// STATE/oauth/<key>.json (0600, written atomically). It holds the tokens
-// and the client that got them, so a restart neither signs in nor
-// registers again.
+// STATE/oauth/<key>.json (0600, written and read back by statefile). It
+// holds the tokens and the client that got them, so a restart neither
+// signs in nor registers again.
 type record struct {
 	Version   int    `json:"version"`
 	ServerURL string `json:"server_url"`
@@ -35,6 +37,10 @@ type record struct {
 }
 
 const recordVersion = 1
+
+// maxRecordFile bounds a record file: tokens and a client take a few
+// kilobytes. A longer file is refused whole.
+const maxRecordFile = 1 << 20
 
 type clientRecord struct {
 	ID     string `json:"client_id"`
@@ -110,19 +116,23 @@ func (s store) path(serverURL string) string {
 	return filepath.Join(s.dir, hex.EncodeToString(sum[:16])+".json")
 }
 
-// load returns the record of serverURL, or nil if there is none.
+// load returns the record of serverURL, or nil if there is none. A file
+// that another user owns or may write is refused (statefile.ReadOwned):
+// its tokens and token endpoint would be theirs.
 func (s store) load(serverURL string) (*record, error) {
 	p := s.path(serverURL)
-	data, err := os.ReadFile(p)
+	data, err := statefile.ReadOwned(p, maxRecordFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the stored sign-in %s: %v", p, err)
 	}
-	// Every file Bouncer keeps is 0600; put one that was loosened back.
-	if fi, err := os.Stat(p); err == nil && fi.Mode().Perm() != 0o600 {
-		_ = os.Chmod(p, 0o600)
+	// Tokens are secrets: a file loosened so that others may read it is
+	// put back to 0600 (refusing it would not take back what was read).
+	// The sandboxed proxy may not chmod; then it stays as it is.
+	if fi, err := os.Stat(p); err == nil && fi.Mode().Perm() != statefile.Perm {
+		_ = os.Chmod(p, statefile.Perm)
 	}
 	var r record
 	if err := json.Unmarshal(data, &r); err != nil {
@@ -135,46 +145,19 @@ func (s store) load(serverURL string) (*record, error) {
 	return &r, nil
 }
 
-// save writes r atomically: a temporary file in the same directory,
-// synced, then renamed over the old one. The file is 0600 and the
-// directory 0700.
+// save writes r (statefile.Write: 0600, whole, on disk) in the 0700
+// directory.
 func (s store) save(r *record) error {
 	r.Version = recordVersion
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %v", s.dir, err)
-	}
-	tmp, err := os.CreateTemp(s.dir, ".tmp-*.json")
-	if err != nil {
+	if err := statefile.Dir(s.dir); err != nil {
 		return fmt.Errorf("storing the sign-in in %s: %v", s.dir, err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	// CreateTemp made it 0600 (no chmod: the sandboxed proxy may not).
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if err := statefile.Write(s.path(r.ServerURL), append(data, '\n')); err != nil {
 		return fmt.Errorf("storing the sign-in in %s: %v", s.dir, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("storing the sign-in in %s: %v", s.dir, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("storing the sign-in in %s: %v", s.dir, err)
-	}
-	if err := os.Rename(tmp.Name(), s.path(r.ServerURL)); err != nil {
-		return fmt.Errorf("storing the sign-in in %s: %v", s.dir, err)
-	}
-	done = true
-	if d, err := os.Open(s.dir); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

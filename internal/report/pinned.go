@@ -2,12 +2,15 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // PinnedDir is the directory, in the state directory, where `bouncer run`
@@ -20,8 +23,12 @@ func PinnedPath(stateDir, server string) string {
 	return filepath.Join(stateDir, PinnedDir, url.PathEscape(server)+".json")
 }
 
+// MaxPinnedFile bounds a saved tool list. A longer one is neither
+// written nor read (statefile.ReadOwned refuses it whole).
+const MaxPinnedFile = 64 << 20
+
 // SavePinned writes the tool list a proxy pinned for server, as a
-// tools/list result (0600, replaced whole).
+// tools/list result (statefile.Write: 0600, whole, on disk).
 func SavePinned(stateDir, server string, tools []json.RawMessage) error {
 	if tools == nil {
 		tools = []json.RawMessage{}
@@ -33,27 +40,22 @@ func SavePinned(stateDir, server string, tools []json.RawMessage) error {
 		return err
 	}
 	path := PinnedPath(stateDir, server)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+	if len(b) > MaxPinnedFile {
+		return fmt.Errorf("%s: not written: %d bytes, more than %d MiB", path, len(b), MaxPinnedFile>>20)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tools-*")
-	if err != nil {
-		return err
+	if err := statefile.Dir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Dir(path), err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
+	if err := statefile.Write(path, b); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
 
 // LoadPinned reads the saved tool lists: server's only, or every server's
-// when server is "". Files that can't be read are skipped with an error
-// naming them.
+// when server is "". Files that can't be read, or that another user owns
+// or may write (statefile.ReadOwned: they could hide a tool from the
+// review), are skipped with an error naming them.
 func LoadPinned(stateDir, server string) ([]ToolList, error) {
 	var paths []string
 	if server != "" {
@@ -65,8 +67,8 @@ func LoadPinned(stateDir, server string) ([]ToolList, error) {
 	var out []ToolList
 	var problems []string
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if os.IsNotExist(err) && server != "" {
+		data, err := statefile.ReadOwned(p, MaxPinnedFile)
+		if errors.Is(err, fs.ErrNotExist) && server != "" {
 			continue
 		}
 		if err == nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // Dir is the directory of client sessions within the state directory.
@@ -27,8 +29,8 @@ func Join(stateDir string, log func(string)) (*Session, error) {
 // JoinClient joins the session of client c.
 func JoinClient(stateDir string, c Client, log func(string)) (*Session, error) {
 	base := filepath.Join(stateDir, Dir)
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return New(), fmt.Errorf("no client session: %w", err)
+	if err := statefile.Dir(base); err != nil {
+		return New(), fmt.Errorf("no client session: %s: %w", base, err)
 	}
 	prune(base, c)
 	d, key, err := openShared(filepath.Join(base, dirName(c)), log)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // RememberedFile is the name, in the state directory, of the destinations
@@ -102,7 +103,7 @@ type rememberedFile struct {
 }
 
 func readRemembered(path string) ([]Entry, error) {
-	b, err := readOwned(path, MaxRememberedFile)
+	b, err := statefile.ReadOwned(path, MaxRememberedFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -176,7 +177,7 @@ func validEntry(server, d string) error {
 
 // update changes the file under an exclusive lock and replaces it whole.
 func (r *Remembered) update(fn func([]Entry) ([]Entry, error)) error {
-	unlock, err := lockFile(r.path + ".lock")
+	unlock, err := statefile.Lock(r.path + ".lock")
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.path, err)
 	}
@@ -206,5 +207,8 @@ func (r *Remembered) update(fn func([]Entry) ([]Entry, error)) error {
 	if len(b) >= MaxRememberedFile {
 		return fmt.Errorf("%s would grow past %d bytes; remove some with bouncer trust remove", r.path, MaxRememberedFile)
 	}
-	return replaceFile(r.path, append(b, '\n'))
+	if err := statefile.Write(r.path, append(b, '\n')); err != nil {
+		return fmt.Errorf("%s: %w", r.path, err)
+	}
+	return nil
 }

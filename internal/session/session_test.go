@@ -189,7 +189,7 @@ func TestRemembered(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(r.Path(), 0o666)
-	if _, err := OpenRemembered(state).List(); err == nil || !strings.Contains(err.Error(), "others write") {
+	if _, err := OpenRemembered(state).List(); err == nil || !strings.Contains(err.Error(), "other users write it") {
 		t.Fatalf("a world-writable file was read: %v", err)
 	}
 	if OpenRemembered(state).Has("mail", "carol@partner.example") {

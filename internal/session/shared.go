@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
 )
 
@@ -245,11 +246,8 @@ func (d *shared) readPeer(p *peer, add func(kind byte, server string, hs []uint6
 // openShared joins (or starts) the session directory dir.
 func openShared(dir string, log func(string)) (*shared, [taint.KeySize]byte, error) {
 	var key [taint.KeySize]byte
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, key, err
-	}
-	if err := checkOwned(dir, true); err != nil {
-		return nil, key, err
+	if err := statefile.Dir(dir); err != nil {
+		return nil, key, fmt.Errorf("%s: %w", dir, err)
 	}
 	key, err := loadKey(dir)
 	if err != nil {
@@ -276,13 +274,13 @@ func openShared(dir string, log func(string)) (*shared, [taint.KeySize]byte, err
 }
 
 // loadKey reads the session's key, or makes it if this process is the
-// first: written to a temporary file, then linked into place, so a reader
-// never sees half a key and two first processes agree on one.
+// first. statefile.Create makes it whole, once: two first processes agree
+// on one, and a reader never sees half a key.
 func loadKey(dir string) ([taint.KeySize]byte, error) {
 	var key [taint.KeySize]byte
 	path := filepath.Join(dir, "key")
 	for attempt := 0; attempt < 2; attempt++ {
-		b, err := readOwned(path, taint.KeySize)
+		b, err := statefile.ReadOwned(path, taint.KeySize)
 		if err == nil {
 			if len(b) != taint.KeySize {
 				return key, fmt.Errorf("%s: %d bytes, not %d", path, len(b), taint.KeySize)
@@ -291,31 +289,19 @@ func loadKey(dir string) ([taint.KeySize]byte, error) {
 			return key, nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
-			return key, err
+			return key, fmt.Errorf("%s: %w", path, err)
 		}
 		if _, err := randRead(key[:]); err != nil {
 			return key, err
 		}
-		tmp, err := os.CreateTemp(dir, ".key-*")
-		if err != nil {
-			return key, err
-		}
-		_, werr := tmp.Write(key[:])
-		serr := tmp.Sync()
-		cerr := tmp.Close()
-		if err := errors.Join(werr, serr, cerr); err != nil {
-			os.Remove(tmp.Name())
-			return key, err
-		}
-		err = os.Link(tmp.Name(), path)
-		os.Remove(tmp.Name())
+		err = statefile.Create(path, key[:])
 		if err == nil {
 			return key, nil
 		}
 		if !errors.Is(err, os.ErrExist) {
-			return key, err
+			return key, fmt.Errorf("%s: %w", path, err)
 		}
-		// Another process linked its key first: read that one.
+		// Another process made its key first: read that one.
 	}
 	return key, fmt.Errorf("%s: could not be read or made", path)
 }
@@ -327,8 +313,8 @@ func mapCounter(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if err := checkOwnedFile(f, path); err != nil {
-		return nil, err
+	if err := statefile.Check(f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	st, err := f.Stat()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
@@ -49,16 +50,21 @@ func cursorPath(stateDir, key string) string {
 	return filepath.Join(stateDir, "ship", kind+"-"+hex.EncodeToString(sum[:8])+".json")
 }
 
+// maxCursorFile bounds a cursor file; one takes a few hundred bytes.
+const maxCursorFile = 64 << 10
+
 // loadCursor reads a cursor file. A missing file is the zero cursor; an
-// unreadable or malformed one is reported and treated as the zero cursor,
-// which resends the log from the start rather than skip any of it.
+// unreadable or malformed one, or one another user owns or may write
+// (statefile.ReadOwned: it could make shipping skip lines), is reported
+// and treated as the zero cursor, which resends the log from the start
+// rather than skip any of it.
 func loadCursor(path string) (Cursor, error) {
-	data, err := os.ReadFile(path)
+	data, err := statefile.ReadOwned(path, maxCursorFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return Cursor{}, nil
 	}
 	if err != nil {
-		return Cursor{}, err
+		return Cursor{}, fmt.Errorf("%s: %w", path, err)
 	}
 	var c Cursor
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -70,9 +76,8 @@ func loadCursor(path string) (Cursor, error) {
 	return c, nil
 }
 
-// saveCursor writes the cursor 0600 and replaces the old one atomically: a
-// temporary file in the same directory, synced, renamed over it, and the
-// directory synced, so a crash leaves either the old cursor or the new one.
+// saveCursor replaces the cursor file (statefile.Write: 0600, whole, on
+// disk), so a crash leaves either the old cursor or the new one.
 func saveCursor(path string, c Cursor) error {
 	c.V = CursorVersion
 	c.Updated = time.Now().UTC().Format(time.RFC3339)
@@ -80,39 +85,10 @@ func saveCursor(path string, c Cursor) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+	if err := statefile.Dir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Dir(path), err)
 	}
-	f, err := os.CreateTemp(dir, ".cursor-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename this finds nothing
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return statefile.Write(path, append(data, '\n'))
 }
 
 // Line is one line of the audit log, as shipped.
@@ -290,14 +266,15 @@ func (r *reader) next() ([]Line, error) {
 	if err != nil || os.SameFile(fi, pfi) {
 		return nil, nil // same file, or the new one not there yet
 	}
-	if err := flock(r.f, unix.LOCK_SH); err != nil {
+	unlock, err := statefile.LockOpen(r.f, true)
+	if err != nil {
 		return nil, err
 	}
 	fi, err = r.f.Stat()
 	if err == nil {
 		lines, err = r.read(fi.Size(), true)
 	}
-	unix.Flock(int(r.f.Fd()), unix.LOCK_UN)
+	unlock()
 	if len(lines) > 0 || err != nil {
 		return lines, err
 	}
@@ -310,15 +287,6 @@ func (r *reader) next() ([]Line, error) {
 func (r *reader) restart() {
 	r.close()
 	r.cur = Cursor{Dest: r.cur.Dest}
-}
-
-func flock(f *os.File, how int) error {
-	for {
-		err := unix.Flock(int(f.Fd()), how)
-		if err != unix.EINTR {
-			return err
-		}
-	}
 }
 
 // read reads the whole lines from the cursor up to size; with final, a last

@@ -1,5 +1,5 @@
 // Package unixshim is the part of golang.org/x/sys/unix that Bouncer's
-// state files use (the audit log, the approval store, the client config
+// state files use (package statefile, the audit log, the client config
 // writer and the sandbox probe), under the same names.
 //
 // On Unix every name is x/sys/unix's own: a type alias, the same constant,

@@ -23,10 +23,14 @@ type SysStat struct {
 	Gid uint32
 }
 
-// The values are Linux's; O_CLOEXEC is 0 because os.OpenFile must accept it.
+// The values are Linux's; the O_ flags are 0 because os.OpenFile must
+// accept them.
 const (
 	O_CLOEXEC   = 0
+	O_NOFOLLOW  = 0
+	O_NONBLOCK  = 0
 	S_IFMT      = 0o170000
+	S_IFDIR     = 0o040000
 	S_IFREG     = 0o100000
 	LOCK_SH     = 1
 	LOCK_EX     = 2

@@ -16,7 +16,10 @@ type (
 
 const (
 	O_CLOEXEC   = unix.O_CLOEXEC
+	O_NOFOLLOW  = unix.O_NOFOLLOW
+	O_NONBLOCK  = unix.O_NONBLOCK
 	S_IFMT      = unix.S_IFMT
+	S_IFDIR     = unix.S_IFDIR
 	S_IFREG     = unix.S_IFREG
 	LOCK_EX     = unix.LOCK_EX
 	LOCK_SH     = unix.LOCK_SH

@@ -1,0 +1,324 @@
+// Package statefile is the one way Bouncer writes, reads back, locks and
+// checks its own files: those in the state directory (pending approvals,
+// remembered destinations, OAuth tokens, shipping cursors, pinned tool
+// lists, the client session's key) and the few it writes for the user
+// (a bundle beside a signed file, a review pack, an installed policy set's
+// high-water mark), which are replaced the same way.
+//
+// # Writing: one durability
+//
+// Write replaces a file whole: a temporary file in the same directory,
+// created 0600, written, flushed to disk (fsync), renamed over the old
+// name, and then the directory flushed (fsync) so that the rename itself
+// is on disk. When Write returns nil the new content is on disk under its
+// name and survives a crash or a power loss. Whatever happens before that,
+// a reader (and the file after a crash) sees the old content or the new
+// content, never half of one, and a failed Write leaves no temporary file
+// behind. An error from the directory's flush is returned too: the new
+// content is then in place but may not survive a power loss, and every
+// caller treats an error as "may or may not be replaced" (it denies, or it
+// says the change may not have been kept). A file system that cannot flush
+// a directory at all (EINVAL, ENOTSUP) is taken as it is. Create is the
+// same for a file made once and never replaced (the session's key). Before
+// this package the copies kept four levels: no flush at all (pinned tool
+// lists), the file but not the directory (the review pack), the
+// directory's flush tried and its error ignored (approvals, remembered
+// destinations, tokens, cursors, bundles), and both checked (an installed
+// policy set's mark). The last is the one kept, for every file.
+//
+// # Reading back: what vouches for a file
+//
+// A state file decides things: which destinations were vouched for,
+// which codes a human approved, whose tokens are sent, where shipping
+// resumes. ReadOwned trusts a file only if it is a regular file (not a
+// symbolic link, which is never followed: Bouncer never links its own
+// files), owned by this user (the effective uid), and that no other user
+// may write (no group or world write bit): a state file another user can
+// write vouches for nothing, so it is refused, never repaired behind the
+// user's back. It reads at most max bytes and refuses a longer file whole:
+// a file read in part would read as another one. CheckPrivate is the same
+// check with read access refused too, for files that hold secrets or full
+// call arguments (the audit log); Check is ReadOwned's check on a file
+// already open. Before this package one copy read tokens with no check at
+// all (it only set 0600 again) and cursors and pinned lists unchecked.
+//
+// # Directories
+//
+// Dir creates a directory 0700 (with its missing parents) and refuses one
+// that is not this user's or that other users may write: they could remove
+// or rename what Bouncer keeps there. It follows a symbolic link to the
+// directory (a state directory kept elsewhere and linked is a user's
+// choice); what it checks is the directory itself.
+//
+// # Locks
+//
+// Lock, TryLock and LockContext take an exclusive flock(2) on a lock file
+// (created 0600, never through a symbolic link) beside the file they
+// guard; LockOpen takes a shared or exclusive one on a file already open
+// (the audit log locks itself). Locks are advisory: they order Bouncer's
+// own processes, and the checks above are what keep other users out.
+// Waiting is retried when a signal interrupts it (EINTR).
+//
+// # Not here
+//
+// The audit log is appended to (O_APPEND, one write a line), never
+// replaced, and its head file is rewritten in place with one pwrite
+// (internal/audit says why); both use CheckPrivate and LockOpen. The
+// client configs `bouncer init` rewrites are the user's files, whose owner
+// and mode are kept (internal/mcpconfig).
+//
+// # Without Unix
+//
+// Where there is no Unix (Windows, which builds so that the offline
+// commands work there), Write still replaces files (without the
+// directory's flush, which Windows does not offer), Dir creates the
+// directory without an owner to check, and everything that needs owners,
+// permission bits or flock fails with unixshim.ErrUnsupported: nothing is
+// trusted or locked there.
+package statefile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
+)
+
+// Perm is the permission of every file Bouncer keeps for itself, and
+// DirPerm that of its directories.
+const (
+	Perm    fs.FileMode = 0o600
+	DirPerm fs.FileMode = 0o700
+)
+
+// ErrUntrusted is wrapped by the errors of a file or directory refused by
+// its type, owner or mode.
+var ErrUntrusted = errors.New("not trusted")
+
+// ErrTooLarge is wrapped by the error of a file longer than a read allows.
+var ErrTooLarge = errors.New("too large")
+
+// untrusted is a refusal: the reason, and what the user can do. It does
+// not name the file at the front; the caller does, as it names every
+// other error about that file.
+type untrusted string
+
+func (e untrusted) Error() string        { return string(e) }
+func (e untrusted) Is(target error) bool { return target == ErrUntrusted }
+
+// rename is os.Rename; a test makes it fail, as a crash before the rename
+// would leave things.
+var rename = os.Rename
+
+// Write replaces path with data, 0600, at the durability the package doc
+// states. It makes no chmod call (the sandboxed proxy may not) and no
+// directory. Errors do not name path; the caller does.
+func Write(path string, data []byte) error { return WriteMode(path, data, Perm) }
+
+// WriteMode is Write for a file others may read: perm is set on the new
+// file whatever the umask. It is for the files Bouncer writes for the
+// user (a bundle is published 0644; a review pack keeps the mode of the
+// one it replaces) and for a policy set installed in a shared directory.
+func WriteMode(path string, data []byte, perm fs.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*") // 0600
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(name)
+		}
+	}()
+	if perm != Perm {
+		if err := tmp.Chmod(perm); err != nil {
+			return err
+		}
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := rename(name, path); err != nil {
+		return err
+	}
+	done = true
+	return SyncDir(dir)
+}
+
+// Create makes path hold data, 0600, if it does not exist yet, at Write's
+// durability; it fails with an error wrapping fs.ErrExist if it does.
+// The file appears whole (written aside, then linked into place), so of
+// two processes creating it at once, one wins and the other reads the
+// winner's content.
+func Create(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	defer os.Remove(name) // after the link, the name that stays is path
+	_, werr := tmp.Write(data)
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		return err
+	}
+	if err := os.Link(name, path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// Dir creates dir 0700 if it is missing (and its parents) and checks it is
+// a directory of this user that no other user may write.
+func Dir(dir string) error {
+	if err := os.MkdirAll(dir, DirPerm); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	err := unix.Stat(dir, &st)
+	if errors.Is(err, unix.ErrUnsupported) {
+		// No owners to check here; nothing read back is trusted either.
+		fi, err := os.Stat(dir)
+		if err == nil && !fi.IsDir() {
+			return untrusted("not a directory")
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	return dirRule.check(dir, uint32(st.Mode), int(st.Uid))
+}
+
+// ReadOwned reads path, refusing it unless it is a regular file (not a
+// symbolic link) owned by this user that no other user may write, and
+// refusing it whole if it is longer than max bytes. A missing file is an
+// error wrapping fs.ErrNotExist. Errors do not name path; the caller does.
+func ReadOwned(path string, max int64) ([]byte, error) {
+	f, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := Check(f); err != nil {
+		return nil, err
+	}
+	return readAll(f, max)
+}
+
+// ReadCapped reads path, refusing it unless it is a regular file (not a
+// symbolic link), and refusing it whole if it is longer than max bytes. It
+// checks no owner: it is for files whose trust comes from elsewhere (a
+// policy set installed in a shared directory, checked against its
+// signature).
+func ReadCapped(path string, max int64) ([]byte, error) {
+	f, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, untrusted("not a regular file")
+	}
+	return readAll(f, max)
+}
+
+// open opens path for reading without following a symbolic link in its
+// last element, and without waiting for a writer if it is a FIFO.
+func open(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, untrusted("a symbolic link, which Bouncer does not follow (it never links its own files): remove it")
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+func readAll(f *os.File, max int64) ([]byte, error) {
+	tooLarge := fmt.Errorf("%w: larger than %d bytes, more than Bouncer ever writes there; nothing in it is used: remove it", ErrTooLarge, max)
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, tooLarge
+	}
+	return b, nil
+}
+
+// Check refuses the open file f unless it is a regular file owned by this
+// user that no other user may write.
+func Check(f *os.File) error { return checkOpen(f, owned) }
+
+// CheckPrivate refuses the open file f unless it is a regular file owned
+// by this user that no other user may read or write.
+func CheckPrivate(f *os.File) error { return checkOpen(f, private) }
+
+func checkOpen(f *os.File, r rule) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	return r.check(f.Name(), uint32(st.Mode), int(st.Uid))
+}
+
+// rule is the one check, in its three uses: a file read back, a private
+// file, a directory. Each refusal says what to do.
+type rule struct {
+	typ    uint32 // S_IFREG or S_IFDIR
+	kind   string
+	deny   uint32 // permission bits that must be clear
+	access string // what deny keeps other users from
+	why    string // what a refusal means, after the owner or mode
+	fix    string // the mode to set, for chmod
+}
+
+var (
+	owned   = rule{unix.S_IFREG, "a regular file", 0o022, "write it", ", so nothing in it is trusted", "600"}
+	private = rule{unix.S_IFREG, "a regular file", 0o077, "read or write it", "", "600"}
+	dirRule = rule{unix.S_IFDIR, "a directory", 0o022, "write in it", ", so what Bouncer keeps in it could be removed or replaced", "700"}
+)
+
+// check refuses a file of the wrong type, another user's, or one with a
+// deny bit set. path is named only in the advice; the caller names it
+// first.
+func (r rule) check(path string, mode uint32, uid int) error {
+	me := os.Geteuid()
+	switch {
+	case mode&unix.S_IFMT != r.typ:
+		return untrusted("not " + r.kind)
+	case uid != me:
+		return untrusted(fmt.Sprintf("owned by uid %d, not by this user (uid %d)%s", uid, me, r.why))
+	case mode&r.deny != 0:
+		advice := "run: chmod " + r.fix + " " + path
+		if r.why != "" && r.typ == unix.S_IFREG {
+			advice = "remove it or " + advice
+		}
+		return untrusted(fmt.Sprintf("mode %04o lets other users %s%s; %s", mode&0o777, r.access, r.why, advice))
+	}
+	return nil
+}

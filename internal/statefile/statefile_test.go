@@ -1,0 +1,444 @@
+//go:build unix
+
+package statefile
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// foreignFile returns a regular file, readable, that another user owns:
+// as root, one made in dir and given to nobody (uid 65534); as anyone
+// else, root's /etc/passwd. Neither needs a skip.
+func foreignFile(t *testing.T, dir string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return "/etc/passwd"
+	}
+	p := filepath.Join(dir, "theirs.json")
+	write(t, p, "data", 0o644)
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// foreignDir is foreignFile for a directory (as anyone but root: /).
+func foreignDir(t *testing.T, dir string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return "/"
+	}
+	p := filepath.Join(dir, "theirs")
+	mkdir(t, p, 0o700)
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// What another user owns is refused by ReadOwned and Dir, and read by
+// ReadCapped, which checks no owner.
+func TestAnotherUsers(t *testing.T) {
+	dir := t.TempDir()
+	f := foreignFile(t, dir)
+	if b, err := ReadOwned(f, 1<<20); err == nil || !strings.Contains(err.Error(), "not by this user") || !errors.Is(err, ErrUntrusted) || b != nil {
+		t.Errorf("ReadOwned(%s): %q, %v", f, b, err)
+	}
+	if _, err := ReadCapped(f, 1<<20); err != nil {
+		t.Errorf("ReadCapped(%s): %v", f, err)
+	}
+	if _, err := ReadCapped(f, 3); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadCapped(%s) over the limit: %v", f, err)
+	}
+	d := foreignDir(t, dir)
+	if err := Dir(d); err == nil || !strings.Contains(err.Error(), "not by this user") {
+		t.Errorf("Dir(%s): %v", d, err)
+	}
+}
+
+// write makes a real file with mode set exactly (whatever the umask).
+func write(t *testing.T, path, content string, mode fs.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ReadOwned trusts a regular file of this user that others can't write,
+// and refuses everything else whole, with a reason and what to do.
+func TestReadOwned(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, path string)
+		max   int64
+		want  string // "" = read; else a part of the error
+		is    error  // the error wraps this, when set
+	}{
+		{"private", func(t *testing.T, p string) { write(t, p, "data", 0o600) }, 100, "", nil},
+		{"readable by others", func(t *testing.T, p string) { write(t, p, "data", 0o644) }, 100, "", nil},
+		{"exactly max", func(t *testing.T, p string) { write(t, p, "data", 0o600) }, 4, "", nil},
+		{"group writable", func(t *testing.T, p string) { write(t, p, "data", 0o620) },
+			100, "mode 0620 lets other users write it, so nothing in it is trusted; remove it or run: chmod 600 ", ErrUntrusted},
+		{"world writable", func(t *testing.T, p string) { write(t, p, "data", 0o606) },
+			100, "mode 0606 lets other users write it", ErrUntrusted},
+		{"symlink to a good file", func(t *testing.T, p string) {
+			write(t, p+".real", "data", 0o600)
+			if err := os.Symlink(p+".real", p); err != nil {
+				t.Fatal(err)
+			}
+		}, 100, "a symbolic link, which Bouncer does not follow", ErrUntrusted},
+		{"directory", func(t *testing.T, p string) {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, 100, "not a regular file", ErrUntrusted},
+		{"fifo, without waiting for a writer", func(t *testing.T, p string) {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, 100, "not a regular file", ErrUntrusted},
+		{"one byte over the limit", func(t *testing.T, p string) { write(t, p, "data!", 0o600) },
+			4, "larger than 4 bytes", ErrTooLarge},
+		{"missing", func(t *testing.T, p string) {}, 100, "no such file", fs.ErrNotExist},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "state.json")
+			c.setup(t, p)
+			done := make(chan struct{})
+			var b []byte
+			var err error
+			go func() { b, err = ReadOwned(p, c.max); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("ReadOwned did not return")
+			}
+			if c.want == "" {
+				if err != nil || string(b) != "data" {
+					t.Fatalf("got %q, %v; want the file's content", b, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %q, %v; want an error with %q", b, err, c.want)
+			}
+			if b != nil {
+				t.Errorf("a refused file gave %q", b)
+			}
+			if c.is != nil && !errors.Is(err, c.is) {
+				t.Errorf("%v does not wrap %v", err, c.is)
+			}
+		})
+	}
+}
+
+// ReadCapped refuses what is not a regular file.
+func TestReadCappedType(t *testing.T) {
+	if _, err := ReadCapped(t.TempDir(), 100); !errors.Is(err, ErrUntrusted) {
+		t.Errorf("a directory: %v", err)
+	}
+}
+
+// CheckPrivate refuses what others may read too; Check only what they
+// may write.
+func TestCheckPrivate(t *testing.T) {
+	for _, c := range []struct {
+		mode          fs.FileMode
+		check, secret string // "" = accepted
+	}{
+		{0o600, "", ""},
+		{0o400, "", ""},
+		{0o640, "", "mode 0640 lets other users read or write it; run: chmod 600 "},
+		{0o604, "", "mode 0604 lets other users read or write it"},
+		{0o660, "mode 0660 lets other users write it", "mode 0660 lets other users read or write it"},
+	} {
+		p := filepath.Join(t.TempDir(), "audit.jsonl")
+		write(t, p, "x", c.mode)
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []struct {
+			fn   func(*os.File) error
+			want string
+		}{{Check, c.check}, {CheckPrivate, c.secret}} {
+			err := k.fn(f)
+			if (k.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), k.want)) {
+				t.Errorf("mode %04o: %v, want %q", c.mode, err, k.want)
+			}
+		}
+		f.Close()
+	}
+}
+
+// Dir makes a missing directory 0700 and refuses one that other users may
+// write or that is another user's.
+func TestDir(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  string
+	}{
+		{"missing, with a missing parent", func(t *testing.T, d string) {}, ""},
+		{"existing 0755", func(t *testing.T, d string) { mkdir(t, d, 0o755) }, ""},
+		{"group writable", func(t *testing.T, d string) { mkdir(t, d, 0o775) }, "mode 0775 lets other users write in it, so what Bouncer keeps in it could be removed or replaced; run: chmod 700 "},
+		{"world writable", func(t *testing.T, d string) { mkdir(t, d, 0o777) }, "lets other users write in it"},
+		{"a file", func(t *testing.T, d string) {
+			mkdir(t, filepath.Dir(d), 0o700)
+			write(t, d, "", 0o600)
+		}, "not a directory"},
+		{"a link to a good directory", func(t *testing.T, d string) {
+			mkdir(t, d+".real", 0o700)
+			if err := os.Symlink(d+".real", d); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := filepath.Join(t.TempDir(), "home", "state")
+			c.setup(t, d)
+			err := Dir(d)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				fi, err := os.Stat(d)
+				if err != nil || !fi.IsDir() {
+					t.Fatalf("%v %v", fi, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("%v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func mkdir(t *testing.T, d string, mode fs.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(d, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A missing state directory is made 0700, whatever the umask lets
+// through, and its missing parents too.
+func TestDirMode(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	d := filepath.Join(t.TempDir(), "a", "b")
+	if err := Dir(d); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{d, filepath.Dir(d)} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v, want 0700", p, fi.Mode(), err)
+		}
+	}
+}
+
+// Write replaces a file whole, 0600, and leaves no temporary file.
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "pending.json")
+	write(t, p, "old", 0o644)
+	if err := Write(p, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	assertFile(t, p, "new", 0o600)
+	assertOnly(t, dir, "pending.json")
+
+	// WriteMode sets the mode whatever the umask.
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	b := filepath.Join(dir, "team.yaml.sigstore.json")
+	if err := WriteMode(b, []byte("bundle"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	assertFile(t, b, "bundle", 0o644)
+
+	// A directory that isn't there: an error, and nothing made.
+	if err := Write(filepath.Join(dir, "no", "x.json"), []byte("x")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing directory: %v", err)
+	}
+	assertOnly(t, dir, "pending.json", "team.yaml.sigstore.json")
+}
+
+// A crash or a failure before the rename leaves the old content, whole,
+// and no temporary file; when the rename happens, the new file is already
+// complete, flushed and 0600.
+func TestWriteFailsWhole(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "remembered.json")
+	write(t, p, "old content", 0o600)
+	var atRename []byte
+	var atRenameMode fs.FileMode
+	rename = func(from, to string) error {
+		atRename, _ = os.ReadFile(from)
+		if fi, err := os.Stat(from); err == nil {
+			atRenameMode = fi.Mode().Perm()
+		}
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EIO}
+	}
+	defer func() { rename = os.Rename }()
+	err := Write(p, []byte("new content, longer than the old"))
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("got %v, want the rename's error", err)
+	}
+	if string(atRename) != "new content, longer than the old" || atRenameMode != 0o600 {
+		t.Errorf("at the rename the new file held %q, mode %04o", atRename, atRenameMode)
+	}
+	assertFile(t, p, "old content", 0o600)
+	assertOnly(t, dir, "remembered.json")
+}
+
+// Create makes a file once: a second Create fails and leaves the first
+// content.
+func TestCreate(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "key")
+	if err := Create(p, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Create(p, []byte("second")); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second Create: %v, want it to exist", err)
+	}
+	assertFile(t, p, "first", 0o600)
+	assertOnly(t, dir, "key")
+}
+
+func assertFile(t *testing.T, p, content string, mode fs.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil || string(b) != content {
+		t.Errorf("%s: %q, %v; want %q", p, b, err, content)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != mode {
+		t.Errorf("%s: mode %v, %v; want %04o", p, fi.Mode(), err, mode)
+	}
+}
+
+// assertOnly checks dir holds exactly names: no temporary file was left.
+func assertOnly(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, " ") != strings.Join(names, " ") {
+		t.Errorf("%s holds %v, want %v", dir, got, names)
+	}
+}
+
+// Lock excludes other holders until unlock; TryLock and LockContext say
+// so instead of waiting forever; LockOpen's shared locks exclude an
+// exclusive one. Each open file is its own holder, as another process's
+// would be.
+func TestLock(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "pending.json.lock")
+	unlock, err := Lock(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("lock file: %v %v, want 0600", fi, err)
+	}
+	if _, err := TryLock(p); !errors.Is(err, ErrLocked) {
+		t.Errorf("TryLock while held: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := LockContext(ctx, p); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("LockContext while held: %v", err)
+	}
+	got := make(chan func())
+	go func() {
+		u, err := Lock(p)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- u
+	}()
+	select {
+	case <-got:
+		t.Fatal("a second Lock did not wait")
+	case <-time.After(100 * time.Millisecond):
+	}
+	unlock()
+	select {
+	case u := <-got:
+		u()
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second Lock was not granted after unlock")
+	}
+	u, err := LockContext(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u()
+
+	// Shared locks on an open file: two at once, and no exclusive one.
+	f1, _ := os.Open(p)
+	f2, _ := os.Open(p)
+	defer f1.Close()
+	defer f2.Close()
+	u1, err1 := LockOpen(f1, true)
+	u2, err2 := LockOpen(f2, true)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if _, err := TryLock(p); !errors.Is(err, ErrLocked) {
+		t.Errorf("TryLock under shared locks: %v", err)
+	}
+	u1()
+	u2()
+	u, err = TryLock(p)
+	if err != nil {
+		t.Fatalf("TryLock after the shared locks: %v", err)
+	}
+	u()
+
+	// A lock file is never opened through a symbolic link.
+	l := filepath.Join(dir, "link.lock")
+	if err := os.Symlink(filepath.Join(dir, "elsewhere"), l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lock(l); err == nil {
+		t.Error("Lock followed a symbolic link")
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "elsewhere")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Lock made the link's target: %v", err)
+	}
+}
+
+// The messages name what to do with the path they are about, and nothing
+// of the file's content.
+func TestRefusalNamesFix(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "pending.json")
+	write(t, p, "secret", 0o666)
+	_, err := ReadOwned(p, 100)
+	if err == nil || !strings.HasSuffix(err.Error(), "chmod 600 "+p) || bytes.Contains([]byte(err.Error()), []byte("secret")) {
+		t.Errorf("%v", err)
+	}
+}
