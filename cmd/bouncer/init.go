@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/protect"
 )
@@ -131,11 +132,11 @@ func (in *initRun) fail(st int) {
 // show names a path as the user would type it: relative to the working
 // directory when below it, ~/... when below the home directory.
 func (in *initRun) show(p string) string {
-	if r, err := filepath.Rel(in.cwd, p); err == nil && !strings.HasPrefix(r, "..") {
+	if r, ok := pathtree.Below(p, in.cwd); ok {
 		return r
 	}
 	if in.home != "" {
-		if r, err := filepath.Rel(in.home, p); err == nil && !strings.HasPrefix(r, "..") {
+		if r, ok := pathtree.Below(p, in.home); ok {
 			return filepath.Join("~", r)
 		}
 	}
@@ -195,8 +196,8 @@ func projectArg(t mcpconfig.Found, abs string) string {
 	if t.Workspace == "" {
 		return abs
 	}
-	rel, err := filepath.Rel(t.Workspace, abs)
-	if err != nil || strings.HasPrefix(rel, "..") {
+	rel, ok := pathtree.Below(abs, t.Workspace)
+	if !ok {
 		return abs
 	}
 	rel = filepath.ToSlash(rel)
@@ -490,7 +491,7 @@ func (in *initRun) filesystemDirs(t mcpconfig.Found, cfg *mcpconfig.Config, serv
 					// A project's policy is committed: a path of the
 					// project is named relative to the policy file, one
 					// outside it only as the config itself names it.
-					if r, err := filepath.Rel(filepath.Dir(polFile), c); err == nil && !strings.HasPrefix(r, "..") {
+					if r, ok := pathtree.Below(c, filepath.Dir(polFile)); ok {
 						name = filepath.ToSlash(r)
 					} else if !asWritten {
 						notes = append(notes, fmt.Sprintf("%s: directory %s is outside the project, and a project's policy names no path of one person's machine; add %s to allowed_path_prefixes of write_file, edit_file, create_directory and move_file in your own policy to confine it", s.Name, d, c))

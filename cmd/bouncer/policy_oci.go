@@ -13,6 +13,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/bundle"
 	"github.com/bouncer-mcp/bouncer/internal/distribute"
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
@@ -263,7 +264,7 @@ func policyPull(args []string) error {
 		return failed(fmt.Errorf("policy pull: %s: signed, but this bouncer can't load it: %v; nothing was installed", a.Pinned(), err))
 	}
 	res, err := distribute.Install(installDir, a, distribute.InstallOptions{
-		Private: isWithin(installDir, sdir), Now: time.Now(), AllowDowngrade: *allowDowngrade})
+		Private: pathtree.Within(installDir, sdir), Now: time.Now(), AllowDowngrade: *allowDowngrade})
 	if errors.Is(err, distribute.ErrRollback) {
 		return failed(fmt.Errorf("policy pull: %s: %v; nothing was installed (if going back is what you mean, give --allow-downgrade)", a.Pinned(), err))
 	}
@@ -281,12 +282,6 @@ func policyPull(args []string) error {
 	}
 	fmt.Fprintf(os.Stdout, "installed %s\n", what)
 	return nil
-}
-
-// isWithin reports whether path is dir or below it.
-func isWithin(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // readSmall reads a regular file of at most limit bytes.

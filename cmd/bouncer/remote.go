@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bouncer-mcp/bouncer/internal/envexpand"
 	"github.com/bouncer-mcp/bouncer/internal/oauth"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
 	"github.com/bouncer-mcp/bouncer/internal/unixshim"
@@ -164,9 +165,9 @@ func originHostPort(u *url.URL) string {
 }
 
 // addHeaders adds --header "Name: value" flags to h, each ${VAR} in a
-// value replaced by the variable from lookup (an unset one is an error,
-// never an empty credential), as audit_ship.headers in a trust file is
-// expanded. A bad flag is named by its position, never by its value,
+// value replaced by the variable from lookup by envexpand's rule (the one
+// audit_ship.headers follows: an unset one is an error, never an empty
+// credential). A bad flag is named by its position, never by its value,
 // which may be a token. A value that looks like a credential and is
 // written on the command line itself (where any user of the machine can
 // read it, in ps or /proc) is warned about.
@@ -177,9 +178,9 @@ func addHeaders(h http.Header, flags []string, lookup func(string) (string, bool
 		if !ok || !validHeaderName(name) {
 			return fmt.Errorf("--header #%d: give it as \"Name: value\"", i+1)
 		}
-		value, missing := expandEnv(strings.TrimSpace(raw), lookup)
-		if missing != "" {
-			return fmt.Errorf("--header #%d (%s): ${%s} is not set in the environment; set it where bouncer is started", i+1, name, missing)
+		value, err := envexpand.Expand(fmt.Sprintf("--header #%d (%s)", i+1, name), strings.TrimSpace(raw), lookup)
+		if err != nil {
+			return err
 		}
 		if strings.ContainsAny(value, "\r\n") {
 			return fmt.Errorf("--header #%d (%s): the value has a line break", i+1, name)
@@ -269,21 +270,6 @@ func validHeaderName(name string) bool {
 	return true
 }
 
-// envRef is a ${VAR} reference, as audit_ship.headers writes it.
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-// expandEnv replaces each ${VAR} of s; missing names the first unset one.
-func expandEnv(s string, lookup func(string) (string, bool)) (out, missing string) {
-	out = envRef.ReplaceAllStringFunc(s, func(m string) string {
-		v, ok := lookup(m[2 : len(m)-1])
-		if !ok && missing == "" {
-			missing = m[2 : len(m)-1]
-		}
-		return v
-	})
-	return out, missing
-}
-
 // credentialName matches header names that carry credentials.
 var credentialName = regexp.MustCompile(`(?i)^(authorization|proxy-authorization|cookie)$|token|key|secret|passw|auth|session|credential`)
 
@@ -295,7 +281,13 @@ var authScheme = regexp.MustCompile(`(?i)^(bearer|basic|token|digest)$`)
 // credential header's value, or a "Bearer …"/"Basic …" value, other than
 // ${VAR} references and the scheme word.
 func argvCredential(name, raw string) bool {
-	words := strings.Fields(envRef.ReplaceAllString(raw, ""))
+	// What is written out: raw with each reference taken away (every
+	// variable read as "").
+	written, err := envexpand.Expand("", raw, func(string) (string, bool) { return "", true })
+	if err != nil {
+		written = raw
+	}
+	words := strings.Fields(written)
 	if len(words) == 0 || (len(words) == 1 && authScheme.MatchString(words[0])) {
 		return false
 	}

@@ -45,14 +45,17 @@ func TestExpandEnvHeaders(t *testing.T) {
 	env := map[string]string{"TOKEN": "t0k", "EMPTY": ""}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	h := http.Header{}
-	if err := addHeaders(h, []string{"Authorization: Bearer ${TOKEN}", "X-E: a${EMPTY}b", "X-Lit: $TOKEN {TOKEN}"}, lookup); err != nil {
+	env["NESTED"] = "${TOKEN}"
+	if err := addHeaders(h, []string{"Authorization: Bearer ${TOKEN}", "X-E: a${EMPTY}b", "X-Lit: $TOKEN {TOKEN}", "X-Once: ${NESTED}"}, lookup); err != nil {
 		t.Fatal(err)
 	}
-	if h.Get("Authorization") != "Bearer t0k" || h.Get("X-E") != "ab" || h.Get("X-Lit") != "$TOKEN {TOKEN}" {
+	if h.Get("Authorization") != "Bearer t0k" || h.Get("X-E") != "ab" || h.Get("X-Lit") != "$TOKEN {TOKEN}" || h.Get("X-Once") != "${TOKEN}" {
 		t.Fatalf("headers %v", h)
 	}
 	for _, c := range []struct{ flag, want string }{
 		{"Authorization: Bearer ${NOPE}", "--header #1 (Authorization): ${NOPE} is not set"},
+		{"Authorization: Bearer ${TOKEN:-s3cr3t}", `--header #1 (Authorization): the "${...}" at byte 7 is not a variable reference`},
+		{"Authorization: Bearer ${s3cr3t", `--header #1 (Authorization): the "${" at byte 7 has no closing "}"`},
 		{"Bad Name: x", "--header #1: give it as"},
 		{"X-Nl: ${NL}", "the value has a line break"},
 		{"no colon s3cr3t", "--header #1: give it as"},

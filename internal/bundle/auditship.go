@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bouncer-mcp/bouncer/internal/envexpand"
 	"gopkg.in/yaml.v3"
 )
 
@@ -26,7 +27,9 @@ type AuditShip struct {
 	OTLP     string
 	OTLPLine int
 	// Headers are sent with every OTLP request, as written: ${VAR} is
-	// expanded by the shipper when it starts, not here.
+	// expanded by the shipper when it starts (from its environment, not
+	// this one), by envexpand's rule; a malformed reference is refused
+	// here, with the file's other mistakes.
 	Headers     map[string]string
 	HeaderLines map[string]int
 	// Syslog is tcp://HOST:PORT or tls://HOST:PORT. Empty for none.
@@ -123,6 +126,9 @@ func parseAuditShip(file string, k, v *yaml.Node) (*AuditShip, error) {
 				}
 				if strings.ContainsAny(hv.Value, "\r\n\x00") {
 					return nil, bad(hv, key+"."+hk.Value, "a header value can't hold a line break")
+				}
+				if err := envexpand.Check("", hv.Value); err != nil {
+					return nil, bad(hv, key+"."+hk.Value, "%v", err)
 				}
 				s.Headers[hk.Value], s.HeaderLines[hk.Value] = hv.Value, hv.Line
 			}

@@ -105,6 +105,8 @@ func TestAuditShipErrors(t *testing.T) {
 		{"headers list", "audit_ship:\n  otlp: http://x:4318\n  headers: [a]\n", ":3: audit_ship.headers: expected a mapping"},
 		{"header number", "audit_ship:\n  otlp: http://x:4318\n  headers: {X-N: 3}\n", ":3: audit_ship.headers.X-N: expected a string"},
 		{"header name", "audit_ship:\n  otlp: http://x:4318\n  headers: {\"a b\": c}\n", `audit_ship.headers: "a b" is not an HTTP header name`},
+		{"header reference", "audit_ship:\n  otlp: http://x:4318\n  headers: {Authorization: \"Bearer ${T:-s3cr3t}\"}\n", `:3: audit_ship.headers.Authorization: the "${...}" at byte 7 is not a variable reference`},
+		{"header unclosed", "audit_ship:\n  otlp: http://x:4318\n  headers:\n    X-Key: ${T\n", `:4: audit_ship.headers.X-Key: the "${" at byte 0 has no closing "}"`},
 		{"twice", "audit_ship:\n  otlp: http://x:4318\n  otlp: http://y:4318\n", ":3: audit_ship.otlp: given twice"},
 		{"missing ca", "audit_ship:\n  otlp: https://x:4318\n  ca: gone.pem\n", ":3: audit_ship.ca: gone.pem:"},
 		{"ca not pem", "audit_ship:\n  otlp: https://x:4318\n  ca: notpem.txt\n", ":3: audit_ship.ca: notpem.txt: holds no PEM certificate"},
@@ -116,7 +118,7 @@ func TestAuditShipErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("loaded; want error containing %q", c.want)
 			}
-			if !strings.HasPrefix(err.Error(), p) || !strings.Contains(err.Error(), c.want) {
+			if !strings.HasPrefix(err.Error(), p) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cr3t") {
 				t.Fatalf("error %q, want it to start with the file and contain %q", err, c.want)
 			}
 		})

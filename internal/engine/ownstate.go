@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
@@ -209,13 +210,11 @@ func (e *Engine) ownAbs(p string, write bool) (string, bool) {
 // ownContains reports whether p lies in a protected path (or, for a write,
 // is an ancestor of one), comparing components without regard to case.
 func ownContains(p string, own []string, write bool) (string, bool) {
-	lp := strings.ToLower(p)
 	for _, o := range own {
-		lo := strings.ToLower(filepath.Clean(o))
-		if underAny(lp, []string{lo}) {
+		if pathtree.WithinFold(p, o) {
 			return o, true
 		}
-		if write && underAny(lo, []string{lp}) {
+		if write && pathtree.WithinFold(o, p) {
 			return o + ", which lies inside it", true
 		}
 	}

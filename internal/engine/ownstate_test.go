@@ -62,6 +62,7 @@ func TestOwnState(t *testing.T) {
 		{"a file in the project", "write_file", `{"path":"` + proj + `/notes.txt","content":"see ~/.bouncer/audit.jsonl"}`},
 		{"a read of an ancestor", "list_directory", `{"path":"` + home + `"}`},
 		{"a look-alike name", "write_file", `{"path":"` + proj + `/docs/bouncer.yaml.bak"}`},
+		{"a sibling named like the state", "write_file", `{"path":"` + state + `x/a.txt"}`},
 		{"prose with a slash", "post", `{"text":"and/or"}`},
 	}
 	for _, tc := range allow {

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
@@ -193,7 +194,7 @@ func (e *Engine) checkPath(t *policy.Tool, where, value string) (string, Decisio
 	if clean != value {
 		shown += " (" + quote(clean) + ")"
 	}
-	if !underAny(clean, t.AllowedPathPrefixes) {
+	if !pathtree.WithinAny(clean, t.AllowedPathPrefixes) {
 		return deny("%s=%s outside allowed prefixes %s", where, shown, prefixes)
 	}
 	if e.opts.Resolve == nil {
@@ -229,7 +230,7 @@ func (e *Engine) checkPath(t *policy.Tool, where, value string) (string, Decisio
 		}
 		realPrefixes = append(realPrefixes, rp)
 	}
-	if !underAny(real, realPrefixes) {
+	if !pathtree.WithinAny(real, realPrefixes) {
 		return deny("%s=%s resolves through a symlink to %s, outside allowed prefixes %s", where, shown, quote(real), prefixes)
 	}
 	return clean, Decision{}, true
@@ -293,19 +294,4 @@ func sameShape(p, n string) bool {
 		}
 	}
 	return true
-}
-
-// underAny reports whether path is one of prefixes or lies below one, by
-// whole path components: /out admits /out/a, not /outx.
-func underAny(path string, prefixes []string) bool {
-	for _, p := range prefixes {
-		p = filepath.Clean(p)
-		if path == p {
-			return true
-		}
-		if p == "/" || strings.HasPrefix(path, strings.TrimSuffix(p, "/")+"/") {
-			return true
-		}
-	}
-	return false
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
 )
@@ -133,7 +134,7 @@ func fuzzPaths(t *testing.T, gen uint64, tree, path string) {
 			t.Fatal(err)
 		}
 		p := fwd.Arguments.Path
-		if !filepath.IsAbs(p) || filepath.Clean(p) != p || !underAny(p, []string{out}) {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || !pathtree.Within(p, out) {
 			t.Fatalf("%s %q: forwarded %q, not a clean absolute path under %s", op, sent, p, out)
 		}
 		readings := map[string]string{"the path as sent": rawAbs, "the path forwarded": p}
@@ -142,7 +143,7 @@ func fuzzPaths(t *testing.T, gen uint64, tree, path string) {
 		}
 		for what, target := range readings {
 			for _, landed := range kernelLands(t, root, op, target) {
-				if !underAny(landed, []string{out}) {
+				if !pathtree.Within(landed, out) {
 					t.Fatalf("%s %q allowed, but for %s (%q) the kernel wrote %q, outside %s", op, sent, what, target, landed, out)
 				}
 			}
@@ -353,7 +354,7 @@ func snapshot(root string) map[string]bool {
 // server refuses.
 func nodeValidate(p, allowed string) (string, bool) {
 	abs := filepath.Clean(p)
-	within := func(x string) bool { return underAny(x, []string{allowed}) }
+	within := func(x string) bool { return pathtree.Within(x, allowed) }
 	if !within(abs) {
 		return "", false
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 )
 
 // LauncherName is the hidden subcommand that runs RunLauncher. It is not
@@ -46,12 +48,6 @@ type Confinement struct {
 	Source string
 }
 
-// within reports whether p is dir or lies below it, by path component.
-func within(p, dir string) bool {
-	p, dir = filepath.Clean(p), filepath.Clean(dir)
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
-}
-
 // realPath resolves symbolic links where it can, so /link/x and /real/x
 // compare equal.
 func realPath(p string) string {
@@ -66,12 +62,12 @@ func realPath(p string) string {
 func (l Launch) Reaches(path string) (read, write bool) {
 	rp := realPath(path)
 	for _, w := range l.plan.Write {
-		if within(rp, realPath(w)) {
+		if pathtree.Within(rp, realPath(w)) {
 			return true, true
 		}
 	}
 	for _, r := range append(append([]string{}, l.plan.Read...), l.plan.Exec...) {
-		if within(rp, realPath(r)) {
+		if pathtree.Within(rp, realPath(r)) {
 			return true, false
 		}
 	}
@@ -152,14 +148,11 @@ func list(s []string) string {
 // what lies below them, like /usr/bin for node).
 func extra(p launchPlan) []string {
 	var out []string
-next:
+	system := append(append([]string{}, systemExec...), systemRead...)
 	for _, s := range append(append([]string{}, p.Exec...), p.Read...) {
-		for _, f := range append(append([]string{}, systemExec...), systemRead...) {
-			if s == f || strings.HasPrefix(s, f+"/") {
-				continue next
-			}
+		if !pathtree.WithinAny(s, system) {
+			out = append(out, s)
 		}
-		out = append(out, s)
 	}
 	return out
 }

@@ -359,6 +359,8 @@ func TestLauncherProtectsBouncerFiles(t *testing.T) {
 	os.WriteFile(pol, nil, 0o600)
 	link := filepath.Join(t.TempDir(), "h")
 	os.Symlink(home, link)
+	stateLike := state + "x" // not inside .bouncer: containment is by component
+	os.MkdirAll(stateLike, 0o700)
 	cases := []struct {
 		name string
 		c    Confinement
@@ -370,6 +372,7 @@ func TestLauncherProtectsBouncerFiles(t *testing.T) {
 		{"project rw holds policy", Confinement{ReadWrite: []string{filepath.Dir(pol)}}, "could write " + pol},
 		{"project read is fine", Confinement{ReadOnly: []string{filepath.Dir(pol)}}, ""},
 		{"sibling is fine", Confinement{ReadWrite: []string{t.TempDir()}}, ""},
+		{"a name that starts like the state is fine", Confinement{ReadWrite: []string{stateLike}}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

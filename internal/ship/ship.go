@@ -22,12 +22,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/bundle"
+	"github.com/bouncer-mcp/bouncer/internal/envexpand"
 	"github.com/bouncer-mcp/bouncer/internal/secret"
 )
 
@@ -92,27 +92,11 @@ type ConfigError struct{ Msg string }
 
 func (e *ConfigError) Error() string { return e.Msg }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-// expand replaces each ${VAR} with the variable's value; an unset variable
-// is an error rather than an empty credential.
-func expand(s string, lookup func(string) (string, bool)) (string, string) {
-	missing := ""
-	out := envRef.ReplaceAllStringFunc(s, func(m string) string {
-		name := m[2 : len(m)-1]
-		v, ok := lookup(name)
-		if !ok && missing == "" {
-			missing = name
-		}
-		return v
-	})
-	return out, missing
-}
-
 // Destinations makes the destinations the trust configuration's audit_ship
 // sections name, in order, each once (the first section that names a URL
-// gives its headers and ca). ${VAR} in header values is read with lookup.
-// An unset variable is a *ConfigError naming the file, line and header.
+// gives its headers and ca). ${VAR} in header values is read with lookup,
+// by envexpand's rule (the one `bouncer run --header` follows). An unset
+// variable is a *ConfigError naming the file, line and header.
 func Destinations(sections []bundle.AuditShip, lookup func(string) (string, bool), host string) ([]Destination, error) {
 	var out []Destination
 	seen := map[string]bool{}
@@ -129,13 +113,14 @@ func Destinations(sections []bundle.AuditShip, lookup func(string) (string, bool
 			var secrets []string
 			keep := func(v string) { secrets = append(secrets, secret.HeaderParts(v)...) }
 			for _, name := range s.HeaderNames() {
-				v, missing := expand(s.Headers[name], func(k string) (string, bool) {
+				where := fmt.Sprintf("%s:%d: audit_ship.headers.%s", s.File, s.HeaderLines[name], name)
+				v, err := envexpand.Expand(where, s.Headers[name], func(k string) (string, bool) {
 					v, ok := lookup(k)
 					keep(v)
 					return v, ok
 				})
-				if missing != "" {
-					return nil, &ConfigError{fmt.Sprintf("%s:%d: audit_ship.headers.%s: ${%s} is not set in the environment", s.File, s.HeaderLines[name], name, missing)}
+				if err != nil {
+					return nil, &ConfigError{err.Error()}
 				}
 				keep(v)
 				headers[name] = v

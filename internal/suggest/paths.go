@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 )
 
 // pathUse is one written path and the line it came from.
@@ -20,10 +21,11 @@ var systemDirs = []string{"/etc", "/root", "/proc", "/sys", "/dev", "/boot", "/u
 
 // sensitive says why a path is never suggested, or "".
 func sensitive(p string) string {
-	for _, d := range systemDirs {
-		if p == d || strings.HasPrefix(p, d+"/") {
-			return "a system directory"
-		}
+	if p == "/" {
+		return "the root directory, which as a prefix would admit every path"
+	}
+	if pathtree.WithinAny(p, systemDirs) {
+		return "a system directory"
 	}
 	for _, c := range strings.Split(p, "/") {
 		if strings.HasPrefix(c, ".") && c != "." && c != ".." {
@@ -99,7 +101,7 @@ func groupPaths(uses []pathUse, resolve func(string) (string, error)) ([]Prefix,
 	sort.Strings(list)
 	var prefixes []string
 	for _, d := range list {
-		if len(prefixes) > 0 && within(d, prefixes[len(prefixes)-1]) {
+		if len(prefixes) > 0 && pathtree.Within(d, prefixes[len(prefixes)-1]) {
 			continue
 		}
 		prefixes = append(prefixes, d)
@@ -121,7 +123,7 @@ func groupPaths(uses []pathUse, resolve func(string) (string, error)) ([]Prefix,
 		seen := map[string]bool{}
 		for _, u := range uses {
 			p := filepath.Clean(u.path)
-			if filepath.IsAbs(u.path) && sensitive(p) == "" && within(p, pre) {
+			if filepath.IsAbs(u.path) && sensitive(p) == "" && pathtree.Within(p, pre) {
 				px.Evidence.add(u.entry)
 				if !seen[p] {
 					seen[p] = true
@@ -135,8 +137,6 @@ func groupPaths(uses []pathUse, resolve func(string) (string, error)) ([]Prefix,
 	sort.Strings(unplaced)
 	return out, dedupe(unplaced)
 }
-
-func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 func dedupe(in []string) []string {
 	var out []string

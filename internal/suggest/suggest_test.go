@@ -215,6 +215,11 @@ func TestGroupPaths(t *testing.T) {
 		{[]string{"/home/me/a/1", "/home/me/b/2", "/home/me/c/3"}, []string{"/home/me/a", "/home/me/b", "/home/me/c"}, 0},
 		{[]string{"/etc/passwd", "rel/x", "/home/me/.bashrc", "/home/me/p/.git/hooks/pre-commit"}, nil, 4},
 		{[]string{"/w/p/a/1", "/w/p/a/b/2"}, []string{"/w/p/a"}, 0},
+		// A write to the root itself is not suggested: as a prefix "/"
+		// admits every path (the engine reads it so), and it must not
+		// swallow the other prefixes either.
+		{[]string{"/", "/w/p/a/1"}, []string{"/w/p/a"}, 1},
+		{[]string{"/etcx/a/1", "/etc/x"}, []string{"/etcx/a"}, 1}, // /etc by component, not /etcx
 	} {
 		ps, un := groupPaths(uses(c.in...), nil)
 		var got []string
