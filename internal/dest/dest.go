@@ -102,7 +102,9 @@ func Parse(s string) (Dest, error) {
 	return Dest{Kind: Name, Canon: s}, nil
 }
 
-// Canon returns the canonical form of s, and false when s has none.
+// Canon returns the key of s's canonical form (Dest.Key: its kind and
+// canonical form as one string, so a host and a name spelled alike differ),
+// and false when s has none. It is what sets of vouched destinations hold.
 func Canon(s string) (string, bool) {
 	d, err := Parse(s)
 	if err != nil {
