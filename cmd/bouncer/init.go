@@ -536,7 +536,7 @@ func (in *initRun) offerHook(t mcpconfig.Found) {
 		in.fail(exitUsage)
 		return
 	}
-	h, err := mcpconfig.PlanHook(path, client, old, command)
+	h, err := mcpconfig.PlanHook(path, client, old, command, nil)
 	if err != nil {
 		errorf("%v", err)
 		in.fail(exitUsage)
