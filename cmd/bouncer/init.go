@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
@@ -59,7 +60,7 @@ func cmdInit(args []string) error {
 	userHome := os.Getenv("HOME")
 	in := &initRun{
 		yes: *yes, undo: *undo, servers: servers, state: state, cwd: cwd, home: userHome,
-		stdin: bufio.NewReader(os.Stdin), single: *configFile != "",
+		stdin: bufio.NewReader(os.Stdin), single: *configFile != "", bin: findLauncher(),
 	}
 	if *policyFlag != "" {
 		if in.policy, err = filepath.Abs(*policyFlag); err != nil {
@@ -101,6 +102,7 @@ func cmdInit(args []string) error {
 	if !*undo {
 		in.summary()
 	}
+	in.otherProjects()
 	if in.status != exitOK {
 		return silently(in.status) // each problem was said as it came
 	}
@@ -116,7 +118,13 @@ type initRun struct {
 	stdin             *bufio.Reader
 	status            int
 	hookFiles         map[string]bool // hook files already offered
-	report            []string        // the summary, one line per server
+	bin               launcher
+	// done are the configs init went through, in order, with the command
+	// it chose for each: the summary describes them once all are written.
+	done []doneConfig
+	// others are the servers of other projects in ~/.claude.json, per
+	// file: init wraps only this project's.
+	others map[string][]mcpconfig.ProjectServers
 	// keptOut is, per config and server, what of its directories its
 	// writes are kept from (Bouncer's own files, the clients' configs),
 	// as the summary shows them.
@@ -144,15 +152,21 @@ func (in *initRun) show(p string) string {
 }
 
 func (in *initRun) label(t mcpconfig.Found) string {
-	scope := "user"
+	name, scope := kind(t)
+	return fmt.Sprintf("%s (%s): %s", name, scope, in.show(t.Path))
+}
+
+// kind names the client that reads t and whose file it is.
+func kind(t mcpconfig.Found) (client, scope string) {
+	scope = "user"
 	if t.Workspace != "" {
 		scope = "project"
 	}
-	name := string(t.Client)
-	if name == "" {
-		name = "MCP client"
+	client = string(t.Client)
+	if client == "" {
+		client = "MCP client"
 	}
-	return fmt.Sprintf("%s (%s): %s", name, scope, in.show(t.Path))
+	return client, scope
 }
 
 // ask asks a yes/no question; --yes answers it.
@@ -177,6 +191,16 @@ func (in *initRun) do(t mcpconfig.Found) int {
 		errorf("%v", err)
 		in.fail(exitUsage)
 		return exitUsage
+	}
+	if t.Project != "" {
+		// Before anything else: a file whose other projects alone have
+		// servers is passed over below, and those are still to be named.
+		if o := cfg.OtherProjects(t.Project); len(o) > 0 {
+			if in.others == nil {
+				in.others = map[string][]mcpconfig.ProjectServers{}
+			}
+			in.others[t.Path] = o
+		}
 	}
 	if !in.single && !cfg.HasServers(t.Project) {
 		fmt.Println("  no MCP servers in it")
@@ -232,11 +256,12 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 		in.fail(exitUsage)
 		return exitUsage
 	}
-	command, note := "bouncer", ""
-	if t.Workspace == "" {
-		// A user's own file may name this binary by path; a project's is
-		// committed, so it runs bouncer from PATH on every machine.
-		command, note = bouncerCommand()
+	command, why, err := in.bin.command(t)
+	if err != nil {
+		errorf("%s: nothing written: %v", in.show(t.Path), err)
+		in.fail(exitFail)
+		in.done = append(in.done, doneConfig{t: t, cfg: cfg})
+		return exitFail
 	}
 
 	// The policy: the filesystem servers' own directories confine their
@@ -270,6 +295,9 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 		Servers: in.servers, Project: t.Project, Command: command,
 		ConfigArg: projectArg(t, abs), Remote: true, Workspace: t.Workspace,
 	}
+	// Entries wrapped before that launch a bouncer that is gone, or that
+	// the client can't find, launch this one now.
+	opts.Relaunch = func(cur string) bool { return in.bin.relaunch(t, cur, command) }
 	if usePolicy {
 		opts.ExtraArgs = []string{"--policy", projectArg(t, polFile)}
 	}
@@ -279,9 +307,9 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 		in.fail(exitUsage)
 		return exitUsage
 	}
-	wrapping := false
+	wrapping := false // the config changes
 	for _, c := range changes {
-		wrapping = wrapping || c.Status == mcpconfig.Wrapped
+		wrapping = wrapping || c.Status == mcpconfig.Wrapped || c.Status == mcpconfig.CommandUpdated
 	}
 	writePolicy := usePolicy && pe.Changed() && (wrapping || oldPol != nil || len(dirs) > 0 || refuse)
 	if wrapping && in.single {
@@ -313,10 +341,9 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 	for _, l := range pe.Left {
 		fmt.Printf("  left alone: %s\n", l)
 	}
-	if note != "" && wrapping {
-		fmt.Printf("  %s\n", note)
+	if wrapping {
+		fmt.Printf("  The entries launch %s: %s.\n", command, why)
 	}
-	wrote := !wrapping && !writePolicy
 	if !wrapping && !writePolicy {
 		fmt.Println("  No changes: every server is already wrapped, or none can be.")
 	} else {
@@ -346,22 +373,14 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 				}
 				fmt.Printf("  Wrote %s (the previous version is in %s.bak). Restart your client.\n", in.show(t.Path), in.show(t.Path))
 			}
-			wrote = true
 		} else {
 			fmt.Println("Not written.")
 			in.fail(exitFail)
 			return exitFail
 		}
 	}
-	in.offerHook(t)
-	if wrote {
-		cfg, err = mcpconfig.Load(t.Path)
-		if err != nil {
-			errorf("%v", err)
-			return exitUsage
-		}
-	}
-	in.describe(t, cfg)
+	in.offerHook(t, command)
+	in.done = append(in.done, doneConfig{t: t, cfg: cfg})
 	return exitOK
 }
 
@@ -509,8 +528,9 @@ func (in *initRun) filesystemDirs(t mcpconfig.Found, cfg *mcpconfig.Config, serv
 }
 
 // offerHook adds Bouncer's prompt hook (and, for Claude Code, the deny
-// rules) to the client's hook file, once per file, asking first.
-func (in *initRun) offerHook(t mcpconfig.Found) {
+// rules) to the client's hook file, once per file, asking first. The hook
+// runs program, the bouncer the config's entries launch.
+func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 	path, client, ok := mcpconfig.HookFile(t.Path, in.home)
 	if !ok {
 		if t.Client == mcpconfig.VSCode || t.Client == mcpconfig.Gemini {
@@ -525,28 +545,27 @@ func (in *initRun) offerHook(t mcpconfig.Found) {
 		return
 	}
 	in.hookFiles[path] = true
-	command := "bouncer hook prompt"
-	if t.Workspace == "" {
-		if c, _ := bouncerCommand(); c != "bouncer" {
-			command = shellQuote(c) + " hook prompt"
-		}
-	}
+	command := mcpconfig.HookCommand(program)
 	old, err := readIfExists(path)
 	if err != nil {
 		errorf("%s: %v", path, err)
 		in.fail(exitUsage)
 		return
 	}
-	h, err := mcpconfig.PlanHook(path, client, old, command)
+	stale := func(p string) bool { return in.bin.relaunch(t, p, program) }
+	h, err := mcpconfig.PlanHook(path, client, old, command, stale)
 	if err != nil {
 		errorf("%v", err)
 		in.fail(exitUsage)
 		return
 	}
-	if h.Added.Empty() {
+	if h.Added.Empty() && h.Replaced == "" {
 		return
 	}
 	fmt.Printf("  %s:\n", in.show(path))
+	if h.Replaced != "" {
+		fmt.Printf("    the prompt hook runs `%s`, not `%s`, as the servers launch %s\n", command, h.Replaced, program)
+	}
 	if h.Added.Hook {
 		fmt.Printf("    add the prompt hook (%s runs `%s`): a destination you type is then yours to send to, even if a server's output holds it too\n", hookEvent(client), command)
 	}
@@ -565,6 +584,20 @@ func (in *initRun) offerHook(t mcpconfig.Found) {
 	}
 	if err := in.remember(path, func(a *mcpconfig.Added) {
 		a.Hook = a.Hook || h.Added.Hook
+		switch {
+		case h.Added.Command != "" || h.Replaced != "" && a.Hook:
+			a.Command = command // init's own hook: undo removes it
+		case h.Replaced != "":
+			// The user's own hook, pointed at this bouncer: undo puts
+			// back what the user had.
+			if a.Was == "" {
+				a.Was = h.ReplacedJSON
+			}
+			a.Command = command
+		}
+		if h.Replaced != "" && a.Created == string(old) {
+			a.Created = string(h.New) // still all init's
+		}
 		a.Deny = append(a.Deny, h.Added.Deny...)
 		if h.Added.Created != "" {
 			a.Created = h.Added.Created
@@ -580,13 +613,6 @@ func hookEvent(c mcpconfig.Client) string {
 		return "beforeSubmitPrompt"
 	}
 	return "UserPromptSubmit"
-}
-
-func shellQuote(s string) string {
-	if !strings.ContainsAny(s, " \t'\"\\$`!*?[]{}()<>|&;#~") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // remember updates what init added to a hook file in the state directory.
@@ -705,7 +731,21 @@ func (in *initRun) undoHook(t mcpconfig.Found) {
 			return
 		}
 	}
-	fmt.Printf("  %s: remove what bouncer init added (the prompt hook, %s)\n", in.show(path), strings.Join(a.Deny, ", "))
+	var what []string
+	if deleteFile {
+		what = []string{"delete the file, which it created"}
+	} else {
+		if removed.Hook {
+			what = append(what, "remove the prompt hook")
+		}
+		if len(removed.Deny) > 0 {
+			what = append(what, "remove "+strings.Join(removed.Deny, ", "))
+		}
+		if removed.Was != "" {
+			what = append(what, "give the prompt hook back its command "+removed.Was)
+		}
+	}
+	fmt.Printf("  %s: undo what bouncer init changed: %s\n", in.show(path), strings.Join(what, "; "))
 	if !in.ask(fmt.Sprintf("Change %s?", in.show(path))) {
 		fmt.Println("Not written.")
 		in.fail(exitFail)
@@ -725,24 +765,36 @@ func (in *initRun) undoHook(t mcpconfig.Found) {
 	fmt.Printf("  Wrote %s.\n", in.show(path))
 }
 
-// describe adds one summary line per server of the config: what the policy
-// its wrapped entry loads enforces, from the packs and the policy files as
-// bouncer run will load them.
-func (in *initRun) describe(t mcpconfig.Found, cfg *mcpconfig.Config) {
+// doneConfig is a config init went through, for the summary.
+type doneConfig struct {
+	t   mcpconfig.Found
+	cfg *mcpconfig.Config // as read; the summary reads it again
+}
+
+// describe returns one summary line per server of the config: what the
+// policy its wrapped entry loads enforces, from the packs and the policy
+// files as bouncer run will load them. It adds each filesystem server
+// that loads a policy file to shared, by file.
+func (in *initRun) describe(t mcpconfig.Found, cfg *mcpconfig.Config, shared map[string][]string) []string {
 	servers, err := cfg.Servers(t.Project)
 	if err != nil {
-		return
+		return nil
 	}
 	want := map[string]bool{}
 	for _, s := range in.servers {
 		want[s] = true
 	}
 	x := mcpconfig.Expander{Client: cfg.Client, Workspace: t.Workspace, Home: in.home, Getenv: os.LookupEnv}
+	var lines []string
 	for _, s := range servers {
 		if len(want) > 0 && !want[s.Name] {
 			continue
 		}
-		line := s.Name + ": "
+		name := s.Name
+		if strings.HasPrefix(s.Block, "projects[") {
+			name += " (this project's)"
+		}
+		line := name + ": "
 		switch {
 		case !s.Wrapped:
 			line += "not proxied; nothing enforced"
@@ -774,36 +826,281 @@ func (in *initRun) describe(t mcpconfig.Found, cfg *mcpconfig.Config) {
 			if kept := in.keptOut[[2]string{t.Path, s.Name}]; len(kept) > 0 {
 				line += "; kept from its writes: " + strings.Join(kept, ", ") + " (Bouncer's own files and the MCP clients' configs)"
 			}
+			if pack == protect.FilesystemPack {
+				for _, f := range files {
+					shared[f] = append(shared[f], fmt.Sprintf("%s (%s)", s.Name, in.show(t.Path)))
+				}
+			}
 		}
-		in.report = append(in.report, line)
+		lines = append(lines, line)
 	}
+	return lines
 }
 
+// summary says per config, once every config and policy file is written,
+// what is enforced on each server: a policy file that servers of several
+// configs share holds by then what all of them added to it.
 func (in *initRun) summary() {
-	if len(in.report) == 0 {
+	shared := map[string][]string{}
+	type section struct {
+		head  string
+		lines []string
+	}
+	var sections []section
+	for _, d := range in.done {
+		cfg := d.cfg
+		if c, err := mcpconfig.Load(d.t.Path); err == nil {
+			cfg = c
+		}
+		lines := in.describe(d.t, cfg, shared)
+		if len(lines) == 0 {
+			continue
+		}
+		name, scope := kind(d.t)
+		head := fmt.Sprintf("%s (%s, %s", in.show(d.t.Path), name, scope)
+		if cmd := launchedBy(cfg, d.t.Project); cmd != "" {
+			head += "; its servers launch " + cmd
+		}
+		head += "):"
+		sections = append(sections, section{head, lines})
+	}
+	if len(sections) == 0 {
 		return
 	}
 	fmt.Println()
 	fmt.Println("What is enforced:")
-	for _, l := range in.report {
-		fmt.Printf("  %s\n", l)
+	for _, sec := range sections {
+		fmt.Printf("  %s\n", sec.head)
+		for _, l := range sec.lines {
+			fmt.Printf("    %s\n", l)
+		}
+	}
+	var files []string
+	for f, fsServers := range shared {
+		if len(fsServers) > 1 {
+			files = append(files, f)
+		}
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		fmt.Printf("  %s is one policy for the filesystem servers %s: Bouncer lets each write in the directories of all of them (docs/clients.md: one policy per server).\n",
+			in.show(f), strings.Join(shared[f], ", "))
 	}
 }
 
-// bouncerCommand is the command a wrapped entry in a user's own file
-// launches: "bouncer" when a PATH lookup finds it, else this binary's
-// absolute path, because desktop clients start servers without the shell's
-// PATH and would not find it.
-func bouncerCommand() (command, note string) {
-	if _, err := exec.LookPath("bouncer"); err == nil {
-		return "bouncer", ""
-	}
-	exe, err := os.Executable()
+// launchedBy is the command the config's wrapped entries launch, when
+// they all launch the same one; "" otherwise.
+func launchedBy(cfg *mcpconfig.Config, project string) string {
+	servers, err := cfg.Servers(project)
 	if err != nil {
-		return "bouncer", "Note: bouncer is not on PATH and its own path is unknown; the entries launch \"bouncer\", which your client must find."
+		return ""
 	}
-	if r, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = r
+	cmd := ""
+	for _, s := range servers {
+		if !s.Wrapped {
+			continue
+		}
+		if cmd != "" && s.Command != cmd {
+			return ""
+		}
+		cmd = s.Command
 	}
-	return exe, fmt.Sprintf("Note: bouncer is not on PATH, so the entries launch %s by its absolute path (desktop clients don't see your shell's PATH). Run init again if you move the binary.", exe)
+	return cmd
+}
+
+// otherProjects names the servers of the other projects of Claude Code's
+// ~/.claude.json that init left as they are: it wraps (and restores) only
+// the project it runs in, as Claude Code starts a project's servers only
+// there.
+func (in *initRun) otherProjects() {
+	var paths []string
+	for p := range in.others {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		var rows []string
+		for _, o := range in.others[p] {
+			names := o.Unwrapped
+			if in.undo {
+				names = o.Wrapped
+			}
+			if len(names) == 0 {
+				continue
+			}
+			row := fmt.Sprintf("%s: %s", o.Dir, strings.Join(names, ", "))
+			if fi, err := os.Stat(o.Dir); err != nil || !fi.IsDir() {
+				row += " (no such directory now)"
+			}
+			rows = append(rows, row)
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		fmt.Println()
+		if in.undo {
+			fmt.Printf("Still wrapped: the servers of other projects in %s, which Claude Code starts only in that project's directory:\n", in.show(p))
+		} else {
+			fmt.Printf("Not wrapped: the servers of other projects in %s, which Claude Code starts only in that project's directory:\n", in.show(p))
+		}
+		for _, r := range rows {
+			fmt.Printf("  %s\n", r)
+		}
+		if in.undo {
+			fmt.Println("To restore them, run bouncer init --undo in each of those directories.")
+		} else {
+			fmt.Println("To wrap them, run bouncer init in each of those directories.")
+		}
+	}
+}
+
+// launcher is what init knows of the bouncer a wrapped entry is to start:
+// this binary, and the one a PATH lookup finds.
+type launcher struct {
+	// self is this binary's absolute path, symbolic links resolved; ""
+	// when unknown.
+	self string
+	// goRun: self is a build of `go run`, in a temporary directory that
+	// is removed when it exits.
+	goRun bool
+	// onPath is what a lookup of "bouncer" on PATH finds, absolute; ""
+	// when nothing.
+	onPath string
+	// isSelf: onPath is this binary (by path, link or copy of the same
+	// file).
+	isSelf bool
+}
+
+func findLauncher() launcher {
+	var l launcher
+	if exe, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = r
+		}
+		l.self = exe
+		l.goRun = goRunBuild(exe)
+	}
+	if p, err := exec.LookPath("bouncer"); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			l.onPath = abs
+			l.isSelf = sameFile(abs, l.self)
+		}
+	}
+	return l
+}
+
+// goRunBuild reports whether the binary at path was built by `go run`:
+// it lives in DIR/go-buildNNN/bNNN/exe/, which go run removes on exit.
+func goRunBuild(path string) bool {
+	exe := filepath.Dir(path)
+	b := filepath.Dir(exe)
+	return filepath.Base(exe) == "exe" && strings.HasPrefix(filepath.Base(b), "b") &&
+		strings.HasPrefix(filepath.Base(filepath.Dir(b)), "go-build")
+}
+
+func sameFile(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+const installHint = "install bouncer first (in the clone: go install ./cmd/bouncer, which puts it in $(go env GOPATH)/bin; or a release binary), then run bouncer init again"
+
+// command decides what the wrapped entries (and the prompt hook) of the
+// config t launch, and says why; an error when nothing init may write
+// would start this binary. The rule: "bouncer" only where the client's
+// lookup of that name finds this very binary, else this binary by its
+// absolute path, so that what init wrote is what the client starts.
+//
+//   - A user's file of an app (mcpconfig.Client.Desktop: Claude Desktop,
+//     Cursor, VS Code) gets the absolute path whatever PATH holds here:
+//     launched from the Dock or a desktop menu, the app may not have the
+//     PATH of the shell init runs in. Where PATH finds this binary by a
+//     link, the path is the link's, which a package manager's upgrade
+//     moves along.
+//   - Any other file, a project's included, gets "bouncer" when PATH finds
+//     this binary, else the absolute path: when PATH finds no bouncer, and
+//     when it finds another one, because the entries and the policy are
+//     what this binary wrote and knows how to run. A project's file is
+//     shared, and init says that a path of this machine is in it.
+//
+// A go run build is never written: its directory is gone once it exits.
+func (l launcher) command(t mcpconfig.Found) (command, why string, err error) {
+	project := t.Workspace != ""
+	app := !project && t.Client.Desktop()
+	if l.isSelf && !app {
+		return "bouncer", "found on PATH (" + l.onPath + ")", nil
+	}
+	var reason string
+	switch {
+	case app:
+		reason = fmt.Sprintf("%s is an app, and an app started from the Dock or a desktop menu may not see your shell's PATH", t.Client)
+	case l.onPath != "":
+		reason = fmt.Sprintf("bouncer on PATH is %s, another binary than the one that ran init and wrote these entries (to launch that one, run its own bouncer init)", l.onPath)
+	default:
+		reason = "bouncer is not on PATH"
+	}
+	if l.self == "" {
+		if l.onPath == "" {
+			return "", "", fmt.Errorf("%s, and the path of the binary that ran init is unknown, so no entry init writes would start it; %s", reason, installHint)
+		}
+		if app {
+			return l.onPath, reason + "; the path of the binary that ran init is unknown, so they name the one on PATH", nil
+		}
+		return "bouncer", "the path of the binary that ran init is unknown; on PATH bouncer is " + l.onPath, nil
+	}
+	if l.goRun {
+		return "", "", fmt.Errorf("%s, so the entries would name this binary by its path, but go run built it in a temporary directory that is removed when it exits; %s", reason, installHint)
+	}
+	path := l.self
+	if l.isSelf {
+		path = l.onPath
+	}
+	why = reason + ", so they name it by its absolute path; if you move it, run bouncer init again"
+	if project {
+		why += ". This is a project's file: if you commit it, everyone needs bouncer at that path; put bouncer on PATH and run bouncer init again to write \"bouncer\" instead"
+	}
+	return path, why, nil
+}
+
+// relaunch reports whether init replaces cur, the command of an entry (or
+// prompt hook) of the file t that was wrapped before, with command, the
+// one it now chooses: where cur no longer starts this binary for the
+// client (stale), and in a project's file an absolute path where
+// "bouncer" now does. A command that isn't bouncer's (by name) and exists
+// is the user's own wrapper, left alone.
+func (l launcher) relaunch(t mcpconfig.Found, cur, command string) bool {
+	if cur == command || l.self == "" || l.goRun {
+		return false // no better command to give
+	}
+	base := filepath.Base(cur)
+	_, statErr := os.Stat(cur)
+	if base != "bouncer" && base != "bouncer.exe" && !(filepath.IsAbs(cur) && statErr != nil) {
+		return false
+	}
+	if t.Workspace != "" && command == "bouncer" && filepath.IsAbs(cur) {
+		return true // a shared file names no path when it needn't
+	}
+	return l.stale(t, cur)
+}
+
+// stale reports whether cur no longer starts this binary for the client of
+// t: a bouncer that is gone, one the client can't find (a bare name in an
+// app's user file, or a name PATH doesn't find), or another binary.
+func (l launcher) stale(t mcpconfig.Found, cur string) bool {
+	resolved := cur
+	if !filepath.IsAbs(cur) {
+		if t.Workspace == "" && t.Client.Desktop() {
+			return true
+		}
+		p, err := exec.LookPath(cur)
+		if err != nil {
+			return true
+		}
+		resolved = p
+	}
+	return !sameFile(resolved, l.self)
 }

@@ -20,6 +20,18 @@ const (
 	Gemini        Client = "Gemini CLI"
 )
 
+// Desktop reports whether the client is an app, which when started from
+// the Dock or a desktop menu starts its servers with the environment the
+// desktop session gave it, not the user's shell's: a command found on the
+// shell's PATH may not be found there. Claude Desktop has launchd's PATH
+// on macOS (/usr/bin:/bin:/usr/sbin:/sbin). VS Code and Cursor (a fork of
+// VS Code) read the login shell's environment at startup, but give up on
+// a slow or unusual shell and never see a PATH set in one terminal, so
+// they count as apps too. Claude Code and Gemini CLI run in the shell.
+func (c Client) Desktop() bool {
+	return c == ClaudeDesktop || c == Cursor || c == VSCode
+}
+
 // ClientOf tells which client reads the config at path, by the file's name
 // and the directory it sits in: .mcp.json and .claude.json are Claude
 // Code's, claude_desktop_config.json Claude Desktop's, mcp.json in .cursor

@@ -37,15 +37,75 @@ func HookFile(config, home string) (path string, client Client, ok bool) {
 	return "", client, false
 }
 
+// HookCommand is the prompt hook's command line for the bouncer at
+// program ("bouncer", or a path), quoted for the shell the client runs it
+// with.
+func HookCommand(program string) string {
+	if strings.ContainsAny(program, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		program = "'" + strings.ReplaceAll(program, "'", `'\''`) + "'"
+	}
+	return program + " hook prompt"
+}
+
 // IsPromptHook reports whether a hook command runs `bouncer hook prompt`
-// (by name or by path).
+// (by name or by path, quoted as HookCommand quotes it).
 func IsPromptHook(command string) bool {
-	f := strings.Fields(command)
+	f := shellWords(command)
 	if len(f) < 3 || f[1] != "hook" || f[2] != "prompt" {
 		return false
 	}
-	b := filepath.Base(strings.Trim(f[0], `'"`))
+	b := filepath.Base(f[0])
 	return b == "bouncer" || b == "bouncer.exe"
+}
+
+// shellWords splits a command line into words as a POSIX shell reads
+// plain words, '...' and "..." (with backslash escapes outside single
+// quotes); nil for a line it can't read so (an unclosed quote).
+func shellWords(s string) []string {
+	var words []string
+	var cur strings.Builder
+	in := false // inside a word
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			in = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil
+			}
+			in = true
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			in = true
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words
 }
 
 // HookEdit is what init changes in a client's hook file.
@@ -58,6 +118,10 @@ type HookEdit struct {
 	New []byte
 	// Added says what New adds: the hook, and which deny rules.
 	Added Added
+	// Replaced is the command of a prompt hook that New runs command
+	// instead of (a bouncer that no longer starts: see PlanHook); "" when
+	// none was replaced. ReplacedJSON is that string as the file wrote it.
+	Replaced, ReplacedJSON string
 }
 
 // Added records what init added to a hook file, so that --undo removes
@@ -68,15 +132,47 @@ type Added struct {
 	// Created is the whole file when init created it: undo deletes the
 	// file if it still holds exactly that.
 	Created string `json:"created,omitempty"`
+	// Command is the hook's command line as init wrote it, which undo
+	// removes even when IsPromptHook would not know it (a binary under
+	// another name).
+	Command string `json:"command,omitempty"`
+	// Was is, for a prompt hook of the user's own (not Hook) whose command
+	// init replaced with Command, the command the file held, as a JSON
+	// string as written there: undo puts it back.
+	Was string `json:"was,omitempty"`
 }
 
 // Empty reports whether nothing was added.
-func (a Added) Empty() bool { return !a.Hook && len(a.Deny) == 0 && a.Created == "" }
+func (a Added) Empty() bool { return !a.Hook && len(a.Deny) == 0 && a.Created == "" && a.Was == "" }
+
+// promptCommands are the command strings of the hooks in elems, the
+// elements of the client's prompt-submit hook array.
+func promptCommands(client Client, elems []*node) []*node {
+	var out []*node
+	for _, x := range elems {
+		hooks := []*node{x} // Cursor: {"command": ...}
+		if client == ClaudeCode {
+			// {"hooks": [{"type": "command", "command": ...}]}
+			hooks = nil
+			if hs, ok := x.get("hooks"); ok && hs.kind == '[' {
+				hooks = hs.elems
+			}
+		}
+		for _, h := range hooks {
+			if c, ok := h.get("command"); ok && c.kind == '"' {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
 
 // PlanHook returns the edit that adds the prompt hook running command (and,
 // for Claude Code, DenyRules) to the hook file at path, which holds old
-// (nil when missing). What is there already is not added again.
-func PlanHook(path string, client Client, old []byte, command string) (HookEdit, error) {
+// (nil when missing). What is there already is not added again, except
+// that a prompt hook whose program stale says is to be replaced (one that
+// no longer starts this bouncer; nil: none) runs command instead.
+func PlanHook(path string, client Client, old []byte, command string, stale func(program string) bool) (HookEdit, error) {
 	h := HookEdit{Path: path, Client: client, Old: old}
 	text := old
 	if old == nil {
@@ -88,7 +184,7 @@ func PlanHook(path string, client Client, old []byte, command string) (HookEdit,
 	}
 	var hookAt []string
 	var hookValue string
-	var commands []string
+	var commands []*node
 	switch client {
 	case ClaudeCode:
 		hookAt = []string{"hooks", "UserPromptSubmit"}
@@ -97,15 +193,7 @@ func PlanHook(path string, client Client, old []byte, command string) (HookEdit,
 		if err != nil {
 			return h, err
 		}
-		for _, g := range groups {
-			if hs, ok := g.get("hooks"); ok && hs.kind == '[' {
-				for _, x := range hs.elems {
-					if c, ok := x.get("command"); ok && c.kind == '"' {
-						commands = append(commands, c.str)
-					}
-				}
-			}
-		}
+		commands = promptCommands(client, groups)
 	case Cursor:
 		if old == nil {
 			text = []byte("{\n  \"version\": 1\n}\n")
@@ -119,23 +207,35 @@ func PlanHook(path string, client Client, old []byte, command string) (HookEdit,
 		if err != nil {
 			return h, err
 		}
-		for _, x := range hs {
-			if c, ok := x.get("command"); ok && c.kind == '"' {
-				commands = append(commands, c.str)
-			}
-		}
+		commands = promptCommands(client, hs)
 	default:
 		return h, fmt.Errorf("%s: %s has no prompt hook bouncer init installs", path, client)
 	}
 	has := false
+	var staleHook *node // a prompt hook whose bouncer is stale
 	for _, c := range commands {
-		has = has || IsPromptHook(c)
+		if c.str == command {
+			has = true
+		} else if IsPromptHook(c.str) {
+			if stale != nil && stale(shellWords(c.str)[0]) {
+				staleHook = c
+			} else {
+				has = true
+			}
+		}
+	}
+	if !has && staleHook != nil {
+		h.Replaced, h.ReplacedJSON = staleHook.str, string(text[staleHook.start:staleHook.end])
+		if err := d.splice([]splice{{staleHook.start, staleHook.end, jsonString(command)}}); err != nil {
+			return h, err
+		}
+		has = true
 	}
 	if !has {
 		if err := d.Append(hookValue, hookAt...); err != nil {
 			return h, err
 		}
-		h.Added.Hook = true
+		h.Added.Hook, h.Added.Command = true, command
 	}
 	if client == ClaudeCode {
 		deny, err := d.array("permissions", "deny")
@@ -160,7 +260,7 @@ func PlanHook(path string, client Client, old []byte, command string) (HookEdit,
 	h.New = d.Bytes()
 	if old == nil {
 		h.Added.Created = string(h.New)
-	} else if h.Added.Empty() {
+	} else if h.Added.Empty() && h.Replaced == "" {
 		h.New = old
 	}
 	return h, nil
@@ -174,25 +274,39 @@ func UndoHook(path string, client Client, text []byte, a Added) ([]byte, Added, 
 	if err != nil {
 		return nil, removed, err
 	}
+	at := []string{"hooks", "UserPromptSubmit"}
+	if client == Cursor {
+		at = []string{"hooks", "beforeSubmitPrompt"}
+	}
+	if arr := d.at(at...); !a.Hook && a.Was != "" && arr != nil && arr.kind == '[' {
+		// The user's own hook, which init pointed at this bouncer: back
+		// to what the user had.
+		for _, c := range promptCommands(client, arr.elems) {
+			if c.str == a.Command {
+				if err := d.splice([]splice{{c.start, c.end, a.Was}}); err != nil {
+					return nil, removed, err
+				}
+				removed.Was = a.Was
+				break
+			}
+		}
+	}
 	if a.Hook {
-		var at []string
 		match := func(x *node) bool { return false }
 		switch client {
 		case ClaudeCode:
-			at = []string{"hooks", "UserPromptSubmit"}
 			match = func(g *node) bool {
 				hs, ok := g.get("hooks")
 				if !ok || hs.kind != '[' || len(hs.elems) != 1 || len(g.members) != 1 {
 					return false // the user put more in this group: theirs now
 				}
 				c, ok := hs.elems[0].get("command")
-				return ok && c.kind == '"' && IsPromptHook(c.str)
+				return ok && c.kind == '"' && (IsPromptHook(c.str) || c.str == a.Command)
 			}
 		case Cursor:
-			at = []string{"hooks", "beforeSubmitPrompt"}
 			match = func(x *node) bool {
 				c, ok := x.get("command")
-				return ok && c.kind == '"' && IsPromptHook(c.str) && len(x.members) == 1
+				return ok && c.kind == '"' && (IsPromptHook(c.str) || c.str == a.Command) && len(x.members) == 1
 			}
 		}
 		if arr := d.at(at...); arr != nil && arr.kind == '[' {

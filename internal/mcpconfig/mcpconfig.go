@@ -141,6 +141,46 @@ func (c *Config) blocks(project string) ([]block, error) {
 	return out, nil
 }
 
+// ProjectServers are the servers of one projects[DIR] entry of Claude
+// Code's ~/.claude.json.
+type ProjectServers struct {
+	// Dir is the project's directory, the key Claude Code wrote.
+	Dir string
+	// Unwrapped and Wrapped name its servers, in file order.
+	Unwrapped, Wrapped []string
+}
+
+// OtherProjects lists the projects of ~/.claude.json other than project
+// that have servers (Claude Code's local scope: it starts them only in
+// that directory). It reads what it can and passes over what it can't: a
+// wrap or undo of project reads those blocks strictly, this only reports.
+func (c *Config) OtherProjects(project string) []ProjectServers {
+	var out []ProjectServers
+	projects, ok := c.root.get("projects")
+	if !ok || projects.kind != '{' {
+		return nil
+	}
+	for _, p := range projects.members {
+		if p.val.kind != '{' || (project != "" && samePath(p.key, project)) {
+			continue
+		}
+		servers, ok := p.val.get("mcpServers")
+		if !ok || servers.kind != '{' || len(servers.members) == 0 {
+			continue
+		}
+		ps := ProjectServers{Dir: p.key}
+		for _, m := range servers.members {
+			if m.val.kind == '{' && (hasKey(m.val, UpstreamKey) || runsBouncer(m.val)) {
+				ps.Wrapped = append(ps.Wrapped, m.key)
+			} else {
+				ps.Unwrapped = append(ps.Unwrapped, m.key)
+			}
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
 // objectMember returns parent's member key when it is an object, nil when it
 // is absent, and an error when it appears twice in parent (parentLabel
 // names parent) or is something else.
@@ -205,6 +245,10 @@ const (
 	Restored       Status = "restored"
 	NotWrapped     Status = "not wrapped"
 	Skipped        Status = "left alone"
+	// CommandUpdated is a wrapped entry whose command init replaced
+	// (WrapOptions.Relaunch): it launched a bouncer that is gone, that the
+	// client can't find, or another one than init's.
+	CommandUpdated Status = "command updated"
 )
 
 // Change is the outcome for one server entry.
@@ -212,7 +256,9 @@ type Change struct {
 	Block  string // "mcpServers", "servers" or "projects[DIR].mcpServers"
 	Server string
 	Status Status
-	Reason string // why an entry was left alone; empty otherwise
+	// Reason says why an entry was left alone, or for CommandUpdated what
+	// the entry launched before; empty otherwise.
+	Reason string
 	// Remote is true for an entry with a url (a remote server).
 	Remote bool
 	// Text is the new entry, for a Wrapped or Restored change.
@@ -239,8 +285,14 @@ type WrapOptions struct {
 	// ~/.claude.json); the wrapped entries there pass --project Project.
 	Project string
 	// Command is what the wrapped entry launches: "bouncer", or the absolute
-	// path of the binary when bouncer is not on PATH.
+	// path of the binary where the client's lookup of that name would not
+	// find it (init decides).
 	Command string
+	// Relaunch, when set, is asked about each entry that is wrapped already
+	// and launches something else than Command: true replaces that command
+	// with Command (CommandUpdated), and nothing else of the entry. nil
+	// leaves every wrapped entry as it is.
+	Relaunch func(current string) bool
 	// ConfigArg is what the wrapped entry passes as --config: a path
 	// relative to the project for a file a team commits, absolute for a
 	// user's own file. It defaults to the absolute form of Config.Path.
@@ -334,6 +386,11 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 		switch reason := c.unwrappable(e, opts); {
 		case e.kind == '{' && hasKey(e, UpstreamKey):
 			ch.Status = AlreadyWrapped
+			if cmd, ok := e.get("command"); ok && cmd.kind == '"' && cmd.str != command && opts.Relaunch != nil && opts.Relaunch(cmd.str) {
+				ch.Status, ch.Reason = CommandUpdated, "was "+jsonString(cmd.str)
+				ch.Text = jsonString(command)
+				edits = append(edits, splice{cmd.start, cmd.end, ch.Text})
+			}
 		case runsBouncer(e):
 			// Wrapped by hand with `bouncer run -- COMMAND`: a second
 			// proxy in front would only double every check.

@@ -481,3 +481,86 @@ func TestResolveDuplicateKeys(t *testing.T) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 }
+
+// TestWrapRelaunch: an entry wrapped before gets the new command where
+// Relaunch says so, and nothing else of it changes; Undo gives back the
+// original entry whatever the command became.
+func TestWrapRelaunch(t *testing.T) {
+	orig := `{
+  "mcpServers": {
+    "a": {"command": "npx", "args": ["srv-a"]},
+    "b": {"command": "uvx", "args": ["srv-b"]},
+    "c": {"command": "uvx", "args": ["srv-c"]}
+  }
+}
+`
+	c, err := Parse("/h/.cursor/mcp.json", []byte(orig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped, _, err := c.Wrap(WrapOptions{Command: "bouncer", Servers: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b launches the user's own wrapper, which Relaunch keeps.
+	wrapped = []byte(strings.Replace(string(wrapped), `"command": "bouncer",
+      "args": ["run", "--config", "/h/.cursor/mcp.json", "--server", "b"]`, `"command": "/usr/local/bin/my-wrapper",
+      "args": ["run", "--config", "/h/.cursor/mcp.json", "--server", "b"]`, 1))
+	c, err = Parse("/h/.cursor/mcp.json", wrapped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, changes, err := c.Wrap(WrapOptions{Command: "/opt/my bin/bouncer", Relaunch: func(cur string) bool { return cur == "bouncer" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ch := range changes {
+		got = append(got, ch.String())
+	}
+	want := []string{`a: command updated (was "bouncer")`, "b: already wrapped", "c: wrapped"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("changes %q, want %q", got, want)
+	}
+	if strings.Count(string(out), `"command": "/opt/my bin/bouncer"`) != 2 || !strings.Contains(string(out), `"command": "/usr/local/bin/my-wrapper"`) {
+		t.Errorf("wrapped:\n%s", out)
+	}
+	c, err = Parse("/h/.cursor/mcp.json", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, _ := c.Servers("")
+	if servers[0].Command != "/opt/my bin/bouncer" || servers[1].Command != "/usr/local/bin/my-wrapper" {
+		t.Errorf("servers %+v", servers)
+	}
+	undone, _, err := c.Undo("", nil)
+	if err != nil || string(undone) != orig {
+		t.Errorf("undo (%v):\n%s", err, undone)
+	}
+}
+
+// TestOtherProjects lists the servers of ~/.claude.json's other projects,
+// wrapped or not, and nothing of the project init runs in.
+func TestOtherProjects(t *testing.T) {
+	c, err := Parse("/h/.claude.json", []byte(`{
+  "mcpServers": {"top": {"command": "x"}},
+  "projects": {
+    "/p": {"mcpServers": {"mine": {"command": "x"}}},
+    "/q": {"mcpServers": {"one": {"command": "x"}, "two": {"command": "bouncer", "args": ["run"], "x-bouncer-upstream": {"command": "y"}}}},
+    "/r": {"mcpServers": {}},
+    "/s": {"allowedTools": []},
+    "/t": {"mcpServers": {"hand": {"command": "/opt/bouncer", "args": ["run", "--", "z"]}}}
+  }
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.OtherProjects("/p")
+	want := []ProjectServers{
+		{Dir: "/q", Unwrapped: []string{"one"}, Wrapped: []string{"two"}},
+		{Dir: "/t", Wrapped: []string{"hand"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}

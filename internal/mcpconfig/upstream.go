@@ -33,9 +33,10 @@ type Server struct {
 	// Launch is the original entry: the x-bouncer-upstream one when
 	// wrapped. Its zero value when the entry is not an object.
 	Launch Launch
-	// Args are the wrapped entry's own args (bouncer's flags), nil when
-	// the entry is not wrapped.
-	Args []string
+	// Command and Args are what the wrapped entry itself launches (bouncer,
+	// by name or path, and its flags); empty when the entry is not wrapped.
+	Command string
+	Args    []string
 	// Remote is true for a url entry.
 	Remote bool
 }
@@ -55,6 +56,9 @@ func (c *Config) Servers(project string) ([]Server, error) {
 			e := m.val
 			if up, ok := e.get(UpstreamKey); ok {
 				s.Wrapped = true
+				if c, ok := e.get("command"); ok && c.kind == '"' {
+					s.Command = c.str
+				}
 				if a, ok := e.get("args"); ok && allStrings(a) {
 					s.Args = strs(a)
 				}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -11,7 +12,11 @@ import (
 // server's tools are not known, and only what needs none is checked):
 //
 //   - a user entry names a tool the server does not have (send_mail for
-//     send_email): the entry guards nothing;
+//     send_email): the entry guards nothing. Not when the name is a tool of
+//     a built-in pack that this server shares no tool with: then the entry
+//     is for that pack's server, in a policy file several servers load (as
+//     bouncer init writes the filesystem server's entries into the file
+//     every server of a config loads), and is no mistake;
 //   - a user entry replaces a pack's (or an earlier file's) entry whole and
 //     drops one of its gates: the destination check, the write paths, or
 //     the budget.
@@ -32,7 +37,7 @@ func Lint(p *Policy, tools []string) []string {
 		if strings.HasPrefix(t.Source, "pack ") {
 			continue
 		}
-		if tools != nil && !have[name] {
+		if tools != nil && !have[name] && !otherPacksTool(name, have) {
 			out = append(out, fmt.Sprintf("%s: %s: the server has no tool %s%s, so this entry guards nothing",
 				t.Source, name, name, suggestTool(name, tools)))
 			continue
@@ -59,6 +64,23 @@ func Lint(p *Policy, tools []string) []string {
 		}
 	}
 	return out
+}
+
+// otherPacksTool reports whether name is a tool of a built-in pack none of
+// whose tools the server (its tools in have) has: a tool of another server.
+func otherPacksTool(name string, have map[string]bool) bool {
+	for _, p := range Packs() {
+		if !slices.Contains(p.Tools, name) {
+			continue
+		}
+		for _, t := range p.Tools {
+			if have[t] {
+				return false // this pack's server, without this tool
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // suggestTool names the server's tool closest to name, if one is close.

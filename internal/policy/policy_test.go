@@ -682,6 +682,51 @@ create_directory:
 	}
 }
 
+// TestLintSharedPolicy: a policy file several servers load (bouncer init
+// writes the filesystem server's entries into the one file every server of
+// a config loads) warns a server only about its own mistakes: not about
+// tools of a pack whose server it isn't, and still about a pack tool its
+// pack's server lacks, and a name no pack has.
+func TestLintSharedPolicy(t *testing.T) {
+	pol, err := LoadSources(Source{Name: "bouncer.yaml", Dir: t.TempDir(), Data: []byte(`
+create_directory:
+  write_params: [path]
+  allowed_path_prefixes: [/srv]
+write_file:
+  write_params: [path]
+  allowed_path_prefixes: [/srv]
+deploy_site:
+  max_calls: 1
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		tools []string
+		want  []string // the tools warned about
+	}{
+		{"another server", []string{"get_ticket", "send_email"}, []string{"deploy_site"}},
+		{"the filesystem server", []string{"read_file", "write_file", "create_directory"}, []string{"deploy_site"}},
+		{"a filesystem server without create_directory", []string{"read_file", "write_file"}, []string{"create_directory", "deploy_site"}},
+	} {
+		var got []string
+		for _, w := range Lint(pol, c.tools) {
+			if !strings.Contains(w, "guards nothing") {
+				t.Errorf("%s: %s", c.name, w)
+			}
+			for _, name := range []string{"create_directory", "write_file", "deploy_site"} {
+				if strings.Contains(w, ": "+name+": ") {
+					got = append(got, name)
+				}
+			}
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: warned about %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 // The digest changes when any file of the set, their order, or the version
 // changes, and stays the same when none does.
 func TestDigest(t *testing.T) {

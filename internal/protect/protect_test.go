@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -118,8 +119,23 @@ func TestDescribe(t *testing.T) {
 	if got := Describe(pol, "filesystem", ""); got != "create_directory, edit_file, move_file, write_file writes: not confined; sends: none" {
 		t.Errorf("filesystem without policy: %s", got)
 	}
-	if got := Describe(pol, "", ""); got != "no pack; destination-shaped arguments gated by the fallback; nothing else" {
+	// A server no pack was written for: the line says what the fallback
+	// does to its tools, which must be what the fallback does.
+	got := Describe(pol, "", "")
+	if got != "no pack; by the fallback: destination-shaped arguments and tools named for sending gated, tools named for deleting capped at 2 calls per session, writes not confined" {
 		t.Errorf("unknown: %s", got)
+	}
+	if d := pol.For("delete_customer", []string{"id"}); d.MaxCalls == nil || !strings.Contains(got, fmt.Sprintf("capped at %d calls", *d.MaxCalls)) {
+		t.Errorf("the fallback's delete budget is not the one described: %+v", d)
+	}
+	if s := pol.For("notify_team", []string{"body"}); !s.Exfiltrating {
+		t.Errorf("a tool named for sending is not gated: %+v", s)
+	}
+	if d := pol.For("post_to", []string{"webhook_url"}); !d.Exfiltrating {
+		t.Errorf("a destination-shaped argument is not gated: %+v", d)
+	}
+	if w := pol.For("write_report", []string{"path"}); len(w.WriteParams) == 0 || len(w.AllowedPathPrefixes) != 0 {
+		t.Errorf("the fallback's writes are not as described (named, not confined): %+v", w)
 	}
 }
 

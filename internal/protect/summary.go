@@ -16,7 +16,10 @@ import (
 // in the line.
 func Describe(pol *policy.Policy, pack, relTo string) string {
 	if pack == "" {
-		return "no pack; destination-shaped arguments gated by the fallback; nothing else"
+		// Its tools are not known before it runs: what holds for any of
+		// them is the fallback (docs/policy.md), whose rules are the
+		// policy package's.
+		return fmt.Sprintf("no pack; by the fallback: destination-shaped arguments and tools named for sending gated, tools named for deleting capped at %d calls per session, writes not confined", policy.FallbackDeleteBudget)
 	}
 	var tools []string
 	for _, p := range policy.Packs() {
