@@ -410,7 +410,7 @@ func (p *Proxy) askByCode(c *call, d engine.Decision, why string) {
 			taken = append(taken, code)
 		}
 		codes := strings.Join(taken, ",")
-		if err := p.auditLine(c, engine.Allow, "approved with bouncer approve "+codes, engine.RuleApproval, codes); err != nil {
+		if err := p.appendLine(c, engine.Allow, "approved with bouncer approve "+codes, engine.RuleApproval, codes, nil, approvedDests(d)); err != nil {
 			p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
 			return
 		}
@@ -564,11 +564,26 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		p.block(c, reason)
 		return
 	}
-	if err := p.auditLine(c, engine.Allow, "approved by the human through the client", engine.RuleApproval, ""); err != nil {
+	if err := p.appendLine(c, engine.Allow, "approved by the human through the client", engine.RuleApproval, "", nil, d2.Dests); err != nil {
 		p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
 		return
 	}
 	p.forward(c)
+}
+
+// approvedDests is the destinations of d, an ask whose every question a
+// human said yes to, as the line allowing the call lists them: what was
+// asked about is vouched for by that approval, the rest as d found them.
+func approvedDests(d engine.Decision) []engine.Destination {
+	ds := append([]engine.Destination(nil), d.Dests...)
+	for i := range ds {
+		for _, a := range d.Asks {
+			if ds[i].Param == a.Param && ds[i].Value == a.Value {
+				ds[i].Vouch = engine.VouchApproval
+			}
+		}
+	}
+	return ds
 }
 
 // clip shortens s to at most n bytes of valid UTF-8, marking a cut with "…".

@@ -152,9 +152,15 @@ func TestElicitationApproves(t *testing.T) {
 	if n := len(h.mails()); n != 2 {
 		t.Fatalf("%d mails, want 2", n)
 	}
-	got := verdicts(h.auditLines())
+	lines := h.auditLines()
+	got := verdicts(lines)
 	if !strings.HasPrefix(got, "send_email:ask/sink send_email:allow/approval send_email:allow/") {
 		t.Fatalf("audit = %s", got)
+	}
+	// The line that allows it names the destination and what vouched for
+	// it, so bouncer log and report show who got the mail.
+	if ds := lines[1].Dests; len(ds) != 1 || ds[0].Param != "to" || ds[0].Value != "new@partner.example" || ds[0].Vouch != "approval" {
+		t.Fatalf("approved line's dests = %+v, want to=new@partner.example vouched by approval", ds)
 	}
 }
 
@@ -351,6 +357,9 @@ func TestApprovalCode(t *testing.T) {
 	}
 	if es[1].Code != m[1] || es[5].Code != m[1] {
 		t.Errorf("audit codes = %q, %q; want %q", es[1].Code, es[5].Code, m[1])
+	}
+	if ds := es[5].Dests; len(ds) != 1 || ds[0].Value != "new@partner.example" || ds[0].Vouch != "approval" {
+		t.Errorf("approved line's dests = %+v, want new@partner.example vouched by approval", ds)
 	}
 }
 
