@@ -2,8 +2,8 @@
 # A new user's first session, from a fresh HOME, as issue 21 walked it:
 # the six client configs, `bouncer init` with no flags and bouncer not on
 # PATH, a wrapped server driven by a real MCP client (internal/testsupport/
-# mcpclient, on the go-sdk), a denial, an approval through the client, a
-# server that prints a log line on stdout, `bouncer log`, `bouncer report`,
+# mcpclient, on the go-sdk), a denial, an approval through the client (for
+# a server on MCP 2024-11-05 too), a server that prints a log line on stdout, `bouncer log`, `bouncer report`,
 # and `bouncer init --undo` putting every file back byte for byte.
 #
 # Each step checks what the user would see; a failure names the step.
@@ -43,12 +43,28 @@ exec "$work/tools/helpdesk" --data "$data" --root "$work"
 EOF
 chmod +x "$work/tools/chatty-helpdesk"
 
+# The reference Slack server speaks MCP 2024-11-05, which has no
+# elicitation: Bouncer must still ask the client. Its calls to Slack's API
+# are caught by a preloaded fetch that records them (no network here).
+slack_js=$root/testdata/npm/node_modules/@modelcontextprotocol/server-slack/dist/index.js
+[ -f "$slack_js" ] || fail "$slack_js is missing: run npm ci in testdata/npm (.ci/test does)"
+node=$(command -v node) || fail "node is missing"
+cat >"$work/tools/nofetch.cjs" <<'EOF'
+const fs = require("node:fs");
+globalThis.fetch = async (url, init = {}) => {
+  fs.appendFileSync(process.env.NEWUSER_FETCH_LOG, JSON.stringify({url: String(url), body: init.body ?? null}) + "\n");
+  return new Response(JSON.stringify({ok: true, channel: "C0NEW", ts: "1.0"}), {headers: {"content-type": "application/json"}});
+};
+EOF
+
 helpdesk="\"command\": \"$work/tools/helpdesk\", \"args\": [\"--data\", \"$data\", \"--root\", \"$work\"]"
 cat >"$proj/.mcp.json" <<EOF
 {
   "mcpServers": {
     "helpdesk": {$helpdesk},
-    "chatty": {"command": "$work/tools/chatty-helpdesk"}
+    "chatty": {"command": "$work/tools/chatty-helpdesk"},
+    "slack": {"command": "$node", "args": ["$slack_js"], "env": {"SLACK_BOT_TOKEN": "xoxb-dummy", "SLACK_TEAM_ID": "T00000000",
+      "NODE_OPTIONS": "--require $work/tools/nofetch.cjs", "NEWUSER_FETCH_LOG": "$work/slack-fetch.jsonl"}}
   }
 }
 EOF
@@ -113,6 +129,14 @@ echo "$out" | grep -q '^asked: ' || fail "the approval question did not reach th
 echo "$out" | grep -q '^send_email: ok' || fail "the approved send did not go through"
 grep -q exfil@evil.example "$data/outbox.jsonl" 2>/dev/null && fail "the injected address got mail"
 grep -q partner@corp.example "$data/outbox.jsonl" || fail "the approved mail was not sent"
+
+step "an approval through the client for a server on MCP 2024-11-05 (Slack)"
+out=$("$client" -elicit accept "$proj/.mcp.json" slack \
+  call slack_post_message '{"channel_id": "C0NEW", "text": "status report"}' 2>"$work/slack.err") \
+  || { cat "$work/slack.err"; fail "the client failed on the Slack server"; }
+echo "$out" | sed 's/^/     /'
+echo "$out" | grep -q '^asked: .*C0NEW' || { cat "$work/slack.err"; fail "the approval question for the old-protocol server did not reach the client"; }
+grep -q C0NEW "$work/slack-fetch.jsonl" 2>/dev/null || fail "the approved post did not reach the Slack server"
 
 step "a server that prints a log line on stdout still works"
 out=$("$client" "$proj/.mcp.json" chatty tools 2>"$work/chatty.err") || { cat "$work/chatty.err"; fail "the chatty server failed through bouncer"; }
