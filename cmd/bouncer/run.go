@@ -20,7 +20,6 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
-	"github.com/bouncer-mcp/bouncer/internal/bundle"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
@@ -42,13 +41,17 @@ const stopGrace = 2 * time.Second
 
 // runFlags are bouncer run's flags.
 type runFlags struct {
-	home, name, sandbox, trust      string
+	policyFlags
+	home, name, sandbox             string
 	configFile, serverName, project string
-	policyDir, remoteURL, transport string
+	remoteURL, transport            string
 	record                          string
 	observe                         bool
-	policies, headers, headerFiles  multiFlag
+	headers, headerFiles            multiFlag
 	rest                            []string
+	// base is where a relative --config was found: relative --policy and
+	// --header-file paths are resolved against it ("" without --config).
+	base string
 }
 
 // cmdRun proxies one MCP server on stdio, enforcing the policy.
@@ -150,15 +153,13 @@ func (f *runFlags) openRecord() (*record.Tape, error) {
 func parseRunFlags(args []string) (*runFlags, error) {
 	f := &runFlags{}
 	fs, home := newFlags("run", runSynopsis)
-	fs.Var(&f.policies, "policy", "policy `FILE` (repeatable; later files override earlier ones)")
+	f.register(fs)
 	fs.StringVar(&f.name, "name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
 	fs.StringVar(&f.sandbox, "sandbox", "auto", "confinement: auto, strict or off")
-	fs.StringVar(&f.trust, "trust", "", "trust configuration `FILE` for signed policy")
 	fs.BoolVar(&f.observe, "observe", false, "decide and audit every call as enforcing would (enforced: false), but forward it anyway and ask nobody: for rolling out")
 	fs.StringVar(&f.configFile, "config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
 	fs.StringVar(&f.serverName, "server", "", "server `NAME` in --config")
 	fs.StringVar(&f.project, "project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
-	fs.StringVar(&f.policyDir, "policy-dir", "", "load the policy set `DIR` holds (bouncer policy pull --dir DIR; default pull location $BOUNCER_HOME/policy) before any --policy file; each of its files must verify under the trust configuration")
 	fs.StringVar(&f.remoteURL, "url", "", "reach the remote MCP server at `URL` (streamable HTTP, or the older HTTP+SSE) instead of starting a command")
 	fs.Var(&f.headers, "header", "with --url: send `'Name: value'` with every request (repeatable; values are kept out of logs and messages; ${VAR} is taken from the environment, so quote it for the shell; a credential written out here is visible to other users: use --header-file)")
 	fs.Var(&f.headerFiles, "header-file", "with --url: send the headers of `FILE` (one \"Name: value\" a line; yours, mode 0600) with every request")
@@ -222,13 +223,8 @@ func (f *runFlags) upstream() (*upstreamSpec, error) {
 			}
 		}
 		// A relative --policy is relative to where a relative --config
-		// was found (the project's root), so a wrapped entry a team
-		// commits names both without an absolute path.
-		for i, p := range f.policies {
-			if !filepath.IsAbs(p) {
-				f.policies[i] = filepath.Join(base, p)
-			}
-		}
+		// was found (the project's root): see policyFlags.sources.
+		f.base = base
 		if f.name == "" {
 			f.name = f.serverName
 		}
@@ -277,41 +273,23 @@ func (f *runFlags) addHeaders(h http.Header, base string) error {
 	return nil
 }
 
-// loadPolicy loads the trust configuration and the policy (an installed
-// set first, then the --policy files), each file's exact bytes verified
-// before they are parsed, and refuses --observe where a trust file says
-// enforce: true.
+// loadPolicy loads the policy in force (setup.LoadPolicy: the trust
+// configuration, an installed set, then the --policy files, each file's
+// exact bytes verified before they are parsed), and refuses --observe
+// where a trust file says enforce: true.
 func (f *runFlags) loadPolicy(dir string, up *upstreamSpec) (*setup.Decider, error) {
-	var check func(file string, data []byte) error
-	tr, err := bundle.LoadTrust(f.trust, dir)
-	switch {
-	case errors.Is(err, bundle.ErrNoTrust):
-		tr = nil
-	case err != nil:
-		return nil, badInput(err)
-	default:
-		check = tr.CheckPolicy
-	}
-	if f.observe && tr != nil {
-		if file, on := tr.Enforce(); on {
-			return nil, usageErr("--observe: %s sets enforce: true, so this machine enforces its policy; observe mode is for a rollout that has not reached it (remove --observe)", file)
-		}
-	}
-	policies := f.policies
-	if f.policyDir != "" {
-		var set []string
-		if set, check, err = installedPolicy(f.policyDir, f.trust, dir, check); err != nil {
-			return nil, badInput(err)
-		}
-		policies = append(set, policies...)
-	}
 	workDir := up.cmd.Dir
 	if workDir == "" {
 		workDir, _ = os.Getwd()
 	}
-	dec, err := setup.Load(setup.Config{Policies: policies, Verify: check, StateDir: dir, WorkDir: workDir, Own: tr.AllFiles()})
+	dec, err := setup.Load(setup.Config{Sources: f.sources(dir, f.base), WorkDir: workDir})
 	if err != nil {
 		return nil, badInput(err)
+	}
+	if f.observe && dec.Trust != nil {
+		if file, on := dec.Trust.Enforce(); on {
+			return nil, usageErr("--observe: %s sets enforce: true, so this machine enforces its policy; observe mode is for a rollout that has not reached it (remove --observe)", file)
+		}
 	}
 	return dec, nil
 }
