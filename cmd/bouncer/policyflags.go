@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"path/filepath"
 
 	"github.com/bouncer-mcp/bouncer/internal/setup"
@@ -47,25 +48,25 @@ func (p *policyFlags) sources(stateDir, base string) setup.Sources {
 }
 
 // runArgsPolicy is the policy that `bouncer ARGS` puts in force, loaded
-// as that run will load it: args are a wrapped entry's arguments as the
-// client passes them ("run" first, the client's variables expanded), base
-// the directory run resolves a relative --policy against when args have
-// --config (mcpconfig.Resolved's Base: where a relative --config is found,
-// else the client's working directory); without --config it is unused. init's summary calls it, so the summary describes the policy run
-// enforces: the installed set, the --policy files, and every signature
+// as that run will load it. args are a wrapped entry's arguments as the
+// client passes them ("run" first, the client's variables expanded); base
+// is the directory run resolves a relative --policy against when args
+// have --config (mcpconfig.Resolved's Base: where a relative --config is
+// found, else the client's working directory), unused without --config.
+// init's summary calls it, so the summary describes the policy run
+// enforces: the installed set, the --policy files and every signature
 // check, or the error that will stop run.
 func runArgsPolicy(args []string, base string) (*setup.InForce, error) {
 	if len(args) == 0 || args[0] != "run" {
 		return nil, errors.New("not a bouncer run command")
 	}
-	f, err := parseRunFlags(args[1:])
-	if err != nil {
-		return nil, err
+	// run's own flag set, silent: a summary prints no usage text.
+	fs, f, home := runFlagSet()
+	fs.Usage = func() {}
+	if err := fs.Parse(args[1:]); err != nil {
+		return nil, fmt.Errorf("bouncer run would not start: %v", err)
 	}
-	if f == nil {
-		return nil, errors.New("--help: bouncer run would print its usage and start nothing")
-	}
-	dir, err := stateDir(f.home)
+	dir, err := stateDir(*home)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -151,21 +152,7 @@ func (f *runFlags) openRecord() (*record.Tape, error) {
 // parseRunFlags reads the flags. A nil runFlags with a nil error means
 // --help was printed.
 func parseRunFlags(args []string) (*runFlags, error) {
-	f := &runFlags{}
-	fs, home := newFlags("run", runSynopsis)
-	f.register(fs)
-	fs.StringVar(&f.name, "name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
-	fs.StringVar(&f.sandbox, "sandbox", "auto", "confinement: auto, strict or off")
-	fs.BoolVar(&f.observe, "observe", false, "decide and audit every call as enforcing would (enforced: false), but forward it anyway and ask nobody: for rolling out")
-	fs.StringVar(&f.configFile, "config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
-	fs.StringVar(&f.serverName, "server", "", "server `NAME` in --config")
-	fs.StringVar(&f.project, "project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
-	fs.StringVar(&f.remoteURL, "url", "", "reach the remote MCP server at `URL` (streamable HTTP, or the older HTTP+SSE) instead of starting a command")
-	fs.Var(&f.headers, "header", "with --url: send `'Name: value'` with every request (repeatable; values are kept out of logs and messages; ${VAR} is taken from the environment, so quote it for the shell; a credential written out here is visible to other users: use --header-file)")
-	fs.Var(&f.headerFiles, "header-file", "with --url: send the headers of `FILE` (one \"Name: value\" a line; yours, mode 0600) with every request")
-	fs.StringVar(&f.transport, "transport", "", "with --url: `auto` (streamable HTTP, falling back to HTTP+SSE), streamable or sse")
-	fs.StringVar(&f.record, "record", "", "append the session to `FILE` as bouncer check replays it: every call judged, every server output, every approval. "+
-		"The outputs may hold secrets (mail, files, tokens): the file is 0600; keep it as you keep that data")
+	fs, f, home := runFlagSet()
 	if done, err := parseFlags(fs, args); done {
 		return nil, err
 	}
@@ -184,6 +171,26 @@ func parseRunFlags(args []string) (*runFlags, error) {
 		return nil, usageErr("--header, --header-file and --transport go with --url (or a --config entry with a url)")
 	}
 	return f, nil
+}
+
+// runFlagSet is run's flag set, with the runFlags and --home it fills.
+func runFlagSet() (*flag.FlagSet, *runFlags, *string) {
+	f := &runFlags{}
+	fs, home := newFlags("run", runSynopsis)
+	f.register(fs)
+	fs.StringVar(&f.name, "name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
+	fs.StringVar(&f.sandbox, "sandbox", "auto", "confinement: auto, strict or off")
+	fs.BoolVar(&f.observe, "observe", false, "decide and audit every call as enforcing would (enforced: false), but forward it anyway and ask nobody: for rolling out")
+	fs.StringVar(&f.configFile, "config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
+	fs.StringVar(&f.serverName, "server", "", "server `NAME` in --config")
+	fs.StringVar(&f.project, "project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
+	fs.StringVar(&f.remoteURL, "url", "", "reach the remote MCP server at `URL` (streamable HTTP, or the older HTTP+SSE) instead of starting a command")
+	fs.Var(&f.headers, "header", "with --url: send `'Name: value'` with every request (repeatable; values are kept out of logs and messages; ${VAR} is taken from the environment, so quote it for the shell; a credential written out here is visible to other users: use --header-file)")
+	fs.Var(&f.headerFiles, "header-file", "with --url: send the headers of `FILE` (one \"Name: value\" a line; yours, mode 0600) with every request")
+	fs.StringVar(&f.transport, "transport", "", "with --url: `auto` (streamable HTTP, falling back to HTTP+SSE), streamable or sse")
+	fs.StringVar(&f.record, "record", "", "append the session to `FILE` as bouncer check replays it: every call judged, every server output, every approval. "+
+		"The outputs may hold secrets (mail, files, tokens): the file is 0600; keep it as you keep that data")
+	return fs, f, home
 }
 
 // upstreamSpec is the server bouncer run proxies: a command to start, or

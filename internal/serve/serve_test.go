@@ -352,8 +352,8 @@ func TestNewRefusesBrokenPolicyFile(t *testing.T) {
 	os.WriteFile(file, []byte("send_email:\n  exfiltrating: \"false\"\n"), 0o600)
 	_, err := New(Options{Policy: setup.Sources{Policies: []string{file}}})
 	var pe *policy.Error
-	if !errors.As(err, &pe) || pe.Line != 2 {
-		t.Fatalf("New: %v, want a policy error at line 2", err)
+	if !errors.As(err, &pe) || pe.Line != 2 || !errors.Is(err, ErrPolicy) {
+		t.Fatalf("New: %v, want a policy error at line 2 (ErrPolicy, for exit 2)", err)
 	}
 }
 
