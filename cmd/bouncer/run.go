@@ -50,8 +50,9 @@ type runFlags struct {
 	observe                         bool
 	headers, headerFiles            multiFlag
 	rest                            []string
-	// base is where a relative --config was found: relative --policy and
-	// --header-file paths are resolved against it ("" without --config).
+	// base is where a relative --config was found, which a relative
+	// --policy is resolved against (policyFlags.sources); "" without
+	// --config.
 	base string
 }
 
