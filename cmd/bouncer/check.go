@@ -17,7 +17,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
-const checkSynopsis = "bouncer check [--policy FILE]... [--tools FILE] [--name NAME] [SESSION.jsonl]\n\n" +
+const checkSynopsis = "bouncer check [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--tools FILE] [--name NAME] [SESSION.jsonl]\n\n" +
 	"Replays a recorded session against a policy, offline. Each input line is one of\n" +
 	`  {"output": RESULT}                                  record tool output as untrusted` + "\n" +
 	`  {"call": {"name": TOOL, "arguments": {...}}}        decide a call as the proxy would` + "\n" +
@@ -27,7 +27,9 @@ const checkSynopsis = "bouncer check [--policy FILE]... [--tools FILE] [--name N
 	`and "tool": NAME beside output to say which tool returned it (for trusted_output).` + "\n" +
 	"bouncer run --record FILE writes a session in this form as it happens.\n" +
 	"Each call prints {\"tool\",\"verdict\",\"reason\",\"rule\"}. Reads stdin without SESSION; with only\n" +
-	"--policy and no SESSION on a terminal, it checks the policy and exits."
+	"--policy (or --policy-dir) and no SESSION on a terminal, it checks the policy and exits.\n" +
+	"The policy is the one bouncer run loads for the same --policy, --policy-dir and --trust:\n" +
+	"an installed set verified as pulled, each file's signature checked under the trust configuration."
 
 // isString reports whether a JSON value is a string.
 func isString(v json.RawMessage) bool {
@@ -37,8 +39,8 @@ func isString(v json.RawMessage) bool {
 
 func cmdCheck(args []string) error {
 	fs, home := newFlags("check", checkSynopsis)
-	var policies multiFlag
-	fs.Var(&policies, "policy", "policy file layered over the built-in packs (repeatable)")
+	var pf policyFlags
+	pf.register(fs)
 	toolsFile := fs.String("tools", "", "a saved tools/list result ({\"tools\": [...]}) to pin; without it every tool counts as pinned")
 	name := fs.String("name", "", "the server's name (as in bouncer run --name), for lines with no \"server\"")
 	if done, err := parseFlags(fs, args); done {
@@ -53,7 +55,7 @@ func cmdCheck(args []string) error {
 		return badInput(fmt.Errorf("%v", err))
 	}
 	wd, _ := os.Getwd()
-	dec, err := setup.Load(setup.Config{Policies: policies, StateDir: dir, WorkDir: wd})
+	dec, err := setup.Load(setup.Config{Sources: pf.sources(dir, ""), WorkDir: wd})
 	if err != nil {
 		return badInput(fmt.Errorf("%v", err))
 	}
@@ -85,10 +87,10 @@ func cmdCheck(args []string) error {
 		defer f.Close()
 		in, src = f, fs.Arg(0)
 	} else if term.IsTerminal(int(os.Stdin.Fd())) {
-		if len(policies) > 0 {
+		if pf.given() {
 			// Nothing to replay: the policy loaded with every check run
 			// makes, which is what was asked.
-			fmt.Fprintf(os.Stdout, "policy OK: %s\n", strings.Join(policies, ", "))
+			fmt.Fprintf(os.Stdout, "policy OK: %s\n", strings.Join(dec.Files, ", "))
 			return nil
 		}
 		errorf("check: waiting for session lines on stdin (one JSON object a line; Ctrl-D ends); give a SESSION file or --policy FILE to check a policy")

@@ -12,13 +12,14 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/suggest"
 )
 
 const policySynopsis = `bouncer policy push (--key PRIVATE.pem | --set-bundle BUNDLE | --print-statement) [--version TIME] [--trust FILE] [--plain-http] FILE... REF
        bouncer policy pull [--trust FILE] [--dir DIR] [--allow-downgrade] [--plain-http] [REF]
-       bouncer policy digest [--policy FILE]...
-       bouncer policy suggest [--audit FILE] [--since DURATION|DATE] [--policy FILE]... [--json]
+       bouncer policy digest [--policy FILE]... [--policy-dir DIR] [--trust FILE]
+       bouncer policy suggest [--audit FILE] [--since DURATION|DATE] [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--json]
 
 push stores the policy files and one signature over the set (the files, their order and
 digests, REF's repository and a version, by default the time of the push) as one OCI artifact
@@ -29,7 +30,9 @@ one installed (unless --allow-downgrade), and only then installs the set atomica
 (default $BOUNCER_HOME/policy). A failed pull changes nothing and exits 1. bouncer run
 --policy-dir DIR loads the installed set, checked again.
 digest prints the digest of the effective policy set, the value every audit line carries as
-"policy" (the built-in packs, each --policy file's bytes in order, and this binary's version).
+"policy" (the built-in packs, each file's bytes in load order, and this binary's version):
+the policy bouncer run loads for the same --policy, --policy-dir and --trust, verified as
+run verifies it.
 suggest reads the audit log (bouncer run --observe writes the evidence) and prints a policy
 file to load after the --policy files, that lets the observed legitimate work through; see
 docs/rollout.md.`
@@ -56,27 +59,41 @@ func cmdPolicy(args []string) error {
 }
 
 func cmdPolicyDigest(args []string) error {
-	fs, _ := newFlags("policy digest", policySynopsis)
-	var policies multiFlag
-	fs.Var(&policies, "policy", "policy `FILE`, in the order bouncer run takes them (repeatable)")
+	fs, home := newFlags("policy digest", policySynopsis)
+	var pf policyFlags
+	pf.register(fs)
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("%s", fmt.Sprintf("policy digest: unexpected argument %q", fs.Arg(0)))
 	}
-	pol, err := policy.Load(policies...)
+	pol, err := loadInForce(&pf, *home, "policy digest")
 	if err != nil {
-		return badInput(fmt.Errorf("%v", err))
+		return err
 	}
 	fmt.Println(pol.Digest(version))
 	return nil
 }
 
+// loadInForce loads the policy run puts in force for the flags
+// (setup.LoadPolicy), for a command that describes it.
+func loadInForce(pf *policyFlags, home, cmd string) (*policy.Policy, error) {
+	dir, err := stateDir(home)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("%s: %v", cmd, err))
+	}
+	in, err := setup.LoadPolicy(pf.sources(dir, ""))
+	if err != nil {
+		return nil, badInput(fmt.Errorf("%v", err))
+	}
+	return in.Policy, nil
+}
+
 func cmdPolicySuggest(args []string) error {
 	fs, home := newFlags("policy suggest", policySynopsis)
-	var policies multiFlag
-	fs.Var(&policies, "policy", "the policy `FILE`s in effect, in order (repeatable); the suggestion restates their entries")
+	var pf policyFlags
+	pf.register(fs)
 	auditFile := fs.String("audit", "", "the audit log `FILE` (default STATE_DIR/audit.jsonl)")
 	since := fs.String("since", "", "only lines from `DURATION` ago (7d, 48h) or a DATE (2026-12-01) on")
 	asJSON := fs.Bool("json", false, "print the evidence as JSON, for a dashboard, instead of the policy file")
@@ -94,9 +111,11 @@ func cmdPolicySuggest(args []string) error {
 		}
 		from = t
 	}
-	pol, err := policy.Load(policies...)
+	// The policy in effect, as run loads it: the suggestion restates its
+	// entries.
+	pol, err := loadInForce(&pf, *home, "policy suggest")
 	if err != nil {
-		return badInput(fmt.Errorf("%v", err))
+		return err
 	}
 	path := *auditFile
 	if path == "" {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -19,10 +17,11 @@ import (
 )
 
 // This file is `bouncer policy push` and `bouncer policy pull` (policy as an
-// OCI artifact), and the two places that read what pull installed: run's
-// --policy-dir and doctor. The artifact, the registry and the install
-// layout are internal/distribute's; trust is internal/bundle's; whether a
-// set loads is internal/policy's. This file wires them.
+// OCI artifact), and doctor's view of what pull installed. The artifact,
+// the registry and the install layout are internal/distribute's; trust is
+// internal/bundle's; whether a set loads, and how an installed set is
+// verified before any command loads it (--policy-dir), is internal/setup's.
+// This file wires them.
 
 // registryTimeout bounds one push or pull, so a timer's pull never hangs.
 const registryTimeout = 2 * time.Minute
@@ -108,7 +107,7 @@ func policyPush(args []string) error {
 		srcs = append(srcs, policy.Source{Name: p, Dir: filepath.Dir(abs), Data: data})
 	}
 	// What pull would refuse is not signed or pushed: the set must load.
-	if _, err := setup.Load(setup.Config{Extra: srcs, StateDir: dir}); err != nil {
+	if _, err := setup.Load(setup.Config{Sources: setup.Sources{Trust: *trust, StateDir: dir}, Extra: srcs}); err != nil {
 		return badInput(fmt.Errorf("%v", err))
 	}
 
@@ -158,7 +157,7 @@ func policyPush(args []string) error {
 	case err != nil:
 		return badInput(fmt.Errorf("%v", err))
 	case t.HasSigners():
-		if _, err := setVerifier(t)(setJSON, files); err != nil {
+		if _, err := setup.SetVerifier(t)(setJSON, files); err != nil {
 			return failed(fmt.Errorf("policy push: the set's bundle: pull would refuse it: %v", err))
 		}
 	}
@@ -179,20 +178,6 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// setVerifier verifies a set's bundle under t: its signature, by the
-// signers t accepts, over a statement that names each file's digest.
-func setVerifier(t *bundle.Trust) distribute.Verifier {
-	return func(setBundle []byte, files []distribute.File) ([]byte, error) {
-		subjects := make([]bundle.Subject, len(files))
-		for i, f := range files {
-			sum := sha256.Sum256(f.Data)
-			subjects[i] = bundle.Subject{Name: f.Name, SHA256: sum[:]}
-		}
-		stmt, _, err := t.VerifyStatement(setBundle, subjects)
-		return stmt, err
-	}
 }
 
 func policyPull(args []string) error {
@@ -249,7 +234,7 @@ func policyPull(args []string) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
 	defer cancel()
-	a, err := distribute.Fetch(ctx, ref, setVerifier(t), registryOptions(*plain))
+	a, err := distribute.Fetch(ctx, ref, setup.SetVerifier(t), registryOptions(*plain))
 	if err != nil {
 		return failed(fmt.Errorf("policy pull: %s: %v; nothing was installed", ref, err))
 	}
@@ -260,7 +245,7 @@ func policyPull(args []string) error {
 	for i, f := range a.Files {
 		srcs[i] = policy.Source{Name: f.Name, Dir: installDir, Data: f.Data}
 	}
-	if _, err := setup.Load(setup.Config{Extra: srcs, StateDir: sdir}); err != nil {
+	if _, err := setup.Load(setup.Config{Sources: setup.Sources{Trust: *trust, StateDir: sdir}, Extra: srcs}); err != nil {
 		return failed(fmt.Errorf("policy pull: %s: signed, but this bouncer can't load it: %v; nothing was installed", a.Pinned(), err))
 	}
 	res, err := distribute.Install(installDir, a, distribute.InstallOptions{
@@ -298,53 +283,6 @@ func readSmall(path string, limit int64) ([]byte, error) {
 	}
 	return os.ReadFile(path)
 }
-
-// installedPolicy is run's --policy-dir: the policy files of the set
-// installed in dir, to load before the --policy files, and the check each
-// file's exact bytes must pass before they are parsed. The set must be as
-// it was pulled (distribute.VerifyInstalled: its signed statement verifies
-// under the trust configuration, whatever require_signed says, and it is
-// not older than the newest set pulled into dir), and each of its files
-// must hash to the statement's digest on the bytes that are parsed; other
-// files get base (run's ordinary check, which may be nil).
-func installedPolicy(dir, trustFile, stateDir string, base func(string, []byte) error) ([]string, func(string, []byte) error, error) {
-	if _, err := distribute.ReadInstalled(dir); err != nil {
-		return nil, nil, fmt.Errorf("--policy-dir %s: %v", dir, err)
-	}
-	t, err := bundle.LoadTrust(trustFile, stateDir)
-	if err != nil && !errors.Is(err, bundle.ErrNoTrust) {
-		return nil, nil, err
-	}
-	if err != nil || !t.HasSigners() {
-		return nil, nil, fmt.Errorf("--policy-dir %s: no trust configuration names a signer, so the installed set can't be verified; set keys (or identities) in the trust file", dir)
-	}
-	set, err := distribute.VerifyInstalled(dir, setVerifier(t))
-	if err != nil {
-		return nil, nil, fmt.Errorf("--policy-dir %s: refused: %v; %s", dir, err, pullAgain)
-	}
-	want := make(map[string]string, len(set.Paths))
-	for i, p := range set.Paths {
-		want[p] = set.Statement.Files[i].Digest
-	}
-	check := func(file string, data []byte) error {
-		d, ok := want[file]
-		if !ok {
-			if base == nil {
-				return nil
-			}
-			return base(file, data)
-		}
-		sum := sha256.Sum256(data)
-		if got := "sha256:" + hex.EncodeToString(sum[:]); got != d {
-			return fmt.Errorf("%s: installed from %s@%s: changed since the pull (%s, the signed set says %s); %s", file, set.Repository, set.Digest, got, d, pullAgain)
-		}
-		return nil
-	}
-	return set.Paths, check, nil
-}
-
-// pullAgain is what to do about an installed set that is not as pulled.
-const pullAgain = "run bouncer policy pull to install the signed set again"
 
 // policySetStatus is doctor's view of an install directory.
 type policySetStatus struct {
@@ -388,15 +326,12 @@ func policySet(home, dir, trustFile string) *policySetStatus {
 		return st
 	}
 	st.Ref, st.Digest, st.Version, st.Files, st.Installed = set.Ref, set.Digest, set.Version, set.Files, set.Installed
-	switch {
-	case terr != nil && !errors.Is(terr, bundle.ErrNoTrust):
+	if terr != nil && !errors.Is(terr, bundle.ErrNoTrust) {
 		st.Error = terr.Error()
-	case terr != nil || !t.HasSigners():
-		st.Error = "no trust configuration names a signer, so the installed set can't be verified; set keys (or identities) in the trust file"
-	default:
-		if _, err := distribute.VerifyInstalled(dir, setVerifier(t)); err != nil {
-			st.Error = fmt.Sprintf("%v; %s", err, pullAgain)
-		}
+	} else if _, err := setup.VerifyInstalled(dir, t); err != nil {
+		// The check run --policy-dir makes (setup.LoadPolicy); with no
+		// trust file, t names no signer and the set is refused.
+		st.Error = err.Error()
 	}
 	st.Refused = st.Error != ""
 	return st

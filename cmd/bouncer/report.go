@@ -9,19 +9,19 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
-	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/report"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
-const reportSynopsis = `bouncer report [--policy FILE]... [--tools FILE] [--audit FILE] [--name SERVER] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--date YYYY-MM-DD] [-o FILE]`
+const reportSynopsis = `bouncer report [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--tools FILE] [--audit FILE] [--name SERVER] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--date YYYY-MM-DD] [-o FILE]`
 
 // cmdReport writes the Markdown review pack from the policy, a saved
 // tools/list result and the audit log.
 func cmdReport(args []string) error {
 	fs, home := newFlags("report", reportSynopsis)
-	var policies multiFlag
-	fs.Var(&policies, "policy", "policy `FILE` (repeatable, in the order bouncer run takes them)")
+	var pf policyFlags
+	pf.register(fs)
 	toolsFile := fs.String("tools", "", "a server's tools/list result as JSON (`FILE`, {\"tools\": [...]}), shown as --name's tools (default: the lists bouncer run pinned)")
 	auditFile := fs.String("audit", "", "audit log `FILE` (default: audit.jsonl in the state directory)")
 	name := fs.String("name", "", "summarise only the audit lines of server `NAME` (bouncer run's --name)")
@@ -35,7 +35,7 @@ func cmdReport(args []string) error {
 	if fs.NArg() > 0 {
 		return usageErr("%s", fmt.Sprintf("report: unexpected argument %q", fs.Arg(0)))
 	}
-	in := report.Input{Server: *name, PolicyFiles: policies}
+	in := report.Input{Server: *name}
 	var err error
 	for _, d := range []struct {
 		flag, val string
@@ -55,14 +55,21 @@ func cmdReport(args []string) error {
 		in.Generated = time.Now().UTC()
 	}
 
-	pol, err := policy.Load(policies...)
+	dir, err := stateDir(*home)
+	if err != nil {
+		return badInput(fmt.Errorf("report: %v", err))
+	}
+	// The policy bouncer run puts in force for the same flags; without
+	// any, the built-in packs alone, and the audit lines' digests say
+	// which policy decided them.
+	pol, err := setup.LoadPolicy(pf.sources(dir, ""))
 	if err != nil {
 		return badInput(fmt.Errorf("%v", err))
 	}
-	in.Policy = pol
+	in.Policy, in.PolicyFiles = pol.Policy, pol.Files
 	// The digest bouncer run writes in each line it decides under this
 	// policy: lines with another were decided by another policy.
-	in.PolicyDigest = pol.Digest(version)
+	in.PolicyDigest = pol.Policy.Digest(version)
 	if *toolsFile != "" {
 		data, err := os.ReadFile(*toolsFile)
 		if err != nil {
@@ -75,10 +82,6 @@ func cmdReport(args []string) error {
 		in.Lists = []report.ToolList{{Server: *name, File: *toolsFile, Tools: tools}}
 	}
 
-	dir, err := stateDir(*home)
-	if err != nil {
-		return badInput(fmt.Errorf("report: %v", err))
-	}
 	if *toolsFile == "" {
 		// The tool lists bouncer run pinned: every tool each server offers.
 		pinned, perr := report.LoadPinned(dir, *name)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
-	"github.com/bouncer-mcp/bouncer/internal/bundle"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
@@ -42,13 +42,18 @@ const stopGrace = 2 * time.Second
 
 // runFlags are bouncer run's flags.
 type runFlags struct {
-	home, name, sandbox, trust      string
+	policyFlags
+	home, name, sandbox             string
 	configFile, serverName, project string
-	policyDir, remoteURL, transport string
+	remoteURL, transport            string
 	record                          string
 	observe                         bool
-	policies, headers, headerFiles  multiFlag
+	headers, headerFiles            multiFlag
 	rest                            []string
+	// base is where a relative --config was found, which a relative
+	// --policy is resolved against (policyFlags.sources); "" without
+	// --config.
+	base string
 }
 
 // cmdRun proxies one MCP server on stdio, enforcing the policy.
@@ -148,23 +153,7 @@ func (f *runFlags) openRecord() (*record.Tape, error) {
 // parseRunFlags reads the flags. A nil runFlags with a nil error means
 // --help was printed.
 func parseRunFlags(args []string) (*runFlags, error) {
-	f := &runFlags{}
-	fs, home := newFlags("run", runSynopsis)
-	fs.Var(&f.policies, "policy", "policy `FILE` (repeatable; later files override earlier ones)")
-	fs.StringVar(&f.name, "name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
-	fs.StringVar(&f.sandbox, "sandbox", "auto", "confinement: auto, strict or off")
-	fs.StringVar(&f.trust, "trust", "", "trust configuration `FILE` for signed policy")
-	fs.BoolVar(&f.observe, "observe", false, "decide and audit every call as enforcing would (enforced: false), but forward it anyway and ask nobody: for rolling out")
-	fs.StringVar(&f.configFile, "config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
-	fs.StringVar(&f.serverName, "server", "", "server `NAME` in --config")
-	fs.StringVar(&f.project, "project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
-	fs.StringVar(&f.policyDir, "policy-dir", "", "load the policy set `DIR` holds (bouncer policy pull --dir DIR; default pull location $BOUNCER_HOME/policy) before any --policy file; each of its files must verify under the trust configuration")
-	fs.StringVar(&f.remoteURL, "url", "", "reach the remote MCP server at `URL` (streamable HTTP, or the older HTTP+SSE) instead of starting a command")
-	fs.Var(&f.headers, "header", "with --url: send `'Name: value'` with every request (repeatable; values are kept out of logs and messages; ${VAR} is taken from the environment, so quote it for the shell; a credential written out here is visible to other users: use --header-file)")
-	fs.Var(&f.headerFiles, "header-file", "with --url: send the headers of `FILE` (one \"Name: value\" a line; yours, mode 0600) with every request")
-	fs.StringVar(&f.transport, "transport", "", "with --url: `auto` (streamable HTTP, falling back to HTTP+SSE), streamable or sse")
-	fs.StringVar(&f.record, "record", "", "append the session to `FILE` as bouncer check replays it: every call judged, every server output, every approval. "+
-		"The outputs may hold secrets (mail, files, tokens): the file is 0600; keep it as you keep that data")
+	fs, f, home := runFlagSet()
 	if done, err := parseFlags(fs, args); done {
 		return nil, err
 	}
@@ -183,6 +172,26 @@ func parseRunFlags(args []string) (*runFlags, error) {
 		return nil, usageErr("--header, --header-file and --transport go with --url (or a --config entry with a url)")
 	}
 	return f, nil
+}
+
+// runFlagSet is run's flag set, with the runFlags and --home it fills.
+func runFlagSet() (*flag.FlagSet, *runFlags, *string) {
+	f := &runFlags{}
+	fs, home := newFlags("run", runSynopsis)
+	f.register(fs)
+	fs.StringVar(&f.name, "name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
+	fs.StringVar(&f.sandbox, "sandbox", "auto", "confinement: auto, strict or off")
+	fs.BoolVar(&f.observe, "observe", false, "decide and audit every call as enforcing would (enforced: false), but forward it anyway and ask nobody: for rolling out")
+	fs.StringVar(&f.configFile, "config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
+	fs.StringVar(&f.serverName, "server", "", "server `NAME` in --config")
+	fs.StringVar(&f.project, "project", "", "with --config: the server is in the config's projects[`DIR`].mcpServers (Claude Code's ~/.claude.json)")
+	fs.StringVar(&f.remoteURL, "url", "", "reach the remote MCP server at `URL` (streamable HTTP, or the older HTTP+SSE) instead of starting a command")
+	fs.Var(&f.headers, "header", "with --url: send `'Name: value'` with every request (repeatable; values are kept out of logs and messages; ${VAR} is taken from the environment, so quote it for the shell; a credential written out here is visible to other users: use --header-file)")
+	fs.Var(&f.headerFiles, "header-file", "with --url: send the headers of `FILE` (one \"Name: value\" a line; yours, mode 0600) with every request")
+	fs.StringVar(&f.transport, "transport", "", "with --url: `auto` (streamable HTTP, falling back to HTTP+SSE), streamable or sse")
+	fs.StringVar(&f.record, "record", "", "append the session to `FILE` as bouncer check replays it: every call judged, every server output, every approval. "+
+		"The outputs may hold secrets (mail, files, tokens): the file is 0600; keep it as you keep that data")
+	return fs, f, home
 }
 
 // upstreamSpec is the server bouncer run proxies: a command to start, or
@@ -222,13 +231,8 @@ func (f *runFlags) upstream() (*upstreamSpec, error) {
 			}
 		}
 		// A relative --policy is relative to where a relative --config
-		// was found (the project's root), so a wrapped entry a team
-		// commits names both without an absolute path.
-		for i, p := range f.policies {
-			if !filepath.IsAbs(p) {
-				f.policies[i] = filepath.Join(base, p)
-			}
-		}
+		// was found (the project's root): see policyFlags.sources.
+		f.base = base
 		if f.name == "" {
 			f.name = f.serverName
 		}
@@ -277,41 +281,23 @@ func (f *runFlags) addHeaders(h http.Header, base string) error {
 	return nil
 }
 
-// loadPolicy loads the trust configuration and the policy (an installed
-// set first, then the --policy files), each file's exact bytes verified
-// before they are parsed, and refuses --observe where a trust file says
-// enforce: true.
+// loadPolicy loads the policy in force (setup.LoadPolicy: the trust
+// configuration, an installed set, then the --policy files, each file's
+// exact bytes verified before they are parsed), and refuses --observe
+// where a trust file says enforce: true.
 func (f *runFlags) loadPolicy(dir string, up *upstreamSpec) (*setup.Decider, error) {
-	var check func(file string, data []byte) error
-	tr, err := bundle.LoadTrust(f.trust, dir)
-	switch {
-	case errors.Is(err, bundle.ErrNoTrust):
-		tr = nil
-	case err != nil:
-		return nil, badInput(err)
-	default:
-		check = tr.CheckPolicy
-	}
-	if f.observe && tr != nil {
-		if file, on := tr.Enforce(); on {
-			return nil, usageErr("--observe: %s sets enforce: true, so this machine enforces its policy; observe mode is for a rollout that has not reached it (remove --observe)", file)
-		}
-	}
-	policies := f.policies
-	if f.policyDir != "" {
-		var set []string
-		if set, check, err = installedPolicy(f.policyDir, f.trust, dir, check); err != nil {
-			return nil, badInput(err)
-		}
-		policies = append(set, policies...)
-	}
 	workDir := up.cmd.Dir
 	if workDir == "" {
 		workDir, _ = os.Getwd()
 	}
-	dec, err := setup.Load(setup.Config{Policies: policies, Verify: check, StateDir: dir, WorkDir: workDir, Own: tr.AllFiles()})
+	dec, err := setup.Load(setup.Config{Sources: f.sources(dir, f.base), WorkDir: workDir})
 	if err != nil {
 		return nil, badInput(err)
+	}
+	if f.observe && dec.Trust != nil {
+		if file, on := dec.Trust.Enforce(); on {
+			return nil, usageErr("--observe: %s sets enforce: true, so this machine enforces its policy; observe mode is for a rollout that has not reached it (remove --observe)", file)
+		}
 	}
 	return dec, nil
 }

@@ -11,21 +11,21 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/serve"
 )
 
-const serveSynopsis = "bouncer serve [--policy FILE]... [--audit FILE]\n\n" +
+const serveSynopsis = "bouncer serve [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--audit FILE]\n\n" +
 	"Serves Bouncer's own MCP server on stdio, for writing and testing policy: check_call (a dry run\n" +
-	"of the proxy's decision that writes no audit line), validate_policy, list_packs, audit_summary.\n" +
+	"of the proxy's decision that writes no audit line, under the policy bouncer run loads for the same\n" +
+	"--policy, --policy-dir and --trust, re-read on every check), validate_policy, list_packs, audit_summary.\n" +
 	"It never proxies anything. `bouncer` with no command runs this."
 
 // cmdServe runs Bouncer's own MCP server. It only reads the state directory
 // (the audit log), so it creates nothing there.
 func cmdServe(args []string) error {
 	fs, home := newFlags("serve", serveSynopsis)
-	var policies multiFlag
-	fs.Var(&policies, "policy", "policy file layered over the built-in packs for check_call (repeatable; re-read on every check)")
+	var pf policyFlags
+	pf.register(fs)
 	auditFile := fs.String("audit", "", "the audit log audit_summary reads (default STATE_DIR/audit.jsonl)")
 	if done, err := parseFlags(fs, args); done {
 		return err
@@ -48,12 +48,11 @@ func cmdServe(args []string) error {
 	wd, _ := os.Getwd()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = serve.Run(ctx, serve.Options{Policies: policies, AuditPath: path, WorkDir: wd, Version: version, StateDir: dir})
-	var pe *policy.Error
+	err = serve.Run(ctx, serve.Options{Policy: pf.sources(dir, ""), AuditPath: path, WorkDir: wd, Version: version})
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 		return nil
-	case errors.As(err, &pe):
+	case errors.Is(err, serve.ErrPolicy):
 		return badInput(fmt.Errorf("%v", err))
 	default:
 		return failed(fmt.Errorf("serve: %v", err))

@@ -298,20 +298,19 @@ type Pack struct {
 	Data  []byte   // the YAML as embedded
 }
 
-// Load layers the built-in packs and then each user file in order. Any
-// problem in any file is an *Error and no policy is returned.
-func Load(files ...string) (*Policy, error) { return LoadChecked(nil, files...) }
+// Load layers the built-in packs and then each user file in order, with
+// no trust check. Any problem in any file is an *Error and no policy is
+// returned. It is for tests and examples: a command asks setup.LoadPolicy
+// what is in force, which also reads the installed set and checks every
+// file's signature as bouncer run does.
+func Load(files ...string) (*Policy, error) { return LoadFiles(nil, files) }
 
-// LoadChecked is Load with check called on each file's absolute path and
-// exact bytes before they are parsed (bouncer run verifies signatures here), so the bytes that
-// were checked are the bytes that take effect, even if the file is replaced
-// meanwhile. An error from check is returned as it is.
-func LoadChecked(check func(file string, data []byte) error, files ...string) (*Policy, error) {
-	return LoadFiles(check, files)
-}
-
-// LoadFiles is LoadChecked with documents already in memory layered after
-// the files (the policy text sent to `bouncer serve`).
+// LoadFiles reads each file, calls check (when not nil) on its absolute
+// path and exact bytes before they are parsed, so the bytes that were
+// checked are the bytes that take effect even if the file is replaced
+// meanwhile, and layers the documents in extra after the files. An error
+// from check is returned as it is. setup.LoadPolicy is its caller: which
+// files are in force and what check they get is decided there, once.
 func LoadFiles(check func(file string, data []byte) error, files []string, extra ...Source) (*Policy, error) {
 	srcs := make([]Source, 0, len(files)+len(extra))
 	for _, f := range files {
@@ -330,17 +329,14 @@ func LoadFiles(check func(file string, data []byte) error, files []string, extra
 		}
 		srcs = append(srcs, Source{Name: f, Dir: filepath.Dir(abs), Data: data, abs: abs})
 	}
-	for _, s := range extra {
-		if s.Name == "" {
-			s.Name = "policy"
-		}
-		srcs = append(srcs, s)
-	}
-	return load(srcs)
+	return LoadSources(append(srcs, extra...)...)
 }
 
-// LoadSources is Load for documents already in memory (for example a policy
-// sent to `bouncer serve`). Packs still come first.
+// LoadSources is the parser underneath every loader: the packs, then
+// documents already in memory, in order. Called directly it judges
+// documents, not what is in force (serve's validate_policy and the protect
+// guard judge a text someone wrote); what a command enforces or describes
+// comes from setup.LoadPolicy, which reads the files through LoadFiles.
 func LoadSources(srcs ...Source) (*Policy, error) {
 	named := make([]Source, len(srcs))
 	for i, s := range srcs {

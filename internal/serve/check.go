@@ -135,7 +135,7 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		extra = append(extra, policy.Source{Name: "policy_yaml", Dir: wd, Data: []byte(*in.PolicyYAML)})
 	}
-	dec, err := setup.Load(setup.Config{Policies: h.opts.Policies, Extra: extra, StateDir: h.opts.StateDir, WorkDir: wd})
+	dec, err := setup.Load(setup.Config{Sources: h.opts.Policy, Extra: extra, WorkDir: wd})
 	if err != nil {
 		return toolError("check_call: policy: %v", err)
 	}
@@ -188,7 +188,7 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 	return result(out)
 }
 
-// maxPolicyBytes bounds a policy document, as policy.Load bounds a file.
+// maxPolicyBytes bounds a policy document, as policy.ReadFile bounds a file.
 const maxPolicyBytes = policy.MaxFileSize
 
 func isObject(raw json.RawMessage) bool {

@@ -21,15 +21,17 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
 // Options configure the server.
 type Options struct {
-	// Policies are the --policy files, layered over the packs and under any
-	// policy text a check sends. They are read again on every check, so an
+	// Policy is the policy in force as the flags say (--policy,
+	// --policy-dir, --trust and the state directory), loaded by
+	// setup.LoadPolicy as bouncer run loads it, under any policy text a
+	// check sends. It is read and checked again on every check, so an
 	// author can edit a file and check again without a restart.
-	Policies []string
+	Policy setup.Sources
 	// AuditPath is the audit log audit_summary reads. It is only read.
 	AuditPath string
 	// WorkDir resolves relative paths: path arguments of checked calls, and
@@ -37,20 +39,31 @@ type Options struct {
 	WorkDir string
 	// Version is reported in the initialize result.
 	Version string
-	// StateDir is Bouncer's state directory, which no sandbox key may let
-	// the upstream reach (checked as bouncer run checks it).
-	StateDir string
 }
+
+// ErrPolicy is matched (errors.Is) by New's error when the policy in
+// force does not load or verify: bouncer serve then exits 2, as run
+// does for the same flags.
+var ErrPolicy = errors.New("the policy in force does not load")
+
+// policyError keeps the loader's own text (FILE:LINE: KEY: ...) while
+// saying it is ErrPolicy.
+type policyError struct{ err error }
+
+func (e *policyError) Error() string        { return e.err.Error() }
+func (e *policyError) Unwrap() error        { return e.err }
+func (e *policyError) Is(target error) bool { return target == ErrPolicy }
 
 // maxLimit bounds audit_summary's recent entries, so one call can't pull a
 // whole log of mail bodies into a model's context.
 const maxLimit = 1000
 
-// New returns the server with its tools. It loads the --policy files once,
-// so a broken one is reported before the server answers anything.
+// New returns the server with its tools. It loads the policy in force
+// once, as check_call will, so a broken or unverifiable file is reported
+// before the server answers anything.
 func New(opts Options) (*mcp.Server, error) {
-	if _, err := policy.Load(opts.Policies...); err != nil {
-		return nil, err
+	if _, err := setup.Load(setup.Config{Sources: opts.Policy, WorkDir: workDir(opts)}); err != nil {
+		return nil, &policyError{err}
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
 // connect starts the server in process and returns a client session on it.
@@ -315,7 +316,7 @@ func TestCheckCallRereadsPolicyFiles(t *testing.T) {
 	if err := os.WriteFile(file, []byte("ship:\n  exfiltrating: true\n  sink_params: [dest]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cs := connect(t, Options{Policies: []string{file}})
+	cs := connect(t, Options{Policy: setup.Sources{Policies: []string{file}}})
 	args := map[string]any{"tool": "ship", "arguments": map[string]any{"dest": "x@evil.example"}}
 	var got CheckResult
 	call(t, cs, "check_call", args, &got)
@@ -349,10 +350,10 @@ func TestCheckCallRereadsPolicyFiles(t *testing.T) {
 func TestNewRefusesBrokenPolicyFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(file, []byte("send_email:\n  exfiltrating: \"false\"\n"), 0o600)
-	_, err := New(Options{Policies: []string{file}})
+	_, err := New(Options{Policy: setup.Sources{Policies: []string{file}}})
 	var pe *policy.Error
-	if !errors.As(err, &pe) || pe.Line != 2 {
-		t.Fatalf("New: %v, want a policy error at line 2", err)
+	if !errors.As(err, &pe) || pe.Line != 2 || !errors.Is(err, ErrPolicy) {
+		t.Fatalf("New: %v, want a policy error at line 2 (ErrPolicy, for exit 2)", err)
 	}
 }
 

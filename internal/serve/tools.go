@@ -56,6 +56,10 @@ type ToolEntry struct {
 	Replaces string `json:"replaces,omitempty"`
 }
 
+// validatePolicy judges the document the user passes, alone over the
+// packs: it calls the parser (policy.LoadSources) directly because the
+// question is "is this text right?", not "what is in force?", which
+// check_call answers through setup.Load.
 func (h *handlers) validatePolicy(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in validateIn
 	if err := decodeArgs(req.Params.Arguments, &in); err != nil {

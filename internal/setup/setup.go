@@ -1,12 +1,15 @@
-// Package setup assembles what decides calls (the policy, the client
-// session's history and the engines over them) the same way for bouncer run, check and serve,
-// so that the three give the same verdict for the same call and history.
+// Package setup assembles what decides calls (the policy in force, the
+// client session's history and the engines over them) the same way for
+// bouncer run, check and serve, so that the three give the same verdict for
+// the same call and history; and it is the one owner of which policy is in
+// force (LoadPolicy), for them and for every command that describes it.
 //
 // A difference between them was a hole: check once allowed a call that run
-// refused, and accepted a sandbox path that run refused. Whatever a command
-// adds (run's signed-policy check, serve's policy text) goes through Config;
-// how calls are parsed and judged is engine.ParseCall and Engine.Decide for
-// all three.
+// refused, and accepted a sandbox path that run refused; report and check
+// once read a policy file that run refused as unsigned. Whatever a command
+// adds (serve's policy text) goes through Config; which files are in force
+// and how they are verified is LoadPolicy's; how calls are parsed and
+// judged is engine.ParseCall and Engine.Decide for all three.
 package setup
 
 import (
@@ -24,32 +27,25 @@ import (
 // Config says where the policy comes from and what the session's
 // surroundings are.
 type Config struct {
-	// Policies are the --policy files, layered over the packs in order.
-	Policies []string
-	// Verify, if set, checks each policy file's exact bytes before they are
-	// parsed (run verifies Sigstore bundles here).
-	Verify func(file string, data []byte) error
+	// Sources are the policy flags, resolved by LoadPolicy as for every
+	// command.
+	Sources
 	// Extra are policy documents layered after the files (serve's
-	// policy_yaml).
+	// policy_yaml, a set pull or push is judging).
 	Extra []policy.Source
-	// StateDir is Bouncer's state directory: no sandbox key may let the
-	// upstream reach it.
-	StateDir string
 	// WorkDir is the upstream's working directory.
 	WorkDir string
 	// Session is the client session the servers belong to; nil makes one
 	// in memory (check and serve: all servers of one run share it).
 	Session *session.Session
-	// Own lists more of Bouncer's own files that no tool argument may
-	// reach, besides the state directory and the policy files: the trust
-	// files and their keys, an audit log kept elsewhere.
-	Own []string
 }
 
 // Decider is the assembled policy and client session; Engine makes the
 // engine of each server of the session.
 type Decider struct {
-	Policy  *policy.Policy
+	// InForce is the policy, its files and the trust configuration they
+	// were checked under (LoadPolicy).
+	*InForce
 	Session *session.Session
 	// Own is Bouncer's own state as the engines protect it (see
 	// OwnPaths).
@@ -86,14 +82,16 @@ func (d *Decider) Engine(server string) *engine.Engine {
 	})
 }
 
-// Load reads and checks the policy and builds the engine over it. Errors are
-// the policy's own (*policy.Error, naming file, line and key), Verify's, or
-// the sandbox key's; each means the command must stop with exit status 2.
+// Load loads the policy in force (LoadPolicy), checks its sandbox key and
+// builds the engine over it. Errors are the policy's own (*policy.Error,
+// naming file, line and key), a trust or signature check's, or the sandbox
+// key's; each means the command must stop with exit status 2.
 func Load(c Config) (*Decider, error) {
-	pol, err := policy.LoadFiles(c.Verify, c.Policies, c.Extra...)
+	in, err := LoadPolicy(c.Sources, c.Extra...)
 	if err != nil {
 		return nil, err
 	}
+	pol := in.Policy
 	if pol.Sandbox != nil {
 		if err := sandbox.Validate(Confinement(pol, c.StateDir)); err != nil {
 			return nil, err
@@ -109,8 +107,10 @@ func Load(c Config) (*Decider, error) {
 		sess.SetRemembered(session.OpenRemembered(c.StateDir))
 	}
 	home, _ := os.UserHomeDir()
-	own := OwnPaths(c.StateDir, append(append([]string(nil), pol.Files...), c.Own...))
-	return &Decider{Policy: pol, Session: sess, Own: own, workDir: c.WorkDir, home: home}, nil
+	// The trust files and their keys are Bouncer's own state in every
+	// command: a write to them that run denies, check denies too.
+	own := OwnPaths(c.StateDir, append(append([]string(nil), pol.Files...), in.Trust.AllFiles()...))
+	return &Decider{InForce: in, Session: sess, Own: own, workDir: c.WorkDir, home: home}, nil
 }
 
 // OwnPaths is Bouncer's own state as the engine protects it: the state
