@@ -15,7 +15,6 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/pathtree"
-	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/protect"
 )
 
@@ -799,27 +798,33 @@ func (in *initRun) describe(t mcpconfig.Found, cfg *mcpconfig.Config, shared map
 		case !s.Wrapped:
 			line += "not proxied; nothing enforced"
 		default:
-			var files []string
-			for i := 0; i+1 < len(s.Args); i++ {
-				if s.Args[i] == "--policy" {
-					p, err := x.Expand(s.Args[i+1])
-					if err != nil {
-						p = s.Args[i+1]
-					}
-					if !filepath.IsAbs(p) {
-						base := t.Workspace
-						if base == "" {
-							base = in.cwd
-						}
-						p = filepath.Join(base, p)
-					}
-					files = append(files, p)
+			// What bouncer run will load: its own flags, through the one
+			// policy loader (setup.LoadPolicy), so the summary describes
+			// the policy run enforces, --policy-dir and --trust included.
+			args := make([]string, len(s.Args))
+			for i, a := range s.Args {
+				if p, err := x.Expand(a); err == nil {
+					args[i] = p
+				} else {
+					args[i] = a
 				}
 			}
-			pol, err := policy.Load(files...)
+			base := t.Workspace
+			if base == "" {
+				base = in.cwd
+			}
+			inForce, err := runArgsPolicy(args, base)
 			if err != nil {
 				line += fmt.Sprintf("its policy does not load (%v): bouncer run will refuse to start it", err)
 				break
+			}
+			pol := inForce.Policy
+			var files []string
+			for _, f := range inForce.Files {
+				if !filepath.IsAbs(f) {
+					f = filepath.Join(base, f)
+				}
+				files = append(files, f)
 			}
 			pack, _, _ := protect.Recognize(s.Launch)
 			line += protect.Describe(pol, pack, t.Workspace)
