@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 )
 
 // Around returns the paths that together cover the directory dir except
@@ -45,13 +47,13 @@ type guard struct{ path, real string }
 func around(dir string, g []guard) (cover, left []string) {
 	real := resolve(dir)
 	for _, x := range g {
-		if under(dir, x.path) || under(real, x.real) {
+		if pathtree.Within(dir, x.path) || pathtree.Within(real, x.real) {
 			return nil, []string{dir}
 		}
 	}
 	holds := false
 	for _, x := range g {
-		holds = holds || under(x.path, dir) || under(x.real, real)
+		holds = holds || pathtree.Within(x.path, dir) || pathtree.Within(x.real, real)
 	}
 	if !holds {
 		return []string{dir}, nil
@@ -83,7 +85,7 @@ func around(dir string, g []guard) (cover, left []string) {
 // guarded path.
 func touches(p string, g []guard) bool {
 	for _, x := range g {
-		if under(p, x.real) || under(x.real, p) || under(p, x.path) || under(x.path, p) {
+		if pathtree.Within(p, x.real) || pathtree.Within(x.real, p) || pathtree.Within(p, x.path) || pathtree.Within(x.path, p) {
 			return true
 		}
 	}
@@ -96,7 +98,7 @@ func Covered(prefixes, guarded []string) []string {
 	var out []string
 	for _, p := range guarded {
 		for _, pre := range prefixes {
-			if under(p, pre) || under(resolve(p), resolve(pre)) {
+			if pathtree.Within(p, pre) || pathtree.Within(resolve(p), resolve(pre)) {
 				out = append(out, p)
 				break
 			}

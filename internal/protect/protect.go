@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
@@ -243,7 +244,7 @@ func Extend(path string, old []byte, c Confinement) (Edit, error) {
 		for _, d := range dirs {
 			covered := false
 			for _, it := range prefixes.Content {
-				if under(abs(d), abs(it.Value)) {
+				if pathtree.Within(abs(d), abs(it.Value)) {
 					covered = true
 				}
 			}
@@ -315,7 +316,7 @@ func Extend(path string, old []byte, c Confinement) (Edit, error) {
 	for _, tool := range tools {
 		t, _ := pol.Lookup(tool)
 		for _, d := range dirs {
-			if t != nil && len(t.AllowedPathPrefixes) > 0 && !covers(t.AllowedPathPrefixes, abs(d)) && !leftAlone(e.Left, tool) {
+			if t != nil && len(t.AllowedPathPrefixes) > 0 && !pathtree.WithinAny(abs(d), t.AllowedPathPrefixes) && !leftAlone(e.Left, tool) {
 				return e, fmt.Errorf("bouncer init made a policy that does not confine %s to %s (a bug; nothing written)", tool, d)
 			}
 		}
@@ -336,22 +337,6 @@ func leftAlone(left []string, tool string) bool {
 		}
 	}
 	return false
-}
-
-func covers(prefixes []string, p string) bool {
-	for _, x := range prefixes {
-		if under(p, x) {
-			return true
-		}
-	}
-	return false
-}
-
-// under reports whether p is prefix or lies below it, by path component,
-// as the engine compares them.
-func under(p, prefix string) bool {
-	p, prefix = filepath.Clean(p), filepath.Clean(prefix)
-	return p == prefix || prefix == "/" || strings.HasPrefix(p, prefix+"/")
 }
 
 // toolKeys returns an entry's write_params and allowed_path_prefixes, and

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
@@ -102,7 +103,7 @@ func sourceName(src, relTo string) string {
 		src = src[:i]
 	}
 	if relTo != "" {
-		if r, err := filepath.Rel(relTo, src); err == nil && !strings.HasPrefix(r, "..") {
+		if r, ok := pathtree.Below(src, relTo); ok {
 			return r
 		}
 	}
