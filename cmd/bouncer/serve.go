@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/filepos"
 	"github.com/bouncer-mcp/bouncer/internal/serve"
 )
 
@@ -49,7 +49,7 @@ func cmdServe(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = serve.Run(ctx, serve.Options{Policies: policies, AuditPath: path, WorkDir: wd, Version: version, StateDir: dir})
-	var pe *policy.Error
+	var pe *filepos.Error // the policy file's problem, FILE:LINE: KEY
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 		return nil

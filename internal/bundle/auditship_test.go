@@ -105,7 +105,7 @@ func TestAuditShipErrors(t *testing.T) {
 		{"headers list", "audit_ship:\n  otlp: http://x:4318\n  headers: [a]\n", ":3: audit_ship.headers: expected a mapping"},
 		{"header number", "audit_ship:\n  otlp: http://x:4318\n  headers: {X-N: 3}\n", ":3: audit_ship.headers.X-N: expected a string"},
 		{"header name", "audit_ship:\n  otlp: http://x:4318\n  headers: {\"a b\": c}\n", `audit_ship.headers: "a b" is not an HTTP header name`},
-		{"twice", "audit_ship:\n  otlp: http://x:4318\n  otlp: http://y:4318\n", ":3: audit_ship.otlp: given twice"},
+		{"twice", "audit_ship:\n  otlp: http://x:4318\n  otlp: http://y:4318\n", ":3: audit_ship.otlp: set twice (first at line 2)"},
 		{"missing ca", "audit_ship:\n  otlp: https://x:4318\n  ca: gone.pem\n", ":3: audit_ship.ca: gone.pem:"},
 		{"ca not pem", "audit_ship:\n  otlp: https://x:4318\n  ca: notpem.txt\n", ":3: audit_ship.ca: notpem.txt: holds no PEM certificate"},
 	}

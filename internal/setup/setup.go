@@ -87,7 +87,7 @@ func (d *Decider) Engine(server string) *engine.Engine {
 }
 
 // Load reads and checks the policy and builds the engine over it. Errors are
-// the policy's own (*policy.Error, naming file, line and key), Verify's, or
+// the policy's own (*filepos.Error, naming file, line and key), Verify's, or
 // the sandbox key's; each means the command must stop with exit status 2.
 func Load(c Config) (*Decider, error) {
 	pol, err := policy.LoadFiles(c.Verify, c.Policies, c.Extra...)
