@@ -1,5 +1,6 @@
 // Package yamlstrict is the one YAML dialect of the files a person writes
-// for Bouncer (policy files and trust files).
+// for Bouncer (policy files and trust files), and the one way Bouncer
+// writes a YAML scalar into such a file.
 //
 // Reading: Decode takes one document to a node tree and refuses what
 // would make the file mean something other than it reads: anchors and
@@ -10,6 +11,11 @@
 // the tag chose), and a second document. What the keys and values mean is
 // the caller's business; every refusal is a *filepos.Error naming the file,
 // the line and the key.
+//
+// Writing: Quote and Scalar turn a string into YAML text that Decode reads
+// back as exactly that string, or fail: a string that is not UTF-8 has no
+// YAML spelling, and writing a near miss would put a value in the file
+// that nobody chose.
 package yamlstrict
 
 import (
@@ -20,6 +26,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -160,4 +167,77 @@ func Describe(n *yaml.Node) string {
 		return "a " + n.ShortTag() + " value " + strconv.Quote(n.Value)
 	}
 	return "an unexpected node"
+}
+
+// ErrNotUTF8 is returned by Quote and Scalar for a string YAML can't hold.
+var ErrNotUTF8 = errors.New("not valid UTF-8, so YAML can't hold it")
+
+// Quote returns s as a YAML double-quoted scalar that reads back as
+// exactly s. Characters a person could not see (controls, bidirectional
+// overrides, invisible ones) are written as escapes, so the file shows
+// what it holds.
+func Quote(s string) (string, error) {
+	if !utf8.ValidString(s) {
+		return "", fmt.Errorf("%s: %w", strconv.QuoteToASCII(s), ErrNotUTF8)
+	}
+	// For valid UTF-8, Go's escapes (\n, \x1b, \u202e, \U000e0041) are all
+	// YAML double-quoted escapes with the same meaning; \xHH is only ever
+	// written below U+0080, where YAML's code point and Go's byte agree.
+	return strconv.Quote(s), nil
+}
+
+// plainSafe is what Scalar considers writing unquoted: path and name
+// characters only, so no indicator (: # - ? [ { & * ! | > ' " % @ `)
+// can change how the text is read.
+var plainSafe = regexp.MustCompile(`^[A-Za-z0-9_./][A-Za-z0-9_./-]*$`)
+
+// Scalar returns s unquoted when YAML reads that back as the same string
+// (a path, a tool name), else Quote(s): "true", "1.5", "null" stay quoted.
+func Scalar(s string) (string, error) {
+	if plainSafe.MatchString(s) {
+		var n yaml.Node
+		if yaml.Unmarshal([]byte(s), &n) == nil && len(n.Content) == 1 {
+			if v := n.Content[0]; v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" && v.Value == s {
+				return s, nil
+			}
+		}
+	}
+	return Quote(s)
+}
+
+// maxKey is the longest text YAML reads as a key on one line ("KEY: v"),
+// in characters, quotes and escapes included.
+const maxKey = 1024
+
+// Key returns s written by write (Quote or Scalar) for a mapping key, as
+// in "KEY: value" with the colon right after it. YAML reads no key on one
+// line longer than 1024 characters, so a longer one is an error rather
+// than a file that does not load.
+func Key(s string, write func(string) (string, error)) (string, error) {
+	q, err := write(s)
+	if err != nil {
+		return "", err
+	}
+	if utf8.RuneCountInString(q) > maxKey {
+		r := []rune(s)
+		return "", fmt.Errorf("%s…: %w", strconv.QuoteToASCII(string(r[:min(len(r), 40)])), ErrLongKey)
+	}
+	return q, nil
+}
+
+// ErrLongKey is returned by Key for a key YAML can't hold on one line.
+var ErrLongKey = fmt.Errorf("longer than the %d characters YAML allows a key", maxKey)
+
+// Flow returns items as a YAML flow list, "[a, b]", each item written by
+// write (Quote or Scalar).
+func Flow(items []string, write func(string) (string, error)) (string, error) {
+	parts := make([]string, len(items))
+	for i, s := range items {
+		q, err := write(s)
+		if err != nil {
+			return "", err
+		}
+		parts[i] = q
+	}
+	return "[" + strings.Join(parts, ", ") + "]", nil
 }

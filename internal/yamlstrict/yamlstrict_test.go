@@ -2,7 +2,9 @@ package yamlstrict
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -90,4 +92,120 @@ func TestDescribe(t *testing.T) {
 			t.Errorf("Describe(%s) = %s, want %s", doc, got, want)
 		}
 	}
+}
+
+// The writers' output for values a policy holds: plain where YAML reads
+// the text back as the same string, else quoted with visible escapes.
+func TestScalarAndQuote(t *testing.T) {
+	cases := []struct{ in, scalar, quote string }{
+		{"/home/me/out", "/home/me/out", `"/home/me/out"`},
+		{"send_email", "send_email", `"send_email"`},
+		{"true", `"true"`, `"true"`},
+		{"null", `"null"`, `"null"`},
+		{"1.5", `"1.5"`, `"1.5"`},
+		{"0x1F", `"0x1F"`, `"0x1F"`},
+		{"2001-12-14", `"2001-12-14"`, `"2001-12-14"`},
+		{"...", `"..."`, `"..."`},
+		{".inf", `".inf"`, `".inf"`},
+		{"", `""`, `""`},
+		{"a b", `"a b"`, `"a b"`},
+		{"-x", `"-x"`, `"-x"`},
+		{"a: b", `"a: b"`, `"a: b"`},
+		{"evil\u202e.com", `"evil\u202e.com"`, `"evil\u202e.com"`},
+		{"line\nbreak", `"line\nbreak"`, `"line\nbreak"`},
+		{"<tag>", `"<tag>"`, `"<tag>"`},
+	}
+	for _, c := range cases {
+		if got, err := Scalar(c.in); err != nil || got != c.scalar {
+			t.Errorf("Scalar(%q) = %s, %v; want %s", c.in, got, err, c.scalar)
+		}
+		if got, err := Quote(c.in); err != nil || got != c.quote {
+			t.Errorf("Quote(%q) = %s, %v; want %s", c.in, got, err, c.quote)
+		}
+	}
+	if got, err := Flow([]string{"to", "a b", "true"}, Scalar); err != nil || got != `[to, "a b", "true"]` {
+		t.Errorf("Flow = %s, %v", got, err)
+	}
+	for _, write := range []func(string) (string, error){Quote, Scalar} {
+		if got, err := write("caf\xe9"); !errors.Is(err, ErrNotUTF8) {
+			t.Errorf("invalid UTF-8 written as %s, %v; want ErrNotUTF8", got, err)
+		}
+	}
+	// YAML reads a key of at most 1024 characters, quotes included.
+	for n, ok := range map[int]bool{1022: true, 1023: false} {
+		k := strings.Repeat("k", n)
+		if got, err := Key(k, Quote); (err == nil) != ok || (!ok && !errors.Is(err, ErrLongKey)) || (ok && got != `"`+k+`"`) {
+			t.Errorf("Key of %d characters, quoted: %.20s…, %v", n, got, err)
+		}
+	}
+	if _, err := Key("caf\xe9", Scalar); !errors.Is(err, ErrNotUTF8) {
+		t.Errorf("Key with invalid UTF-8: %v, want ErrNotUTF8", err)
+	}
+	if _, err := Flow([]string{"ok", "\xff"}, Quote); !errors.Is(err, ErrNotUTF8) {
+		t.Errorf("Flow with invalid UTF-8: %v, want ErrNotUTF8", err)
+	}
+}
+
+// What Quote and Scalar write, Decode reads back as the same string, in
+// each place a writer puts a scalar: a mapping value, a block list item,
+// a flow list item and a mapping key. A string they can't write is one
+// that is not UTF-8, and only that.
+func FuzzWriteReadBack(f *testing.F) {
+	for _, s := range []string{
+		"", "x", "true", "False", "null", "~", "1", "-1", "1.5", ".inf", ".NaN", "0x1F", "0o17", "1_000",
+		"2001-12-14", "2001-12-14T21:59:43.10-05:00", "y", "NO", "on", "<<", "=", "...", "---", "- x",
+		"a: b", "a:b", "#x", "a #b", "@x", "`x`", "%x", "!x", "&x", "*x", "|", ">", "'", "\"", "\\",
+		"[a]", "{a: b}", "a, b", "?", "? x", " lead", "trail ", "tab\there", "\t", "\r\n", "\n",
+		"\x00", "\x1b[2J", "\x7f", "\u0085", "\u00a0", "\u2028", "\u2029", "\u202e", "\ufeff", "\ufffd",
+		"\ue000", "\U0001f600", "\U000e0041", "\U0010ffff", "é", "e\u0301", "caf\xe9", "\xff", "a\xc3",
+		strings.Repeat("k", 1022), strings.Repeat("k", 1024), strings.Repeat("k", 1025), strings.Repeat("é", 1100),
+		"/home/me/out", "./proj", "../x", "C:\\x", "https://x.example/a?b=c#d", "mallory@evil.example",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, w := range []struct {
+			name  string
+			write func(string) (string, error)
+		}{{"Quote", Quote}, {"Scalar", Scalar}} {
+			q, err := w.write(s)
+			if !utf8.ValidString(s) {
+				if !errors.Is(err, ErrNotUTF8) {
+					t.Fatalf("%s(%q) = %s, %v; want ErrNotUTF8", w.name, s, q, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s(%q): %v", w.name, s, err)
+			}
+			if strings.ContainsAny(q, "\n\r") {
+				t.Fatalf("%s(%q) = %q spans lines", w.name, s, q)
+			}
+			docs := map[string]func(*yaml.Node) *yaml.Node{
+				"k: " + q + "\n":            func(n *yaml.Node) *yaml.Node { return n.Content[1] },
+				"k:\n  - " + q + "\n":       func(n *yaml.Node) *yaml.Node { return n.Content[1].Content[0] },
+				"k: [" + q + ", " + q + "]": func(n *yaml.Node) *yaml.Node { return n.Content[1].Content[1] },
+			}
+			key, err := Key(s, w.write)
+			switch {
+			case err == nil:
+				docs[key+": v\n"] = func(n *yaml.Node) *yaml.Node { return n.Content[0] }
+			case !errors.Is(err, ErrLongKey) || utf8.RuneCountInString(q) <= 1024:
+				t.Fatalf("Key(%q, %s): %v", s, w.name, err)
+			}
+			for doc, pick := range docs {
+				top, err := Decode("f.yaml", []byte(doc))
+				if err != nil {
+					t.Fatalf("%s(%q) = %s, and %q does not read back: %v", w.name, s, q, doc, err)
+				}
+				if top == nil || top.Kind != yaml.MappingNode || len(top.Content) != 2 {
+					t.Fatalf("%s(%q): %q reads as %+v", w.name, s, doc, top)
+				}
+				got := pick(top)
+				if got.Kind != yaml.ScalarNode || got.ShortTag() != "!!str" || got.Value != s {
+					t.Fatalf("%s(%q) = %s; %q reads back as %s", w.name, s, q, doc, Describe(got))
+				}
+			}
+		}
+	})
 }
