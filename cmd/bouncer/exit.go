@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/bouncer-mcp/bouncer/internal/bundle"
-	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
-	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/filepos"
 )
 
 // The exit statuses the contract fixes.
@@ -54,15 +52,13 @@ func silently(status int) error { return &exitError{status: status} }
 // client config file (which name the file and line), and 1 otherwise.
 func status(err error) int {
 	var ee *exitError
-	var pe *policy.Error
-	var be *bundle.Error
-	var ce *mcpconfig.Error
+	var fe *filepos.Error // a policy, trust or client config file's problem
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ee):
 		return ee.status
-	case errors.As(err, &pe), errors.As(err, &be), errors.As(err, &ce):
+	case errors.As(err, &fe):
 		return exitUsage
 	}
 	return exitFail

@@ -107,7 +107,7 @@ func TestAuditShipErrors(t *testing.T) {
 		{"header name", "audit_ship:\n  otlp: http://x:4318\n  headers: {\"a b\": c}\n", `audit_ship.headers: "a b" is not an HTTP header name`},
 		{"header reference", "audit_ship:\n  otlp: http://x:4318\n  headers: {Authorization: \"Bearer ${T:-s3cr3t}\"}\n", `:3: audit_ship.headers.Authorization: the "${...}" at byte 7 is not a variable reference`},
 		{"header unclosed", "audit_ship:\n  otlp: http://x:4318\n  headers:\n    X-Key: ${T\n", `:4: audit_ship.headers.X-Key: the "${" at byte 0 has no closing "}"`},
-		{"twice", "audit_ship:\n  otlp: http://x:4318\n  otlp: http://y:4318\n", ":3: audit_ship.otlp: given twice"},
+		{"twice", "audit_ship:\n  otlp: http://x:4318\n  otlp: http://y:4318\n", ":3: audit_ship.otlp: set twice (first at line 2)"},
 		{"missing ca", "audit_ship:\n  otlp: https://x:4318\n  ca: gone.pem\n", ":3: audit_ship.ca: gone.pem:"},
 		{"ca not pem", "audit_ship:\n  otlp: https://x:4318\n  ca: notpem.txt\n", ":3: audit_ship.ca: notpem.txt: holds no PEM certificate"},
 	}

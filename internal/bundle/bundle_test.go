@@ -381,7 +381,7 @@ func TestTrustErrors(t *testing.T) {
 		{"scalar keys", "keys: k.pub\n", ":1: keys: expected a list"},
 		{"null keys", "keys:\n", ":1: keys: expected a list of public key files, got nothing"},
 		{"key not a string", "keys:\n  - 12\n", ":2: keys: expected a string"},
-		{"duplicate key", "require_signed: true\nkeys: [k.pub]\nrequire_signed: false\n", ":3: require_signed: given twice"},
+		{"duplicate key", "require_signed: true\nkeys: [k.pub]\nrequire_signed: false\n", ":3: require_signed: set twice (first at line 1)"},
 		{"require without signers", "require_signed: true\n", ":1: require_signed: true, but no keys or identities"},
 		{"missing key file", "keys:\n  - k.pub\n  - gone.pub\n", ":3: keys: gone.pub:"},
 		{"bad key file", "keys:\n  - bad.pub\n", ":2: keys: bad.pub: not a PEM public key"},
@@ -395,8 +395,8 @@ func TestTrustErrors(t *testing.T) {
 		{"syntax error", "require_signed: true\nkeys: [k.pub\n", "trust.yaml:"},
 		{"not a mapping", "- a\n- b\n", ":1: expected a mapping"},
 		{"empty", "", "empty trust file"},
-		{"alias", "keys: &a [k.pub]\nx: *a\n", ":1: YAML anchors and aliases"},
-		{"two documents", "require_signed: false\n---\nrequire_signed: true\n", "more than one YAML document"},
+		{"alias", "keys: &a [k.pub]\nx: *a\n", ":1: keys: YAML anchors and aliases are not allowed"},
+		{"two documents", "require_signed: false\n---\nrequire_signed: true\n", ":2: the file holds one YAML document; found another"},
 		{"empty string", "trusted_root: ''\n", ":1: trusted_root: empty"},
 	}
 	for _, c := range cases {

@@ -3,8 +3,10 @@
 //
 // Verification is offline: keys and the Sigstore trusted root come from local
 // files named by the trust configuration, and nothing here opens a network
-// connection or fetches TUF metadata. The package imports nothing of
-// Bouncer's own, so the trust decision can be read and tested on its own.
+// connection or fetches TUF metadata. Of Bouncer's own packages it imports
+// only the leaves filepos, yamlstrict and envexpand (the error type, the
+// YAML dialect it shares with policy files, and the one ${VAR} rule), so the
+// trust decision can be read and tested on its own.
 //
 // A trust configuration can come in two layers. When the system file
 // (/etc/bouncer/trust.yaml) exists it always applies; a user's file (--trust
@@ -15,7 +17,6 @@
 package bundle
 
 import (
-	"bytes"
 	"crypto"
 	"errors"
 	"fmt"
@@ -30,6 +31,9 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"gopkg.in/yaml.v3"
+
+	"github.com/bouncer-mcp/bouncer/internal/filepos"
+	"github.com/bouncer-mcp/bouncer/internal/yamlstrict"
 )
 
 // systemTrustFile is the machine-wide trust configuration. It is a variable
@@ -46,30 +50,10 @@ const UserTrustFileName = "trust.yaml"
 // hundred bytes.
 const maxTrustFileSize = 1 << 20
 
-// Error is a problem in a trust file, printed as "FILE:LINE: KEY: problem"
-// (LINE and KEY are left out when unknown).
-type Error struct {
-	File string
-	Line int
-	Key  string
-	Msg  string
-}
-
-// Error formats the problem as FILE:LINE: KEY: problem.
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	b.WriteString(": ")
-	if e.Key != "" {
-		b.WriteString(e.Key)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
+// Error is a problem in a trust file: the one file-position error
+// (package filepos), printed as "FILE:LINE: KEY: problem" (LINE and KEY
+// are left out when unknown).
+type Error = filepos.Error
 
 // Trust is a loaded trust configuration: one or two layers. It is immutable
 // after LoadTrust and safe for concurrent use.
@@ -308,45 +292,25 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 		}
 		return &Error{File: file, Line: line, Key: key, Msg: fmt.Sprintf(format, a...)}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fail(nil, "", "empty trust file (write require_signed: false to mean no requirements)")
-		}
-		return nil, yamlError(file, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, yamlError(file, err)
-		}
-		return nil, fail(&extra, "", "more than one YAML document")
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		return nil, fail(&doc, "", "expected a mapping")
-	}
-	top := doc.Content[0]
-	if err := noAliases(file, top); err != nil {
+	// The YAML dialect is yamlstrict's, shared with policy files: one
+	// document; no anchors, aliases, merge keys or tags; every key a
+	// string, given once.
+	top, err := yamlstrict.Decode(file, data)
+	if err != nil {
 		return nil, err
+	}
+	if top == nil {
+		return nil, fail(nil, "", "empty trust file (write require_signed: false to mean no requirements)")
 	}
 	if top.Kind != yaml.MappingNode {
 		return nil, fail(top, "", "expected a mapping of require_signed, enforce, keys, identities, trusted_root")
 	}
-	seen := map[string]bool{}
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
-		if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
-			return nil, fail(k, "", "keys must be plain strings")
-		}
-		if seen[k.Value] {
-			return nil, fail(k, k.Value, "given twice")
-		}
-		seen[k.Value] = true
 		switch k.Value {
 		case "require_signed":
 			if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
-				return nil, fail(v, k.Value, "expected true or false, got %s", describe(v))
+				return nil, fail(v, k.Value, "expected true or false, got %s", yamlstrict.Describe(v))
 			}
 			var b bool
 			if err := v.Decode(&b); err != nil {
@@ -355,14 +319,14 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 			cfg.requireSigned, cfg.requireSignedLine = b, k.Line
 		case "enforce":
 			if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
-				return nil, fail(v, k.Value, "expected true or false, got %s", describe(v))
+				return nil, fail(v, k.Value, "expected true or false, got %s", yamlstrict.Describe(v))
 			}
 			if err := v.Decode(&cfg.enforce); err != nil {
 				return nil, fail(v, k.Value, "expected true or false")
 			}
 		case "keys":
 			if v.Kind != yaml.SequenceNode {
-				return nil, fail(v, k.Value, "expected a list of public key files, got %s", describe(v))
+				return nil, fail(v, k.Value, "expected a list of public key files, got %s", yamlstrict.Describe(v))
 			}
 			for _, e := range v.Content {
 				s, err := str(file, "keys", e)
@@ -373,7 +337,7 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 			}
 		case "identities":
 			if v.Kind != yaml.SequenceNode {
-				return nil, fail(v, k.Value, "expected a list of {issuer, subject or subject_regexp}, got %s", describe(v))
+				return nil, fail(v, k.Value, "expected a list of {issuer, subject or subject_regexp}, got %s", yamlstrict.Describe(v))
 			}
 			for _, e := range v.Content {
 				id, err := parseIdentity(file, e)
@@ -418,19 +382,11 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 func parseIdentity(file string, n *yaml.Node) (identityConfig, error) {
 	id := identityConfig{line: n.Line}
 	if n.Kind != yaml.MappingNode {
-		return id, &Error{File: file, Line: n.Line, Key: "identities", Msg: "expected a mapping with issuer and subject or subject_regexp, got " + describe(n)}
+		return id, &Error{File: file, Line: n.Line, Key: "identities", Msg: "expected a mapping with issuer and subject or subject_regexp, got " + yamlstrict.Describe(n)}
 	}
-	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
-			return id, &Error{File: file, Line: k.Line, Key: "identities", Msg: "keys must be plain strings"}
-		}
 		key := "identities." + k.Value
-		if seen[k.Value] {
-			return id, &Error{File: file, Line: k.Line, Key: key, Msg: "given twice"}
-		}
-		seen[k.Value] = true
 		s, err := str(file, key, v)
 		if err != nil {
 			return id, err
@@ -463,57 +419,12 @@ func parseIdentity(file string, n *yaml.Node) (identityConfig, error) {
 // str returns a non-empty plain string scalar.
 func str(file, key string, n *yaml.Node) (string, error) {
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-		return "", &Error{File: file, Line: n.Line, Key: key, Msg: "expected a string, got " + describe(n)}
+		return "", &Error{File: file, Line: n.Line, Key: key, Msg: "expected a string, got " + yamlstrict.Describe(n)}
 	}
 	if strings.TrimSpace(n.Value) == "" {
 		return "", &Error{File: file, Line: n.Line, Key: key, Msg: "empty"}
 	}
 	return n.Value, nil
-}
-
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.Tag {
-		case "!!null":
-			return "nothing"
-		case "!!str":
-			return fmt.Sprintf("the string %q", n.Value)
-		}
-		return fmt.Sprintf("%s %s", strings.TrimPrefix(n.Tag, "!!"), n.Value)
-	}
-	return "an alias"
-}
-
-// noAliases rejects anchors and aliases: a trust file has no use for them,
-// and refusing them keeps what a reviewer reads equal to what is enforced.
-func noAliases(file string, n *yaml.Node) error {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		return &Error{File: file, Line: n.Line, Msg: "YAML anchors and aliases are not allowed in a trust file"}
-	}
-	for _, c := range n.Content {
-		if err := noAliases(file, c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// yamlError turns a yaml.v3 syntax error into FILE:LINE: form.
-func yamlError(file string, err error) error {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line := 0
-		fmt.Sscanf(m[1], "%d", &line)
-		return &Error{File: file, Line: line, Msg: m[2]}
-	}
-	return &Error{File: file, Msg: strings.TrimPrefix(msg, "yaml: ")}
 }
 
 // load reads the key files and trusted root a parsed trust file names,

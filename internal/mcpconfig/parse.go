@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/bouncer-mcp/bouncer/internal/display"
+	"github.com/bouncer-mcp/bouncer/internal/filepos"
 )
 
 // node is one JSON value with the byte range it occupies in the document, so
@@ -125,20 +126,10 @@ func dupError(file string, data []byte, path string, first, second *member) *Err
 		second.key, where, firstLine, second.key)}
 }
 
-// Error is a problem with a config file. Line and Col are 1-based and 0 when
-// the problem has no single place (an unreadable file).
-type Error struct {
-	File      string
-	Line, Col int
-	Msg       string
-}
-
-func (e *Error) Error() string {
-	if e.Line == 0 {
-		return e.File + ": " + e.Msg
-	}
-	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
-}
+// Error is a problem with a config file: the one file-position error
+// (package filepos), printed as "FILE:LINE:COL: problem". Line and Col are
+// 1-based and 0 when the problem has no single place (an unreadable file).
+type Error = filepos.Error
 
 // lineCol turns a byte offset into a 1-based line and column (the column
 // counts bytes, which is what editors' "go to" accepts for ASCII JSON).

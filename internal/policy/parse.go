@@ -2,9 +2,7 @@ package policy
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -15,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
+	"github.com/bouncer-mcp/bouncer/internal/yamlstrict"
 )
 
 // The per-tool keys, in the order the docs list them.
@@ -93,65 +92,37 @@ func (p *parser) source(n *yaml.Node) string {
 	if p.src.abs != "" {
 		name = p.src.abs
 	}
-	return name + ":" + itoa(n.Line)
+	return name + ":" + strconv.Itoa(n.Line)
 }
 
 // parse validates one document. Packs may not carry a sandbox key: the
 // confinement of a server is the user's choice, not a pack's.
-func parse(src Source, isPack bool) (doc *document, err error) {
+func parse(src Source, isPack bool) (*document, error) {
 	p := &parser{src: src, lines: bytes.Count(src.Data, []byte("\n")) + 1}
-	// yaml.v3 has panicked on hostile input before; a policy that can't be
-	// parsed is an error, never a crash.
-	defer func() {
-		if r := recover(); r != nil {
-			doc, err = nil, &Error{File: src.Name, Line: 1, Msg: fmt.Sprintf("invalid YAML: the parser failed: %v", r)}
-		}
-	}()
 	return p.document(isPack)
 }
 
 func (p *parser) document(isPack bool) (*document, error) {
-	src := p.src
-	dec := yaml.NewDecoder(bytes.NewReader(src.Data))
-	var root yaml.Node
-	if err := dec.Decode(&root); err != nil {
-		if errors.Is(err, io.EOF) {
-			return &document{}, nil // an empty file is an empty policy
-		}
-		return nil, p.yamlError(err)
+	// The YAML dialect (one document, no anchors, aliases, merge keys,
+	// tags, duplicate or non-string keys) is yamlstrict's, shared with the
+	// trust file; what follows is what the keys mean.
+	top, err := yamlstrict.Decode(p.src.Name, p.src.Data)
+	if err != nil {
+		return nil, err
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, p.errf(&extra, "", "a policy file holds one YAML document; found another (remove the extra ---)")
-	} else if !errors.Is(err, io.EOF) {
-		return nil, p.yamlError(err)
-	}
-	top := &root
-	if top.Kind == yaml.DocumentNode {
-		if len(top.Content) == 0 {
-			return &document{}, nil
-		}
-		top = top.Content[0]
-	}
-	top = deref(top)
 	if isNull(top) {
-		return &document{}, nil
+		return &document{}, nil // an empty file is an empty policy
 	}
 	if top.Kind != yaml.MappingNode {
-		return nil, p.errf(top, "", "the top level must be a mapping of tool name to entry, got %s", describe(top))
+		return nil, p.errf(top, "", "the top level must be a mapping of tool name to entry, got %s", yamlstrict.Describe(top))
 	}
 	doc := &document{}
-	seen := map[string]int{}
 	for i := 0; i+1 < len(top.Content); i += 2 {
-		k, v := deref(top.Content[i]), deref(top.Content[i+1])
+		k, v := top.Content[i], top.Content[i+1]
 		name, err := p.keyName(k, "", "tool name")
 		if err != nil {
 			return nil, err
 		}
-		if prev, dup := seen[name]; dup {
-			return nil, p.errf(k, name, "configured twice in this file (first at line %d); merge the two entries", prev)
-		}
-		seen[name] = k.Line
 		if name == SharedSessionKey {
 			if isPack {
 				return nil, p.errf(k, name, "a pack can't take a server out of its client session")
@@ -201,73 +172,14 @@ func (p *parser) document(isPack bool) (*document, error) {
 // platform's path checks can place.
 var uriScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
-
-// yamlError turns yaml.v3's "yaml: line N: msg" into an *Error at line N.
-func (p *parser) yamlError(err error) *Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 1
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		if n, convErr := strconv.Atoi(m[1]); convErr == nil && n >= 1 {
-			line = n
-		}
-		msg = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(msg, m[0]), ":"))
-	}
-	if line > p.lines {
-		line = p.lines
-	}
-	return &Error{File: p.src.Name, Line: line, Msg: "invalid YAML: " + msg}
-}
-
-// deref follows an alias to the node it names. Aliases are otherwise
-// transparent: an anchored entry reused for two tools is two entries.
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && n.Alias != nil && i < 100; i++ {
-		n = n.Alias
-	}
-	return n
-}
-
 func isNull(n *yaml.Node) bool {
 	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
 }
 
-// describe names a node's type for messages ("a list", "the string \"no\"").
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return "nothing (null)"
-		case "!!bool":
-			return "the boolean " + n.Value
-		case "!!int":
-			return "the integer " + n.Value
-		case "!!float":
-			return "the number " + n.Value
-		case "!!str":
-			return "the string " + strconv.Quote(n.Value)
-		}
-		return "a " + n.ShortTag() + " value " + strconv.Quote(n.Value)
-	}
-	return "an unexpected node"
-}
-
-// keyName returns a mapping key's string, refusing non-string keys: a key
-// like 123 or true would never match a tool or argument name.
+// keyName returns a mapping key's string (yamlstrict made sure it is one,
+// and that it is not given twice), refusing one that could never match a
+// tool or argument name.
 func (p *parser) keyName(k *yaml.Node, ctx, what string) (string, error) {
-	if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-		return "", p.errf(k, ctx, "YAML merge keys (<<) are not supported; repeat the keys")
-	}
-	if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-		return "", p.errf(k, ctx, "%s must be a string, got %s (quote it)", what, describe(k))
-	}
 	if strings.TrimSpace(k.Value) == "" {
 		return "", p.errf(k, ctx, "%s is empty", what)
 	}
@@ -282,25 +194,20 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 		return nil, p.errf(k, name, "entry is empty; give it at least one key (%s), or remove it", strings.Join(toolKeys, ", "))
 	}
 	if v.Kind != yaml.MappingNode {
-		return nil, p.errf(v, name, "entry must be a mapping of keys (%s), got %s", strings.Join(toolKeys, ", "), describe(v))
+		return nil, p.errf(v, name, "entry must be a mapping of keys (%s), got %s", strings.Join(toolKeys, ", "), yamlstrict.Describe(v))
 	}
 	if len(v.Content) == 0 {
 		return nil, p.errf(v, name, "entry is empty; give it at least one key (%s), or remove it", strings.Join(toolKeys, ", "))
 	}
 	t := &Tool{Name: name, Source: p.source(k)}
-	seen := map[string]int{}
 	var sinkKey, trustedKey, prefixKey, relativeKey, implicitKey, kindsKey *yaml.Node
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		kk, vv := deref(v.Content[i]), deref(v.Content[i+1])
+		kk, vv := v.Content[i], v.Content[i+1]
 		key, err := p.keyName(kk, name, "key")
 		if err != nil {
 			return nil, err
 		}
 		full := name + "." + key
-		if prev, dup := seen[key]; dup {
-			return nil, p.errf(kk, full, "set twice in this entry (first at line %d)", prev)
-		}
-		seen[key] = kk.Line
 		switch key {
 		case keyExfiltrating:
 			b, err := p.boolean(vv, full)
@@ -423,7 +330,7 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 func (p *parser) relative(v *yaml.Node, key string) (RelativePaths, error) {
 	const want = "deny, workdir, or a directory (an absolute path, or ./DIR relative to this file)"
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
-		return RelativePaths{}, p.errf(v, key, "must be %s, got %s", want, describe(v))
+		return RelativePaths{}, p.errf(v, key, "must be %s, got %s", want, yamlstrict.Describe(v))
 	}
 	switch s := v.Value; {
 	case s == RelativeDenyWord:
@@ -440,7 +347,7 @@ func (p *parser) relative(v *yaml.Node, key string) (RelativePaths, error) {
 		}
 		return RelativePaths{Mode: RelativeDir, Dir: dir}, nil
 	default:
-		return RelativePaths{}, p.errf(v, key, "must be %s, got %s%s", want, describe(v), suggest(s, []string{RelativeDenyWord, RelativeWorkDirWord}))
+		return RelativePaths{}, p.errf(v, key, "must be %s, got %s%s", want, yamlstrict.Describe(v), suggest(s, []string{RelativeDenyWord, RelativeWorkDirWord}))
 	}
 }
 
@@ -450,7 +357,7 @@ var kindRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 // kind reads a kind of directory entry (directory: channel).
 func (p *parser) kind(v *yaml.Node, key string) (string, error) {
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || !kindRE.MatchString(v.Value) {
-		return "", p.errf(v, key, "must be a kind of entry, a lowercase word such as channel, got %s", describe(v))
+		return "", p.errf(v, key, "must be a kind of entry, a lowercase word such as channel, got %s", yamlstrict.Describe(v))
 	}
 	return v.Value, nil
 }
@@ -458,20 +365,15 @@ func (p *parser) kind(v *yaml.Node, key string) (string, error) {
 // kinds reads sink_kinds: {ARGUMENT: KIND}.
 func (p *parser) kinds(v *yaml.Node, key string) (map[string]string, error) {
 	if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
-		return nil, p.errf(v, key, "must be a mapping of argument name to kind (channel: channel), got %s", describe(v))
+		return nil, p.errf(v, key, "must be a mapping of argument name to kind (channel: channel), got %s", yamlstrict.Describe(v))
 	}
 	out := map[string]string{}
-	seen := map[string]int{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, kv := deref(v.Content[i]), deref(v.Content[i+1])
+		k, kv := v.Content[i], v.Content[i+1]
 		arg, err := p.keyName(k, key, "argument name")
 		if err != nil {
 			return nil, err
 		}
-		if prev, dup := seen[arg]; dup {
-			return nil, p.errf(k, key+"."+arg, "set twice (first at line %d)", prev)
-		}
-		seen[arg] = k.Line
 		if out[arg], err = p.kind(kv, key+"."+arg); err != nil {
 			return nil, err
 		}
@@ -483,11 +385,11 @@ func (p *parser) kinds(v *yaml.Node, key string) (map[string]string, error) {
 // yes/no are strings in YAML 1.2, so both are refused rather than guessed.
 func (p *parser) boolean(v *yaml.Node, key string) (bool, error) {
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" {
-		return false, p.errf(v, key, "must be true or false, got %s", describe(v))
+		return false, p.errf(v, key, "must be true or false, got %s", yamlstrict.Describe(v))
 	}
 	var b bool
 	if err := v.Decode(&b); err != nil {
-		return false, p.errf(v, key, "must be true or false, got %s", describe(v))
+		return false, p.errf(v, key, "must be true or false, got %s", yamlstrict.Describe(v))
 	}
 	return b, nil
 }
@@ -495,7 +397,7 @@ func (p *parser) boolean(v *yaml.Node, key string) (bool, error) {
 // count accepts a non-negative YAML integer.
 func (p *parser) count(v *yaml.Node, key string) (int, error) {
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" {
-		return 0, p.errf(v, key, "must be a whole number of calls (0 forbids the tool), got %s", describe(v))
+		return 0, p.errf(v, key, "must be a whole number of calls (0 forbids the tool), got %s", yamlstrict.Describe(v))
 	}
 	var n int64
 	if err := v.Decode(&n); err != nil || n > math.MaxInt32 {
@@ -513,7 +415,6 @@ func (p *parser) count(v *yaml.Node, key string) (int, error) {
 func (p *parser) destinations(v *yaml.Node, key string) (map[string]bool, error) {
 	out := map[string]bool{}
 	for i, item := range v.Content {
-		item = deref(item)
 		k, err := dest.Parse(item.Value)
 		if err != nil {
 			return nil, p.errf(item, key, "item %d: %s is not a destination Bouncer can compare exactly: %v", i+1, strconv.Quote(item.Value), err)
@@ -532,13 +433,12 @@ func (p *parser) strings(v *yaml.Node, key, what string) ([]string, error) {
 		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
 			hint = fmt.Sprintf(" (write [%s])", v.Value)
 		}
-		return nil, p.errf(v, key, "must be a list, got %s%s", describe(v), hint)
+		return nil, p.errf(v, key, "must be a list, got %s%s", yamlstrict.Describe(v), hint)
 	}
 	out := make([]string, 0, len(v.Content))
 	for i, item := range v.Content {
-		item = deref(item)
 		if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
-			return nil, p.errf(item, key, "item %d must be %s (a string), got %s; quote it if you mean the text", i+1, what, describe(item))
+			return nil, p.errf(item, key, "item %d must be %s (a string), got %s; quote it if you mean the text", i+1, what, yamlstrict.Describe(item))
 		}
 		if strings.TrimSpace(item.Value) == "" {
 			return nil, p.errf(item, key, "item %d is empty", i+1)
@@ -563,7 +463,7 @@ func (p *parser) strings(v *yaml.Node, key, what string) ([]string, error) {
 func (p *parser) paths(v *yaml.Node, key string, raw []string) ([]string, error) {
 	out := make([]string, 0, len(raw))
 	for i, r := range raw {
-		abs, err := p.path(deref(v.Content[i]), key, fmt.Sprintf("item %d: ", i+1), r)
+		abs, err := p.path(v.Content[i], key, fmt.Sprintf("item %d: ", i+1), r)
 		if err != nil {
 			return nil, err
 		}
@@ -601,23 +501,18 @@ func (p *parser) path(item *yaml.Node, key, label, r string) (string, error) {
 // makes it match whole values.
 func (p *parser) patterns(v *yaml.Node, key string) ([]ArgPattern, error) {
 	if v.Kind != yaml.MappingNode {
-		return nil, p.errf(v, key, "must be a mapping of argument name to pattern, got %s", describe(v))
+		return nil, p.errf(v, key, "must be a mapping of argument name to pattern, got %s", yamlstrict.Describe(v))
 	}
 	var out []ArgPattern
-	seen := map[string]int{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, pv := deref(v.Content[i]), deref(v.Content[i+1])
+		k, pv := v.Content[i], v.Content[i+1]
 		arg, err := p.keyName(k, key, "argument name")
 		if err != nil {
 			return nil, err
 		}
 		full := key + "." + arg
-		if prev, dup := seen[arg]; dup {
-			return nil, p.errf(k, full, "set twice (first at line %d)", prev)
-		}
-		seen[arg] = k.Line
 		if pv.Kind != yaml.ScalarNode || pv.ShortTag() != "!!str" {
-			return nil, p.errf(pv, full, "pattern must be a string, got %s; quote it", describe(pv))
+			return nil, p.errf(pv, full, "pattern must be a string, got %s; quote it", yamlstrict.Describe(pv))
 		}
 		if _, err := regexp.Compile(pv.Value); err != nil {
 			return nil, p.errf(pv, full, "pattern %s does not compile: %s%s", strconv.Quote(pv.Value), strings.TrimPrefix(err.Error(), "error parsing regexp: "), re2Hint(err))
@@ -636,26 +531,21 @@ func (p *parser) patterns(v *yaml.Node, key string) ([]ArgPattern, error) {
 // slot of OTHER_TOOL's budget too.
 func (p *parser) countsAs(name string, v *yaml.Node, key string) ([]CountsAs, error) {
 	if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
-		return nil, p.errf(v, key, "must be a mapping of tool name to {argument: pattern}, got %s", describe(v))
+		return nil, p.errf(v, key, "must be a mapping of tool name to {argument: pattern}, got %s", yamlstrict.Describe(v))
 	}
 	var out []CountsAs
-	seen := map[string]int{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, cv := deref(v.Content[i]), deref(v.Content[i+1])
+		k, cv := v.Content[i], v.Content[i+1]
 		other, err := p.keyName(k, key, "tool name")
 		if err != nil {
 			return nil, err
 		}
 		full := key + "." + other
-		if prev, dup := seen[other]; dup {
-			return nil, p.errf(k, full, "set twice (first at line %d)", prev)
-		}
-		seen[other] = k.Line
 		if other == name {
 			return nil, p.errf(k, full, "a tool already counts against its own max_calls")
 		}
 		if cv.Kind != yaml.MappingNode || len(cv.Content) == 0 {
-			return nil, p.errf(cv, full, "must be a mapping of argument name to pattern saying when the call counts, got %s", describe(cv))
+			return nil, p.errf(cv, full, "must be a mapping of argument name to pattern saying when the call counts, got %s", yamlstrict.Describe(cv))
 		}
 		when, err := p.patterns(cv, full)
 		if err != nil {
@@ -675,24 +565,19 @@ func re2Hint(err error) string {
 
 func (p *parser) sandbox(k, v *yaml.Node) (*Confinement, error) {
 	if isNull(v) || v.Kind != yaml.MappingNode {
-		return nil, p.errf(v, SandboxKey, "must be a mapping with %s, got %s", strings.Join(sandboxKeys, ", "), describe(v))
+		return nil, p.errf(v, SandboxKey, "must be a mapping with %s, got %s", strings.Join(sandboxKeys, ", "), yamlstrict.Describe(v))
 	}
-	c := &Confinement{Source: p.src.Name + ":" + itoa(k.Line)}
+	c := &Confinement{Source: p.src.Name + ":" + strconv.Itoa(k.Line)}
 	if p.src.abs != "" {
-		c.Source = p.src.abs + ":" + itoa(k.Line)
+		c.Source = p.src.abs + ":" + strconv.Itoa(k.Line)
 	}
-	seen := map[string]int{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		kk, vv := deref(v.Content[i]), deref(v.Content[i+1])
+		kk, vv := v.Content[i], v.Content[i+1]
 		key, err := p.keyName(kk, SandboxKey, "key")
 		if err != nil {
 			return nil, err
 		}
 		full := SandboxKey + "." + key
-		if prev, dup := seen[key]; dup {
-			return nil, p.errf(kk, full, "set twice (first at line %d)", prev)
-		}
-		seen[key] = kk.Line
 		switch key {
 		case keyReadWrite, keyReadOnly:
 			raw, err := p.strings(vv, full, "a path")
@@ -710,13 +595,12 @@ func (p *parser) sandbox(k, v *yaml.Node) (*Confinement, error) {
 			}
 		case keyConnectTCP:
 			if vv.Kind != yaml.SequenceNode {
-				return nil, p.errf(vv, full, "must be a list of TCP ports, got %s", describe(vv))
+				return nil, p.errf(vv, full, "must be a list of TCP ports, got %s", yamlstrict.Describe(vv))
 			}
 			for j, item := range vv.Content {
-				item = deref(item)
 				var port int64
 				if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!int" || item.Decode(&port) != nil || port < 1 || port > 65535 {
-					return nil, p.errf(item, full, "item %d must be a TCP port from 1 to 65535, got %s", j+1, describe(item))
+					return nil, p.errf(item, full, "item %d must be a TCP port from 1 to 65535, got %s", j+1, yamlstrict.Describe(item))
 				}
 				c.ConnectTCP = append(c.ConnectTCP, int(port))
 			}

@@ -22,6 +22,7 @@ import (
 	"sync"
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
+	"github.com/bouncer-mcp/bouncer/internal/filepos"
 	"github.com/bouncer-mcp/bouncer/packs"
 )
 
@@ -239,46 +240,12 @@ func (p *Policy) Digest(version string) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// Error is a problem in a policy file. Its text is "FILE:LINE: KEY: problem",
-// the form `bouncer run` and `bouncer check` print before exiting 2.
-type Error struct {
-	File string // the file's path as given (or a pack's "packs/NAME.yaml")
-	Line int    // 1-based; 0 when the file could not be read at all
-	Key  string // the tool and key at fault, e.g. "send_email.sink_params"; may be empty
-	Msg  string
-}
-
-func (e *Error) Error() string {
-	switch {
-	case e.Line == 0:
-		return e.File + ": " + e.Msg
-	case e.Key == "":
-		return e.File + ":" + itoa(e.Line) + ": " + e.Msg
-	}
-	return e.File + ":" + itoa(e.Line) + ": " + e.Key + ": " + e.Msg
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
-}
+// Error is a problem in a policy file: the one file-position error
+// (package filepos), so its text is "FILE:LINE: KEY: problem", the form
+// `bouncer run` and `bouncer check` print before exiting 2. File is the
+// path as given, or a pack's "packs/NAME.yaml"; Key is the tool and key at
+// fault, e.g. "send_email.sink_params".
+type Error = filepos.Error
 
 // Source is one user policy document: Name is used in errors, Dir resolves
 // relative path prefixes, Data is the YAML.

@@ -91,9 +91,9 @@ func TestParseErrors(t *testing.T) {
 		{"list entry", "send_email:\n  - exfiltrating\n",
 			"p.yaml:2: send_email: entry must be a mapping of keys (" + keys + "), got a list"},
 		{"duplicate tool", "send_email:\n  exfiltrating: true\nother:\n  max_calls: 1\nsend_email:\n  max_calls: 1\n",
-			"p.yaml:5: send_email: configured twice in this file (first at line 1); merge the two entries"},
+			"p.yaml:5: send_email: set twice (first at line 1); keep one (merge the two if both hold what you need)"},
 		{"duplicate key", "d:\n  max_calls: 1\n  max_calls: 2\n",
-			"p.yaml:3: d.max_calls: set twice in this entry (first at line 2)"},
+			"p.yaml:3: d.max_calls: set twice (first at line 2); keep one (merge the two if both hold what you need)"},
 		{"negative max_calls", "d:\n  max_calls: -1\n",
 			"p.yaml:2: d.max_calls: must not be negative (0 forbids the tool), got -1"},
 		{"float max_calls", "d:\n  max_calls: 2.0\n",
@@ -119,7 +119,7 @@ func TestParseErrors(t *testing.T) {
 		{"list arg_patterns", "set_mode:\n  arg_patterns: [mode]\n",
 			"p.yaml:2: set_mode.arg_patterns: must be a mapping of argument name to pattern, got a list"},
 		{"duplicate pattern arg", "set_mode:\n  arg_patterns:\n    mode: a\n    mode: b\n",
-			"p.yaml:4: set_mode.arg_patterns.mode: set twice (first at line 3)"},
+			"p.yaml:4: set_mode.arg_patterns.mode: set twice (first at line 3); keep one (merge the two if both hold what you need)"},
 		{"tilde prefix", "w:\n  write_params: [path]\n  allowed_path_prefixes: [~/out]\n",
 			`p.yaml:3: w.allowed_path_prefixes: item 1: "~/out": ~ is not expanded; write the absolute path`},
 		{"uri prefix", "w:\n  write_params: [path]\n  allowed_path_prefixes: [\"file:///srv\"]\n",
@@ -139,21 +139,27 @@ func TestParseErrors(t *testing.T) {
 		{"relative_paths tilde", "w:\n  write_params: [path]\n  allowed_path_prefixes: [/o]\n  relative_paths: ~/proj\n",
 			`p.yaml:4: w.relative_paths: must be deny, workdir, or a directory (an absolute path, or ./DIR relative to this file), got the string "~/proj"`},
 		{"non-string tool name", "123:\n  max_calls: 1\n",
-			"p.yaml:1: tool name must be a string, got the integer 123 (quote it)"},
+			"p.yaml:1: a key must be a string, got the integer 123 (quote it)"},
 		{"null tool name", "~:\n  max_calls: 1\n",
-			"p.yaml:1: tool name must be a string, got nothing (null) (quote it)"},
-		{"merge key", "base: &b\n  max_calls: 1\nd:\n  <<: *b\n",
-			"p.yaml:4: d: YAML merge keys (<<) are not supported; repeat the keys"},
+			"p.yaml:1: a key must be a string, got nothing (null) (quote it)"},
+		{"non-string argument name", "s:\n  arg_patterns:\n    1: x\n",
+			"p.yaml:3: s.arg_patterns: a key must be a string, got the integer 1 (quote it)"},
+		{"merge key", "d:\n  <<: {max_calls: 1}\n",
+			"p.yaml:2: d: YAML merge keys (<<) are not supported; repeat the keys"},
+		{"anchor", "base: &b\n  max_calls: 1\n",
+			"p.yaml:1: base: YAML anchors and aliases are not allowed; write the value out where it is used"},
+		{"explicit tag", "s:\n  exfiltrating: true\n  sink_params: [!!str 1]\n",
+			`p.yaml:3: s.sink_params: the YAML tag "!!str" is not allowed; write the value without it (quote it if you mean text)`},
 		{"syntax error", "send_email:\n  sink_params: [to\n",
 			"p.yaml:1: invalid YAML: did not find expected ',' or ']'"},
 		{"syntax error without a line", "a: b: c\n",
-			"p.yaml:1: invalid YAML: mapping values are not allowed in this context"},
+			"p.yaml: invalid YAML: mapping values are not allowed in this context"},
 		{"unknown anchor", "a:\n  max_calls: 1\nc: *y\n",
-			"p.yaml:1: invalid YAML: unknown anchor 'y' referenced"},
+			"p.yaml: invalid YAML: unknown anchor 'y' referenced"},
 		{"tab indentation", "send_email:\n\texfiltrating: true\n",
 			"p.yaml:2: invalid YAML: found character that cannot start any token"},
 		{"second document", "a:\n  max_calls: 1\n---\nb:\n  max_calls: 2\n",
-			"p.yaml:3: a policy file holds one YAML document; found another (remove the extra ---)"},
+			"p.yaml:3: the file holds one YAML document; found another (remove the extra ---)"},
 		{"sandbox unknown key", "sandbox:\n  read_writ: [/tmp]\n",
 			"p.yaml:2: sandbox.read_writ: unknown key (did you mean read_write?); the keys are read_write, read_only, connect_tcp"},
 		{"sandbox null", "sandbox:\n",
@@ -169,7 +175,7 @@ func TestParseErrors(t *testing.T) {
 		{"sandbox tilde", "sandbox:\n  read_write: [~/x]\n",
 			`p.yaml:2: sandbox.read_write: item 1: "~/x": ~ is not expanded; write the absolute path`},
 		{"sandbox twice", "sandbox:\n  read_only: [/a]\nsandbox:\n  read_only: [/b]\n",
-			"p.yaml:3: sandbox: configured twice in this file (first at line 1); merge the two entries"},
+			"p.yaml:3: sandbox: set twice (first at line 1); keep one (merge the two if both hold what you need)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,7 +190,9 @@ func TestParseErrors(t *testing.T) {
 			if err.Error() != tt.want {
 				t.Errorf("error:\n got %s\nwant %s", err, tt.want)
 			}
-			if pe.File != "p.yaml" || pe.Line < 1 || pe.Line > strings.Count(tt.doc, "\n")+1 {
+			// Line 0 only where yaml.v3 said no line: naming one would be a guess.
+			unplaced := pe.Line == 0 && strings.HasPrefix(pe.Msg, "invalid YAML: ")
+			if pe.File != "p.yaml" || (pe.Line < 1 && !unplaced) || pe.Line > strings.Count(tt.doc, "\n")+1 {
 				t.Errorf("File %q Line %d outside the document", pe.File, pe.Line)
 			}
 			if pol != nil {
@@ -310,18 +318,6 @@ notify_customer:
 	}
 	if got.Fallback {
 		t.Error("a file entry is marked as fallback")
-	}
-}
-
-// An alias reuses an entry for another tool; each is a full entry.
-func TestAliases(t *testing.T) {
-	pol, err := loadYAML(t, "a: &gate\n  exfiltrating: true\n  sink_params: [to]\nb: *gate\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, ok := pol.Lookup("b")
-	if !ok || !b.Exfiltrating || !reflect.DeepEqual(b.SinkParams, []string{"to"}) {
-		t.Fatalf("b = %+v", b)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bouncer-mcp/bouncer/internal/filepos"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
@@ -37,9 +38,10 @@ type ValidateResult struct {
 	Sandbox bool `json:"sandbox"`
 }
 
-// PolicyError is a policy problem, located.
+// PolicyError is a policy problem, located: a *filepos.Error as JSON.
 type PolicyError struct {
-	File    string `json:"file"`
+	File string `json:"file"`
+	// Line is 1-based; 0 for a YAML syntax error the parser gave no line for.
 	Line    int    `json:"line"`
 	Key     string `json:"key,omitempty"`
 	Message string `json:"message"`
@@ -81,9 +83,9 @@ func (h *handlers) validatePolicy(_ context.Context, req *mcp.CallToolRequest) (
 	}
 	pol, err := policy.LoadSources(policy.Source{Name: name, Dir: workDir(h.opts), Data: []byte(*in.PolicyYAML)})
 	if err != nil {
-		var pe *policy.Error
+		var pe *filepos.Error
 		if !errors.As(err, &pe) {
-			pe = &policy.Error{File: name, Msg: err.Error()}
+			pe = &filepos.Error{File: name, Msg: err.Error()}
 		}
 		return result(ValidateResult{Valid: false, Error: &PolicyError{
 			File: pe.File, Line: pe.Line, Key: pe.Key, Message: pe.Msg, Text: pe.Error(),

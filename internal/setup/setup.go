@@ -83,7 +83,7 @@ func (d *Decider) Engine(server string) *engine.Engine {
 }
 
 // Load loads the policy in force (LoadPolicy), checks its sandbox key and
-// builds the engine over it. Errors are the policy's own (*policy.Error,
+// builds the engine over it. Errors are the policy's own (*filepos.Error,
 // naming file, line and key), a trust or signature check's, or the sandbox
 // key's; each means the command must stop with exit status 2.
 func Load(c Config) (*Decider, error) {

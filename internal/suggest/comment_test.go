@@ -1,11 +1,13 @@
 package suggest
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/yamlstrict"
 )
 
 // The comments of a suggestion show what an agent chose as bouncer log
@@ -41,5 +43,28 @@ func TestCommentsEscaped(t *testing.T) {
 	}
 	if se, ok := next.Lookup("send_email"); ok && !se.Exfiltrating {
 		t.Fatalf("a comment broke out of its line:\n%s", y)
+	}
+}
+
+// A tool's name is the server's choice. One too long for a YAML key would
+// make a suggestion that does not load (or loads as something else), so
+// the suggestion is refused whole and nothing is written.
+func TestUnwritableNameRefused(t *testing.T) {
+	pol, err := policy.LoadSources(policy.Source{Name: "bouncer.yaml", Dir: "/srv", Data: []byte(current)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "send_" + strings.Repeat("x", 1100)
+	res := Suggest(pol, []audit.Entry{
+		line(1, "s1", "1", "mail", long, "ask", "sink", `{"to":"carol@partner.example"}`, "to", "carol@partner.example"),
+		line(2, "s1", "1", "mail", long, "allow", "approval", `{"to":"carol@partner.example"}`, "to", "carol@partner.example"),
+	}, Options{})
+	if len(res.Tools) != 1 {
+		t.Fatalf("suggested for %d tools, want the one asked about", len(res.Tools))
+	}
+	var out strings.Builder
+	err = res.WriteYAML(&out, "2026-11-02")
+	if !errors.Is(err, yamlstrict.ErrLongKey) || out.Len() != 0 {
+		t.Fatalf("WriteYAML: %v, and wrote %d bytes; want ErrLongKey and nothing", err, out.Len())
 	}
 }

@@ -1,7 +1,6 @@
 package suggest
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -10,13 +9,14 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/display"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/yamlstrict"
 )
 
 // WriteYAML writes the suggestion as a policy file: each tool's entry in
 // effect restated whole, with the suggestions added and their evidence in
 // comments. It loads with `bouncer check --policy` beside the current files.
 func (r *Result) WriteYAML(w io.Writer, period string) error {
-	b := &strings.Builder{}
+	b := &yamlText{}
 	fmt.Fprintf(b, "# Suggested by `bouncer policy suggest` from %d audit lines (%s).\n", r.Lines, comment(period))
 	b.WriteString("# Load it after your current policy files. Each entry restates the tool's whole entry in\n")
 	b.WriteString("# effect (a later entry replaces an earlier one), with the suggestions added; each\n")
@@ -29,14 +29,40 @@ func (r *Result) WriteYAML(w io.Writer, period string) error {
 		b.WriteString("\n")
 		writeTool(b, t)
 	}
+	if b.err != nil {
+		return fmt.Errorf("a suggested value can't be written as YAML that reads back the same, so nothing was written: %w", b.err)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func writeTool(b *strings.Builder, t Tool) {
+// yamlText is the suggestion being written. Its scalars are written by
+// yamlstrict, the one YAML writer; the first one that can't be (text that
+// is not UTF-8, a key too long for YAML) is kept in err, and then nothing
+// is written at all.
+type yamlText struct {
+	strings.Builder
+	err error
+}
+
+func (b *yamlText) keep(s string, err error) string {
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	return s
+}
+
+// q quotes a value, key a mapping key, flow a list of values.
+func (b *yamlText) q(s string) string   { return b.keep(yamlstrict.Quote(s)) }
+func (b *yamlText) key(s string) string { return b.keep(yamlstrict.Key(s, yamlstrict.Quote)) }
+func (b *yamlText) flow(list []string) string {
+	return b.keep(yamlstrict.Flow(list, yamlstrict.Quote))
+}
+
+func writeTool(b *yamlText, t Tool) {
 	e := t.entry
 	fmt.Fprintf(b, "# %s: restated from %s.\n", comment(t.Name), comment(t.Source))
-	fmt.Fprintf(b, "%s:\n", q(t.Name))
+	fmt.Fprintf(b, "%s:\n", b.key(t.Name))
 
 	exfil := e.Exfiltrating
 	sinks := append([]string(nil), e.SinkParams...)
@@ -52,20 +78,20 @@ func writeTool(b *strings.Builder, t Tool) {
 	if exfil {
 		b.WriteString("  exfiltrating: true\n")
 		if len(sinks) > 0 {
-			fmt.Fprintf(b, "  sink_params: %s\n", flow(sinks))
+			fmt.Fprintf(b, "  sink_params: %s\n", b.flow(sinks))
 		}
 	}
 	if exfil && (len(e.TrustedDestinations) > 0 || len(t.Destinations) > 0) {
 		b.WriteString("  trusted_destinations:\n")
 		for _, d := range e.TrustedDestinations {
-			fmt.Fprintf(b, "    - %s\n", q(d))
+			fmt.Fprintf(b, "    - %s\n", b.q(d))
 		}
 		for _, d := range t.Destinations {
 			how := "asked about, never in untrusted output"
 			if d.Why == "approved" {
 				how = "approved by a human, never in untrusted output"
 			}
-			fmt.Fprintf(b, "    - %s  # %s=%s: %s; %s\n", q(d.Destination), comment(d.Param), comment(d.Destination), how, evidence(d.Evidence))
+			fmt.Fprintf(b, "    - %s  # %s=%s: %s; %s\n", b.q(d.Destination), comment(d.Param), comment(d.Destination), how, evidence(d.Evidence))
 		}
 	}
 	for _, r := range t.Refused {
@@ -77,27 +103,27 @@ func writeTool(b *strings.Builder, t Tool) {
 		fmt.Fprintf(b, "  #   looks like; if you know this recipient, vouch for it yourself (bouncer trust add). %s\n", evidence(r.Evidence))
 	}
 	if len(e.WriteParams) > 0 {
-		fmt.Fprintf(b, "  write_params: %s\n", flow(e.WriteParams))
+		fmt.Fprintf(b, "  write_params: %s\n", b.flow(e.WriteParams))
 	}
 	if len(e.AllowedPathPrefixes) > 0 || len(t.Prefixes) > 0 {
 		b.WriteString("  allowed_path_prefixes:\n")
 		for _, p := range e.AllowedPathPrefixes {
-			fmt.Fprintf(b, "    - %s\n", q(p))
+			fmt.Fprintf(b, "    - %s\n", b.q(p))
 		}
 		for _, p := range t.Prefixes {
-			fmt.Fprintf(b, "    - %s  # admits %s; %s\n", q(p.Prefix), comment(strings.Join(shorten(p.Paths, 3), ", ")), evidence(p.Evidence))
+			fmt.Fprintf(b, "    - %s  # admits %s; %s\n", b.q(p.Prefix), comment(strings.Join(shorten(p.Paths, 3), ", ")), evidence(p.Evidence))
 		}
 	}
 	for _, u := range t.Unplaced {
 		fmt.Fprintf(b, "  # NOT suggested: %s\n", comment(u))
 	}
 	if e.RelativePaths.Mode != policy.RelativeDeny {
-		fmt.Fprintf(b, "  relative_paths: %s\n", q(e.RelativePaths.String()))
+		fmt.Fprintf(b, "  relative_paths: %s\n", b.q(e.RelativePaths.String()))
 	}
 	if len(e.ArgPatterns) > 0 {
 		b.WriteString("  arg_patterns:\n")
 		for _, ap := range e.ArgPatterns {
-			fmt.Fprintf(b, "    %s: %s\n", q(ap.Arg), q(ap.Pattern))
+			fmt.Fprintf(b, "    %s: %s\n", b.key(ap.Arg), b.q(ap.Pattern))
 		}
 	}
 	switch {
@@ -113,9 +139,9 @@ func writeTool(b *strings.Builder, t Tool) {
 	if len(e.CountsAs) > 0 {
 		b.WriteString("  counts_as:\n")
 		for _, ca := range e.CountsAs {
-			fmt.Fprintf(b, "    %s:\n", q(ca.Tool))
+			fmt.Fprintf(b, "    %s:\n", b.key(ca.Tool))
 			for _, ap := range ca.When {
-				fmt.Fprintf(b, "      %s: %s\n", q(ap.Arg), q(ap.Pattern))
+				fmt.Fprintf(b, "      %s: %s\n", b.key(ap.Arg), b.q(ap.Pattern))
 			}
 		}
 	}
@@ -144,20 +170,6 @@ func evidence(e Evidence) string {
 	}
 	return fmt.Sprintf("seen %d× on %s, first %s, last %s; changes %s", e.Count, strings.Join(e.Servers, ", "),
 		e.First.UTC().Format(time.DateOnly), e.Last.UTC().Format(time.DateOnly), strings.Join(vs, ", "))
-}
-
-// q quotes a YAML scalar: JSON strings are YAML double-quoted strings.
-func q(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-func flow(list []string) string {
-	parts := make([]string, len(list))
-	for i, s := range list {
-		parts[i] = q(s)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // comment makes text safe inside a YAML comment: one line, escaped by the
