@@ -162,3 +162,26 @@ func TestShowPaths(t *testing.T) {
 		}
 	}
 }
+
+// Directories are written through the one YAML writer: one that YAML
+// would read back as something else is quoted, and one it can't hold (not
+// UTF-8) is refused, with nothing written.
+func TestExtendWritesDirsItReadsBack(t *testing.T) {
+	for _, d := range []string{"src", "a dir: with # signs", "- dash", "yes", "ünï"} {
+		e, err := Extend("/p/bouncer.yaml", nil, Confinement{Dirs: []string{d}, Guarded: []string{"/p/bouncer.yaml"}})
+		if err != nil {
+			t.Fatalf("%q: %v", d, err)
+		}
+		pol, err := policy.LoadSources(policy.Source{Name: "/p/bouncer.yaml", Dir: "/p", Data: e.New})
+		if err != nil {
+			t.Fatalf("%q: written policy does not load: %v\n%s", d, err, e.New)
+		}
+		tl, ok := pol.Lookup("write_file")
+		if !ok || len(tl.AllowedPathPrefixes) != 1 || tl.AllowedPathPrefixes[0] != filepath.Join("/p", d) {
+			t.Errorf("%q: write_file prefixes = %v, want [%s]", d, tl.AllowedPathPrefixes, filepath.Join("/p", d))
+		}
+	}
+	if e, err := Extend("/p/bouncer.yaml", nil, Confinement{Dirs: []string{"bad\xffdir"}, Guarded: []string{"/p/bouncer.yaml"}}); err == nil {
+		t.Fatalf("a directory that is not UTF-8 was written:\n%s", e.New)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -20,6 +19,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/yamlstrict"
 )
 
 // FilesystemPack is the pack whose write tools init confines to the
@@ -213,15 +213,31 @@ func Extend(path string, old []byte, c Confinement) (Edit, error) {
 			}
 		}
 		added[tool] = entry == nil
+		var key, wps string
+		if entry == nil {
+			// One writer for YAML text (yamlstrict): what it writes reads
+			// back as the same strings under the strict dialect.
+			var err error
+			if key, err = yamlstrict.Key(tool, yamlstrict.Scalar); err != nil {
+				return e, fmt.Errorf("%s: %w", path, err)
+			}
+			if wps, err = yamlstrict.Flow(params[tool], yamlstrict.Scalar); err != nil {
+				return e, fmt.Errorf("%s: %w", path, err)
+			}
+		}
 		if entry == nil && len(dirs) == 0 {
-			fmt.Fprintf(&appendText, "\n%s:\n  write_params: %s\n  max_calls: 0\n", tool, flowList(params[tool]))
+			fmt.Fprintf(&appendText, "\n%s:\n  write_params: %s\n  max_calls: 0\n", key, wps)
 			e.Added = append(e.Added, fmt.Sprintf("%s: refused (max_calls: 0)", tool))
 			continue
 		}
 		if entry == nil {
-			fmt.Fprintf(&appendText, "\n%s:\n  write_params: %s\n  allowed_path_prefixes:\n", tool, flowList(params[tool]))
+			fmt.Fprintf(&appendText, "\n%s:\n  write_params: %s\n  allowed_path_prefixes:\n", key, wps)
 			for _, d := range dirs {
-				fmt.Fprintf(&appendText, "    - %s\n", yamlScalar(d))
+				q, err := yamlstrict.Scalar(d)
+				if err != nil {
+					return e, fmt.Errorf("%s: %w", path, err)
+				}
+				fmt.Fprintf(&appendText, "    - %s\n", q)
 			}
 			e.Added = append(e.Added, fmt.Sprintf("%s: writes confined to %s", tool, strings.Join(dirs, ", ")))
 			continue
@@ -264,7 +280,11 @@ func Extend(path string, old []byte, c Confinement) (Edit, error) {
 			}
 			var b strings.Builder
 			for _, d := range missing {
-				fmt.Fprintf(&b, "%s- %s\n", ind, yamlScalar(d))
+				q, err := yamlstrict.Scalar(d)
+				if err != nil {
+					return e, fmt.Errorf("%s: %w", path, err)
+				}
+				fmt.Fprintf(&b, "%s- %s\n", ind, q)
 			}
 			inserts = append(inserts, insert{last.Line + 1, b.String()})
 		default:
@@ -386,30 +406,6 @@ func sameList(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-func flowList(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = yamlScalar(s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
-
-var plainScalar = regexp.MustCompile(`^[A-Za-z0-9_./][A-Za-z0-9_./-]*$`)
-
-// yamlScalar writes s plain when YAML reads it back as the same string,
-// else double-quoted.
-func yamlScalar(s string) string {
-	if plainScalar.MatchString(s) {
-		var m map[string]any
-		if yaml.Unmarshal([]byte("x: "+s), &m) == nil {
-			if v, ok := m["x"].(string); ok && v == s {
-				return s
-			}
-		}
-	}
-	return strconv.Quote(s)
 }
 
 // someOf names guarded paths for a message: those that exist (all of them
