@@ -115,6 +115,47 @@ func (e *Engine) Observe(tools []json.RawMessage) []string {
 	return notes
 }
 
+// Differs reports how tools, a whole tools/list, differs from the list
+// pinned at startup, one person-readable line each: an element that can't
+// be read, a tool that is new, one defined otherwise (which fields), one
+// that is missing. Nil means it is the pinned list exactly, field by field
+// (the order of keys and of tools aside). Unlike Observe it records
+// nothing: a list that comes back after the server forgot the session is
+// held to the pin exactly before anything judged on the old one is sent.
+func (e *Engine) Differs(tools []json.RawMessage) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	seen := map[string]bool{}
+	for i, raw := range tools {
+		name, p, err := parseTool(raw)
+		if err != nil {
+			out = append(out, fmt.Sprintf("tools/list element %d can't be read: %v", i, err))
+			continue
+		}
+		seen[name] = true
+		old, ok := e.pinned[name]
+		if !ok {
+			out = append(out, fmt.Sprintf("tool %s is new", quote(name)))
+			continue
+		}
+		if diff := diffFields(old, p); len(diff) > 0 {
+			out = append(out, fmt.Sprintf("definition of %s differs (%s)", quote(name), strings.Join(diff, ", ")))
+		}
+	}
+	var missing []string
+	for name := range e.pinned {
+		if !seen[name] {
+			missing = append(missing, name)
+		}
+	}
+	sort.Strings(missing)
+	for _, name := range missing {
+		out = append(out, fmt.Sprintf("tool %s is missing", quote(name)))
+	}
+	return out
+}
+
 func diffFields(old, cur *pinnedTool) []string {
 	var diff []string
 	for k, h := range old.fields {

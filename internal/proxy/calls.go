@@ -105,6 +105,18 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	}
 	p.mu.Lock()
 	switch {
+	case p.stage == stageClosed:
+		// The upstream is gone and Run is returning (bouncer run then
+		// closes the audit log): the call is not judged. Its line (while
+		// the log is open) and its answer give the reason the upstream
+		// went, not an error of the audit log.
+		p.mu.Unlock()
+		gone := p.goneText()
+		_ = p.auditLine(c, engine.Deny, "not sent: "+gone, engine.RuleDefault, "")
+		p.writeDown(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
+			Code: jsonrpc.CodeInternalError, Message: "bouncer: " + gone,
+		}})
+		return nil
 	case p.stage == stageNew:
 		p.mu.Unlock()
 		reason := "the session is not initialized, so no tool list is pinned"

@@ -65,6 +65,7 @@ type harness struct {
 	proc    *Process  // the stdio upstream, or nil
 	remote  *Remote   // the HTTP upstream, or nil
 	server  *exec.Cmd // the HTTP upstream's server process
+	name    string    // its name (testserver.Main's)
 	url     string    // its URL
 	proxy   *Proxy
 	clientT *mcp.IOTransport // the client's end
@@ -87,6 +88,7 @@ type hopts struct {
 	// these options (testserver.EnvHTTP; "streamable" for none), and
 	// proxies it as a remote upstream.
 	http      string
+	server    string      // the HTTP server, as Main names it (default "helpdesk-http")
 	transport string      // RemoteConfig.Transport
 	token     string      // the server demands this bearer token
 	headers   http.Header // RemoteConfig.Headers
@@ -97,6 +99,10 @@ type hopts struct {
 	home string
 	// tape records the session (bouncer run --record).
 	tape Tape
+	// asRun ends the session as bouncer run does: Run leaves the client's
+	// pipes open (Stdio's Close can't stop a read of stdin, and leaves
+	// stdout open), and the audit log is closed once Run returns.
+	asRun bool
 }
 
 const helpdeskPolicy = `
@@ -151,7 +157,11 @@ func newHarness(t *testing.T, o hopts) *harness {
 		if o.url != "" {
 			h.url = o.url
 		} else {
-			h.url, h.server = startHTTPServer(t, h.dir, o.http, o.token)
+			h.name = o.server
+			if h.name == "" {
+				h.name = "helpdesk-http"
+			}
+			h.url, h.server = startServerAt(t, h.name, h.dir, o.http, o.token, "")
 		}
 		h.remote, err = DialRemote(RemoteConfig{URL: h.url, Transport: o.transport, Headers: o.headers, Log: h.log})
 		if err != nil {
@@ -201,11 +211,20 @@ func newHarness(t *testing.T, o hopts) *harness {
 	c2pR, c2pW := io.Pipe()
 	p2cR, p2cW := io.Pipe()
 	down := NewConn(c2pR, p2cW)
+	if o.asRun {
+		down = NewConn(struct{ io.Reader }{c2pR}, writerOnly{p2cW})
+	}
 	h.clientW, h.clientR = c2pW, p2cR
 	h.clientT = &mcp.IOTransport{Reader: p2cR, Writer: c2pW, MaxLineLength: -1}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
-	go func() { h.runErr <- h.proxy.Run(ctx, down, up) }()
+	go func() {
+		err := h.proxy.Run(ctx, down, up)
+		if o.asRun {
+			log.Close()
+		}
+		h.runErr <- err
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if h.proc != nil {
@@ -230,14 +249,21 @@ func newHarness(t *testing.T, o hopts) *harness {
 // bearer token it demands) and returns its URL. The server is killed when
 // the test ends.
 func startHTTPServer(t testing.TB, dir, opts, token string) (string, *exec.Cmd) {
+	return startServerAt(t, "helpdesk-http", dir, opts, token, "")
+}
+
+// startServerAt is startHTTPServer for the HTTP test server name (as
+// testserver.Main names it), listening on addr (host:port; "" for a free
+// port).
+func startServerAt(t testing.TB, name, dir, opts, token, addr string) (string, *exec.Cmd) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), testserver.EnvServer+"=helpdesk-http", testserver.EnvDir+"="+dir,
-		testserver.EnvHTTP+"="+opts, testserver.EnvToken+"="+token)
+	cmd.Env = append(os.Environ(), testserver.EnvServer+"="+name, testserver.EnvDir+"="+dir,
+		testserver.EnvHTTP+"="+opts, testserver.EnvToken+"="+token, testserver.EnvAddr+"="+addr)
 	cmd.Dir = dir
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -250,7 +276,7 @@ func startHTTPServer(t testing.TB, dir, opts, token string) (string, *exec.Cmd) 
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Fatalf("the HTTP test server did not say its URL: %v", err)
+		t.Fatalf("the HTTP test server %s did not say its URL: %v", name, err)
 	}
 	return strings.TrimSpace(line), cmd
 }

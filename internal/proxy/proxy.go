@@ -259,6 +259,9 @@ func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up Upstream) error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.ctx, p.down, p.up = ctx, down, up
+	if r, ok := up.(resumer); ok {
+		r.setRepinner(p)
+	}
 
 	upErr := make(chan error, 1)
 	go func() { upErr <- p.upLoop(ctx) }()

@@ -116,6 +116,31 @@ type Remote struct {
 	streamUpOnce sync.Once
 	probe        int // the status of the first post, for auto's fallback
 	closed       bool
+
+	// A session the server forgot is replaced by a new one (see resume).
+	repin      repinner          // the pump's side; nil: no new session is started
+	initParams json.RawMessage   // the client's initialize params, for a new session
+	gen        int               // the session's number, from 1; each new one counts up
+	dead       int               // the sessions up to this number are gone
+	resuming   chan struct{}     // non-nil while a new session is started and what waited is sent; closed once that is over
+	held       []jsonrpc.Message // written while a new session is started, for it
+	retry      []jsonrpc.Message // never processed by the server (refused with 404, or never sent): for the new session
+	flights    map[jsonrpc.ID]*flight
+	asks       map[jsonrpc.ID]int // the server's requests to the client not yet answered, and the session each came on
+	renewedAt  time.Time          // when bouncer started this session in place of a lost one (zero: it did not)
+	served     bool               // the server has answered something on this session
+	changes    []string           // how the new session's tool list differs from the pin
+	ownIDs     int                // counts the ids of Remote's own requests
+	writing    int                // writes to the server in progress (see abandon)
+	abandoning bool               // the session is being ended for a loss (see abandon)
+	// streamCancel ends the event stream's GET in progress.
+	streamCancel context.CancelFunc
+}
+
+// flight is a request sent to the server and not answered yet.
+type flight struct {
+	gen      int  // the session it was sent on
+	accepted bool // the server took it (it may have run)
 }
 
 // DialRemote prepares a session with the server at cfg.URL. Nothing is
@@ -172,6 +197,9 @@ func DialRemote(cfg RemoteConfig) (*Remote, error) {
 		cancel:  cancel,
 		in:      make(chan jsonrpc.Message, 64),
 		ended:   make(chan struct{}),
+		flights: map[jsonrpc.ID]*flight{},
+		asks:    map[jsonrpc.ID]int{},
+		gen:     1, // dead is 0: no session is gone yet
 	}
 	r.client = &http.Client{
 		Transport: &remoteTransport{r: r, base: base},
@@ -258,15 +286,28 @@ func (r *Remote) Write(ctx context.Context, m jsonrpc.Message) error {
 	}
 	r.noteInit(m)
 	r.mu.Lock()
-	conn := r.conn
+	if r.resuming != nil {
+		// Sent on the new session once it is up (see resume); if none
+		// comes up, the session ends, and the pump fails what it waits
+		// for with the reason.
+		r.held = append(r.held, m)
+		r.mu.Unlock()
+		return nil
+	}
+	conn, gen := r.conn, r.gen
+	stale := !r.answerableLocked(m, gen)
 	r.mu.Unlock()
+	if stale {
+		r.dropStale(m)
+		return nil
+	}
 	if conn == nil {
 		return r.start(ctx, m)
 	}
 	if isInitialized(m) {
 		r.awaitStream(ctx)
 	}
-	return r.send(conn, m)
+	return r.send(conn, gen, m)
 }
 
 // streamWait bounds how long notifications/initialized waits for the
@@ -312,12 +353,14 @@ func isInitialized(m jsonrpc.Message) bool {
 }
 
 // noteInit remembers an initialize request, whose answer carries the
-// protocol version.
+// protocol version, and whose params start a new session if the server
+// forgets this one.
 func (r *Remote) noteInit(m jsonrpc.Message) {
 	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" && req.IsCall() {
 		id := req.ID
 		r.mu.Lock()
 		r.initID = &id
+		r.initParams = req.Params
 		r.mu.Unlock()
 	}
 }
@@ -332,7 +375,7 @@ func (r *Remote) start(ctx context.Context, m jsonrpc.Message) error {
 	conn := r.conn
 	r.mu.Unlock()
 	if conn != nil {
-		return r.send(conn, m) // another write started it meanwhile
+		return r.send(conn, r.gen, m) // another write started it meanwhile
 	}
 	isInit := false
 	if req, ok := m.(*jsonrpc.Request); ok {
@@ -416,25 +459,82 @@ func (r *Remote) startSSE(ctx context.Context, m jsonrpc.Message) error {
 func (r *Remote) begin(c mcp.Connection, kind string) {
 	r.mu.Lock()
 	r.conn, r.kind = c, kind
+	gen := r.gen
 	r.mu.Unlock()
-	go r.readConn(c)
+	go r.readConn(c, gen)
 }
 
-// readConn passes what the go-sdk connection reads to Read, until it fails.
-func (r *Remote) readConn(c mcp.Connection) {
+// readConn passes what the go-sdk connection of session gen reads to Read,
+// until it fails. A session the server forgot is replaced (see lost); the
+// end of one that was replaced is no one's business.
+func (r *Remote) readConn(c mcp.Connection, gen int) {
 	for {
 		m, err := c.Read(r.ctx)
 		if err != nil {
-			r.end(r.why(err))
+			if errors.Is(err, mcp.ErrSessionMissing) {
+				r.lost(gen, nil)
+				return
+			}
+			r.mu.Lock()
+			replaced := gen <= r.dead
+			r.mu.Unlock()
+			if !replaced {
+				r.end(r.why(err))
+			}
 			return
 		}
 		if resp, ok := m.(*jsonrpc.Response); ok {
 			r.answered(resp)
+			r.mu.Lock()
+			r.served = r.served || gen == r.gen
+			r.mu.Unlock()
 		}
-		if !r.deliver(m) {
+		if !r.fromServer(gen, m) {
 			return
 		}
 	}
+}
+
+// fromServer delivers m, read on session gen, to Read. It keeps the books
+// a new session needs: an answer ends its request's flight, and a request
+// of the server's is noted with its session, so that the client's answer
+// to it never goes to another session (see answerableLocked).
+func (r *Remote) fromServer(gen int, m jsonrpc.Message) bool {
+	r.mu.Lock()
+	switch m := m.(type) {
+	case *jsonrpc.Response:
+		delete(r.flights, m.ID)
+	case *jsonrpc.Request:
+		if m.IsCall() {
+			r.asks[m.ID] = gen
+		}
+	}
+	r.mu.Unlock()
+	return r.deliver(m)
+}
+
+// answerableLocked reports whether m may go to session gen: anything but
+// the client's answer to a request the server sent on another session (a
+// session it forgot). Ids are the server's own, and a new session counts
+// them from the start again: there, the answer could be taken for the
+// answer to another request. r.mu is held.
+func (r *Remote) answerableLocked(m jsonrpc.Message, gen int) bool {
+	resp, ok := m.(*jsonrpc.Response)
+	if !ok {
+		return true
+	}
+	g, ok := r.asks[resp.ID]
+	return !ok || g == gen
+}
+
+// dropStale drops the client's answer to a request of a session the
+// server forgot.
+func (r *Remote) dropStale(m jsonrpc.Message) {
+	resp := m.(*jsonrpc.Response)
+	r.mu.Lock()
+	delete(r.asks, resp.ID)
+	r.mu.Unlock()
+	r.logf("dropped the client's answer to request %s of the remote server: the server asked it on a session it has since forgotten, and the new session did not ask it", idText(resp.ID))
 }
 
 // answered looks at an answer from the server before it is relayed: the
@@ -477,8 +577,9 @@ func (r *Remote) answered(resp *jsonrpc.Response) {
 	}
 }
 
-// send writes m on c and returns once the request is on the wire.
-func (r *Remote) send(c mcp.Connection, m jsonrpc.Message) error {
+// send writes m on c, the connection of session gen, and returns once the
+// request is on the wire.
+func (r *Remote) send(c mcp.Connection, gen int, m jsonrpc.Message) error {
 	var wrote atomic.Bool
 	onWire := make(chan struct{})
 	var once sync.Once
@@ -489,11 +590,48 @@ func (r *Remote) send(c mcp.Connection, m jsonrpc.Message) error {
 	// The session's context, not the caller's: the go-sdk reads the
 	// answer's stream under it, long after Write returned.
 	ctx := httptrace.WithClientTrace(r.ctx, trace)
+	req, _ := m.(*jsonrpc.Request)
+	call := req != nil && req.IsCall()
+	if call {
+		r.mu.Lock()
+		r.flights[req.ID] = &flight{gen: gen}
+		r.mu.Unlock()
+	}
+	var handed atomic.Bool // to lost: the new session takes it
 	done := make(chan error, 1)
+	r.mu.Lock()
+	r.writing++
+	r.mu.Unlock()
 	go func() {
+		defer func() {
+			r.mu.Lock()
+			r.writing--
+			r.mu.Unlock()
+		}()
 		err := c.Write(ctx, m)
-		if err != nil && wrote.Load() {
+		switch {
+		case err == nil && call:
+			r.accepted(gen, req)
+		case err == nil:
+			if resp, ok := m.(*jsonrpc.Response); ok {
+				r.mu.Lock()
+				delete(r.asks, resp.ID)
+				r.mu.Unlock()
+			}
+		case errors.Is(err, mcp.ErrSessionMissing) || (!wrote.Load() && r.isDead(gen)):
+			// The server did not process it: it answered 404 for the
+			// session id, which it does before it runs anything (or
+			// the connection already knew the session was gone), or
+			// it was never sent on a session found gone meanwhile.
+			handed.Store(true)
+			r.lost(gen, m)
+		case wrote.Load():
 			r.refused(m, err)
+		case call:
+			// Never sent: Write returns the error, and the pump answers.
+			r.mu.Lock()
+			delete(r.flights, req.ID)
+			r.mu.Unlock()
 		}
 		done <- err
 	}()
@@ -503,9 +641,9 @@ func (r *Remote) send(c mcp.Connection, m jsonrpc.Message) error {
 	// whatever the client sends next (notifications/initialized before the
 	// first call, a cancellation after the call it cancels), and separate
 	// POSTs on separate connections would not keep that order.
-	if req, ok := m.(*jsonrpc.Request); !ok || !req.IsCall() {
-		if err := <-done; err != nil && !wrote.Load() {
-			return errors.New(r.redact(err.Error()))
+	if !call {
+		if err := <-done; err != nil && !wrote.Load() && !handed.Load() {
+			return r.unsentError(err)
 		}
 		return nil
 	}
@@ -513,25 +651,37 @@ func (r *Remote) send(c mcp.Connection, m jsonrpc.Message) error {
 	case <-onWire:
 		return nil
 	case err := <-done:
-		if err == nil || wrote.Load() {
-			return nil // refused (above) answers it
+		if err == nil || wrote.Load() || handed.Load() {
+			return nil // refused or lost (above) answer it
 		}
-		return errors.New(r.redact(err.Error()))
+		return r.unsentError(err)
 	}
 }
 
-// refused handles a message the server did not take once it was sent: a
-// request is answered with the reason (unless the session is over: then
-// the pump fails it with the session's reason), anything else is logged.
+// isDead reports whether session gen is known to be gone.
+func (r *Remote) isDead(gen int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return gen <= r.dead
+}
+
+// unsentError says why a message never reached the server: the session
+// goes on (the server may be back for the next one), so it is not the
+// session's end.
+func (r *Remote) unsentError(err error) error {
+	return fmt.Errorf("the message did not reach the remote server at %s (%s); check that it is up and reachable", redactURL(r.cfg.URL), r.redact(err.Error()))
+}
+
+// refused handles a message the server did not take once it was sent
+// (one refused because the server does not know the session goes to lost
+// instead): a request is answered with the reason (unless the session is
+// over: then the pump fails it with the session's reason), anything else
+// is logged.
 func (r *Remote) refused(m jsonrpc.Message, err error) {
 	select {
 	case <-r.ended:
 		return
 	default:
-	}
-	if errors.Is(err, mcp.ErrSessionMissing) {
-		r.end(r.why(err))
-		return
 	}
 	why := r.redact(err.Error())
 	req, ok := m.(*jsonrpc.Request)
@@ -539,10 +689,34 @@ func (r *Remote) refused(m jsonrpc.Message, err error) {
 		r.logf("the remote server did not take a message: %s", why)
 		return
 	}
+	r.mu.Lock()
+	delete(r.flights, req.ID)
+	r.mu.Unlock()
 	r.deliver(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
 		Code:    jsonrpc.CodeInternalError,
 		Message: "bouncer: the remote server did not take the request: " + why,
 	}})
+}
+
+// accepted notes that the server took req, sent on session gen: from now
+// on it may have run. If that session was lost meanwhile, req gets the
+// error of a call in flight (see resume).
+func (r *Remote) accepted(gen int, req *jsonrpc.Request) {
+	r.mu.Lock()
+	f := r.flights[req.ID]
+	switch {
+	case f == nil || f.gen != gen:
+		f = nil // answered already, or its id was used again
+	case gen <= r.dead:
+		delete(r.flights, req.ID)
+	default:
+		f.accepted = true
+		f = nil
+	}
+	r.mu.Unlock()
+	if f != nil {
+		r.deliver(r.inFlightError(req.ID))
+	}
 }
 
 // why turns the error a connection ended with into the reason told to the
@@ -565,7 +739,7 @@ func (r *Remote) why(err error) error {
 		}
 		return io.EOF
 	case errors.Is(err, mcp.ErrSessionMissing):
-		return &EndedError{Why: fmt.Sprintf("the remote server at %s ended the session (it answers 404 Not Found for the session id); restart the MCP client (or reconnect this server in it) to start a new one", redactURL(r.cfg.URL)), Err: err}
+		return &EndedError{Why: fmt.Sprintf("the remote server at %s no longer knows this session (it answers 404 Not Found for the session id: it restarted, or ended the session); restart the MCP client (or reconnect this server in it) to start a new one", redactURL(r.cfg.URL)), Err: err}
 	case strings.Contains(err.Error(), "failed to decode"):
 		// The go-sdk's words for a body or event that is not JSON-RPC.
 		return r.notMCP(err)
@@ -611,6 +785,482 @@ func (r *Remote) Close() error {
 	return nil
 }
 
+// ---- a session the server forgot ----
+
+// A streamable HTTP server that no longer knows a session answers 404 to
+// every request that names it, and the MCP spec has the client start a new
+// session with a new initialize. A server that restarted does that. The
+// client can't (it does not see the HTTP), so Remote does it for the
+// client, once per lost session:
+//
+//   - it initializes a new session with the client's initialize params at
+//     the version negotiated before (the server must agree to it again),
+//     and says it is initialized;
+//   - it reads the new session's whole tool list and hands it to the pump
+//     (repinner.repin), which compares it with the pin. Nothing the client
+//     sent goes to the new session before that;
+//   - what the server provably did not process goes to the new session, in
+//     the order it came: a message the server refused with the 404 (it
+//     answers that before running anything), one never sent, and what the
+//     client sent while the new session was started. A tools/call among
+//     them was judged on the old session, so the pump judges it again
+//     (repinner.carry): it goes only if the new tool list is the pinned
+//     one exactly, with an audit line that says so; otherwise it is
+//     refused with rule pinning, and what changed is refused from then
+//     on, as after a list_changed. A client's answer to a request the
+//     server sent on the old session does not go: the new session never
+//     asked it;
+//   - a request the server had taken on the old session is not sent again:
+//     it may have run, and a second run may repeat its effect (a mail sent
+//     twice). It is answered with an error that says so;
+//   - the event stream is opened again for the new session (a server that
+//     does not check the id of a GET would keep the old one open).
+//
+// The bearer token, if any, goes on as it was: a restart does not revoke
+// it, and a 401 goes through the authorizer as on any request. If the new
+// session can't be started, or the server forgets it too before it
+// proved itself (within renewedGrace, before answering anything, or
+// before what waited for it was sent), the session ends with the reason,
+// and every request still waiting (and every later call) gets it: one new
+// session per loss, never a loop. The HTTP+SSE transport has no session
+// ids to lose: there the end of the event stream ends the session.
+
+// renewTimeout bounds the start of a new session: initialize and every
+// page of the tool list.
+const renewTimeout = 60 * time.Second
+
+// renewedGrace is how long a session bouncer started must last, or answer
+// something, for its loss to be met with another new session.
+const renewedGrace = 10 * time.Second
+
+// setRepinner implements resumer.
+func (r *Remote) setRepinner(p repinner) {
+	r.mu.Lock()
+	r.repin = p
+	r.mu.Unlock()
+}
+
+// lost handles a 404 for session gen: m, if set, is a message the server
+// did not process, for the new session (lost is then called from send).
+// The first loss of a session starts a new one (see resume), unless none
+// can or may be started: then the session ends. It returns a channel
+// closed once the session is replaced, or is over.
+func (r *Remote) lost(gen int, m jsonrpc.Message) <-chan struct{} {
+	done := make(chan struct{})
+	r.mu.Lock()
+	select {
+	case <-r.ended:
+		// Over already: the pump answers what waits.
+		r.mu.Unlock()
+		if m != nil {
+			r.unsent([]jsonrpc.Message{m})
+		}
+		close(done)
+		return done
+	default:
+	}
+	switch {
+	case r.abandoning:
+		// Being ended for a loss (see abandon): m goes with what
+		// waited, and its line says it was not sent.
+		if m != nil {
+			r.retry = append(r.retry, m)
+		}
+		r.mu.Unlock()
+		close(done)
+		return done
+	case r.resuming != nil && gen <= r.dead:
+		// Being replaced: the new session takes m.
+		if m != nil {
+			r.retry = append(r.retry, m)
+		}
+		ch := r.resuming
+		r.mu.Unlock()
+		return ch
+	case gen < r.gen:
+		// Replaced already (m's 404 came late): m goes to the new one.
+		conn, cur, changes := r.conn, r.gen, r.changes
+		r.mu.Unlock()
+		if m != nil {
+			if _, answer := r.resend(conn, cur, m, changes); answer != nil {
+				answer()
+			}
+		}
+		close(done)
+		return done
+	}
+	if m != nil {
+		r.retry = append(r.retry, m)
+	}
+	where := redactURL(r.cfg.URL)
+	var why string
+	switch {
+	case r.closed:
+		why = "the session was closed"
+	case r.repin == nil || r.kind != TransportStreamable || r.version == "" || r.initParams == nil:
+		// Nothing to start a new session with (no pump, or the session
+		// was never initialized).
+		why = r.why(mcp.ErrSessionMissing).Error()
+	case r.resuming != nil, !r.renewedAt.IsZero() && !r.served && time.Since(r.renewedAt) < renewedGrace:
+		// A server that forgets every session would have bouncer start
+		// one after another, for ever.
+		why = fmt.Sprintf("the remote server at %s forgot the session bouncer had just started in place of one it forgot (404 Not Found for the session id), before it proved itself; check the server, then restart the MCP client (or reconnect this server in it)", where)
+	default:
+		r.resuming = done
+		r.dead = gen
+		r.mu.Unlock()
+		go r.resume(gen, done)
+		return done
+	}
+	r.mu.Unlock()
+	self := 0
+	if m != nil {
+		self = 1
+	}
+	r.abandon(why, self)
+	close(done)
+	return done
+}
+
+// settleWait bounds how long abandon waits for the writes in progress.
+const settleWait = 2 * time.Second
+
+// abandon ends the session for why, a loss it can't survive (unless it is
+// over already: the reason it ended for stays). What waited for a new
+// session is not sent, and a tools/call among it gets an audit line that
+// says so, before the pump answers it with the reason. The writes still
+// in progress (self of them are the caller's) are waited for first, at
+// most settleWait: the go-sdk connection reports a 404 to its reader
+// before the write it came on returns, and that write's message is among
+// what was not sent.
+func (r *Remote) abandon(why string, self int) {
+	r.mu.Lock()
+	r.abandoning = true
+	r.mu.Unlock()
+	deadline := time.Now().Add(settleWait)
+	for {
+		r.mu.Lock()
+		n := r.writing
+		r.mu.Unlock()
+		if n <= self || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.mu.Lock()
+	msgs := append(r.retry, r.held...)
+	r.retry, r.held = nil, nil
+	r.mu.Unlock()
+	r.unsentFor(msgs, why)
+	r.end(&EndedError{Why: why, Err: mcp.ErrSessionMissing})
+}
+
+// unsent records that msgs, which waited for a new session, are not sent
+// now that the session is over.
+func (r *Remote) unsent(msgs []jsonrpc.Message) {
+	reason := "the session was closed"
+	var ended *EndedError
+	if errors.As(r.endErr, &ended) {
+		reason = ended.Why
+	}
+	r.unsentFor(msgs, reason)
+}
+
+// unsentFor gives each tools/call among msgs an audit line saying it was
+// not sent, for why.
+func (r *Remote) unsentFor(msgs []jsonrpc.Message, why string) {
+	r.mu.Lock()
+	p := r.repin
+	r.mu.Unlock()
+	if p == nil {
+		return
+	}
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" {
+			p.unsent(req, why)
+		}
+	}
+}
+
+// resume replaces session gen, which the server forgot, with a new one;
+// see the comment above renewTimeout. done is closed once it is over.
+//
+// The answers bouncer gives meanwhile (to a request that may have run, to
+// a call refused for the new tool list) go out once it is over: a client
+// that waits for one before its next call sends that call to the new
+// session as any other, judged on the new list (not held, then refused
+// for having been judged on the old one).
+func (r *Remote) resume(gen int, done chan struct{}) {
+	defer close(done)
+	where := redactURL(r.cfg.URL)
+	r.logf("the remote server at %s no longer knows this session (it answers 404 Not Found for the session id: it restarted?); starting a new one with the client's initialize, and checking its tool list against the pin", where)
+	r.mu.Lock()
+	old := r.conn
+	var answers []func()
+	for id, f := range r.flights {
+		if f.gen <= gen && f.accepted {
+			delete(r.flights, id)
+			answers = append(answers, func() { r.deliver(r.inFlightError(id)) })
+		}
+	}
+	r.mu.Unlock()
+	// In the background: a connection whose failure was not the 404
+	// (that came on the event stream) sends a DELETE for the old id.
+	go old.Close()
+	if len(answers) > 0 {
+		r.logf("%d request(s) the server had taken on the lost session get an error: they may have run, so bouncer does not send them again", len(answers))
+	}
+	// fail ends the session for why (see abandon; "": it is over
+	// already), once the answers are given.
+	fail := func(why string) {
+		for _, answer := range answers {
+			answer()
+		}
+		if why != "" {
+			r.abandon(why, 0)
+		} else {
+			r.mu.Lock()
+			msgs := append(r.retry, r.held...)
+			r.retry, r.held = nil, nil
+			r.mu.Unlock()
+			r.unsent(msgs)
+		}
+		r.mu.Lock()
+		r.resuming = nil
+		r.mu.Unlock()
+	}
+	next := gen + 1
+	c, tools, err := r.renew(next)
+	if err == nil {
+		r.mu.Lock()
+		if r.closed {
+			err = errors.New("the session was closed")
+		}
+		r.mu.Unlock()
+		if err != nil {
+			_ = c.Close()
+		}
+	}
+	if err != nil {
+		fail(fmt.Sprintf("the remote server at %s no longer knows this session (it answers 404 Not Found for the session id: it restarted, or ended the session), and bouncer could not start a new one: %s; check the server, then restart the MCP client (or reconnect this server in it)", where, err))
+		return
+	}
+	changes := r.repin.repin(tools)
+	r.mu.Lock()
+	r.conn = c
+	r.gen = next
+	r.changes, r.renewedAt, r.served = changes, time.Now(), false
+	stream := r.streamCancel
+	r.mu.Unlock()
+	go r.readConn(c, next)
+	if stream != nil {
+		// The event stream still names the old session (a server that
+		// does not check the id of a GET keeps it open): it is opened
+		// again for the new one.
+		stream()
+	}
+	if len(changes) == 0 {
+		r.logf("started a new session with the remote server at %s; its tool list is the pinned one", where)
+	} else {
+		r.logf("started a new session with the remote server at %s; its tool list differs from the pinned one (%s): calls judged before are not sent, and what changed is refused from now on", where, strings.Join(changes, "; "))
+	}
+	// What waited goes out in the order it came (the refused ones were
+	// sent first); only then are writes sent as they come.
+	sent := 0
+	for {
+		r.mu.Lock()
+		msgs := append(r.retry, r.held...)
+		r.retry, r.held = nil, nil
+		if len(msgs) == 0 {
+			r.resuming = nil
+			r.mu.Unlock()
+			break
+		}
+		r.mu.Unlock()
+		for i, m := range msgs {
+			select {
+			case <-r.ended:
+				// The new session was lost too (see lost): what is
+				// left is not sent.
+				r.mu.Lock()
+				r.retry = append(msgs[i:], r.retry...)
+				r.mu.Unlock()
+				fail("")
+				return
+			default:
+			}
+			ok, answer := r.resend(c, next, m, changes)
+			if ok {
+				sent++
+			}
+			if answer != nil {
+				answers = append(answers, answer)
+			}
+		}
+	}
+	if sent > 0 {
+		r.logf("sent %d message(s) that had not reached the server on the new session", sent)
+	}
+	for _, answer := range answers {
+		answer()
+	}
+}
+
+// resend sends m on the new session c (number gen), as the comment above
+// renewTimeout says: a tools/call only if the pump lets it go (it does
+// not if the tool list differs, changes), a client's answer only to a
+// request of this session. It reports whether m was sent, and returns the
+// answer to a call refused instead, for the caller to give.
+func (r *Remote) resend(c mcp.Connection, gen int, m jsonrpc.Message, changes []string) (bool, func()) {
+	r.mu.Lock()
+	stale := !r.answerableLocked(m, gen)
+	p := r.repin
+	r.mu.Unlock()
+	if stale {
+		r.dropStale(m)
+		return false, nil
+	}
+	req, ok := m.(*jsonrpc.Request)
+	if ok && req.IsCall() && req.Method == "tools/call" && p != nil {
+		if reason := p.carry(req, redactURL(r.cfg.URL), changes); reason != "" {
+			r.mu.Lock()
+			delete(r.flights, req.ID)
+			r.mu.Unlock()
+			return false, func() { p.refuseCarried(req, reason) }
+		}
+	}
+	if err := r.send(c, gen, m); err != nil {
+		if ok && req.IsCall() {
+			return false, func() {
+				r.deliver(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+					Code:    jsonrpc.CodeInternalError,
+					Message: "bouncer: " + err.Error(),
+				}})
+			}
+		}
+		r.logf("the remote server did not take a message on the new session: %v", err)
+		return false, nil
+	}
+	return true, nil
+}
+
+// inFlightError answers a request the server had taken on a session it
+// then lost.
+func (r *Remote) inFlightError(id jsonrpc.ID) *jsonrpc.Response {
+	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code:    jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("bouncer: the remote server at %s lost the session (it restarted?) while this request was in flight. It may have run, so bouncer did not send it again (a second run may repeat its effect); check whether it took effect before retrying", redactURL(r.cfg.URL)),
+	}}
+}
+
+// renew starts a new session, which will be number gen: initialize with
+// the client's params at the negotiated version, notifications/initialized,
+// and the whole tool list, which it returns. Nothing else is sent on it
+// yet.
+func (r *Remote) renew(gen int) (mcp.Connection, []json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(r.ctx, renewTimeout)
+	defer cancel()
+	r.mu.Lock()
+	params, version := r.initParams, r.version
+	r.mu.Unlock()
+	params, err := setField(params, "protocolVersion", version)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the client's initialize params: %v", err)
+	}
+	c, err := r.streamable(ctx)
+	if err != nil {
+		return nil, nil, r.renewError(err)
+	}
+	fail := func(err error) (mcp.Connection, []json.RawMessage, error) {
+		_ = c.Close()
+		return nil, nil, err
+	}
+	res, err := r.ask(ctx, c, gen, "initialize", params)
+	if err != nil {
+		return fail(err)
+	}
+	var ir struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(res, &ir)
+	if ir.ProtocolVersion != version {
+		return fail(fmt.Errorf("the server answered the new initialize at protocol version %q, and the client's session is at %q", ir.ProtocolVersion, version))
+	}
+	if err := c.Write(ctx, &jsonrpc.Request{Method: "notifications/initialized"}); err != nil {
+		return fail(r.renewError(err))
+	}
+	var tools []json.RawMessage
+	seen := map[string]bool{}
+	params = json.RawMessage(`{}`)
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return fail(fmt.Errorf("tools/list has more than %d pages", maxPages))
+		}
+		res, err := r.ask(ctx, c, gen, "tools/list", params)
+		if err != nil {
+			return fail(err)
+		}
+		var l struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(res, &l); err != nil || l.Tools == nil {
+			return fail(errors.New("the new session's tools/list result has no tools array"))
+		}
+		tools = append(tools, l.Tools...)
+		if l.NextCursor == "" {
+			return c, tools, nil
+		}
+		if seen[l.NextCursor] {
+			return fail(fmt.Errorf("tools/list returned the cursor %q twice", l.NextCursor))
+		}
+		seen[l.NextCursor] = true
+		params, _ = json.Marshal(map[string]string{"cursor": l.NextCursor})
+	}
+}
+
+// ask sends a request of Remote's own on c, the connection of the new
+// session gen, and reads c until its answer. What else the server sends
+// meanwhile (a log message, a request of its own) is relayed.
+func (r *Remote) ask(ctx context.Context, c mcp.Connection, gen int, method string, params json.RawMessage) (json.RawMessage, error) {
+	r.mu.Lock()
+	r.ownIDs++
+	id, _ := jsonrpc.MakeID(fmt.Sprintf("%sresume-%d", idPrefix, r.ownIDs))
+	r.mu.Unlock()
+	if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
+		return nil, r.renewError(err)
+	}
+	for {
+		m, err := c.Read(ctx)
+		if err != nil {
+			return nil, r.renewError(err)
+		}
+		resp, ok := m.(*jsonrpc.Response)
+		switch {
+		case !ok:
+			r.fromServer(gen, m)
+		case resp.ID != id:
+			r.logf("dropped an answer to id %s on the new session, which bouncer did not send there", idText(resp.ID))
+		case resp.Error != nil:
+			return nil, fmt.Errorf("the server refused %s on the new session: %s", method, r.redact(resp.Error.Error()))
+		default:
+			return resp.Result, nil
+		}
+	}
+}
+
+// renewError says why a request starting a new session failed, without
+// the session id the go-sdk puts in some of its errors.
+func (r *Remote) renewError(err error) error {
+	switch {
+	case errors.Is(err, mcp.ErrSessionMissing):
+		return errors.New("the server forgot the new session at once (404 Not Found for its id)")
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("no answer within %v", renewTimeout)
+	}
+	return errors.New(r.redact(err.Error()))
+}
+
 // ---- the server's event stream (streamable HTTP) ----
 
 // listenRetries bounds how often the event stream is re-opened without the
@@ -629,6 +1279,9 @@ func (r *Remote) listen() {
 	lastID := ""
 	failures := 0
 	delay := time.Duration(0)
+	streamGen := 0 // the session lastID is of
+	cancel := context.CancelFunc(func() {})
+	defer func() { cancel() }()
 	for {
 		if delay > 0 {
 			select {
@@ -637,13 +1290,29 @@ func (r *Remote) listen() {
 				return
 			}
 		}
-		req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, r.cfg.URL, nil)
+		// The GET's own context: a new session in place of a lost one
+		// ends it (see resume).
+		cancel()
+		gctx, gcancel := context.WithCancel(r.ctx)
+		cancel = gcancel
+		req, err := http.NewRequestWithContext(gctx, http.MethodGet, r.cfg.URL, nil)
 		if err != nil {
 			r.logf("the server's event stream: %v", err)
 			return
 		}
 		req.Header.Set("Accept", "text/event-stream")
-		if sid := r.SessionID(); sid != "" {
+		r.mu.Lock()
+		gen, sid := r.gen, ""
+		if r.conn != nil {
+			sid = r.conn.SessionID()
+		}
+		r.streamCancel = cancel
+		r.mu.Unlock()
+		if gen != streamGen {
+			// A new session's events are numbered anew.
+			streamGen, lastID = gen, ""
+		}
+		if sid != "" {
 			req.Header.Set("Mcp-Session-Id", sid)
 		}
 		if lastID != "" {
@@ -655,6 +1324,10 @@ func (r *Remote) listen() {
 			if r.ctx.Err() != nil {
 				return
 			}
+			if gctx.Err() != nil {
+				delay = 0 // ended for a new session: no failure
+				continue
+			}
 			failures++
 			if failures > listenRetries {
 				r.end(&EndedError{Why: fmt.Sprintf("the remote server at %s can't be reached any more (its event stream failed %d times: %s); check that it is up, then restart the session", redactURL(r.cfg.URL), failures, r.redact(err.Error())), Err: err})
@@ -664,10 +1337,22 @@ func (r *Remote) listen() {
 			continue
 		}
 		switch {
-		case resp.StatusCode == http.StatusNotFound && r.SessionID() != "":
+		case resp.StatusCode == http.StatusNotFound && sid != "":
+			// The server forgot the session: the stream goes on with
+			// the new one, if one is started.
 			resp.Body.Close()
-			r.end(r.why(mcp.ErrSessionMissing))
-			return
+			select {
+			case <-r.lost(gen, nil):
+			case <-r.ctx.Done():
+				return
+			}
+			select {
+			case <-r.ended:
+				return
+			default:
+			}
+			lastID, failures, delay = "", 0, 0
+			continue
 		case resp.StatusCode >= 400 && resp.StatusCode < 500:
 			// 405 is how a server says it has no such stream; other 4xx
 			// are what some servers say instead.
@@ -686,10 +1371,14 @@ func (r *Remote) listen() {
 			delay = backoff(failures)
 			continue
 		}
-		got, retry, err := r.readEvents(resp.Body, &lastID)
+		got, retry, err := r.readEvents(resp.Body, gen, &lastID)
 		resp.Body.Close()
 		if r.ctx.Err() != nil {
 			return
+		}
+		if gctx.Err() != nil {
+			delay = 0 // ended for a new session: no failure
+			continue
 		}
 		if err != nil {
 			r.end(err)
@@ -722,11 +1411,11 @@ func backoff(n int) time.Duration {
 
 }
 
-// readEvents reads server-sent events until the stream ends, delivering
-// each message. It reports whether any event came, the retry delay the
+// readEvents reads server-sent events of session gen until the stream
+// ends, delivering each message. It reports whether any event came, the retry delay the
 // server asked for, and an error that ends the session (a message that is
 // not JSON-RPC).
-func (r *Remote) readEvents(body io.Reader, lastID *string) (got bool, retry time.Duration, err error) {
+func (r *Remote) readEvents(body io.Reader, gen int, lastID *string) (got bool, retry time.Duration, err error) {
 	sc := newEventScanner(body)
 	for {
 		ev, ok := sc.next()
@@ -752,7 +1441,7 @@ func (r *Remote) readEvents(body io.Reader, lastID *string) (got bool, retry tim
 		if derr != nil {
 			return got, retry, r.notMCP(derr)
 		}
-		if !r.deliver(m) {
+		if !r.fromServer(gen, m) {
 			return got, retry, nil
 		}
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -42,7 +43,41 @@ type EndedError struct {
 func (e *EndedError) Error() string { return e.Why }
 func (e *EndedError) Unwrap() error { return e.Err }
 
+// resumer is an Upstream that can start a new session in place of one the
+// server forgot, without the client noticing: a remote server that
+// restarted answers 404 for the old session's id, and the MCP spec has the
+// client start a new session with a new initialize. Bouncer does that for
+// the client, once per loss; Run gives it the pump's side, without which
+// it starts none (the session ends, as it would without this).
+type resumer interface {
+	setRepinner(repinner)
+}
+
+// repinner is the pump's side of a new upstream session: the pin and the
+// audit log are the pump's.
+type repinner interface {
+	// repin takes the new session's whole tool list before anything the
+	// client sent is sent on that session, and returns how it differs
+	// from the pinned list (nil: it is that list exactly). What differs
+	// is refused from then on, as after a list_changed.
+	repin(tools []json.RawMessage) []string
+	// carry judges a tools/call that was judged on the lost session and
+	// never ran there, before it goes to the new one; differs is what
+	// repin returned, where the server's URL. It writes the call's second
+	// audit line and returns "" if the call may go: only if the tool list
+	// is the pinned one exactly (or in observe mode, which refuses
+	// nothing) and the line was written. Otherwise it returns why not.
+	carry(req *jsonrpc.Request, where string, differs []string) (refused string)
+	// refuseCarried answers a call carry refused, with the reason it gave.
+	refuseCarried(req *jsonrpc.Request, reason string)
+	// unsent records that such a call is not sent at all, for why (the
+	// session ended); the pump answers it with the session's reason.
+	unsent(req *jsonrpc.Request, why string)
+}
+
 var (
 	_ Upstream = (*Process)(nil)
 	_ Upstream = (*Remote)(nil)
+	_ resumer  = (*Remote)(nil)
+	_ repinner = (*Proxy)(nil)
 )

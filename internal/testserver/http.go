@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -22,9 +24,26 @@ import (
 //	sse        the older HTTP+SSE transport instead of streamable HTTP
 //	json       streamable HTTP answering posts with JSON, not event streams
 //	events     streamable HTTP with an event store, so streams resume
+//	changed    echo is defined as change_echo leaves it, as a server that
+//	           comes back from a restart with another tool list
+//	added      the tool add_tool adds is there from the start
+//	forget     the expire fault from the start: a server that forgets
+//	           every session at once
+//	forgetcalls  every tools/call that names a session is answered 404
+//	           (the rest is served): a server that forgets a session as
+//	           soon as it is used
+//	getlog     the Mcp-Session-Id of every GET (the event stream) is
+//	           appended to gets.txt in the helpdesk's directory
+//
+// The mcp-go helpdesk (Main's "mcpgo-http", see ServeMCPGoHTTP) takes
+// changed, forget, forgetcalls and getlog too.
 const (
 	EnvHTTP  = "BOUNCER_TESTSERVER_HTTP"
 	EnvToken = "BOUNCER_TESTSERVER_TOKEN"
+	// EnvAddr, if set, is the host:port the server listens on (default: a
+	// free loopback port), so that a test can start it again where it was,
+	// as a server restarts.
+	EnvAddr = "BOUNCER_TESTSERVER_ADDR"
 )
 
 // Faults the HTTP helpdesk can be told to show, by its tool http_fault
@@ -40,14 +59,39 @@ const (
 //	           Last-Event-ID
 const faultTool = "http_fault"
 
+// pingTool is the HTTP helpdesk's tool ping_client, which pings the client
+// (a request of the server's) and answers "pong" once the client answered.
+const pingTool = "ping_client"
+
 // faults is the HTTP helpdesk's state of misbehaviour.
 type faults struct {
-	mu      sync.Mutex
-	fail503 int            // posts still to answer 503
-	expired bool           // the session is gone
-	streams map[int]func() // cancels the open GETs
-	nextID  int
-	cut     int // event streams still to cut after their first event
+	mu          sync.Mutex
+	fail503     int            // posts still to answer 503
+	expired     bool           // the session is gone
+	forgetCalls bool           // every tools/call naming a session gets 404
+	getLog      string         // where each GET's session id is appended, if set
+	streams     map[int]func() // cancels the open GETs
+	nextID      int
+	cut         int // event streams still to cut after their first event
+}
+
+// newFaults returns the faults the options (EnvHTTP) set from the start;
+// dir is the helpdesk's.
+func newFaults(opts map[string]bool, dir string) *faults {
+	f := &faults{streams: map[int]func(){}, expired: opts["forget"], forgetCalls: opts["forgetcalls"]}
+	if opts["getlog"] {
+		f.getLog = filepath.Join(dir, "gets.txt")
+	}
+	return f
+}
+
+// options parses EnvHTTP's list.
+func options(list []string) map[string]bool {
+	opts := map[string]bool{}
+	for _, o := range list {
+		opts[strings.TrimSpace(o)] = true
+	}
+	return opts
 }
 
 func (f *faults) set(fault string) error {
@@ -81,11 +125,22 @@ func (f *faults) wrap(h http.Handler, token string) http.Handler {
 		}
 		f.mu.Lock()
 		expired := f.expired && req.Header.Get("Mcp-Session-Id") != ""
+		if f.forgetCalls && req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") != "" {
+			body, _ := io.ReadAll(req.Body)
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			expired = bytes.Contains(body, []byte(`"method":"tools/call"`))
+		}
 		fail := req.Method == http.MethodPost && f.fail503 > 0
 		if fail {
 			f.fail503--
 		}
 		var id int
+		if req.Method == http.MethodGet && f.getLog != "" {
+			if lf, err := os.OpenFile(f.getLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintln(lf, req.Header.Get("Mcp-Session-Id"))
+				lf.Close()
+			}
+		}
 		if req.Method == http.MethodGet {
 			ctx, cancel := context.WithCancel(req.Context())
 			req = req.WithContext(ctx)
@@ -156,8 +211,17 @@ func (w *cutWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // and writes its URL as the first line of stdout. It serves until killed,
 // so the helpdesk's crash tool takes the whole server away.
 func ServeHelpdeskHTTP(dir string) error {
-	h, path := HelpdeskHandler(dir, strings.Split(os.Getenv(EnvHTTP), ","), os.Getenv(EnvToken))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return serveHTTP(HelpdeskHandler(dir, strings.Split(os.Getenv(EnvHTTP), ","), os.Getenv(EnvToken)))
+}
+
+// serveHTTP serves h on EnvAddr (default: a free loopback port) and writes
+// the URL of path as the first line of stdout.
+func serveHTTP(h http.Handler, path string) error {
+	addr := os.Getenv(EnvAddr)
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -165,15 +229,13 @@ func ServeHelpdeskHTTP(dir string) error {
 	return http.Serve(ln, h)
 }
 
-// HelpdeskHandler is the helpdesk (with its tool http_fault) as an HTTP
-// handler, with the options of EnvHTTP and, when token is set, demanding
-// it as a bearer token; path is where its endpoint is to be served.
-func HelpdeskHandler(dir string, options []string, token string) (h http.Handler, path string) {
-	opts := map[string]bool{}
-	for _, o := range options {
-		opts[strings.TrimSpace(o)] = true
-	}
-	f := &faults{streams: map[int]func(){}}
+// HelpdeskHandler is the helpdesk (with its tools http_fault and
+// ping_client) as an HTTP handler, with the options of EnvHTTP and, when
+// token is set, demanding it as a bearer token; path is where its
+// endpoint is to be served.
+func HelpdeskHandler(dir string, list []string, token string) (h http.Handler, path string) {
+	opts := options(list)
+	f := newFaults(opts, dir)
 	srv := NewHelpdesk(dir)
 	srv.AddTool(&mcp.Tool{Name: faultTool, Description: "Make the HTTP server misbehave", InputSchema: schema("fault")},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -182,6 +244,19 @@ func HelpdeskHandler(dir string, options []string, token string) (h http.Handler
 			}
 			return textResult("ok"), nil
 		})
+	srv.AddTool(&mcp.Tool{Name: pingTool, Description: "Ping the client", InputSchema: schema()},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if err := req.Session.Ping(ctx, nil); err != nil {
+				return nil, err
+			}
+			return textResult("pong"), nil
+		})
+	if opts["changed"] {
+		srv.AddTool(changedEcho, echoHandler)
+	}
+	if opts["added"] {
+		srv.AddTool(lateTool, echoHandler)
+	}
 	get := func(*http.Request) *mcp.Server { return srv }
 	path = "/mcp"
 	if opts["sse"] {
