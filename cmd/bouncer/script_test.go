@@ -11,7 +11,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/bouncer-mcp/bouncer/internal/testserver"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 

@@ -13,7 +13,7 @@ import (
 
 // fastmcpModify is modify_email's definition as the Python SDK's FastMCP
 // (mcp 1.29.0) lists it for `addLabelIds: list[str] | None = None`,
-// recorded from the real server (internal/testserver/fastmcp_gmail.py).
+// recorded from the real server (internal/testsupport/testserver/fastmcp_gmail.py).
 const fastmcpModify = `{"name":"modify_email","description":"Change the labels of one message.","inputSchema":{"properties":{"messageId":{"title":"Messageid","type":"string"},"addLabelIds":{"anyOf":[{"items":{"type":"string"},"type":"array"},{"type":"null"}],"default":null,"title":"Addlabelids"},"removeLabelIds":{"anyOf":[{"items":{"type":"string"},"type":"array"},{"type":"null"}],"default":null,"title":"Removelabelids"}},"required":["messageId"],"title":"modify_emailArguments","type":"object"}}`
 
 func mustJSON(t *testing.T, s string) map[string]any {

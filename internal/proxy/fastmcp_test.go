@@ -22,7 +22,7 @@ import (
 // schema.
 const envFastMCP = "BOUNCER_TEST_FASTMCP"
 
-// fastmcpGmail returns the command for internal/testserver/fastmcp_gmail.py,
+// fastmcpGmail returns the command for internal/testsupport/testserver/fastmcp_gmail.py,
 // a server on the Python SDK's FastMCP, or skips the test when no Python
 // can import the SDK.
 func fastmcpGmail(t *testing.T) Command {

@@ -28,7 +28,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
-	"github.com/bouncer-mcp/bouncer/internal/testserver"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 )
 
 func TestMain(m *testing.M) {

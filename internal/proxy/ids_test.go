@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bouncer-mcp/bouncer/internal/testserver"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 )
 
 // A client request whose id the go-sdk's jsonrpc.ID can't hold exactly

@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/bouncer-mcp/bouncer/internal/testserver"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 )
 
 // noisyConn reads input with TolerateNoise and returns the messages read

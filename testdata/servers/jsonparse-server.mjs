@@ -6,7 +6,7 @@
 // as a lone UTF-16 code unit. No npm dependencies.
 //
 // It serves the same tools, and writes the same side-effects lines, as the
-// mcp-go test server (internal/testserver/mcpgo), so a test can compare
+// mcp-go test server (internal/testsupport/testserver/mcpgo), so a test can compare
 // what the two act on:
 //
 //   send_email  {to, cc[], subject, body}

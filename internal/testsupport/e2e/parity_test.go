@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bouncer-mcp/bouncer/internal/testserver/e2e"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/e2e"
 )
 
 // parityCalls are tools/call params that exercise every rule: hostile keys,

@@ -8,7 +8,7 @@
 //
 // The servers:
 //
-//   - MCPGo: internal/testserver/mcpgo, built on github.com/mark3labs/mcp-go,
+//   - MCPGo: internal/testsupport/testserver/mcpgo, built on github.com/mark3labs/mcp-go,
 //     decoding arguments with encoding/json into structs (case-insensitive
 //     keys with Unicode folding, last matching key wins, lone surrogates
 //     become U+FFFD).
@@ -83,7 +83,7 @@ func build(t testing.TB) string {
 			return
 		}
 		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-			"./cmd/bouncer", "./internal/testserver/mcpgo")
+			"./cmd/bouncer", "./internal/testsupport/testserver/mcpgo")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)

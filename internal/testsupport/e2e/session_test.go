@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bouncer-mcp/bouncer/internal/testserver/e2e"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/e2e"
 )
 
 const sessionPolicy = `

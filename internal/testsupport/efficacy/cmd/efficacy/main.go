@@ -1,8 +1,8 @@
 // Command efficacy replays the AgentDojo sessions of testdata/agentdojo
 // through `bouncer check` and prints the Markdown tables of docs/efficacy.md.
 //
-//	go run ./internal/efficacy/cmd/efficacy                 # what this binary supports
-//	go run ./internal/efficacy/cmd/efficacy -mode compat -policy base   # today's baseline
+//	go run ./internal/testsupport/efficacy/cmd/efficacy                 # what this binary supports
+//	go run ./internal/testsupport/efficacy/cmd/efficacy -mode compat -policy base   # today's baseline
 //
 // It builds ./cmd/bouncer first unless -bouncer names a binary.
 package main
@@ -14,7 +14,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/bouncer-mcp/bouncer/internal/efficacy"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/efficacy"
 )
 
 func main() {

@@ -1,7 +1,9 @@
 // Package efficacy replays the AgentDojo sessions in testdata/agentdojo through
 // the real `bouncer check` and measures what Bouncer lets through: how many of
 // a hijacked agent's sends are allowed, asked or denied, and how many of a
-// user's legitimate sends pass without a human.
+// user's legitimate sends pass without a human. It is a measuring harness
+// for the tests and docs/efficacy.md, not product code, hence its place under
+// testsupport.
 //
 // The sessions and their manifest are generated from AgentDojo by
 // testdata/agentdojo/generate.py (see its README). Each session is replayed

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bouncer-mcp/bouncer/internal/testserver/e2e"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/e2e"
 )
 
 // hostile are the inputs of issue 10: calls Bouncer may judge one way while
