@@ -11,8 +11,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 )
 
 // serveHelpdesk is the script command `serve-helpdesk [OPTION]...

@@ -14,13 +14,12 @@ package record
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
 
-	"golang.org/x/sys/unix"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 
 	"github.com/bouncer-mcp/bouncer/internal/engine"
 )
@@ -50,7 +49,7 @@ type Tape struct {
 // about server. warn is told, once, if a line can't be written: the
 // session goes on without its record.
 func Open(path, server string, warn func(string)) (*Tape, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("record %s: %w", path, err)
 	}
@@ -63,22 +62,7 @@ func Open(path, server string, warn func(string)) (*Tape, error) {
 
 // private refuses a file that is not a regular file of this user's that
 // only this user can read: the record holds the servers' outputs.
-func private(f *os.File) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return errors.New("not a regular file")
-	}
-	if int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("owned by uid %d, not by this user (uid %d)", st.Uid, os.Geteuid())
-	}
-	if perm := st.Mode & 0o777; perm&0o077 != 0 {
-		return fmt.Errorf("mode %04o lets other users read it, and it will hold the servers' outputs; run: chmod 600 %s", perm, f.Name())
-	}
-	return nil
-}
+func private(f *os.File) error { return statefile.CheckPrivate(f) }
 
 // line is one line of the record, in `bouncer check`'s session format.
 type line struct {

@@ -132,7 +132,7 @@ func TestOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{
-		open:                             "mode 0644 lets other users read it",
+		open:                             "mode 0644 lets other users read or write it",
 		dir:                              "is a directory",
 		filepath.Join(dir, "no", "file"): "no such file or directory",
 	} {

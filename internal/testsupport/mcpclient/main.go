@@ -46,7 +46,7 @@ func run() error {
 	elicit := flag.String("elicit", "none", "how to answer the server's questions: accept, remember, decline, or none (do not declare elicitation)")
 	flag.Parse()
 	if flag.NArg() < 3 {
-		return fmt.Errorf("usage: mcpclient [-elicit accept|remember|decline|none] CONFIG SERVER STEP...")
+		return fmt.Errorf("usage: mcpclient [-elicit accept|remember|decline|none] CONFIG SERVER STEP [STEP]")
 	}
 	config, server, steps := flag.Arg(0), flag.Arg(1), flag.Args()[2:]
 	e, err := readEntry(config, server)
