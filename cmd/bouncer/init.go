@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bouncer-mcp/bouncer/internal/hooks"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/protect"
@@ -421,7 +422,7 @@ func (in *initRun) guarded(t mcpconfig.Found, polFile string) []string {
 	}
 	for _, c := range configs {
 		g = append(g, c)
-		if h, _, ok := mcpconfig.HookFile(c, in.home); ok {
+		if h, _, ok := hooks.File(c, in.home); ok {
 			g = append(g, h)
 		}
 	}
@@ -530,7 +531,7 @@ func (in *initRun) filesystemDirs(t mcpconfig.Found, cfg *mcpconfig.Config, serv
 // rules) to the client's hook file, once per file, asking first. The hook
 // runs program, the bouncer the config's entries launch.
 func (in *initRun) offerHook(t mcpconfig.Found, program string) {
-	path, client, ok := mcpconfig.HookFile(t.Path, in.home)
+	path, client, ok := hooks.File(t.Path, in.home)
 	if !ok {
 		if t.Client == mcpconfig.VSCode || t.Client == mcpconfig.Gemini {
 			fmt.Printf("  %s's prompt hook is not installed by init; docs/clients.md shows it.\n", t.Client)
@@ -544,7 +545,7 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 		return
 	}
 	in.hookFiles[path] = true
-	command := mcpconfig.HookCommand(program)
+	command := hooks.Command(program)
 	old, err := readIfExists(path)
 	if err != nil {
 		errorf("%s: %v", path, err)
@@ -552,7 +553,7 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 		return
 	}
 	stale := func(p string) bool { return in.bin.relaunch(t, p, program) }
-	h, err := mcpconfig.PlanHook(path, client, old, command, stale)
+	h, err := hooks.Plan(path, client, old, command, stale)
 	if err != nil {
 		errorf("%v", err)
 		in.fail(exitUsage)
@@ -566,7 +567,7 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 		fmt.Printf("    the prompt hook runs `%s`, not `%s`, as the servers launch %s\n", command, h.Replaced, program)
 	}
 	if h.Added.Hook {
-		fmt.Printf("    add the prompt hook (%s runs `%s`): a destination you type is then yours to send to, even if a server's output holds it too\n", hookEvent(client), command)
+		fmt.Printf("    add the prompt hook (%s runs `%s`): a destination you type is then yours to send to, even if a server's output holds it too\n", hooks.Event(client), command)
 	}
 	if len(h.Added.Deny) > 0 {
 		fmt.Printf("    add permissions.deny %s: an agent with a shell could otherwise approve its own blocked calls, trust an address, or forge a prompt that vouches for one\n", strings.Join(h.Added.Deny, ", "))
@@ -581,7 +582,7 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 		in.fail(exitFail)
 		return
 	}
-	if err := in.remember(path, func(a *mcpconfig.Added) {
+	if err := in.remember(path, func(a *hooks.Added) {
 		a.Hook = a.Hook || h.Added.Hook
 		switch {
 		case h.Added.Command != "" || h.Replaced != "" && a.Hook:
@@ -607,17 +608,10 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 	fmt.Printf("  Wrote %s.\n", in.show(path))
 }
 
-func hookEvent(c mcpconfig.Client) string {
-	if c == mcpconfig.Cursor {
-		return "beforeSubmitPrompt"
-	}
-	return "UserPromptSubmit"
-}
-
 // remember updates what init added to a hook file in the state directory.
-func (in *initRun) remember(path string, f func(*mcpconfig.Added)) error {
+func (in *initRun) remember(path string, f func(*hooks.Added)) error {
 	file := filepath.Join(in.state, initStateFile)
-	added := map[string]mcpconfig.Added{}
+	added := map[string]hooks.Added{}
 	if b, err := readIfExists(file); err != nil {
 		return err
 	} else if b != nil {
@@ -646,15 +640,15 @@ func (in *initRun) remember(path string, f func(*mcpconfig.Added)) error {
 	return os.Rename(tmp, file)
 }
 
-func (in *initRun) recorded(path string) (mcpconfig.Added, error) {
+func (in *initRun) recorded(path string) (hooks.Added, error) {
 	file := filepath.Join(in.state, initStateFile)
 	b, err := readIfExists(file)
 	if err != nil || b == nil {
-		return mcpconfig.Added{}, err
+		return hooks.Added{}, err
 	}
-	added := map[string]mcpconfig.Added{}
+	added := map[string]hooks.Added{}
 	if err := json.Unmarshal(b, &added); err != nil {
-		return mcpconfig.Added{}, fmt.Errorf("%s: %v", file, err)
+		return hooks.Added{}, fmt.Errorf("%s: %v", file, err)
 	}
 	return added[path], nil
 }
@@ -693,7 +687,7 @@ func (in *initRun) doUndo(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 
 // undoHook removes from the client's hook file what init recorded adding.
 func (in *initRun) undoHook(t mcpconfig.Found) {
-	path, client, ok := mcpconfig.HookFile(t.Path, in.home)
+	path, client, ok := hooks.File(t.Path, in.home)
 	if !ok || in.hookFiles[path] {
 		return
 	}
@@ -712,21 +706,21 @@ func (in *initRun) undoHook(t mcpconfig.Found) {
 	}
 	cur, err := readIfExists(path)
 	if err != nil || cur == nil {
-		_ = in.remember(path, func(x *mcpconfig.Added) { *x = mcpconfig.Added{} })
+		_ = in.remember(path, func(x *hooks.Added) { *x = hooks.Added{} })
 		return
 	}
 	var text []byte
-	var removed mcpconfig.Added
+	var removed hooks.Added
 	deleteFile := a.Created != "" && string(cur) == a.Created
 	if !deleteFile {
-		text, removed, err = mcpconfig.UndoHook(path, client, cur, a)
+		text, removed, err = hooks.Undo(path, client, cur, a)
 		if err != nil {
 			errorf("%v", err)
 			in.fail(exitUsage)
 			return
 		}
 		if removed.Empty() {
-			_ = in.remember(path, func(x *mcpconfig.Added) { *x = mcpconfig.Added{} })
+			_ = in.remember(path, func(x *hooks.Added) { *x = hooks.Added{} })
 			return
 		}
 	}
@@ -760,7 +754,7 @@ func (in *initRun) undoHook(t mcpconfig.Found) {
 		in.fail(exitFail)
 		return
 	}
-	_ = in.remember(path, func(x *mcpconfig.Added) { *x = mcpconfig.Added{} })
+	_ = in.remember(path, func(x *hooks.Added) { *x = hooks.Added{} })
 	fmt.Printf("  Wrote %s.\n", in.show(path))
 }
 
