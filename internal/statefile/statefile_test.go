@@ -323,6 +323,61 @@ func TestCreate(t *testing.T) {
 	assertOnly(t, dir, "key")
 }
 
+// CreateMode sets perm whatever the umask, and makes a file once, as
+// Create does.
+func TestCreateMode(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bouncer.yaml")
+	if err := CreateMode(p, []byte("first"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CreateMode(p, []byte("second"), 0o644); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second CreateMode: %v, want it to exist", err)
+	}
+	assertFile(t, p, "first", 0o644)
+	assertOnly(t, dir, "bouncer.yaml")
+}
+
+// WriteLike replaces a user's file (a client's config) keeping its mode
+// whatever the umask, and its owner and group: as root, the file of
+// another user (nobody, 65534) stays theirs, and so does a backup made
+// like it. As anyone else the file is their own, kept so.
+func TestWriteLike(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".mcp.json")
+	write(t, p, "old", 0o640)
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		uid, gid = 65534, 65534
+		if err := os.Chown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLike(p+".bak", []byte("old"), fi); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLike(p, []byte("new"), fi); err != nil {
+		t.Fatal(err)
+	}
+	assertFile(t, p, "new", 0o640)
+	assertFile(t, p+".bak", "old", 0o640)
+	for _, f := range []string{p, p + ".bak"} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(f, &st); err != nil || int(st.Uid) != uid || int(st.Gid) != gid {
+			t.Errorf("%s: owner %d:%d (%v), want %d:%d", f, st.Uid, st.Gid, err, uid, gid)
+		}
+	}
+	assertOnly(t, dir, ".mcp.json", ".mcp.json.bak")
+}
+
 func assertFile(t *testing.T, p, content string, mode fs.FileMode) {
 	t.Helper()
 	b, err := os.ReadFile(p)
