@@ -146,4 +146,3 @@ func TestRemoteSwitch(t *testing.T) {
 		t.Errorf("undo:\n%s", undone)
 	}
 }
-
