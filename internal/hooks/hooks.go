@@ -136,6 +136,8 @@ func shellWords(s string) []string {
 type Edit struct {
 	Path   string
 	Client mcpconfig.Client
+	// Command is the prompt hook's command line the file is to run.
+	Command string
 	// Old is the file as read, nil when it does not exist.
 	Old []byte
 	// New is the file to write; equal to Old when nothing is missing.
@@ -169,6 +171,30 @@ type Added struct {
 // Empty reports whether nothing was added.
 func (a Added) Empty() bool { return !a.Hook && len(a.Deny) == 0 && a.Created == "" && a.Was == "" }
 
+// Merge adds to a, what init recorded adding to a hook file before, what
+// the edit h of that file adds once written: undo then removes both.
+func (a *Added) Merge(h Edit) {
+	a.Hook = a.Hook || h.Added.Hook
+	switch {
+	case h.Added.Command != "" || h.Replaced != "" && a.Hook:
+		a.Command = h.Command // init's own hook: undo removes it
+	case h.Replaced != "":
+		// The user's own hook, pointed at this bouncer: undo puts
+		// back what the user had.
+		if a.Was == "" {
+			a.Was = h.ReplacedJSON
+		}
+		a.Command = h.Command
+	}
+	if h.Replaced != "" && a.Created == string(h.Old) {
+		a.Created = string(h.New) // still all init's
+	}
+	a.Deny = append(a.Deny, h.Added.Deny...)
+	if h.Added.Created != "" {
+		a.Created = h.Added.Created
+	}
+}
+
 // promptCommands are the command strings of the hooks in elems, the
 // elements of the client's prompt-submit hook array.
 func promptCommands(client mcpconfig.Client, elems []*jsonc.Node) []*jsonc.Node {
@@ -197,7 +223,7 @@ func promptCommands(client mcpconfig.Client, elems []*jsonc.Node) []*jsonc.Node 
 // that a prompt hook whose program stale says is to be replaced (one that
 // no longer starts this bouncer; nil: none) runs command instead.
 func Plan(path string, client mcpconfig.Client, old []byte, command string, stale func(program string) bool) (Edit, error) {
-	h := Edit{Path: path, Client: client, Old: old}
+	h := Edit{Path: path, Client: client, Command: command, Old: old}
 	text := old
 	if old == nil {
 		text = []byte("{}\n")

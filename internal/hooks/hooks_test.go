@@ -189,3 +189,49 @@ func FuzzPlan(f *testing.F) {
 		}
 	})
 }
+
+// TestMerge: what init records of an edit is what undo must take back,
+// on top of what it recorded before: a hook it added (by the command it
+// wrote, even when a later run points it at another bouncer), the user's
+// own hook it pointed at this bouncer (by what the user had, kept from
+// the first time), and a file it created (whole, as it now is).
+func TestMerge(t *testing.T) {
+	const cmd, newCmd = "bouncer hook prompt", "/new/bouncer hook prompt"
+	users := []byte(`{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "/gone/bouncer hook prompt"}]}]}}`)
+	gone := func(p string) bool { return p != "/opt/kept/bouncer" } // every other bouncer is gone
+	plan := func(old []byte, command string) Edit {
+		t.Helper()
+		h, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, old, command, gone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	created := plan(nil, cmd)
+	replacedOwn := plan(created.New, newCmd)
+	replacedUsers := plan(users, newCmd)
+	again := plan(replacedUsers.New, cmd)
+	for _, c := range []struct {
+		name  string
+		had   Added
+		edits []Edit
+		want  Added
+	}{
+		{"a file init created", Added{}, []Edit{created},
+			Added{Hook: true, Command: cmd, Deny: DenyRules, Created: string(created.New)}},
+		{"init's own hook pointed at another bouncer", Added{}, []Edit{created, replacedOwn},
+			Added{Hook: true, Command: newCmd, Deny: DenyRules, Created: string(replacedOwn.New)}},
+		{"the user's hook pointed at this bouncer", Added{}, []Edit{replacedUsers},
+			Added{Command: newCmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules}},
+		{"the user's hook pointed twice: what the user had is kept", Added{}, []Edit{replacedUsers, again},
+			Added{Command: cmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules}},
+	} {
+		a := c.had
+		for _, h := range c.edits {
+			a.Merge(h)
+		}
+		if !reflect.DeepEqual(a, c.want) {
+			t.Errorf("%s: recorded %+v, want %+v", c.name, a, c.want)
+		}
+	}
+}
