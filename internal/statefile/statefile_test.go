@@ -309,35 +309,30 @@ func TestWriteFailsWhole(t *testing.T) {
 }
 
 // Create makes a file once: a second Create fails and leaves the first
-// content.
+// content. CreateMode does the same with the mode it is given, whatever
+// the umask.
 func TestCreate(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "key")
-	if err := Create(p, []byte("first")); err != nil {
-		t.Fatal(err)
-	}
-	if err := Create(p, []byte("second")); !errors.Is(err, fs.ErrExist) {
-		t.Fatalf("second Create: %v, want it to exist", err)
-	}
-	assertFile(t, p, "first", 0o600)
-	assertOnly(t, dir, "key")
-}
-
-// CreateMode sets perm whatever the umask, and makes a file once, as
-// Create does.
-func TestCreateMode(t *testing.T) {
 	old := syscall.Umask(0o077)
 	defer syscall.Umask(old)
-	dir := t.TempDir()
-	p := filepath.Join(dir, "bouncer.yaml")
-	if err := CreateMode(p, []byte("first"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name   string
+		create func(path string, data []byte) error
+		mode   fs.FileMode
+	}{
+		{"Create", Create, 0o600},
+		{"CreateMode", func(p string, b []byte) error { return CreateMode(p, b, 0o644) }, 0o644},
+	} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "key")
+		if err := c.create(p, []byte("first")); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := c.create(p, []byte("second")); !errors.Is(err, fs.ErrExist) {
+			t.Fatalf("second %s: %v, want it to exist", c.name, err)
+		}
+		assertFile(t, p, "first", c.mode)
+		assertOnly(t, dir, "key")
 	}
-	if err := CreateMode(p, []byte("second"), 0o644); !errors.Is(err, fs.ErrExist) {
-		t.Fatalf("second CreateMode: %v, want it to exist", err)
-	}
-	assertFile(t, p, "first", 0o644)
-	assertOnly(t, dir, "bouncer.yaml")
 }
 
 // WriteLike replaces a user's file (a client's config) keeping its mode
