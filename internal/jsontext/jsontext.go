@@ -1,13 +1,19 @@
 // Package jsontext holds the lexical pieces of JSON text that more than one
 // of Bouncer's readers needs: the engine's call parser decodes \u escapes,
-// and the audit log's strict rewriting looks at them to find lone
-// surrogates. Both must read an escape the same way, so it is read here.
+// the audit log's strict rewriting looks at them to find lone surrogates,
+// and the JSONC reader of the clients' configs (internal/jsonc) checks
+// them. All must read an escape the same way, so it is read here.
 package jsontext
 
 import (
 	"unicode/utf16"
 	"unicode/utf8"
 )
+
+// IsHex reports whether c is a hex digit, of which a \u escape has four.
+func IsHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
 
 // Hex4 reads the four hex digits of a \u escape at the start of b (the
 // bytes after `\u`). It reports false when there are fewer than four or
@@ -19,14 +25,14 @@ func Hex4(b []byte) (rune, bool) {
 	var r rune
 	for _, c := range b[:4] {
 		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
+		case !IsHex(c):
 			return 0, false
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
 		}
 		r = r<<4 | rune(c)
 	}

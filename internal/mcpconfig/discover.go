@@ -30,6 +30,18 @@ type Found struct {
 	Project string
 }
 
+// FoundAt is the config at path (a --config) as Discover tells it: the
+// client that reads it, the project a project's own file belongs to, and
+// for Claude Code's ~/.claude.json the project w.Dir, whose servers there
+// are wrapped too.
+func FoundAt(path string, w Where) Found {
+	f := Found{Path: path, Client: ClientOf(path), Workspace: Workspace(path, w.Home)}
+	if filepath.Base(path) == ".claude.json" {
+		f.Project = w.Dir
+	}
+	return f
+}
+
 // Candidates lists where each client keeps its MCP servers, project files
 // first. Checked against the clients' documentation:
 //

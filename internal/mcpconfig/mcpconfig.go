@@ -4,24 +4,38 @@
 // project's servers), Cursor's mcp.json, Claude Desktop's config and Gemini
 // CLI's settings.json, and the `servers` block of VS Code's mcp.json.
 //
+// It is the model of the clients: which clients there are and where each
+// keeps its servers (Candidates, Discover, ClientOf), the shape of a
+// server entry, how an entry is wrapped to launch `bouncer run` and
+// unwrapped again, the x-bouncer-upstream record `bouncer run --config`
+// starts the real server from (Resolve), and each client's own ${...}
+// rule (Expander). Writing a client's file keeps its mode, owner and
+// symbolic link (Replace).
+//
 // Files may hold comments and trailing commas (JSONC, which VS Code, Cursor
-// and Gemini CLI accept). A rewrite replaces only the byte ranges of the
-// server entries it changes; every other byte of the file (comments,
-// unknown keys, their order, the author's formatting) stays as it was. The
-// original entry is kept under "x-bouncer-upstream" byte for byte, only
-// indented one level deeper, which is both how `bouncer run --config` finds
-// the real server and how Undo puts it back exactly.
+// and Gemini CLI accept), read by internal/jsonc. A rewrite replaces only
+// the byte ranges of the server entries it changes; every other byte of
+// the file (comments, unknown keys, their order, the author's formatting)
+// stays as it was. The original entry is kept under "x-bouncer-upstream"
+// byte for byte, only indented one level deeper, which is both how
+// `bouncer run --config` finds the real server and how Undo puts it back
+// exactly. The prompt hook init installs beside a config is
+// internal/hooks'.
 package mcpconfig
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/jsonc"
 )
+
+// Error is a problem with a config file, at a place in it where it has
+// one: jsonc's, whose reader finds most of them.
+type Error = jsonc.Error
 
 // UpstreamKey is the member of a wrapped entry that holds the original entry.
 const UpstreamKey = "x-bouncer-upstream"
@@ -37,7 +51,7 @@ type Config struct {
 	// (ClientOf); it decides how ${...} variables are expanded.
 	Client Client
 	data   []byte
-	root   *node
+	root   *jsonc.Node
 	nl     string // the file's line ending
 	indent string // the file's indentation unit
 }
@@ -56,16 +70,13 @@ func Load(path string) (*Config, error) {
 // or a block named twice, is refused because clients disagree on which one
 // wins and wrapping one would leave the other running unguarded.
 func Parse(path string, data []byte) (*Config, error) {
-	root, err := parse(path, data)
+	root, err := jsonc.Parse(path, data)
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{Path: path, Client: ClientOf(path), data: data, root: root, nl: "\n", indent: detectIndent(data)}
-	if bytes.Contains(data, []byte("\r\n")) {
-		c.nl = "\r\n"
-	}
-	if root.kind != '{' {
-		return nil, c.errAt(root.start, "the top level is not a JSON object")
+	c := &Config{Path: path, Client: ClientOf(path), data: data, root: root, nl: jsonc.Newline(data), indent: jsonc.Indent(data)}
+	if root.Kind != jsonc.Object {
+		return nil, c.errAt(root.Start, "the top level is not a JSON object")
 	}
 	for _, b := range Blocks {
 		if _, err := c.checkedBlock(c.root, b, b, "the top level"); err != nil {
@@ -79,20 +90,19 @@ func Parse(path string, data []byte) (*Config, error) {
 func (c *Config) Bytes() []byte { return c.data }
 
 func (c *Config) errAt(off int, msg string) *Error {
-	line, col := lineCol(c.data, off)
-	return &Error{File: c.Path, Line: line, Col: col, Msg: msg}
+	return jsonc.ErrorAt(c.Path, c.data, off, msg)
 }
 
 // checkedBlock returns the object member key of parent (nil when absent),
 // refusing a key that appears twice in parent, a value that is not an
 // object, and a key repeated anywhere in it: a server named twice, or a
-// key repeated in an entry (checkUnique). label names it in messages.
-func (c *Config) checkedBlock(parent *node, key, label, parentLabel string) (*node, error) {
+// key repeated in an entry (jsonc.CheckUnique). label names it in messages.
+func (c *Config) checkedBlock(parent *jsonc.Node, key, label, parentLabel string) (*jsonc.Node, error) {
 	n, err := c.objectMember(parent, key, label, parentLabel)
 	if n == nil || err != nil {
 		return nil, err
 	}
-	if err := checkUnique(c.Path, c.data, n, label); err != nil {
+	if err := jsonc.CheckUnique(c.Path, c.data, n, label); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -101,7 +111,7 @@ func (c *Config) checkedBlock(parent *node, key, label, parentLabel string) (*no
 // block is one object of server entries and how messages name it.
 type block struct {
 	label string
-	n     *node
+	n     *jsonc.Node
 }
 
 // blocks returns the server blocks: the top-level ones, and with project
@@ -156,24 +166,24 @@ type ProjectServers struct {
 // wrap or undo of project reads those blocks strictly, this only reports.
 func (c *Config) OtherProjects(project string) []ProjectServers {
 	var out []ProjectServers
-	projects, ok := c.root.get("projects")
-	if !ok || projects.kind != '{' {
+	projects, ok := c.root.Get("projects")
+	if !ok || projects.Kind != jsonc.Object {
 		return nil
 	}
-	for _, p := range projects.members {
-		if p.val.kind != '{' || (project != "" && samePath(p.key, project)) {
+	for _, p := range projects.Members {
+		if p.Val.Kind != jsonc.Object || (project != "" && samePath(p.Key, project)) {
 			continue
 		}
-		servers, ok := p.val.get("mcpServers")
-		if !ok || servers.kind != '{' || len(servers.members) == 0 {
+		servers, ok := p.Val.Get("mcpServers")
+		if !ok || servers.Kind != jsonc.Object || len(servers.Members) == 0 {
 			continue
 		}
-		ps := ProjectServers{Dir: p.key}
-		for _, m := range servers.members {
-			if m.val.kind == '{' && (hasKey(m.val, UpstreamKey) || runsBouncer(m.val)) {
-				ps.Wrapped = append(ps.Wrapped, m.key)
+		ps := ProjectServers{Dir: p.Key}
+		for _, m := range servers.Members {
+			if m.Val.Kind == jsonc.Object && (m.Val.Has(UpstreamKey) || runsBouncer(m.Val)) {
+				ps.Wrapped = append(ps.Wrapped, m.Key)
 			} else {
-				ps.Unwrapped = append(ps.Unwrapped, m.key)
+				ps.Unwrapped = append(ps.Unwrapped, m.Key)
 			}
 		}
 		out = append(out, ps)
@@ -184,13 +194,13 @@ func (c *Config) OtherProjects(project string) []ProjectServers {
 // objectMember returns parent's member key when it is an object, nil when it
 // is absent, and an error when it appears twice in parent (parentLabel
 // names parent) or is something else.
-func (c *Config) objectMember(parent *node, key, label, parentLabel string) (*node, error) {
-	var n *member
-	for i := range parent.members {
-		m := &parent.members[i]
-		if m.key == key {
+func (c *Config) objectMember(parent *jsonc.Node, key, label, parentLabel string) (*jsonc.Node, error) {
+	var n *jsonc.Member
+	for i := range parent.Members {
+		m := &parent.Members[i]
+		if m.Key == key {
 			if n != nil {
-				return nil, dupError(c.Path, c.data, parentLabel, n, m)
+				return nil, jsonc.Repeated(c.Path, c.data, parentLabel, n, m)
 			}
 			n = m
 		}
@@ -198,10 +208,10 @@ func (c *Config) objectMember(parent *node, key, label, parentLabel string) (*no
 	if n == nil {
 		return nil, nil
 	}
-	if n.val.kind != '{' {
-		return nil, c.errAt(n.val.start, fmt.Sprintf("%q is not an object", label))
+	if n.Val.Kind != jsonc.Object {
+		return nil, c.errAt(n.Val.Start, fmt.Sprintf("%q is not an object", label))
 	}
-	return n.val, nil
+	return n.Val, nil
 }
 
 // HasServers reports whether the file has any server block (for project,
@@ -218,21 +228,6 @@ func (c *Config) noBlocks(project string) error {
 		msg = fmt.Sprintf(`no "mcpServers" (Claude Code, Cursor, Claude Desktop, Gemini CLI) or "servers" (VS Code) object at the top level, and none in projects[%s]`, project)
 	}
 	return &Error{File: c.Path, Msg: msg}
-}
-
-// detectIndent returns the leading whitespace of the first indented line,
-// which in a formatted file is one level; two spaces when there is none.
-func detectIndent(data []byte) string {
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		i := 0
-		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
-			i++
-		}
-		if i > 0 && i < len(line) && line[i] != '\r' {
-			return string(line[:i])
-		}
-	}
-	return "  "
 }
 
 // Status says what a rewrite did, or why it left an entry alone.
@@ -308,13 +303,8 @@ type WrapOptions struct {
 	Workspace string
 }
 
-type splice struct {
-	start, end int
-	text       string
-}
-
 // entries calls fn for each server entry selected by names, in file order.
-func (c *Config) entries(project string, names []string, fn func(block string, m member) error) error {
+func (c *Config) entries(project string, names []string, fn func(block string, m jsonc.Member) error) error {
 	bl, err := c.blocks(project)
 	if err != nil {
 		return err
@@ -327,12 +317,12 @@ func (c *Config) entries(project string, names []string, fn func(block string, m
 		want[n] = false
 	}
 	for _, b := range bl {
-		for _, m := range b.n.members {
+		for _, m := range b.n.Members {
 			if len(names) > 0 {
-				if _, ok := want[m.key]; !ok {
+				if _, ok := want[m.Key]; !ok {
 					continue
 				}
-				want[m.key] = true
+				want[m.Key] = true
 			}
 			if err := fn(b.label, m); err != nil {
 				return err
@@ -377,19 +367,19 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 		command = "bouncer"
 	}
 	var changes []Change
-	var edits []splice
-	err := c.entries(opts.Project, opts.Servers, func(block string, m member) error {
-		ch := Change{Block: block, Server: m.key}
-		e := m.val
+	var edits []jsonc.Splice
+	err := c.entries(opts.Project, opts.Servers, func(block string, m jsonc.Member) error {
+		ch := Change{Block: block, Server: m.Key}
+		e := m.Val
 		remote := isRemote(e)
 		ch.Remote = remote
 		switch reason := c.unwrappable(e, opts); {
-		case e.kind == '{' && hasKey(e, UpstreamKey):
+		case e.Kind == jsonc.Object && e.Has(UpstreamKey):
 			ch.Status = AlreadyWrapped
-			if cmd, ok := e.get("command"); ok && cmd.kind == '"' && cmd.str != command && opts.Relaunch != nil && opts.Relaunch(cmd.str) {
-				ch.Status, ch.Reason = CommandUpdated, "was "+jsonString(cmd.str)
-				ch.Text = jsonString(command)
-				edits = append(edits, splice{cmd.start, cmd.end, ch.Text})
+			if cmd, ok := e.Get("command"); ok && cmd.Kind == jsonc.String && cmd.Str != command && opts.Relaunch != nil && opts.Relaunch(cmd.Str) {
+				ch.Status, ch.Reason = CommandUpdated, "was "+jsonc.Quote(cmd.Str)
+				ch.Text = jsonc.Quote(command)
+				edits = append(edits, jsonc.Splice{Start: cmd.Start, End: cmd.End, Text: ch.Text})
 			}
 		case runsBouncer(e):
 			// Wrapped by hand with `bouncer run -- COMMAND`: a second
@@ -403,10 +393,10 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 			if strings.HasPrefix(block, "projects[") {
 				args = append(args, "--project", opts.Project)
 			}
-			args = append(args, "--server", m.key)
+			args = append(args, "--server", m.Key)
 			args = append(args, opts.ExtraArgs...)
-			ch.Text = c.wrapped(e, c.lineIndent(m.keyStart), command, args, remote)
-			edits = append(edits, splice{e.start, e.end, ch.Text})
+			ch.Text = c.wrapped(e, c.lineIndent(m.KeyStart), command, args, remote)
+			edits = append(edits, jsonc.Splice{Start: e.Start, End: e.End, Text: ch.Text})
 		}
 		changes = append(changes, ch)
 		return nil
@@ -419,22 +409,22 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 
 // isRemote reports whether an entry names a remote server (url, or Gemini
 // CLI's httpUrl) instead of a command.
-func isRemote(e *node) bool {
-	if e.kind != '{' || hasKey(e, "command") {
+func isRemote(e *jsonc.Node) bool {
+	if e.Kind != jsonc.Object || e.Has("command") {
 		return false
 	}
-	return hasKey(e, "url") || hasKey(e, "httpUrl")
+	return e.Has("url") || e.Has("httpUrl")
 }
 
 // unwrappable says why an entry can't be proxied, or "" when it can.
-func (c *Config) unwrappable(e *node, opts WrapOptions) string {
-	if e.kind != '{' {
+func (c *Config) unwrappable(e *jsonc.Node, opts WrapOptions) string {
+	if e.Kind != jsonc.Object {
 		return "not an object"
 	}
-	if hasKey(e, UpstreamKey) {
+	if e.Has(UpstreamKey) {
 		return ""
 	}
-	cmd, ok := e.get("command")
+	cmd, ok := e.Get("command")
 	if !ok {
 		if !isRemote(e) {
 			return "no command or url"
@@ -443,25 +433,25 @@ func (c *Config) unwrappable(e *node, opts WrapOptions) string {
 			return RemoteNotYet
 		}
 		for _, k := range []string{"url", "httpUrl"} {
-			if u, ok := e.get(k); ok && (u.kind != '"' || u.str == "") {
+			if u, ok := e.Get(k); ok && (u.Kind != jsonc.String || u.Str == "") {
 				return k + " is not a non-empty string"
 			}
 		}
-		if h, ok := e.get("headers"); ok && !stringValues(h) {
+		if h, ok := e.Get("headers"); ok && !stringValues(h) {
 			return "headers is not an object of strings"
 		}
 		return c.variablesProblem(e, opts.Workspace)
 	}
-	if cmd.kind != '"' || cmd.str == "" {
+	if cmd.Kind != jsonc.String || cmd.Str == "" {
 		return "command is not a non-empty string"
 	}
-	if args, ok := e.get("args"); ok && !allStrings(args) {
+	if args, ok := e.Get("args"); ok && !allStrings(args) {
 		return "args is not a list of strings"
 	}
-	if env, ok := e.get("env"); ok && !stringValues(env) {
+	if env, ok := e.Get("env"); ok && !stringValues(env) {
 		return "env is not an object of strings"
 	}
-	if cwd, ok := e.get("cwd"); ok && cwd.kind != '"' {
+	if cwd, ok := e.Get("cwd"); ok && cwd.Kind != jsonc.String {
 		return "cwd is not a string"
 	}
 	return c.variablesProblem(e, opts.Workspace)
@@ -469,10 +459,10 @@ func (c *Config) unwrappable(e *node, opts WrapOptions) string {
 
 // variablesProblem says which ${...} of the entry's launch keys bouncer run
 // could not expand the way the client does, or "" when it can expand all.
-func (c *Config) variablesProblem(e *node, workspace string) string {
+func (c *Config) variablesProblem(e *jsonc.Node, workspace string) string {
 	x := Expander{Client: c.Client, Workspace: workspace, Getenv: func(string) (string, bool) { return "", true }}
 	var problem string
-	eachLaunchString(e, func(where, s string, at *node) bool {
+	eachLaunchString(e, func(where, s string, at *jsonc.Node) bool {
 		if _, err := x.Expand(s); err != nil {
 			problem = fmt.Sprintf("%s: %v", where, err)
 			return false
@@ -492,23 +482,23 @@ var launchKeys = map[string]bool{"command": true, "args": true, "env": true, "cw
 // eachLaunchString calls fn with every string of an entry's launch keys
 // (command, args, env values, cwd, url, httpUrl, header values), saying
 // where it is, until fn returns false.
-func eachLaunchString(e *node, fn func(where, s string, at *node) bool) {
-	for _, m := range e.members {
+func eachLaunchString(e *jsonc.Node, fn func(where, s string, at *jsonc.Node) bool) {
+	for _, m := range e.Members {
 		switch {
-		case !launchKeys[m.key]:
-		case m.val.kind == '"':
-			if !fn(m.key, m.val.str, m.val) {
+		case !launchKeys[m.Key]:
+		case m.Val.Kind == jsonc.String:
+			if !fn(m.Key, m.Val.Str, m.Val) {
 				return
 			}
-		case m.val.kind == '[':
-			for i, a := range m.val.elems {
-				if a.kind == '"' && !fn(fmt.Sprintf("%s[%d]", m.key, i), a.str, a) {
+		case m.Val.Kind == jsonc.Array:
+			for i, a := range m.Val.Elems {
+				if a.Kind == jsonc.String && !fn(fmt.Sprintf("%s[%d]", m.Key, i), a.Str, a) {
 					return
 				}
 			}
-		case m.val.kind == '{':
-			for _, kv := range m.val.members {
-				if kv.val.kind == '"' && !fn(m.key+"."+kv.key, kv.val.str, kv.val) {
+		case m.Val.Kind == jsonc.Object:
+			for _, kv := range m.Val.Members {
+				if kv.Val.Kind == jsonc.String && !fn(m.Key+"."+kv.Key, kv.Val.Str, kv.Val) {
 					return
 				}
 			}
@@ -517,39 +507,37 @@ func eachLaunchString(e *node, fn func(where, s string, at *node) bool) {
 }
 
 // runsBouncer reports whether an entry already launches `bouncer run`.
-func runsBouncer(e *node) bool {
-	cmd, ok := e.get("command")
-	if !ok || cmd.kind != '"' {
+func runsBouncer(e *jsonc.Node) bool {
+	cmd, ok := e.Get("command")
+	if !ok || cmd.Kind != jsonc.String {
 		return false
 	}
-	base := filepath.Base(cmd.str)
+	base := filepath.Base(cmd.Str)
 	if base != "bouncer" && base != "bouncer.exe" {
 		return false
 	}
-	args, ok := e.get("args")
-	return ok && args.kind == '[' && len(args.elems) > 0 && args.elems[0].kind == '"' && args.elems[0].str == "run"
+	args, ok := e.Get("args")
+	return ok && args.Kind == jsonc.Array && len(args.Elems) > 0 && args.Elems[0].Kind == jsonc.String && args.Elems[0].Str == "run"
 }
 
-func hasKey(n *node, k string) bool { _, ok := n.get(k); return ok }
-
-func allStrings(n *node) bool {
-	if n.kind != '[' {
+func allStrings(n *jsonc.Node) bool {
+	if n.Kind != jsonc.Array {
 		return false
 	}
-	for _, e := range n.elems {
-		if e.kind != '"' {
+	for _, e := range n.Elems {
+		if e.Kind != jsonc.String {
 			return false
 		}
 	}
 	return true
 }
 
-func stringValues(n *node) bool {
-	if n.kind != '{' {
+func stringValues(n *jsonc.Node) bool {
+	if n.Kind != jsonc.Object {
 		return false
 	}
-	for _, m := range n.members {
-		if m.val.kind != '"' {
+	for _, m := range n.Members {
+		if m.Val.Kind != jsonc.String {
 			return false
 		}
 	}
@@ -560,35 +548,35 @@ func stringValues(n *node) bool {
 // written, then command and args, then the original entry under
 // x-bouncer-upstream. A remote entry's "type" (http, sse) becomes "stdio",
 // since the client now starts a process.
-func (c *Config) wrapped(e *node, base, command string, args []string, remote bool) string {
+func (c *Config) wrapped(e *jsonc.Node, base, command string, args []string, remote bool) string {
 	in := base + c.indent
 	var b strings.Builder
 	b.WriteString("{" + c.nl)
-	for _, m := range e.members {
+	for _, m := range e.Members {
 		switch {
-		case launchKeys[m.key] || m.key == UpstreamKey:
+		case launchKeys[m.Key] || m.Key == UpstreamKey:
 			continue
-		case m.key == "type" && remote:
+		case m.Key == "type" && remote:
 			b.WriteString(in + `"type": "stdio",` + c.nl)
 		default:
 			b.WriteString(in)
-			b.Write(c.data[m.keyStart:m.keyEnd])
+			b.Write(c.data[m.KeyStart:m.KeyEnd])
 			b.WriteString(": ")
-			b.Write(c.data[m.val.start:m.val.end])
+			b.Write(c.data[m.Val.Start:m.Val.End])
 			b.WriteString("," + c.nl)
 		}
 	}
-	b.WriteString(in + `"command": ` + jsonString(command) + "," + c.nl)
+	b.WriteString(in + `"command": ` + jsonc.Quote(command) + "," + c.nl)
 	b.WriteString(in + `"args": [`)
 	for i, a := range args {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(jsonString(a))
+		b.WriteString(jsonc.Quote(a))
 	}
 	b.WriteString("]," + c.nl)
-	b.WriteString(in + jsonString(UpstreamKey) + ": ")
-	b.WriteString(reindent(string(c.data[e.start:e.end]), c.indent))
+	b.WriteString(in + jsonc.Quote(UpstreamKey) + ": ")
+	b.WriteString(reindent(string(c.data[e.Start:e.End]), c.indent))
 	b.WriteString(c.nl + base + "}")
 	return b.String()
 }
@@ -627,24 +615,24 @@ func unindent(text, add string) string {
 // that were never wrapped are listed and left alone.
 func (c *Config) Undo(project string, servers []string) ([]byte, []Change, error) {
 	var changes []Change
-	var edits []splice
-	err := c.entries(project, servers, func(block string, m member) error {
-		ch := Change{Block: block, Server: m.key}
-		up, ok := m.val.get(UpstreamKey)
+	var edits []jsonc.Splice
+	err := c.entries(project, servers, func(block string, m jsonc.Member) error {
+		ch := Change{Block: block, Server: m.Key}
+		up, ok := m.Val.Get(UpstreamKey)
 		switch {
 		case !ok:
 			ch.Status = NotWrapped
-		case up.kind != '{':
-			return c.errAt(up.start, fmt.Sprintf("server %q: %s is not an object; restore it by hand (or from the .bak file)", m.key, UpstreamKey))
+		case up.Kind != jsonc.Object:
+			return c.errAt(up.Start, fmt.Sprintf("server %q: %s is not an object; restore it by hand (or from the .bak file)", m.Key, UpstreamKey))
 		default:
 			ch.Status = Restored
 			ch.Remote = isRemote(up)
 			// Wrap indented the entry by the difference between the
 			// wrapped entry's line and its x-bouncer-upstream line.
-			base := c.lineIndent(m.keyStart)
-			add := strings.TrimPrefix(c.lineIndent(c.memberKeyStart(m.val, UpstreamKey)), base)
-			ch.Text = unindent(string(c.data[up.start:up.end]), add)
-			edits = append(edits, splice{m.val.start, m.val.end, ch.Text})
+			base := c.lineIndent(m.KeyStart)
+			add := strings.TrimPrefix(c.lineIndent(c.memberKeyStart(m.Val, UpstreamKey)), base)
+			ch.Text = unindent(string(c.data[up.Start:up.End]), add)
+			edits = append(edits, jsonc.Splice{Start: m.Val.Start, End: m.Val.End, Text: ch.Text})
 		}
 		changes = append(changes, ch)
 		return nil
@@ -655,48 +643,20 @@ func (c *Config) Undo(project string, servers []string) ([]byte, []Change, error
 	return c.apply(edits), changes, nil
 }
 
-func (c *Config) memberKeyStart(n *node, key string) int {
-	for _, m := range n.members {
-		if m.key == key {
-			return m.keyStart
+func (c *Config) memberKeyStart(n *jsonc.Node, key string) int {
+	for _, m := range n.Members {
+		if m.Key == key {
+			return m.KeyStart
 		}
 	}
-	return n.start
+	return n.Start
 }
 
 // lineIndent is the whitespace that starts the line holding off, or "" when
 // other text comes before off on that line.
 func (c *Config) lineIndent(off int) string {
-	i := off
-	for i > 0 && (c.data[i-1] == ' ' || c.data[i-1] == '\t') {
-		i--
-	}
-	if i == 0 || c.data[i-1] == '\n' {
-		return string(c.data[i:off])
-	}
-	return ""
+	ind, _ := jsonc.LineIndent(c.data, off)
+	return ind
 }
 
-func (c *Config) apply(edits []splice) []byte {
-	if len(edits) == 0 {
-		return c.data
-	}
-	sort.Slice(edits, func(i, j int) bool { return edits[i].start < edits[j].start })
-	var out bytes.Buffer
-	last := 0
-	for _, e := range edits {
-		out.Write(c.data[last:e.start])
-		out.WriteString(e.text)
-		last = e.end
-	}
-	out.Write(c.data[last:])
-	return out.Bytes()
-}
-
-func jsonString(s string) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
-}
+func (c *Config) apply(edits []jsonc.Splice) []byte { return jsonc.Apply(c.data, edits) }

@@ -315,6 +315,37 @@ func TestWriteThroughSymlink(t *testing.T) {
 	}
 }
 
+// Create makes a new file (and its directory) with the modes given, and
+// refuses a name that is taken by then, a dangling symbolic link
+// included, writing nothing.
+func TestCreate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".claude")
+	p := filepath.Join(dir, "settings.json")
+	if err := Create(p, []byte("{}\n"), 0o644, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]os.FileMode{p: 0o644, dir: 0o700} {
+		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v; want %04o", f, fi.Mode(), err, want)
+		}
+	}
+	link := filepath.Join(dir, "hooks.json")
+	if err := os.Symlink(filepath.Join(dir, "gone"), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, taken := range []string{p, link} {
+		if err := Create(taken, []byte("x"), 0o600, 0o700); err == nil || !strings.Contains(err.Error(), "appeared since it was read; nothing written") {
+			t.Errorf("%s: err = %v", taken, err)
+		}
+	}
+	if got, _ := os.ReadFile(p); string(got) != "{}\n" {
+		t.Errorf("%s now holds %q", p, got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("stray files left: %v", entries)
+	}
+}
+
 func resolve(file, server string) (Resolved, error) {
 	return Resolve(Lookup{File: file, Server: server, Getenv: func(string) (string, bool) { return "", false }})
 }
@@ -377,10 +408,12 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("wrapped output does not parse: %v\n%q\n%q", err, data, out)
 		}
-		if p := stripJSONC(data); p != nil && json.Valid(p) {
-			if q := stripJSONC(out); q == nil || !json.Valid(q) {
-				t.Fatalf("wrap of JSON made invalid JSON:\n%q\n%q", data, out)
-			}
+		// A strict JSON file (what Claude Desktop and Claude Code read with
+		// JSON.parse) stays strict JSON; that a JSONC file stays JSONC is
+		// the Parse above, whose reader internal/jsonc checks against
+		// encoding/json.
+		if json.Valid(data) && !json.Valid(out) {
+			t.Fatalf("wrap of JSON made invalid JSON:\n%q\n%q", data, out)
 		}
 		again, _, err := c2.Wrap(opts)
 		if err != nil || string(again) != string(out) {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/jsonc"
 )
 
 // Launch is what an entry says about starting or reaching its server, as
@@ -51,21 +53,21 @@ func (c *Config) Servers(project string) ([]Server, error) {
 	}
 	var out []Server
 	for _, b := range bl {
-		for _, m := range b.n.members {
-			s := Server{Block: b.label, Name: m.key}
-			e := m.val
-			if up, ok := e.get(UpstreamKey); ok {
+		for _, m := range b.n.Members {
+			s := Server{Block: b.label, Name: m.Key}
+			e := m.Val
+			if up, ok := e.Get(UpstreamKey); ok {
 				s.Wrapped = true
-				if c, ok := e.get("command"); ok && c.kind == '"' {
-					s.Command = c.str
+				if c, ok := e.Get("command"); ok && c.Kind == jsonc.String {
+					s.Command = c.Str
 				}
-				if a, ok := e.get("args"); ok && allStrings(a) {
+				if a, ok := e.Get("args"); ok && allStrings(a) {
 					s.Args = strs(a)
 				}
 				e = up
 			}
-			if e.kind == '{' {
-				s.Launch, _ = c.launch(e, m.key)
+			if e.Kind == jsonc.Object {
+				s.Launch, _ = c.launch(e, m.Key)
 				s.Remote = isRemote(e)
 			}
 			out = append(out, s)
@@ -74,70 +76,70 @@ func (c *Config) Servers(project string) ([]Server, error) {
 	return out, nil
 }
 
-func strs(n *node) []string {
-	out := make([]string, 0, len(n.elems))
-	for _, e := range n.elems {
-		out = append(out, e.str)
+func strs(n *jsonc.Node) []string {
+	out := make([]string, 0, len(n.Elems))
+	for _, e := range n.Elems {
+		out = append(out, e.Str)
 	}
 	return out
 }
 
 // launch reads an entry's launch keys, checking their types.
-func (c *Config) launch(up *node, server string) (Launch, error) {
+func (c *Config) launch(up *jsonc.Node, server string) (Launch, error) {
 	var l Launch
-	bad := func(n *node, key, want string) error {
-		return c.errAt(n.start, fmt.Sprintf("server %q: %s.%s must be %s", server, UpstreamKey, key, want))
+	bad := func(n *jsonc.Node, key, want string) error {
+		return c.errAt(n.Start, fmt.Sprintf("server %q: %s.%s must be %s", server, UpstreamKey, key, want))
 	}
-	if t, ok := up.get("type"); ok && t.kind == '"' {
-		l.Type = t.str
+	if t, ok := up.Get("type"); ok && t.Kind == jsonc.String {
+		l.Type = t.Str
 	}
-	if cmd, ok := up.get("command"); ok {
-		if cmd.kind != '"' || cmd.str == "" {
+	if cmd, ok := up.Get("command"); ok {
+		if cmd.Kind != jsonc.String || cmd.Str == "" {
 			return l, bad(cmd, "command", "a non-empty string")
 		}
-		l.Command = cmd.str
+		l.Command = cmd.Str
 	}
 	for _, k := range []string{"url", "httpUrl"} {
-		if u, ok := up.get(k); ok && l.URL == "" {
-			if u.kind != '"' || u.str == "" {
+		if u, ok := up.Get(k); ok && l.URL == "" {
+			if u.Kind != jsonc.String || u.Str == "" {
 				return l, bad(u, k, "a non-empty string")
 			}
-			l.URL = u.str
+			l.URL = u.Str
 		}
 	}
-	if args, ok := up.get("args"); ok {
+	if args, ok := up.Get("args"); ok {
 		if !allStrings(args) {
 			return l, bad(args, "args", "a list of strings")
 		}
 		l.Args = strs(args)
 	}
-	if env, ok := up.get("env"); ok && env.kind != 'n' {
+	if env, ok := up.Get("env"); ok && env.Kind != jsonc.Null {
 		if !stringValues(env) {
 			return l, bad(env, "env", "an object of strings")
 		}
-		l.Env = make(map[string]string, len(env.members))
-		for _, kv := range env.members {
-			l.Env[kv.key] = kv.val.str
-			l.EnvOrder = append(l.EnvOrder, kv.key)
+		l.Env = make(map[string]string, len(env.Members))
+		for _, kv := range env.Members {
+			l.Env[kv.Key] = kv.Val.Str
+			l.EnvOrder = append(l.EnvOrder, kv.Key)
 		}
 	}
-	if h, ok := up.get("headers"); ok && h.kind != 'n' {
+	if h, ok := up.Get("headers"); ok && h.Kind != jsonc.Null {
 		if !stringValues(h) {
 			return l, bad(h, "headers", "an object of strings")
 		}
-		l.Headers = make(map[string]string, len(h.members))
-		for _, kv := range h.members {
-			l.Headers[kv.key] = kv.val.str
+		l.Headers = make(map[string]string, len(h.Members))
+		for _, kv := range h.Members {
+			l.Headers[kv.Key] = kv.Val.Str
 		}
 	}
-	if cwd, ok := up.get("cwd"); ok && cwd.kind != 'n' {
-		if cwd.kind != '"' {
+	if cwd, ok := up.Get("cwd"); ok && cwd.Kind != jsonc.Null {
+		if cwd.Kind != jsonc.String {
 			return l, bad(cwd, "cwd", "a string")
 		}
-		l.Cwd = cwd.str
+		l.Cwd = cwd.Str
 	}
 	if l.Command == "" && l.URL == "" {
-		return l, c.errAt(up.start, fmt.Sprintf("server %q: %s.command must be a non-empty string", server, UpstreamKey))
+		return l, c.errAt(up.Start, fmt.Sprintf("server %q: %s.command must be a non-empty string", server, UpstreamKey))
 	}
 	return l, nil
 }
@@ -233,14 +235,14 @@ func Resolve(l Lookup) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
-	var found []member
+	var found []jsonc.Member
 	var foundIn []string
 	for _, b := range bl {
 		if l.Project != "" && !strings.HasPrefix(b.label, "projects[") {
 			continue // --project names the project's block, and only it
 		}
-		for _, m := range b.n.members {
-			if m.key == l.Server {
+		for _, m := range b.n.Members {
+			if m.Key == l.Server {
 				found = append(found, m)
 				foundIn = append(foundIn, b.label)
 			}
@@ -255,15 +257,15 @@ func Resolve(l Lookup) (Resolved, error) {
 		return Resolved{}, &Error{File: l.File, Msg: fmt.Sprintf("no server named %q%s", l.Server, where)}
 	case 1:
 	default:
-		return Resolved{}, c.errAt(found[1].keyStart, fmt.Sprintf("server %q is in both %s and %s; rename one", l.Server, foundIn[0], foundIn[1]))
+		return Resolved{}, c.errAt(found[1].KeyStart, fmt.Sprintf("server %q is in both %s and %s; rename one", l.Server, foundIn[0], foundIn[1]))
 	}
 	m := found[0]
-	up, ok := m.val.get(UpstreamKey)
+	up, ok := m.Val.Get(UpstreamKey)
 	if !ok {
-		return Resolved{}, c.errAt(m.keyStart, fmt.Sprintf("server %q was never wrapped (no %s); run bouncer init first", l.Server, UpstreamKey))
+		return Resolved{}, c.errAt(m.KeyStart, fmt.Sprintf("server %q was never wrapped (no %s); run bouncer init first", l.Server, UpstreamKey))
 	}
-	if up.kind != '{' {
-		return Resolved{}, c.errAt(up.start, fmt.Sprintf("server %q: %s is not an object", l.Server, UpstreamKey))
+	if up.Kind != jsonc.Object {
+		return Resolved{}, c.errAt(up.Start, fmt.Sprintf("server %q: %s is not an object", l.Server, UpstreamKey))
 	}
 	la, err := c.launch(up, l.Server)
 	if err != nil {
@@ -272,46 +274,46 @@ func Resolve(l Lookup) (Resolved, error) {
 	home, _ := l.Getenv("HOME")
 	x := Expander{Client: c.Client, Workspace: Workspace(file, home), Home: home, Getenv: l.Getenv}
 	var verr error
-	expand := func(where, s string, at *node) string {
+	expand := func(where, s string, at *jsonc.Node) string {
 		if verr != nil {
 			return ""
 		}
 		v, err := x.Expand(s)
 		if err != nil {
-			verr = c.errAt(at.start, fmt.Sprintf("server %q: %s.%s: %v", l.Server, UpstreamKey, where, err))
+			verr = c.errAt(at.Start, fmt.Sprintf("server %q: %s.%s: %v", l.Server, UpstreamKey, where, err))
 		}
 		return v
 	}
 	var e Entry
 	e.Type = la.Type
-	if cmd, ok := up.get("command"); ok {
-		e.Command = expand("command", cmd.str, cmd)
+	if cmd, ok := up.Get("command"); ok {
+		e.Command = expand("command", cmd.Str, cmd)
 	}
 	for _, k := range []string{"url", "httpUrl"} {
-		if u, ok := up.get(k); ok && e.URL == "" {
-			e.URL = expand(k, u.str, u)
+		if u, ok := up.Get(k); ok && e.URL == "" {
+			e.URL = expand(k, u.Str, u)
 		}
 	}
-	if args, ok := up.get("args"); ok {
-		e.Args = make([]string, 0, len(args.elems))
-		for i, a := range args.elems {
-			e.Args = append(e.Args, expand(fmt.Sprintf("args[%d]", i), a.str, a))
+	if args, ok := up.Get("args"); ok {
+		e.Args = make([]string, 0, len(args.Elems))
+		for i, a := range args.Elems {
+			e.Args = append(e.Args, expand(fmt.Sprintf("args[%d]", i), a.Str, a))
 		}
 	}
-	if env, ok := up.get("env"); ok && env.kind == '{' {
-		e.Env = make(map[string]string, len(env.members))
-		for _, kv := range env.members {
-			e.Env[kv.key] = expand("env."+kv.key, kv.val.str, kv.val)
+	if env, ok := up.Get("env"); ok && env.Kind == jsonc.Object {
+		e.Env = make(map[string]string, len(env.Members))
+		for _, kv := range env.Members {
+			e.Env[kv.Key] = expand("env."+kv.Key, kv.Val.Str, kv.Val)
 		}
 	}
-	if h, ok := up.get("headers"); ok && h.kind == '{' {
-		e.Headers = make(map[string]string, len(h.members))
-		for _, kv := range h.members {
-			e.Headers[kv.key] = expand("headers."+kv.key, kv.val.str, kv.val)
+	if h, ok := up.Get("headers"); ok && h.Kind == jsonc.Object {
+		e.Headers = make(map[string]string, len(h.Members))
+		for _, kv := range h.Members {
+			e.Headers[kv.Key] = expand("headers."+kv.Key, kv.Val.Str, kv.Val)
 		}
 	}
-	if cwd, ok := up.get("cwd"); ok && cwd.kind == '"' && cwd.str != "" {
-		e.Cwd = expand("cwd", cwd.str, cwd)
+	if cwd, ok := up.Get("cwd"); ok && cwd.Kind == jsonc.String && cwd.Str != "" {
+		e.Cwd = expand("cwd", cwd.Str, cwd)
 		if verr == nil && !filepath.IsAbs(e.Cwd) {
 			e.Cwd = filepath.Join(filepath.Dir(file), e.Cwd)
 		}

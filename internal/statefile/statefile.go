@@ -1,9 +1,11 @@
 // Package statefile is the one way Bouncer writes, reads back, locks and
 // checks its own files: those in the state directory (pending approvals,
 // remembered destinations, OAuth tokens, shipping cursors, pinned tool
-// lists, the client session's key) and the few it writes for the user
-// (a bundle beside a signed file, a review pack, an installed policy set's
-// high-water mark), which are replaced the same way.
+// lists, the client session's key, what init added to a hook file) and
+// the few it writes for the user (a bundle beside a signed file, a review
+// pack, an installed policy set's high-water mark, the client configs,
+// hook files and policy files `bouncer init` writes), which are replaced
+// the same way.
 //
 // # Writing: one durability
 //
@@ -23,8 +25,9 @@
 // this package the copies kept four levels: no flush at all (pinned tool
 // lists), the file but not the directory (the review pack), the
 // directory's flush tried and its error ignored (approvals, remembered
-// destinations, tokens, cursors, bundles), and both checked (an installed
-// policy set's mark). The last is the one kept, for every file.
+// destinations, tokens, cursors, bundles, the clients' configs init
+// rewrites), and both checked (an installed policy set's mark). The last
+// is the one kept, for every file.
 //
 // # Reading back: what vouches for a file
 //
@@ -64,8 +67,11 @@
 // The audit log is appended to (O_APPEND, one write a line), never
 // replaced, and its head file is rewritten in place with one pwrite
 // (internal/audit says why); both use CheckPrivate and LockOpen. The
-// client configs `bouncer init` rewrites are the user's files, whose owner
-// and mode are kept (internal/mcpconfig).
+// client configs `bouncer init` rewrites are the user's files: which file
+// is replaced (a symbolic link's target), when (not if it changed since it
+// was read) and what backup is kept are internal/mcpconfig's to say; the
+// replacing is WriteLike, which keeps the file's mode and owner, at the
+// durability above.
 //
 // # Without Unix
 //
@@ -124,6 +130,34 @@ func Write(path string, data []byte) error { return WriteMode(path, data, Perm) 
 // user (a bundle is published 0644; a review pack keeps the mode of the
 // one it replaces) and for a policy set installed in a shared directory.
 func WriteMode(path string, data []byte, perm fs.FileMode) error {
+	return replace(path, data, func(tmp *os.File) error {
+		if perm != Perm {
+			return tmp.Chmod(perm)
+		}
+		return nil
+	})
+}
+
+// WriteLike is Write for a file of the user's that Bouncer rewrites (a
+// client's config, its backup): the new file gets like's permission bits
+// whatever the umask, and like's owner and group where they are another
+// user's (only root gets there, and the file stays theirs). like is the
+// file being replaced, or the one a backup is of.
+func WriteLike(path string, data []byte, like fs.FileInfo) error {
+	return replace(path, data, func(tmp *os.File) error {
+		if err := tmp.Chmod(like.Mode().Perm()); err != nil {
+			return err
+		}
+		if st, isUnix := like.Sys().(*unix.SysStat); isUnix && int(st.Uid) != os.Getuid() {
+			return tmp.Chown(int(st.Uid), int(st.Gid))
+		}
+		return nil
+	})
+}
+
+// replace is the one replacement: setup (mode, owner) is applied to the
+// temporary file before anything is written to it.
+func replace(path string, data []byte, setup func(tmp *os.File) error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*") // 0600
 	if err != nil {
@@ -137,10 +171,8 @@ func WriteMode(path string, data []byte, perm fs.FileMode) error {
 			os.Remove(name)
 		}
 	}()
-	if perm != Perm {
-		if err := tmp.Chmod(perm); err != nil {
-			return err
-		}
+	if err := setup(tmp); err != nil {
+		return err
 	}
 	if _, err := tmp.Write(data); err != nil {
 		return err
@@ -163,7 +195,12 @@ func WriteMode(path string, data []byte, perm fs.FileMode) error {
 // The file appears whole (written aside, then linked into place), so of
 // two processes creating it at once, one wins and the other reads the
 // winner's content.
-func Create(path string, data []byte) error {
+func Create(path string, data []byte) error { return CreateMode(path, data, Perm) }
+
+// CreateMode is Create for a file others may read, as WriteMode is Write:
+// perm is set on the new file whatever the umask (a policy file init
+// makes in a project is 0644, which a team commits).
+func CreateMode(path string, data []byte, perm fs.FileMode) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -171,6 +208,12 @@ func Create(path string, data []byte) error {
 	}
 	name := tmp.Name()
 	defer os.Remove(name) // after the link, the name that stays is path
+	if perm != Perm {
+		if err := tmp.Chmod(perm); err != nil {
+			tmp.Close()
+			return err
+		}
+	}
 	_, werr := tmp.Write(data)
 	serr := tmp.Sync()
 	cerr := tmp.Close()

@@ -309,18 +309,68 @@ func TestWriteFailsWhole(t *testing.T) {
 }
 
 // Create makes a file once: a second Create fails and leaves the first
-// content.
+// content. CreateMode does the same with the mode it is given, whatever
+// the umask.
 func TestCreate(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	for _, c := range []struct {
+		name   string
+		create func(path string, data []byte) error
+		mode   fs.FileMode
+	}{
+		{"Create", Create, 0o600},
+		{"CreateMode", func(p string, b []byte) error { return CreateMode(p, b, 0o644) }, 0o644},
+	} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "key")
+		if err := c.create(p, []byte("first")); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := c.create(p, []byte("second")); !errors.Is(err, fs.ErrExist) {
+			t.Fatalf("second %s: %v, want it to exist", c.name, err)
+		}
+		assertFile(t, p, "first", c.mode)
+		assertOnly(t, dir, "key")
+	}
+}
+
+// WriteLike replaces a user's file (a client's config) keeping its mode
+// whatever the umask, and its owner and group: as root, the file of
+// another user (nobody, 65534) stays theirs, and so does a backup made
+// like it. As anyone else the file is their own, kept so.
+func TestWriteLike(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
 	dir := t.TempDir()
-	p := filepath.Join(dir, "key")
-	if err := Create(p, []byte("first")); err != nil {
+	p := filepath.Join(dir, ".mcp.json")
+	write(t, p, "old", 0o640)
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		uid, gid = 65534, 65534
+		if err := os.Chown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Create(p, []byte("second")); !errors.Is(err, fs.ErrExist) {
-		t.Fatalf("second Create: %v, want it to exist", err)
+	if err := WriteLike(p+".bak", []byte("old"), fi); err != nil {
+		t.Fatal(err)
 	}
-	assertFile(t, p, "first", 0o600)
-	assertOnly(t, dir, "key")
+	if err := WriteLike(p, []byte("new"), fi); err != nil {
+		t.Fatal(err)
+	}
+	assertFile(t, p, "new", 0o640)
+	assertFile(t, p+".bak", "old", 0o640)
+	for _, f := range []string{p, p + ".bak"} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(f, &st); err != nil || int(st.Uid) != uid || int(st.Gid) != gid {
+			t.Errorf("%s: owner %d:%d (%v), want %d:%d", f, st.Uid, st.Gid, err, uid, gid)
+		}
+	}
+	assertOnly(t, dir, ".mcp.json", ".mcp.json.bak")
 }
 
 func assertFile(t *testing.T, p, content string, mode fs.FileMode) {

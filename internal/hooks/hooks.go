@@ -1,9 +1,23 @@
-package mcpconfig
+// Package hooks installs (and removes) Bouncer's prompt hook in the file
+// where an MCP client keeps its hooks: Claude Code's settings.json (with
+// the permissions.deny rules that keep an agent's shell from running
+// `bouncer approve`, `trust` or `hook`), Cursor's hooks.json. The hook
+// runs `bouncer hook prompt`, which vouches for the destinations a person
+// types. An edit adds only what is missing and records what it added
+// (Added), so that an undo removes that and nothing the user had.
+//
+// Which client reads which config, and where a project's directory is,
+// are internal/mcpconfig's; the files are read and edited, comments and
+// layout kept, by internal/jsonc.
+package hooks
 
 import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/jsonc"
+	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 )
 
 // DenyRules are the Claude Code permissions.deny rules init adds: an agent
@@ -12,23 +26,23 @@ import (
 // an attacker's address.
 var DenyRules = []string{"Bash(bouncer approve:*)", "Bash(bouncer trust:*)", "Bash(bouncer hook:*)"}
 
-// HookFile returns the file where the client that reads config keeps its
+// File returns the file where the client that reads config keeps its
 // prompt-submit hook (Claude Code's settings.json, Cursor's hooks.json),
 // beside the config: the project's for a project file, the user's for a
 // user file. ok is false for a client with no hook init installs.
-func HookFile(config, home string) (path string, client Client, ok bool) {
+func File(config, home string) (path string, client mcpconfig.Client, ok bool) {
 	abs, err := filepath.Abs(config)
 	if err != nil {
 		return "", "", false
 	}
-	ws := Workspace(abs, home)
-	switch client = ClientOf(abs); client {
-	case ClaudeCode:
+	ws := mcpconfig.Workspace(abs, home)
+	switch client = mcpconfig.ClientOf(abs); client {
+	case mcpconfig.ClaudeCode:
 		if ws != "" {
 			return filepath.Join(ws, ".claude", "settings.json"), client, true
 		}
 		return filepath.Join(home, ".claude", "settings.json"), client, true
-	case Cursor:
+	case mcpconfig.Cursor:
 		if ws != "" {
 			return filepath.Join(ws, ".cursor", "hooks.json"), client, true
 		}
@@ -37,19 +51,29 @@ func HookFile(config, home string) (path string, client Client, ok bool) {
 	return "", client, false
 }
 
-// HookCommand is the prompt hook's command line for the bouncer at
+// Event is the client's hook event that runs the prompt hook, before the
+// agent sees what the user typed; the array of that name under "hooks"
+// holds it.
+func Event(client mcpconfig.Client) string {
+	if client == mcpconfig.Cursor {
+		return "beforeSubmitPrompt"
+	}
+	return "UserPromptSubmit"
+}
+
+// Command is the prompt hook's command line for the bouncer at
 // program ("bouncer", or a path), quoted for the shell the client runs it
 // with.
-func HookCommand(program string) string {
+func Command(program string) string {
 	if strings.ContainsAny(program, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
 		program = "'" + strings.ReplaceAll(program, "'", `'\''`) + "'"
 	}
 	return program + " hook prompt"
 }
 
-// IsPromptHook reports whether a hook command runs `bouncer hook prompt`
-// (by name or by path, quoted as HookCommand quotes it).
-func IsPromptHook(command string) bool {
+// IsPrompt reports whether a hook command runs `bouncer hook prompt`
+// (by name or by path, quoted as Command quotes it).
+func IsPrompt(command string) bool {
 	f := shellWords(command)
 	if len(f) < 3 || f[1] != "hook" || f[2] != "prompt" {
 		return false
@@ -108,10 +132,12 @@ func shellWords(s string) []string {
 	return words
 }
 
-// HookEdit is what init changes in a client's hook file.
-type HookEdit struct {
+// Edit is what init changes in a client's hook file.
+type Edit struct {
 	Path   string
-	Client Client
+	Client mcpconfig.Client
+	// Command is the prompt hook's command line the file is to run.
+	Command string
 	// Old is the file as read, nil when it does not exist.
 	Old []byte
 	// New is the file to write; equal to Old when nothing is missing.
@@ -119,7 +145,7 @@ type HookEdit struct {
 	// Added says what New adds: the hook, and which deny rules.
 	Added Added
 	// Replaced is the command of a prompt hook that New runs command
-	// instead of (a bouncer that no longer starts: see PlanHook); "" when
+	// instead of (a bouncer that no longer starts: see Plan); "" when
 	// none was replaced. ReplacedJSON is that string as the file wrote it.
 	Replaced, ReplacedJSON string
 }
@@ -133,7 +159,7 @@ type Added struct {
 	// file if it still holds exactly that.
 	Created string `json:"created,omitempty"`
 	// Command is the hook's command line as init wrote it, which undo
-	// removes even when IsPromptHook would not know it (a binary under
+	// removes even when IsPrompt would not know it (a binary under
 	// another name).
 	Command string `json:"command,omitempty"`
 	// Was is, for a prompt hook of the user's own (not Hook) whose command
@@ -145,21 +171,45 @@ type Added struct {
 // Empty reports whether nothing was added.
 func (a Added) Empty() bool { return !a.Hook && len(a.Deny) == 0 && a.Created == "" && a.Was == "" }
 
+// Merge adds to a, what init recorded adding to a hook file before, what
+// the edit h of that file adds once written: undo then removes both.
+func (a *Added) Merge(h Edit) {
+	a.Hook = a.Hook || h.Added.Hook
+	switch {
+	case h.Added.Command != "" || h.Replaced != "" && a.Hook:
+		a.Command = h.Command // init's own hook: undo removes it
+	case h.Replaced != "":
+		// The user's own hook, pointed at this bouncer: undo puts
+		// back what the user had.
+		if a.Was == "" {
+			a.Was = h.ReplacedJSON
+		}
+		a.Command = h.Command
+	}
+	if h.Replaced != "" && a.Created == string(h.Old) {
+		a.Created = string(h.New) // still all init's
+	}
+	a.Deny = append(a.Deny, h.Added.Deny...)
+	if h.Added.Created != "" {
+		a.Created = h.Added.Created
+	}
+}
+
 // promptCommands are the command strings of the hooks in elems, the
 // elements of the client's prompt-submit hook array.
-func promptCommands(client Client, elems []*node) []*node {
-	var out []*node
+func promptCommands(client mcpconfig.Client, elems []*jsonc.Node) []*jsonc.Node {
+	var out []*jsonc.Node
 	for _, x := range elems {
-		hooks := []*node{x} // Cursor: {"command": ...}
-		if client == ClaudeCode {
+		hooks := []*jsonc.Node{x} // Cursor: {"command": ...}
+		if client == mcpconfig.ClaudeCode {
 			// {"hooks": [{"type": "command", "command": ...}]}
 			hooks = nil
-			if hs, ok := x.get("hooks"); ok && hs.kind == '[' {
-				hooks = hs.elems
+			if hs, ok := x.Get("hooks"); ok && hs.Kind == jsonc.Array {
+				hooks = hs.Elems
 			}
 		}
 		for _, h := range hooks {
-			if c, ok := h.get("command"); ok && c.kind == '"' {
+			if c, ok := h.Get("command"); ok && c.Kind == jsonc.String {
 				out = append(out, c)
 			}
 		}
@@ -167,43 +217,41 @@ func promptCommands(client Client, elems []*node) []*node {
 	return out
 }
 
-// PlanHook returns the edit that adds the prompt hook running command (and,
+// Plan returns the edit that adds the prompt hook running command (and,
 // for Claude Code, DenyRules) to the hook file at path, which holds old
 // (nil when missing). What is there already is not added again, except
 // that a prompt hook whose program stale says is to be replaced (one that
 // no longer starts this bouncer; nil: none) runs command instead.
-func PlanHook(path string, client Client, old []byte, command string, stale func(program string) bool) (HookEdit, error) {
-	h := HookEdit{Path: path, Client: client, Old: old}
+func Plan(path string, client mcpconfig.Client, old []byte, command string, stale func(program string) bool) (Edit, error) {
+	h := Edit{Path: path, Client: client, Command: command, Old: old}
 	text := old
 	if old == nil {
 		text = []byte("{}\n")
 	}
-	d, err := ParseDoc(path, text)
+	d, err := jsonc.ParseDoc(path, text)
 	if err != nil {
 		return h, err
 	}
-	var hookAt []string
+	hookAt := []string{"hooks", Event(client)}
 	var hookValue string
-	var commands []*node
+	var commands []*jsonc.Node
 	switch client {
-	case ClaudeCode:
-		hookAt = []string{"hooks", "UserPromptSubmit"}
-		hookValue = `{"hooks": [{"type": "command", "command": ` + jsonString(command) + `}]}`
-		groups, err := d.array(hookAt...)
+	case mcpconfig.ClaudeCode:
+		hookValue = `{"hooks": [{"type": "command", "command": ` + jsonc.Quote(command) + `}]}`
+		groups, err := d.Array(hookAt...)
 		if err != nil {
 			return h, err
 		}
 		commands = promptCommands(client, groups)
-	case Cursor:
+	case mcpconfig.Cursor:
 		if old == nil {
 			text = []byte("{\n  \"version\": 1\n}\n")
-			if d, err = ParseDoc(path, text); err != nil {
+			if d, err = jsonc.ParseDoc(path, text); err != nil {
 				return h, err
 			}
 		}
-		hookAt = []string{"hooks", "beforeSubmitPrompt"}
-		hookValue = `{"command": ` + jsonString(command) + `}`
-		hs, err := d.array(hookAt...)
+		hookValue = `{"command": ` + jsonc.Quote(command) + `}`
+		hs, err := d.Array(hookAt...)
 		if err != nil {
 			return h, err
 		}
@@ -212,12 +260,12 @@ func PlanHook(path string, client Client, old []byte, command string, stale func
 		return h, fmt.Errorf("%s: %s has no prompt hook bouncer init installs", path, client)
 	}
 	has := false
-	var staleHook *node // a prompt hook whose bouncer is stale
+	var staleHook *jsonc.Node // a prompt hook whose bouncer is stale
 	for _, c := range commands {
-		if c.str == command {
+		if c.Str == command {
 			has = true
-		} else if IsPromptHook(c.str) {
-			if stale != nil && stale(shellWords(c.str)[0]) {
+		} else if IsPrompt(c.Str) {
+			if stale != nil && stale(shellWords(c.Str)[0]) {
 				staleHook = c
 			} else {
 				has = true
@@ -225,8 +273,8 @@ func PlanHook(path string, client Client, old []byte, command string, stale func
 		}
 	}
 	if !has && staleHook != nil {
-		h.Replaced, h.ReplacedJSON = staleHook.str, string(text[staleHook.start:staleHook.end])
-		if err := d.splice([]splice{{staleHook.start, staleHook.end, jsonString(command)}}); err != nil {
+		h.Replaced, h.ReplacedJSON = staleHook.Str, string(text[staleHook.Start:staleHook.End])
+		if err := d.Splice(jsonc.Splice{Start: staleHook.Start, End: staleHook.End, Text: jsonc.Quote(command)}); err != nil {
 			return h, err
 		}
 		has = true
@@ -237,20 +285,20 @@ func PlanHook(path string, client Client, old []byte, command string, stale func
 		}
 		h.Added.Hook, h.Added.Command = true, command
 	}
-	if client == ClaudeCode {
-		deny, err := d.array("permissions", "deny")
+	if client == mcpconfig.ClaudeCode {
+		deny, err := d.Array("permissions", "deny")
 		if err != nil {
 			return h, err
 		}
 		present := map[string]bool{}
 		for _, x := range deny {
-			if x.kind == '"' {
-				present[x.str] = true
+			if x.Kind == jsonc.String {
+				present[x.Str] = true
 			}
 		}
 		for _, r := range DenyRules {
 			if !present[r] {
-				if err := d.Append(jsonString(r), "permissions", "deny"); err != nil {
+				if err := d.Append(jsonc.Quote(r), "permissions", "deny"); err != nil {
 					return h, err
 				}
 				h.Added.Deny = append(h.Added.Deny, r)
@@ -266,24 +314,21 @@ func PlanHook(path string, client Client, old []byte, command string, stale func
 	return h, nil
 }
 
-// UndoHook returns the hook file's text without what a records (only what
+// Undo returns the hook file's text without what a records (only what
 // is still there, in the form init wrote it), and what it removed.
-func UndoHook(path string, client Client, text []byte, a Added) ([]byte, Added, error) {
+func Undo(path string, client mcpconfig.Client, text []byte, a Added) ([]byte, Added, error) {
 	var removed Added
-	d, err := ParseDoc(path, text)
+	d, err := jsonc.ParseDoc(path, text)
 	if err != nil {
 		return nil, removed, err
 	}
-	at := []string{"hooks", "UserPromptSubmit"}
-	if client == Cursor {
-		at = []string{"hooks", "beforeSubmitPrompt"}
-	}
-	if arr := d.at(at...); !a.Hook && a.Was != "" && arr != nil && arr.kind == '[' {
+	at := []string{"hooks", Event(client)}
+	if arr := d.At(at...); !a.Hook && a.Was != "" && arr != nil && arr.Kind == jsonc.Array {
 		// The user's own hook, which init pointed at this bouncer: back
 		// to what the user had.
-		for _, c := range promptCommands(client, arr.elems) {
-			if c.str == a.Command {
-				if err := d.splice([]splice{{c.start, c.end, a.Was}}); err != nil {
+		for _, c := range promptCommands(client, arr.Elems) {
+			if c.Str == a.Command {
+				if err := d.Splice(jsonc.Splice{Start: c.Start, End: c.End, Text: a.Was}); err != nil {
 					return nil, removed, err
 				}
 				removed.Was = a.Was
@@ -292,27 +337,27 @@ func UndoHook(path string, client Client, text []byte, a Added) ([]byte, Added, 
 		}
 	}
 	if a.Hook {
-		match := func(x *node) bool { return false }
+		match := func(x *jsonc.Node) bool { return false }
 		switch client {
-		case ClaudeCode:
-			match = func(g *node) bool {
-				hs, ok := g.get("hooks")
-				if !ok || hs.kind != '[' || len(hs.elems) != 1 || len(g.members) != 1 {
+		case mcpconfig.ClaudeCode:
+			match = func(g *jsonc.Node) bool {
+				hs, ok := g.Get("hooks")
+				if !ok || hs.Kind != jsonc.Array || len(hs.Elems) != 1 || len(g.Members) != 1 {
 					return false // the user put more in this group: theirs now
 				}
-				c, ok := hs.elems[0].get("command")
-				return ok && c.kind == '"' && (IsPromptHook(c.str) || c.str == a.Command)
+				c, ok := hs.Elems[0].Get("command")
+				return ok && c.Kind == jsonc.String && (IsPrompt(c.Str) || c.Str == a.Command)
 			}
-		case Cursor:
-			match = func(x *node) bool {
-				c, ok := x.get("command")
-				return ok && c.kind == '"' && (IsPromptHook(c.str) || c.str == a.Command) && len(x.members) == 1
+		case mcpconfig.Cursor:
+			match = func(x *jsonc.Node) bool {
+				c, ok := x.Get("command")
+				return ok && c.Kind == jsonc.String && (IsPrompt(c.Str) || c.Str == a.Command) && len(x.Members) == 1
 			}
 		}
-		if arr := d.at(at...); arr != nil && arr.kind == '[' {
-			for _, x := range arr.elems {
+		if arr := d.At(at...); arr != nil && arr.Kind == jsonc.Array {
+			for _, x := range arr.Elems {
 				if match(x) {
-					if err := d.remove(arr, x); err != nil {
+					if err := d.Remove(arr, x); err != nil {
 						return nil, removed, err
 					}
 					removed.Hook = true
@@ -322,13 +367,13 @@ func UndoHook(path string, client Client, text []byte, a Added) ([]byte, Added, 
 		}
 	}
 	for _, r := range a.Deny {
-		arr := d.at("permissions", "deny")
-		if arr == nil || arr.kind != '[' {
+		arr := d.At("permissions", "deny")
+		if arr == nil || arr.Kind != jsonc.Array {
 			break
 		}
-		for _, x := range arr.elems {
-			if x.kind == '"' && x.str == r {
-				if err := d.remove(arr, x); err != nil {
+		for _, x := range arr.Elems {
+			if x.Kind == jsonc.String && x.Str == r {
+				if err := d.Remove(arr, x); err != nil {
 					return nil, removed, err
 				}
 				removed.Deny = append(removed.Deny, r)

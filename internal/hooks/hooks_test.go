@@ -1,13 +1,15 @@
-package mcpconfig
+package hooks
 
 import (
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 )
 
-func TestPlanHookClaude(t *testing.T) {
+func TestPlanClaude(t *testing.T) {
 	old := []byte(`{
   // mine
   "model": "opus",
@@ -16,7 +18,7 @@ func TestPlanHookClaude(t *testing.T) {
   }
 }
 `)
-	h, err := PlanHook("/p/.claude/settings.json", ClaudeCode, old, "bouncer hook prompt", nil)
+	h, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, old, "bouncer hook prompt", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,12 +38,12 @@ func TestPlanHookClaude(t *testing.T) {
 		t.Errorf("added %+v", h.Added)
 	}
 	// Twice: nothing more.
-	h2, err := PlanHook("/p/.claude/settings.json", ClaudeCode, h.New, "/opt/bouncer hook prompt", nil)
+	h2, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, h.New, "/opt/bouncer hook prompt", nil)
 	if err != nil || string(h2.New) != string(h.New) || !h2.Added.Empty() {
 		t.Errorf("second plan changed it (%v): %+v", err, h2.Added)
 	}
 	// Undo removes what was added, and keeps the user's deny rule.
-	undone, removed, err := UndoHook("/p/.claude/settings.json", ClaudeCode, h.New, h.Added)
+	undone, removed, err := Undo("/p/.claude/settings.json", mcpconfig.ClaudeCode, h.New, h.Added)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +55,8 @@ func TestPlanHookClaude(t *testing.T) {
 	}
 }
 
-func TestPlanHookNewFiles(t *testing.T) {
-	h, err := PlanHook("/p/.claude/settings.json", ClaudeCode, nil, "bouncer hook prompt", nil)
+func TestPlanNewFiles(t *testing.T) {
+	h, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, nil, "bouncer hook prompt", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestPlanHookNewFiles(t *testing.T) {
 	if h.Added.Created != string(h.New) || len(h.Added.Deny) != 3 {
 		t.Errorf("added %+v", h.Added)
 	}
-	c, err := PlanHook("/p/.cursor/hooks.json", Cursor, nil, "bouncer hook prompt", nil)
+	c, err := Plan("/p/.cursor/hooks.json", mcpconfig.Cursor, nil, "bouncer hook prompt", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,26 +75,26 @@ func TestPlanHookNewFiles(t *testing.T) {
 	if string(c.New) != want {
 		t.Errorf("cursor:\n%s", c.New)
 	}
-	// An existing Cursor file with other hooks keeps them.
+	// An existing mcpconfig.Cursor file with other hooks keeps them.
 	old := []byte("{\"version\": 1, \"hooks\": {\"beforeSubmitPrompt\": [{\"command\": \"./audit.sh\"}], \"stop\": []}}")
-	c, err = PlanHook("/p/.cursor/hooks.json", Cursor, old, "bouncer hook prompt", nil)
+	c, err = Plan("/p/.cursor/hooks.json", mcpconfig.Cursor, old, "bouncer hook prompt", nil)
 	if err != nil || string(c.New) != "{\"version\": 1, \"hooks\": {\"beforeSubmitPrompt\": [{\"command\": \"./audit.sh\"}, {\"command\": \"bouncer hook prompt\"}], \"stop\": []}}" {
 		t.Errorf("cursor existing (%v):\n%s", err, c.New)
 	}
-	undone, _, err := UndoHook("/p/.cursor/hooks.json", Cursor, c.New, c.Added)
+	undone, _, err := Undo("/p/.cursor/hooks.json", mcpconfig.Cursor, c.New, c.Added)
 	if err != nil || string(undone) != string(old) {
 		t.Errorf("cursor undo (%v):\n%s", err, undone)
 	}
 	// A hooks key of the wrong type is refused, naming it.
-	if _, err := PlanHook("/p/.claude/settings.json", ClaudeCode, []byte(`{"hooks": []}`), "bouncer hook prompt", nil); err == nil || !strings.Contains(err.Error(), "hooks is not an object") {
+	if _, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, []byte(`{"hooks": []}`), "bouncer hook prompt", nil); err == nil || !strings.Contains(err.Error(), "hooks is not an object") {
 		t.Errorf("err %v", err)
 	}
 }
 
-// TestHookCommandByPath: a hook that runs bouncer by a path with spaces
+// TestCommandByPath: a hook that runs bouncer by a path with spaces
 // (macOS's Application Support) or under another name (a release binary)
 // is known again on the next run, and undo removes it.
-func TestHookCommandByPath(t *testing.T) {
+func TestCommandByPath(t *testing.T) {
 	for _, c := range []struct {
 		program, want string
 		isPrompt      bool
@@ -103,23 +105,23 @@ func TestHookCommandByPath(t *testing.T) {
 		{"/home/o'brien/bin/bouncer", `'/home/o'\''brien/bin/bouncer' hook prompt`, true},
 		{"/opt/bouncer_1.0_darwin_arm64", "/opt/bouncer_1.0_darwin_arm64 hook prompt", false},
 	} {
-		cmd := HookCommand(c.program)
-		if cmd != c.want || IsPromptHook(cmd) != c.isPrompt {
-			t.Errorf("%s: %q (prompt hook: %v)", c.program, cmd, IsPromptHook(cmd))
+		cmd := Command(c.program)
+		if cmd != c.want || IsPrompt(cmd) != c.isPrompt {
+			t.Errorf("%s: %q (prompt hook: %v)", c.program, cmd, IsPrompt(cmd))
 		}
 		if w := shellWords(cmd); len(w) != 3 || w[0] != c.program {
 			t.Errorf("%s: read back as %q", c.program, w)
 		}
-		for _, client := range []Client{ClaudeCode, Cursor} {
-			h, err := PlanHook("/h/hooks.json", client, []byte("{}\n"), cmd, nil)
+		for _, client := range []mcpconfig.Client{mcpconfig.ClaudeCode, mcpconfig.Cursor} {
+			h, err := Plan("/h/hooks.json", client, []byte("{}\n"), cmd, nil)
 			if err != nil || !h.Added.Hook || h.Added.Command != cmd {
 				t.Fatalf("%s, %s: %v %+v", c.program, client, err, h.Added)
 			}
-			again, err := PlanHook("/h/hooks.json", client, h.New, cmd, nil)
+			again, err := Plan("/h/hooks.json", client, h.New, cmd, nil)
 			if err != nil || !again.Added.Empty() {
 				t.Errorf("%s, %s: added again: %+v", c.program, client, again.Added)
 			}
-			undone, removed, err := UndoHook("/h/hooks.json", client, h.New, h.Added)
+			undone, removed, err := Undo("/h/hooks.json", client, h.New, h.Added)
 			if err != nil || !removed.Hook || strings.Contains(string(undone), "hook prompt") {
 				t.Errorf("%s, %s: undo (%v):\n%s", c.program, client, err, undone)
 			}
@@ -127,13 +129,13 @@ func TestHookCommandByPath(t *testing.T) {
 	}
 }
 
-// TestPlanHookReplacesStale: a prompt hook whose bouncer stale says is
+// TestPlanReplacesStale: a prompt hook whose bouncer stale says is
 // gone runs the new command instead; one it keeps stays, and a hook of
 // another program is never touched.
-func TestPlanHookReplacesStale(t *testing.T) {
+func TestPlanReplacesStale(t *testing.T) {
 	old := []byte(`{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "/gone/bouncer hook prompt"}]}, {"hooks": [{"type": "command", "command": "lint-prompt"}]}]}, "permissions": {"deny": ["Bash(bouncer approve:*)", "Bash(bouncer trust:*)", "Bash(bouncer hook:*)"]}}`)
 	gone := func(p string) bool { return p == "/gone/bouncer" }
-	h, err := PlanHook("/h/.claude/settings.json", ClaudeCode, old, "/new/bouncer hook prompt", gone)
+	h, err := Plan("/h/.claude/settings.json", mcpconfig.ClaudeCode, old, "/new/bouncer hook prompt", gone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,47 +145,93 @@ func TestPlanHookReplacesStale(t *testing.T) {
 	}
 	// The replaced hook was the user's: undo gives it back its command,
 	// as the file wrote it, and touches nothing else.
-	undone, removed, err := UndoHook("/h/.claude/settings.json", ClaudeCode, h.New, Added{Command: "/new/bouncer hook prompt", Was: h.ReplacedJSON})
+	undone, removed, err := Undo("/h/.claude/settings.json", mcpconfig.ClaudeCode, h.New, Added{Command: "/new/bouncer hook prompt", Was: h.ReplacedJSON})
 	if err != nil || string(undone) != string(old) || removed.Was != `"/gone/bouncer hook prompt"` || removed.Hook {
 		t.Errorf("undo (%v), removed %+v:\n%s", err, removed, undone)
 	}
 	escaped := []byte(`{"hooks": {"beforeSubmitPrompt": [{"command": "\/gone\/bouncer hook prompt"}]}}`)
-	c, err := PlanHook("/h/.cursor/hooks.json", Cursor, escaped, "/new/bouncer hook prompt", gone)
+	c, err := Plan("/h/.cursor/hooks.json", mcpconfig.Cursor, escaped, "/new/bouncer hook prompt", gone)
 	if err != nil || c.ReplacedJSON != `"\/gone\/bouncer hook prompt"` {
 		t.Fatalf("cursor (%v): replaced %q", err, c.ReplacedJSON)
 	}
-	undone, _, err = UndoHook("/h/.cursor/hooks.json", Cursor, c.New, Added{Command: "/new/bouncer hook prompt", Was: c.ReplacedJSON})
+	undone, _, err = Undo("/h/.cursor/hooks.json", mcpconfig.Cursor, c.New, Added{Command: "/new/bouncer hook prompt", Was: c.ReplacedJSON})
 	if err != nil || string(undone) != string(escaped) {
 		t.Errorf("cursor undo (%v):\n%s", err, undone)
 	}
-	kept, err := PlanHook("/h/.claude/settings.json", ClaudeCode, old, "/new/bouncer hook prompt", func(string) bool { return false })
+	kept, err := Plan("/h/.claude/settings.json", mcpconfig.ClaudeCode, old, "/new/bouncer hook prompt", func(string) bool { return false })
 	if err != nil || string(kept.New) != string(old) || kept.Replaced != "" {
 		t.Errorf("a hook that still runs was changed (%v):\n%s", err, kept.New)
 	}
 }
 
-// FuzzPlanHook: whatever settings file a user has, adding the hook gives a
+// FuzzPlan: whatever settings file a user has, adding the hook gives a
 // file that parses, holds the hook, and is not changed by a second run;
 // undo gives a file that parses.
-func FuzzPlanHook(f *testing.F) {
+func FuzzPlan(f *testing.F) {
 	for _, s := range []string{"{}", `{"hooks": {"UserPromptSubmit": []}}`, "{\n  // c\n  \"a\": 1,\n}", `{"permissions": {"deny": []}, "hooks": {}}`, `{"version": 1, "hooks": {"beforeSubmitPrompt": [{"command": "x"}]}}`, "[]", `{"hooks": 1}`} {
 		f.Add([]byte(s), false)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, cursor bool) {
-		client := ClaudeCode
+		client := mcpconfig.ClaudeCode
 		if cursor {
-			client = Cursor
+			client = mcpconfig.Cursor
 		}
-		h, err := PlanHook("s.json", client, data, "bouncer hook prompt", nil)
+		h, err := Plan("s.json", client, data, "bouncer hook prompt", nil)
 		if err != nil {
 			return
 		}
-		h2, err := PlanHook("s.json", client, h.New, "bouncer hook prompt", nil)
+		h2, err := Plan("s.json", client, h.New, "bouncer hook prompt", nil)
 		if err != nil || string(h2.New) != string(h.New) {
 			t.Fatalf("not idempotent (%v):\n%q\n%q", err, h.New, h2.New)
 		}
-		if _, _, err := UndoHook("s.json", client, h.New, h.Added); err != nil {
+		if _, _, err := Undo("s.json", client, h.New, h.Added); err != nil {
 			t.Fatalf("undo: %v\n%q", err, h.New)
 		}
 	})
+}
+
+// TestMerge: what init records of an edit is what undo must take back,
+// on top of what it recorded before: a hook it added (by the command it
+// wrote, even when a later run points it at another bouncer), the user's
+// own hook it pointed at this bouncer (by what the user had, kept from
+// the first time), and a file it created (whole, as it now is).
+func TestMerge(t *testing.T) {
+	const cmd, newCmd = "bouncer hook prompt", "/new/bouncer hook prompt"
+	users := []byte(`{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "/gone/bouncer hook prompt"}]}]}}`)
+	gone := func(p string) bool { return p != "/opt/kept/bouncer" } // every other bouncer is gone
+	plan := func(old []byte, command string) Edit {
+		t.Helper()
+		h, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, old, command, gone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	created := plan(nil, cmd)
+	replacedOwn := plan(created.New, newCmd)
+	replacedUsers := plan(users, newCmd)
+	again := plan(replacedUsers.New, cmd)
+	for _, c := range []struct {
+		name  string
+		had   Added
+		edits []Edit
+		want  Added
+	}{
+		{"a file init created", Added{}, []Edit{created},
+			Added{Hook: true, Command: cmd, Deny: DenyRules, Created: string(created.New)}},
+		{"init's own hook pointed at another bouncer", Added{}, []Edit{created, replacedOwn},
+			Added{Hook: true, Command: newCmd, Deny: DenyRules, Created: string(replacedOwn.New)}},
+		{"the user's hook pointed at this bouncer", Added{}, []Edit{replacedUsers},
+			Added{Command: newCmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules}},
+		{"the user's hook pointed twice: what the user had is kept", Added{}, []Edit{replacedUsers, again},
+			Added{Command: cmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules}},
+	} {
+		a := c.had
+		for _, h := range c.edits {
+			a.Merge(h)
+		}
+		if !reflect.DeepEqual(a, c.want) {
+			t.Errorf("%s: recorded %+v, want %+v", c.name, a, c.want)
+		}
+	}
 }

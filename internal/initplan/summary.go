@@ -1,0 +1,255 @@
+package initplan
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/protect"
+)
+
+// Loader says which policy `bouncer ARGS` (a wrapped entry's args: run
+// and its flags, variables expanded) would load, with its files in load
+// order, a relative --config's entry resolving relative files against
+// base. An error is the reason run would refuse to start. cmd/bouncer's
+// is run's own flag set and setup's one policy loader, so the summary
+// describes the policy run enforces, --policy-dir and --trust included.
+type Loader func(args []string, base string) (pol *policy.Policy, files []string, err error)
+
+// Summary gathers, as init goes through its configs, what its closing
+// summary says: per config, what is enforced on each server, once every
+// config and policy file is written (a policy file that servers of
+// several configs share holds by then what all of them added to it); and
+// the servers of other projects that init left as they are.
+type Summary struct {
+	Plan *Plan
+	Load Loader
+	// done are the configs init went through, in order, as read.
+	done []done
+	// others are the servers of other projects in ~/.claude.json, per
+	// file: init wraps only this project's.
+	others map[string][]mcpconfig.ProjectServers
+	// keptOut is, per config and server, what of its directories its
+	// writes are kept from, as Confined.KeptOut has it.
+	keptOut map[[2]string][]string
+}
+
+type done struct {
+	t   mcpconfig.Found
+	cfg *mcpconfig.Config // as read; the summary reads it again
+}
+
+// Done adds config t, as read (cfg), to those the summary describes. It
+// is read again when the summary is written.
+func (s *Summary) Done(t mcpconfig.Found, cfg *mcpconfig.Config) {
+	s.done = append(s.done, done{t, cfg})
+}
+
+// KeptOut records what of their directories the writes of config t's
+// filesystem servers are kept from (Confined.KeptOut).
+func (s *Summary) KeptOut(t mcpconfig.Found, kept map[string][]string) {
+	for server, paths := range kept {
+		if s.keptOut == nil {
+			s.keptOut = map[[2]string][]string{}
+		}
+		key := [2]string{t.Path, server}
+		s.keptOut[key] = append(s.keptOut[key], paths...)
+	}
+}
+
+// Others records the servers of ~/.claude.json's other projects (t.Project
+// names this one), which init leaves as they are.
+func (s *Summary) Others(t mcpconfig.Found, cfg *mcpconfig.Config) {
+	if o := cfg.OtherProjects(t.Project); len(o) > 0 {
+		if s.others == nil {
+			s.others = map[string][]mcpconfig.ProjectServers{}
+		}
+		s.others[t.Path] = o
+	}
+}
+
+// Write says per config what is enforced on each server, and which
+// policy files several filesystem servers share; nothing when no config
+// has a server to describe.
+func (s *Summary) Write(w io.Writer) {
+	shared := map[string][]string{}
+	type section struct {
+		head  string
+		lines []string
+	}
+	var sections []section
+	for _, d := range s.done {
+		t, cfg := d.t, d.cfg
+		if c, err := mcpconfig.Load(t.Path); err == nil {
+			cfg = c
+		}
+		lines := s.describe(t, cfg, shared)
+		if len(lines) == 0 {
+			continue
+		}
+		name, scope := kind(t)
+		head := fmt.Sprintf("%s (%s, %s", s.Plan.Show(t.Path), name, scope)
+		if cmd := LaunchedBy(cfg, t.Project); cmd != "" {
+			head += "; its servers launch " + cmd
+		}
+		head += "):"
+		sections = append(sections, section{head, lines})
+	}
+	if len(sections) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "What is enforced:")
+	for _, sec := range sections {
+		fmt.Fprintf(w, "  %s\n", sec.head)
+		for _, l := range sec.lines {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+	}
+	var files []string
+	for f, fsServers := range shared {
+		if len(fsServers) > 1 {
+			files = append(files, f)
+		}
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		fmt.Fprintf(w, "  %s is one policy for the filesystem servers %s: Bouncer lets each write in the directories of all of them (docs/clients.md: one policy per server).\n",
+			s.Plan.Show(f), strings.Join(shared[f], ", "))
+	}
+}
+
+// describe returns one summary line per server of the config: what the
+// policy its wrapped entry loads enforces, from the packs and the policy
+// files as bouncer run will load them. It adds each filesystem server
+// that loads a policy file to shared, by file.
+func (s *Summary) describe(t mcpconfig.Found, cfg *mcpconfig.Config, shared map[string][]string) []string {
+	servers, err := cfg.Servers(t.Project)
+	if err != nil {
+		return nil
+	}
+	x := mcpconfig.Expander{Client: cfg.Client, Workspace: t.Workspace, Home: s.Plan.Home, Getenv: os.LookupEnv}
+	var lines []string
+	for _, srv := range servers {
+		if !s.Plan.selected(srv.Name) {
+			continue
+		}
+		name := srv.Name
+		if strings.HasPrefix(srv.Block, "projects[") {
+			name += " (this project's)"
+		}
+		line := name + ": "
+		switch {
+		case !srv.Wrapped:
+			line += "not proxied; nothing enforced"
+		default:
+			args := make([]string, len(srv.Args))
+			for i, a := range srv.Args {
+				if p, err := x.Expand(a); err == nil {
+					args[i] = p
+				} else {
+					args[i] = a
+				}
+			}
+			base := t.Workspace
+			if base == "" {
+				base = s.Plan.Cwd
+			}
+			pol, inForce, err := s.Load(args, base)
+			if err != nil {
+				line += fmt.Sprintf("its policy does not load (%v): bouncer run will refuse to start it", err)
+				break
+			}
+			var files []string
+			for _, f := range inForce {
+				if !filepath.IsAbs(f) {
+					f = filepath.Join(base, f)
+				}
+				files = append(files, f)
+			}
+			pack, _, _ := protect.Recognize(srv.Launch)
+			line += protect.Describe(pol, pack, t.Workspace)
+			if kept := s.keptOut[[2]string{t.Path, srv.Name}]; len(kept) > 0 {
+				line += "; kept from its writes: " + strings.Join(kept, ", ") + " (Bouncer's own files and the MCP clients' configs)"
+			}
+			if pack == protect.FilesystemPack {
+				for _, f := range files {
+					shared[f] = append(shared[f], fmt.Sprintf("%s (%s)", srv.Name, s.Plan.Show(t.Path)))
+				}
+			}
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// LaunchedBy is the command the config's wrapped entries launch, when
+// they all launch the same one; "" otherwise.
+func LaunchedBy(cfg *mcpconfig.Config, project string) string {
+	servers, err := cfg.Servers(project)
+	if err != nil {
+		return ""
+	}
+	cmd := ""
+	for _, s := range servers {
+		if !s.Wrapped {
+			continue
+		}
+		if cmd != "" && s.Command != cmd {
+			return ""
+		}
+		cmd = s.Command
+	}
+	return cmd
+}
+
+// WriteOthers names the servers of the other projects of Claude Code's
+// ~/.claude.json that init left as they are (Others): it wraps (and, with
+// undo, restores) only the project it runs in, as Claude Code starts a
+// project's servers only there. It says how to reach them.
+func (s *Summary) WriteOthers(w io.Writer, undo bool) {
+	var paths []string
+	for p := range s.others {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		var rows []string
+		for _, o := range s.others[p] {
+			names := o.Unwrapped
+			if undo {
+				names = o.Wrapped
+			}
+			if len(names) == 0 {
+				continue
+			}
+			row := fmt.Sprintf("%s: %s", o.Dir, strings.Join(names, ", "))
+			if fi, err := os.Stat(o.Dir); err != nil || !fi.IsDir() {
+				row += " (no such directory now)"
+			}
+			rows = append(rows, row)
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		fmt.Fprintln(w)
+		if undo {
+			fmt.Fprintf(w, "Still wrapped: the servers of other projects in %s, which Claude Code starts only in that project's directory:\n", s.Plan.Show(p))
+		} else {
+			fmt.Fprintf(w, "Not wrapped: the servers of other projects in %s, which Claude Code starts only in that project's directory:\n", s.Plan.Show(p))
+		}
+		for _, r := range rows {
+			fmt.Fprintf(w, "  %s\n", r)
+		}
+		if undo {
+			fmt.Fprintln(w, "To restore them, run bouncer init --undo in each of those directories.")
+		} else {
+			fmt.Fprintln(w, "To wrap them, run bouncer init in each of those directories.")
+		}
+	}
+}
