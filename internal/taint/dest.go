@@ -37,31 +37,6 @@ func (sc *scanner) destHashes(dest []byte) bool {
 	return true
 }
 
-// destWholeHashes queues the hashes of the forms of dest as a whole (as
-// given and decoded), never of its parts: a destination vouched for must be
-// vouched for whole, while one tainted in part is tainted.
-func (sc *scanner) destWholeHashes(dest []byte) bool {
-	cur := dest
-	for level := 0; level <= maxDecode; level++ {
-		f := trimSpace(collapse(sc.f.fold(cur, true)))
-		if level == 0 && runeLen(f) < sc.min {
-			return false
-		}
-		sc.canon(trim(f), allFlags)
-		if level == maxDecode {
-			break
-		}
-		pre := sc.pf.fold(cur, false)
-		d, changed := decode(sc.dec[level][:0], pre)
-		sc.dec[level] = d
-		if !changed {
-			break
-		}
-		cur = d
-	}
-	return true
-}
-
 // allFlags makes canon try every variant: a destination is short, so its
 // classes are not worth computing.
 const allFlags = 0xffff

@@ -358,19 +358,6 @@ func (s *Store) Probe(dest string) Probe {
 	return Probe{hashes: append([]uint64(nil), sc.hashes...)}
 }
 
-// ProbeWhole is Probe for the forms of dest as a whole only: not each
-// entry of a list, each word, or a URL's parts. Vouching asks with it, so
-// that "Riverside View Hotel" is not vouched for by a prompt that says
-// "hotel".
-func (s *Store) ProbeWhole(dest string) Probe {
-	sc := s.scanner(false)
-	defer putScanner(sc)
-	if !sc.destWholeHashes([]byte(dest)) {
-		return Probe{}
-	}
-	return Probe{hashes: append([]uint64(nil), sc.hashes...)}
-}
-
 // Has reports whether s recorded any form of the probed destination. The
 // Probe must come from a store with the same key.
 func (s *Store) Has(p Probe) bool {
