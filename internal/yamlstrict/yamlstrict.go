@@ -125,8 +125,10 @@ func at(file string, lines int, n *yaml.Node, key, format string, a ...any) *fil
 var yamlLine = regexp.MustCompile(`^line (\d+): ?`)
 
 // syntaxError turns yaml.v3's "yaml: line N: msg" into a *filepos.Error
-// at line N. Some of its errors carry no line ("unknown anchor"); those
-// name the file alone rather than a line that would be a guess.
+// at line N. Some of its errors carry no line: one about the end of the
+// stream (an unclosed quote or bracket) is at the last line, where the
+// reader ran out; the others ("unknown anchor") name the file alone rather
+// than a line that would be a guess.
 func syntaxError(file string, lines int, err error) *filepos.Error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
@@ -135,6 +137,8 @@ func syntaxError(file string, lines int, err error) *filepos.Error {
 			line = min(n, lines)
 		}
 		msg = msg[len(m[0]):]
+	} else if strings.Contains(msg, "end of stream") {
+		line = lines
 	}
 	return &filepos.Error{File: file, Line: line, Msg: "invalid YAML: " + msg}
 }
