@@ -17,6 +17,8 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/session"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/procgroup"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 // The attack the product exists for: the agent reads a poisoned ticket and
@@ -446,7 +448,7 @@ func TestUpstreamGarbage(t *testing.T) {
 	if resp.Error == nil {
 		t.Fatalf("want an error for the call the garbage answered, got %s", resp.Result)
 	}
-	if err := h.waitExit(); !errors.Is(err, ErrUpstreamOutput) {
+	if err := h.waitExit(); !errors.Is(err, transport.ErrUpstreamOutput) {
 		t.Fatalf("Run = %v", err)
 	}
 }
@@ -654,7 +656,7 @@ func TestClientDisconnectMidCall(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("Stop took %v", d)
 	}
-	if !groupGone(pgid) {
+	if !procgroup.Gone(pgid) {
 		t.Fatal("upstream process group still running")
 	}
 }
