@@ -103,6 +103,8 @@ type hopts struct {
 	// pipes open (Stdio's Close can't stop a read of stdin, and leaves
 	// stdout open), and the audit log is closed once Run returns.
 	asRun bool
+	// approvalsNow is the approval store's clock (default: time.Now).
+	approvalsNow func() time.Time
 }
 
 const helpdeskPolicy = `
@@ -199,7 +201,7 @@ func newHarness(t *testing.T, o hopts) *harness {
 		Store:         store,
 		Remember:      remember,
 		Audit:         log,
-		Approvals:     approval.Open(filepath.Join(h.home, "pending.json"), nil),
+		Approvals:     approval.Open(filepath.Join(h.home, "pending.json"), o.approvalsNow),
 		Session:       "test",
 		Tape:          o.tape,
 		ElicitTimeout: o.elicitTimeout,

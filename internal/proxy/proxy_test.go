@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -362,6 +363,74 @@ func TestApprovalCode(t *testing.T) {
 	}
 	if ds := es[5].Dests; len(ds) != 1 || ds[0].Value != "new@partner.example" || ds[0].Vouch != "approval" {
 		t.Errorf("approved line's dests = %+v, want new@partner.example vouched by approval", ds)
+	}
+}
+
+// A call needing two codes goes through with both used up, or is blocked
+// with neither: never blocked with one used, which the human would have to
+// approve again. Here the clock moves on two minutes at every read of the
+// store, as time passes between a look at the codes and their taking, and
+// the second code expires a minute after the first read.
+func TestApprovalCodesAllOrNone(t *testing.T) {
+	t0 := time.Now()
+	var mu sync.Mutex
+	next := t0
+	tick := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now := next
+		next = next.Add(2 * time.Minute)
+		return now
+	}
+	// Two destination arguments, so that the call needs two codes.
+	const policy = `
+send_email:
+  exfiltrating: true
+  sink_params: [to, subject]
+`
+	h := newHarness(t, hopts{policy: policy, approvalsNow: tick})
+	pending := filepath.Join(h.home, "pending.json")
+	approved := func(r approval.Request, at time.Time) string {
+		t.Helper()
+		s := approval.Open(pending, func() time.Time { return at })
+		code, err := s.Issue(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Approve(code); err != nil {
+			t.Fatal(err)
+		}
+		return code
+	}
+	to := approved(approval.Request{Server: "helpdesk", Tool: "send_email", Param: "to", Destination: "new@partner.example"}, t0)
+	subject := approved(approval.Request{Server: "helpdesk", Tool: "send_email", Param: "subject", Destination: "q3-numbers-7731"}, t0.Add(1*time.Minute-approval.TTL))
+
+	cs := h.client(nil)
+	text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "new@partner.example", "subject": "q3-numbers-7731"})
+	used := map[string]bool{}
+	for _, code := range []string{to, subject} {
+		_, err := approval.Open(pending, nil).Lookup(code)
+		used[code] = errors.Is(err, approval.ErrUsed)
+	}
+	if isErr && (used[to] || used[subject]) {
+		t.Fatalf("the call was blocked with its codes used up (%s: %v, %s: %v): %s", to, used[to], subject, used[subject], text)
+	}
+	// Both codes were open and approved when the store was first read.
+	if isErr {
+		t.Fatalf("the call with both its codes approved was blocked: %s", text)
+	}
+	if !used[to] || !used[subject] {
+		t.Errorf("the call went through, but not on both codes: %s used %v, %s used %v", to, used[to], subject, used[subject])
+	}
+	if n := len(h.mails()); n != 1 {
+		t.Fatalf("%d mails, want 1", n)
+	}
+	es := h.auditLines()
+	if got, want := verdicts(es), "send_email:ask/sink send_email:allow/approval"; got != want {
+		t.Fatalf("audit = %s\nwant    %s", got, want)
+	}
+	if want := to + "," + subject; es[1].Code != want {
+		t.Errorf("the allowing line's codes = %q, want %q", es[1].Code, want)
 	}
 }
 
