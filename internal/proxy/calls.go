@@ -28,6 +28,9 @@ const (
 
 // call is one tools/call from the client.
 type call struct {
+	// id is req's id, which never changes: routes keys held calls by it
+	// without taking mu, while judged may replace req under mu.
+	id   jsonrpc.ID
 	req  *jsonrpc.Request
 	tool string
 	args json.RawMessage // as judged (re-encoded) once decided; as sent before
@@ -38,6 +41,11 @@ type call struct {
 	mu     sync.Mutex // held while forwarding or answering, so a cancellation can't slip in between
 	state  int
 	cancel context.CancelFunc // stops the human question, if one is open
+}
+
+// newCall is the call req, whose params parsed as ec.
+func newCall(req *jsonrpc.Request, ec engine.Call) *call {
+	return &call{id: req.ID, req: req, tool: ec.Tool, args: ec.Args, ec: ec}
 }
 
 // withdraw marks a held call cancelled by the client. It reports whether
@@ -77,7 +85,7 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 		p.logf("refused a tools/call notification for %q", tool)
 		return nil
 	}
-	c := &call{req: m, tool: tool, args: args, ec: ec}
+	c := newCall(m, ec)
 	if perr != nil {
 		reason := "malformed tools/call: " + perr.Error()
 		var ce *engine.CallError

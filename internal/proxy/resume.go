@@ -95,5 +95,5 @@ func (p *Proxy) unsent(req *jsonrpc.Request, why string) {
 // carried is the call req as forwarded: its params are the judged ones.
 func carried(req *jsonrpc.Request) *call {
 	ec, _ := engine.ParseCall(req.Params)
-	return &call{req: req, tool: ec.Tool, args: ec.Args, ec: ec}
+	return newCall(req, ec)
 }
