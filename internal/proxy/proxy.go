@@ -31,6 +31,42 @@
 //
 // Everything the upstream sends is recorded as untrusted in the session's
 // taint store before the client sees it.
+//
+// # Locks
+//
+// The pump has four locks. A lock may be held while taking one below it in
+// this list, never one above it:
+//
+//  1. call.mu: one call's state (held, forwarded, answered, withdrawn) and
+//     the request it forwards. It is held while the call is forwarded or
+//     answered, so that a cancellation can't slip in between; with it held
+//     the pump takes Proxy.mu (goneText), routes.mu, and writes to either
+//     side, which takes the transport's locks (and, upstream over HTTP,
+//     waits until the request is on the wire). A call's id is read without
+//     it: it never changes.
+//  2. Proxy.mu: the session's stage, what it learnt on the way (protocol
+//     versions, elicitation) and the tool list's bookkeeping (pin.go). With
+//     it held the pump takes routes.mu (to hold a queued call, to count the
+//     answers owed) and nothing else: it never writes to a side, asks the
+//     engine or writes an audit line holding it.
+//  3. routes.mu: where each message in flight is owed (lifecycle.go). With
+//     it held only the client connection's answer book is asked (InBatch,
+//     which takes transport.Conn's owedMu); an answer to one of the pump's
+//     own requests is handed to its waiter once it is released.
+//  4. The transport's locks (see internal/transport), taken by a write to
+//     either side and by the answer book.
+//
+// Proxy.recording stands apart. Its write side is an empty barrier each
+// decision passes (settled); its read side is held while a result is
+// recorded, by the session's stores, which take none of the pump's locks.
+// Both sides are taken holding none of the locks above, and none of them is
+// taken under either: a decision waits for a recording, never the reverse.
+//
+// The transport calls the pump back (transport.Repinner, when a remote
+// server forgot the session) holding none of its own locks, and the pump's
+// side of that takes Proxy.mu, routes.mu and the client connection's
+// locks, never a call.mu: a write upstream made under call.mu can't wait on
+// it.
 package proxy
 
 import (

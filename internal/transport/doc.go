@@ -21,4 +21,28 @@
 // before it goes to the new one), it asks through Repinner, which the pump
 // implements; this package imports nothing that judges (engine, approval,
 // audit, taint), so the judging can't happen here by accident.
+//
+// # Locks
+//
+// Each type's locks are its own, and they nest only within the type:
+//
+//   - Conn: writeMu, then owedMu. writeMu is held over the whole write of a
+//     frame, so that frames never interleave, and takes owedMu to settle
+//     the answer it writes. owedMu alone guards the ledger; Read releases
+//     it before it writes a refusal (which takes writeMu). The noise report
+//     (TolerateNoise) is called holding neither.
+//   - Remote: startMu, then mu. startMu is held while the first write picks
+//     the transport, across that write's HTTP requests, and so across what
+//     they call: the RoundTrip (which takes mu), the authorizer
+//     (RemoteConfig.Auth) and the dialer (RemoteConfig.Dial, Pins.Dial). mu
+//     guards the session's state. It is never held across an HTTP request
+//     (RoundTrip takes it: that would deadlock), a wait, a delivery to Read
+//     or a call of the Repinner, and nothing that takes it is called with
+//     it held; under it only the go-sdk connection's SessionID is asked,
+//     whose lock the go-sdk never holds across a request.
+//   - Pins: mu, a leaf. Check runs before it is taken.
+//
+// The pump writes holding at most the lock of the call it forwards or
+// answers (see internal/proxy), and Remote calls the pump back (Repinner)
+// holding none of these, so no cycle runs through the two packages.
 package transport

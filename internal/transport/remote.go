@@ -372,10 +372,10 @@ func (r *Remote) start(ctx context.Context, m jsonrpc.Message) error {
 	r.startMu.Lock()
 	defer r.startMu.Unlock()
 	r.mu.Lock()
-	conn := r.conn
+	conn, gen := r.conn, r.gen
 	r.mu.Unlock()
 	if conn != nil {
-		return r.send(conn, r.gen, m) // another write started it meanwhile
+		return r.send(conn, gen, m) // another write started it meanwhile
 	}
 	isInit := false
 	if req, ok := m.(*jsonrpc.Request); ok {
@@ -739,12 +739,18 @@ func (r *Remote) why(err error) error {
 		}
 		return io.EOF
 	case errors.Is(err, mcp.ErrSessionMissing):
-		return &EndedError{Why: fmt.Sprintf("the remote server at %s no longer knows this session (it answers 404 Not Found for the session id: it restarted, or ended the session); restart the MCP client (or reconnect this server in it) to start a new one", redactURL(r.cfg.URL)), Err: err}
+		return &EndedError{Why: r.forgotten(), Err: err}
 	case strings.Contains(err.Error(), "failed to decode"):
 		// The go-sdk's words for a body or event that is not JSON-RPC.
 		return r.notMCP(err)
 	}
 	return &EndedError{Why: fmt.Sprintf("the connection to the remote server at %s failed: %s; check that the server is up and reachable, then restart the session", redactURL(r.cfg.URL), r.redact(err.Error())), Err: err}
+}
+
+// forgotten is why a session ends that the server forgot and that is not
+// replaced. It takes no lock: lost says it holding r.mu.
+func (r *Remote) forgotten() string {
+	return fmt.Sprintf("the remote server at %s no longer knows this session (it answers 404 Not Found for the session id: it restarted, or ended the session); restart the MCP client (or reconnect this server in it) to start a new one", redactURL(r.cfg.URL))
 }
 
 // notMCP is the end of a session whose server sent something that is not
@@ -900,7 +906,7 @@ func (r *Remote) lost(gen int, m jsonrpc.Message) <-chan struct{} {
 	case r.repin == nil || r.kind != Streamable || r.version == "" || r.initParams == nil:
 		// Nothing to start a new session with (no pump, or the session
 		// was never initialized).
-		why = r.why(mcp.ErrSessionMissing).Error()
+		why = r.forgotten()
 	case r.resuming != nil, !r.renewedAt.IsZero() && !r.served && time.Since(r.renewedAt) < renewedGrace:
 		// A server that forgets every session would have bouncer start
 		// one after another, for ever.
