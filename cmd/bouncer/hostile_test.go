@@ -200,8 +200,8 @@ func TestApproveNoDestination(t *testing.T) {
 	if status, out := p.wait(t); status != 0 || !strings.Contains(out, "Approved "+code) {
 		t.Fatalf("exit %d:\n%s", status, out)
 	}
-	if c, ok, err := store.Take(none); !ok || err != nil || c != code {
-		t.Fatalf("Take = %s, %v, %v", c, ok, err)
+	if codes, missing, err := store.Redeem([]approval.Request{none}); len(missing) > 0 || err != nil || len(codes) != 1 || codes[0] != code {
+		t.Fatalf("Redeem = %v, %v, %v; want %s", codes, missing, err, code)
 	}
 }
 

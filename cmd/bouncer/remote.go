@@ -18,7 +18,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/envexpand"
 	"github.com/bouncer-mcp/bouncer/internal/oauth"
-	"github.com/bouncer-mcp/bouncer/internal/proxy"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 	"github.com/bouncer-mcp/bouncer/internal/unixshim"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -43,14 +43,14 @@ type upstreamReach struct {
 // sandbox), lets the OAuth client in if there is one, and prepares the
 // session. sandboxed says whether the proxy will confine itself (and seal
 // the OAuth client).
-func dialRemote(ctx context.Context, cfg *proxy.RemoteConfig, stateDir string, sandboxed bool) (*proxy.Remote, upstreamReach, error) {
+func dialRemote(ctx context.Context, cfg *transport.RemoteConfig, stateDir string, sandboxed bool) (*transport.Remote, upstreamReach, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, upstreamReach{}, fmt.Errorf("--url: give the server's MCP endpoint as an http:// or https:// URL")
 	}
 	// The session reaches the server's origin and nothing else: not the
 	// authorization server, whose answers it never needs.
-	server := proxy.NewPins()
+	server := transport.NewPins()
 	if err := server.Add(ctx, originHostPort(u)); err != nil {
 		return nil, upstreamReach{}, fmt.Errorf("the remote server: %v", err)
 	}
@@ -73,7 +73,7 @@ func dialRemote(ctx context.Context, cfg *proxy.RemoteConfig, stateDir string, s
 			}
 		}
 	}
-	rem, err := proxy.DialRemote(*cfg)
+	rem, err := transport.DialRemote(*cfg)
 	if err != nil {
 		return nil, upstreamReach{}, err
 	}
@@ -102,7 +102,7 @@ type remoteAuth struct {
 // answers the client's first request with what to do instead.
 func signInRemote(ctx context.Context, serverURL, stateDir string, sandboxed bool) (*remoteAuth, error) {
 	guard := oauth.NewGuard(serverURL)
-	token := proxy.NewPins()
+	token := transport.NewPins()
 	token.Check = guard.Check
 	// Loaded now: once sandboxed, the certificate files can't be read.
 	roots, err := x509.SystemCertPool()
@@ -307,7 +307,7 @@ func remoteName(raw string) string {
 // streamable HTTP) and no type try streamable HTTP first.
 func transportOf(typ string) string {
 	if strings.EqualFold(typ, "sse") {
-		return proxy.TransportSSE
+		return transport.SSE
 	}
-	return proxy.TransportAuto
+	return transport.Auto
 }

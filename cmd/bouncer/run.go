@@ -30,6 +30,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/statefile"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 const runSynopsis = `bouncer run [--policy FILE]... [--policy-dir DIR] [--name NAME] [--sandbox auto|strict|off] [--trust FILE] [--observe] [--record FILE] -- COMMAND [ARG]...
@@ -135,7 +136,7 @@ func cmdRun(args []string) error {
 		cfg.Tape = tape
 	}
 	p := proxy.New(cfg)
-	return up.ended(p.Run(ctx, proxy.Stdio(), conn))
+	return up.ended(p.Run(ctx, transport.Stdio(), conn))
 }
 
 // openRecord opens --record's file, or returns nil without one.
@@ -164,7 +165,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 		return nil, usageErr("--sandbox %q: must be auto, strict or off", f.sandbox)
 	}
 	switch f.transport {
-	case "", proxy.TransportAuto, proxy.TransportStreamable, proxy.TransportSSE:
+	case "", transport.Auto, transport.Streamable, transport.SSE:
 	default:
 		return nil, usageErr("--transport %q: must be auto, streamable or sse", f.transport)
 	}
@@ -197,9 +198,9 @@ func runFlagSet() (*flag.FlagSet, *runFlags, *string) {
 // upstreamSpec is the server bouncer run proxies: a command to start, or
 // a remote server to reach.
 type upstreamSpec struct {
-	cmd    proxy.Command
-	remote *proxy.RemoteConfig
-	proc   *proxy.Process // once started
+	cmd    transport.Command
+	remote *transport.RemoteConfig
+	proc   *transport.Process // once started
 }
 
 // upstream decides the upstream from the flags: --config and --server,
@@ -245,7 +246,7 @@ func (f *runFlags) upstream() (*upstreamSpec, error) {
 		if u, err := url.Parse(f.remoteURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, usageErr("--url: give the server's MCP endpoint as an http:// or https:// URL")
 		}
-		up.remote = &proxy.RemoteConfig{URL: f.remoteURL, Headers: http.Header{}, Transport: f.transport}
+		up.remote = &transport.RemoteConfig{URL: f.remoteURL, Headers: http.Header{}, Transport: f.transport}
 		if err := f.addHeaders(up.remote.Headers, ""); err != nil {
 			return nil, err
 		}
@@ -255,7 +256,7 @@ func (f *runFlags) upstream() (*upstreamSpec, error) {
 	case len(f.rest) == 0:
 		return nil, usageErr("no upstream: give -- COMMAND [ARG]..., --url URL, or --config FILE --server NAME")
 	default:
-		up.cmd = proxy.Command{Path: f.rest[0], Args: f.rest[1:]}
+		up.cmd = transport.Command{Path: f.rest[0], Args: f.rest[1:]}
 		if f.name == "" {
 			f.name = filepath.Base(f.rest[0])
 		}
@@ -336,9 +337,9 @@ func badInputIf(err error) error {
 }
 
 // startUpstream starts the command, or dials the remote server.
-func startUpstream(ctx context.Context, up *upstreamSpec, dir string, sandboxed bool) (proxy.Upstream, upstreamReach, func(), error) {
+func startUpstream(ctx context.Context, up *upstreamSpec, dir string, sandboxed bool) (transport.Upstream, upstreamReach, func(), error) {
 	if up.remote == nil {
-		proc, err := proxy.Start(up.cmd, os.Stderr)
+		proc, err := transport.Start(up.cmd, os.Stderr)
 		if err != nil {
 			return nil, upstreamReach{}, nil, err
 		}
@@ -386,7 +387,7 @@ func (f *runFlags) proxyConfig(dec *setup.Decider, dir string, auditLog *audit.L
 
 // ended turns how the pump ended into the command's outcome.
 func (up *upstreamSpec) ended(runErr error) error {
-	var ended *proxy.EndedError
+	var ended *transport.EndedError
 	switch {
 	case runErr == nil:
 		return nil // the client closed stdin
@@ -396,10 +397,10 @@ func (up *upstreamSpec) ended(runErr error) error {
 		return failed(errors.New(ended.Why))
 	case up.remote != nil:
 		return failed(fmt.Errorf("the remote server's session ended: %v; restart the MCP client (or reconnect this server in it) to start a new one", runErr))
-	case errors.Is(runErr, proxy.ErrUpstreamOutput):
+	case errors.Is(runErr, transport.ErrUpstreamOutput):
 		return failed(fmt.Errorf("upstream %s wrote something that is not an MCP message on its stdout (%s). "+
 			"An MCP server must write only JSON-RPC messages to stdout, and its logs to stderr: check its command, arguments and log settings; the session is closed",
-			up.cmd.Path, strings.TrimPrefix(runErr.Error(), proxy.ErrUpstreamOutput.Error()+": ")))
+			up.cmd.Path, strings.TrimPrefix(runErr.Error(), transport.ErrUpstreamOutput.Error()+": ")))
 	case errors.Is(runErr, proxy.ErrUpstreamExited):
 		select {
 		case <-up.proc.Done():
@@ -419,7 +420,7 @@ func (up *upstreamSpec) ended(runErr error) error {
 // resolveCommand finds the upstream program in PATH (the entry's PATH, if
 // its env sets one, as the client would have used it) so that a missing
 // program is reported before anything runs.
-func resolveCommand(c *proxy.Command) error {
+func resolveCommand(c *transport.Command) error {
 	if strings.Contains(c.Path, "/") {
 		return nil // exec uses it as is (relative to Dir)
 	}
@@ -465,20 +466,20 @@ func newSessionID() string {
 // and its cwd; for a remote one (an entry with a url) its url, headers and
 // transport (rc is then set). base is the directory relative --policy
 // files are resolved against.
-func upstreamFromConfig(file, project, name string) (c proxy.Command, rc *proxy.RemoteConfig, base string, err error) {
+func upstreamFromConfig(file, project, name string) (c transport.Command, rc *transport.RemoteConfig, base string, err error) {
 	r, err := mcpconfig.Resolve(mcpconfig.Lookup{File: file, Project: project, Server: name, Getenv: os.LookupEnv})
 	if err != nil {
-		return proxy.Command{}, nil, "", err
+		return transport.Command{}, nil, "", err
 	}
 	e := r.Entry
 	if e.Command == "" {
-		rc = &proxy.RemoteConfig{URL: e.URL, Headers: http.Header{}, Transport: transportOf(e.Type)}
+		rc = &transport.RemoteConfig{URL: e.URL, Headers: http.Header{}, Transport: transportOf(e.Type)}
 		for k, v := range e.Headers {
 			rc.Headers.Add(k, v)
 		}
-		return proxy.Command{}, rc, r.Base, nil
+		return transport.Command{}, rc, r.Base, nil
 	}
-	c = proxy.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
+	c = transport.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
 	if len(e.Env) > 0 {
 		c.Env = os.Environ()
 		keys := make([]string, 0, len(e.Env))

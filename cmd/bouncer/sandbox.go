@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 
 	"github.com/bouncer-mcp/bouncer/internal/policy"
-	"github.com/bouncer-mcp/bouncer/internal/proxy"
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 // This file is bouncer run's use of internal/sandbox: the launcher that
@@ -26,7 +26,7 @@ type launchPlan struct {
 // planUpstreamSandbox rewrites the upstream command to start through the
 // launcher when the policy has a sandbox: key. In strict mode it refuses
 // before the upstream starts if the kernel can't confine the proxy.
-func planUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, cmd *proxy.Command) (*launchPlan, error) {
+func planUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, cmd *transport.Command) (*launchPlan, error) {
 	m, err := sandbox.ParseMode(mode)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,10 @@
 // can share it. A code is bound to server, tool, argument and destination,
 // is single use, and expires five minutes after it was issued. A call that
 // sends data but names no destination is asked about too: its request has an
-// empty Param and an empty Destination (see Request.NoDestination).
+// empty Param and an empty Destination (see Request.NoDestination). The codes
+// of one call are redeemed together, all or none (Store.Redeem): deciding
+// which codes approve a call, and using them up, is this package's, and the
+// proxy only asks.
 //
 // Every change is a read-modify-write under an flock on the sidecar file
 // pending.json.lock, and the new content replaces the old by rename, so a
@@ -446,23 +449,60 @@ func (s *Store) approve(code string, want *Request) error {
 	})
 }
 
-// Take consumes an approved, unexpired, unused code for r, if there is one,
-// and returns it.
-func (s *Store) Take(r Request) (code string, ok bool, err error) {
-	err = s.update(func(now time.Time, codes []Code, _ []*EntryError) ([]Code, error) {
-		for i, c := range codes {
-			if c.Approved && c.open(now) && SameRequest(c.Request, r) {
-				codes[i].Used = true
-				code, ok = c.Code, true
-				return codes, nil
+// Redeem consumes the approved codes of one call, all of them or none.
+// reqs are the call's requests (one per destination a human must approve).
+// Under the store's lock, each must have an approved open code; then every
+// one of those codes is used, in one write. If any request has none,
+// nothing is written, and missing lists the index in reqs of each request
+// without a code (the first, where the same request comes twice), so that
+// the caller can issue codes for those alone. Otherwise codes lists the
+// codes used, in the order of reqs.
+//
+// All or none, so that a call is never denied with some of its codes used
+// up: the human would have to approve again what they approved already,
+// and a code used between a look and a take (another proxy's call, its
+// expiry) can't leave the codes taken before it spent. The same request
+// twice (a call that names a destination twice) is approved by one code.
+// With no requests there is nothing a human approved, and Redeem fails.
+func (s *Store) Redeem(reqs []Request) (codes []string, missing []int, err error) {
+	if len(reqs) == 0 {
+		return nil, nil, errors.New("nothing to redeem: no destination was asked about")
+	}
+	err = s.update(func(now time.Time, all []Code, _ []*EntryError) ([]Code, error) {
+		codes, missing = nil, nil
+		use := map[int]bool{} // index in all of each code to use
+	requests:
+		for i, r := range reqs {
+			for _, earlier := range reqs[:i] {
+				if SameRequest(earlier, r) {
+					continue requests
+				}
+			}
+			found := false
+			for k, c := range all {
+				if c.Approved && c.open(now) && SameRequest(c.Request, r) && !use[k] {
+					use[k], found = true, true
+					codes = append(codes, c.Code)
+					break
+				}
+			}
+			if !found {
+				missing = append(missing, i)
 			}
 		}
-		return nil, nil
+		if len(missing) > 0 {
+			codes = nil
+			return nil, nil // nothing is used
+		}
+		for k := range use {
+			all[k].Used = true
+		}
+		return all, nil
 	})
 	if err != nil {
-		return "", false, err
+		return nil, nil, err
 	}
-	return code, ok, nil
+	return codes, missing, nil
 }
 
 // List lists the codes that are neither used nor expired, oldest first.

@@ -120,7 +120,170 @@ func variants(r Request) map[string]Request {
 	return m
 }
 
-func TestTakeBinding(t *testing.T) {
+// take redeems the code for a call with one destination, r.
+func take(s *Store, r Request) (code string, ok bool, err error) {
+	codes, missing, err := s.Redeem([]Request{r})
+	if err != nil || len(missing) > 0 {
+		return "", false, err
+	}
+	return codes[0], true, nil
+}
+
+// Redeem takes a call's codes all at once or not at all: whatever keeps one
+// request from being approved, no code of the call is used, and each one
+// approved stays approved for the retry.
+func TestRedeem(t *testing.T) {
+	alice := bob
+	alice.Destination = "alice@partner.com"
+	cc := bob
+	cc.Param = "cc"
+	for _, tc := range []struct {
+		name string
+		// prepare issues and approves codes at t0 (each request in order),
+		// moving the clock as it likes, and returns them by destination.
+		prepare func(t *testing.T, s *Store, clk *clock) map[Request]string
+		reqs    []Request
+		after   time.Duration // the clock moves on before Redeem
+		missing []int         // nil: redeemed
+	}{
+		{
+			name: "all approved",
+			prepare: func(t *testing.T, s *Store, _ *clock) map[Request]string {
+				return approveAll(t, s, bob, alice, cc)
+			},
+			reqs: []Request{bob, alice, cc},
+		},
+		{
+			name: "one not approved",
+			prepare: func(t *testing.T, s *Store, _ *clock) map[Request]string {
+				codes := approveAll(t, s, bob, cc)
+				codes[alice] = mustIssue(t, s, alice)
+				return codes
+			},
+			reqs:    []Request{bob, alice, cc},
+			missing: []int{1},
+		},
+		{
+			name: "one never issued",
+			prepare: func(t *testing.T, s *Store, _ *clock) map[Request]string {
+				return approveAll(t, s, bob)
+			},
+			reqs:    []Request{bob, alice},
+			missing: []int{1},
+		},
+		{
+			name: "one expired",
+			prepare: func(t *testing.T, s *Store, clk *clock) map[Request]string {
+				codes := approveAll(t, s, alice)
+				clk.add(2 * time.Minute)
+				for r, c := range approveAll(t, s, bob) {
+					codes[r] = c
+				}
+				return codes
+			},
+			reqs:    []Request{bob, alice},
+			after:   TTL - time.Minute, // alice's is TTL+1m old, bob's TTL-1m
+			missing: []int{1},
+		},
+		{
+			name: "one used by another call",
+			prepare: func(t *testing.T, s *Store, _ *clock) map[Request]string {
+				codes := approveAll(t, s, bob, alice)
+				if _, ok, err := take(s, alice); !ok || err != nil {
+					t.Fatal(ok, err)
+				}
+				return codes
+			},
+			reqs:    []Request{bob, alice},
+			missing: []int{1},
+		},
+		{
+			name: "none approved, one twice",
+			prepare: func(t *testing.T, s *Store, _ *clock) map[Request]string {
+				return map[Request]string{bob: mustIssue(t, s, bob)}
+			},
+			reqs:    []Request{bob, alice, bob},
+			missing: []int{0, 1},
+		},
+		{
+			name: "the same request twice takes one code",
+			prepare: func(t *testing.T, s *Store, _ *clock) map[Request]string {
+				return approveAll(t, s, bob)
+			},
+			reqs: []Request{bob, bob},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, clk := newStore(t)
+			codes := tc.prepare(t, s, clk)
+			before, err := s.List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.add(tc.after)
+			got, missing, err := s.Redeem(tc.reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(missing) != fmt.Sprint(tc.missing) {
+				t.Fatalf("missing = %v, want %v", missing, tc.missing)
+			}
+			if tc.missing != nil {
+				if got != nil {
+					t.Errorf("codes = %v with requests missing", got)
+				}
+				// Nothing was used: every code open before is as it was.
+				for _, c := range before {
+					now, err := s.Lookup(c.Code)
+					if c.open(clk.now()) && (err != nil || now.Used || now.Approved != c.Approved) {
+						t.Errorf("code %s for %s: %+v, %v after a failed Redeem; want it as it was (%+v)", c.Code, c.Destination, now, err, c)
+					}
+				}
+				return
+			}
+			var want []string
+			seen := map[string]bool{}
+			for _, r := range tc.reqs {
+				if c := codes[r]; !seen[c] {
+					seen[c] = true
+					want = append(want, c)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("codes = %v, want %v", got, want)
+			}
+			for _, c := range want {
+				if _, err := s.Lookup(c); !errors.Is(err, ErrUsed) {
+					t.Errorf("code %s after Redeem: %v, want ErrUsed", c, err)
+				}
+			}
+			if _, missing, _ := s.Redeem(tc.reqs); missing == nil {
+				t.Error("the same codes were redeemed twice")
+			}
+		})
+	}
+	t.Run("no requests", func(t *testing.T) {
+		s, _ := newStore(t)
+		if codes, missing, err := s.Redeem(nil); err == nil {
+			t.Fatalf("Redeem(nil) = %v, %v, nil; want an error: nothing was approved", codes, missing)
+		}
+	})
+}
+
+// approveAll issues and approves a code for each request, and returns them.
+func approveAll(t *testing.T, s *Store, reqs ...Request) map[Request]string {
+	t.Helper()
+	codes := map[Request]string{}
+	for _, r := range reqs {
+		codes[r] = mustIssue(t, s, r)
+		if err := s.Approve(codes[r]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return codes
+}
+
+func TestRedeemBinding(t *testing.T) {
 	for name, r := range variants(bob) {
 		t.Run(name, func(t *testing.T) {
 			s, _ := newStore(t)
@@ -128,38 +291,38 @@ func TestTakeBinding(t *testing.T) {
 			if err := s.Approve(code); err != nil {
 				t.Fatal(err)
 			}
-			if c, ok, err := s.Take(r); ok || err != nil {
-				t.Fatalf("Take(%+v) = %s, %v, %v; the code is bound to %+v", r, c, ok, err, bob)
+			if c, ok, err := take(s, r); ok || err != nil {
+				t.Fatalf("take(%+v) = %s, %v, %v; the code is bound to %+v", r, c, ok, err, bob)
 			}
-			if c, ok, err := s.Take(bob); !ok || err != nil || c != code {
-				t.Fatalf("Take(bob) = %s, %v, %v after a mismatched Take", c, ok, err)
+			if c, ok, err := take(s, bob); !ok || err != nil || c != code {
+				t.Fatalf("take(bob) = %s, %v, %v after a mismatched take", c, ok, err)
 			}
 		})
 	}
 }
 
-func TestTakeOnce(t *testing.T) {
+func TestRedeemOnce(t *testing.T) {
 	s, _ := newStore(t)
 	code := mustIssue(t, s, bob)
-	if _, ok, _ := s.Take(bob); ok {
-		t.Fatal("Take redeemed a code nobody approved")
+	if _, ok, _ := take(s, bob); ok {
+		t.Fatal("take redeemed a code nobody approved")
 	}
 	if err := s.Approve(strings.ToLower(code)); err != nil {
 		t.Fatal(err)
 	}
 	r := bob
 	r.Destination = " bob@PARTNER.com "
-	if c, ok, err := s.Take(r); !ok || err != nil || c != code {
-		t.Fatalf("Take = %s, %v, %v", c, ok, err)
+	if c, ok, err := take(s, r); !ok || err != nil || c != code {
+		t.Fatalf("take = %s, %v, %v", c, ok, err)
 	}
-	if _, ok, _ := s.Take(bob); ok {
+	if _, ok, _ := take(s, bob); ok {
 		t.Fatal("a code was redeemed twice")
 	}
 	if _, err := s.Lookup(code); !errors.Is(err, ErrUsed) {
-		t.Errorf("Lookup after Take: %v, want ErrUsed", err)
+		t.Errorf("Lookup after take: %v, want ErrUsed", err)
 	}
 	if err := s.Approve(code); !errors.Is(err, ErrUsed) {
-		t.Errorf("Approve after Take: %v, want ErrUsed", err)
+		t.Errorf("Approve after take: %v, want ErrUsed", err)
 	}
 	if list, _ := s.List(); len(list) != 0 {
 		t.Errorf("List shows used codes: %v", list)
@@ -183,7 +346,7 @@ func TestExpiry(t *testing.T) {
 	if c, err := s.Lookup(code); !errors.Is(err, ErrExpired) || c.Code != code {
 		t.Errorf("at expiry: %v, want ErrExpired with the code", err)
 	}
-	if _, ok, _ := s.Take(bob); ok {
+	if _, ok, _ := take(s, bob); ok {
 		t.Error("an expired approved code was redeemed")
 	}
 	if err := s.Approve(code); !errors.Is(err, ErrExpired) {
@@ -279,10 +442,10 @@ func TestCorruptFile(t *testing.T) {
 			}
 			_, err := s.Issue(bob)
 			check("Issue", err)
-			_, ok, err := s.Take(bob)
-			check("Take", err)
+			_, ok, err := take(s, bob)
+			check("Redeem", err)
 			if ok {
-				t.Error("Take redeemed a code from a corrupt file")
+				t.Error("take redeemed a code from a corrupt file")
 			}
 			_, err = s.List()
 			check("List", err)
@@ -327,7 +490,7 @@ func TestConcurrentGoroutines(t *testing.T) {
 			if err != nil {
 				t.Error(err)
 			}
-			_, ok, err := s.Take(bob)
+			_, ok, err := take(s, bob)
 			if err != nil {
 				t.Error(err)
 			}
@@ -371,7 +534,7 @@ func helper(path string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		_, ok, err := s.Take(bob)
+		_, ok, err := take(s, bob)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -462,9 +625,9 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// BenchmarkIssueApproveTake is one code's whole life: three locked,
+// BenchmarkIssueApproveRedeem is one code's whole life: three locked,
 // synced rewrites of pending.json.
-func BenchmarkIssueApproveTake(b *testing.B) {
+func BenchmarkIssueApproveRedeem(b *testing.B) {
 	s := Open(filepath.Join(b.TempDir(), "pending.json"), nil)
 	i := 0
 	for b.Loop() {
@@ -478,7 +641,7 @@ func BenchmarkIssueApproveTake(b *testing.B) {
 		if err := s.Approve(code); err != nil {
 			b.Fatal(err)
 		}
-		if _, ok, err := s.Take(r); !ok || err != nil {
+		if _, ok, err := take(s, r); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
 	}

@@ -39,8 +39,8 @@ func lifecycle(t *testing.T, s *Store, code string, r Request) {
 	if err := s.ApproveShown(c); err != nil {
 		t.Fatalf("ApproveShown: %v", err)
 	}
-	if got, ok, err := s.Take(r); !ok || err != nil || got != code {
-		t.Fatalf("Take = %s, %v, %v", got, ok, err)
+	if got, ok, err := take(s, r); !ok || err != nil || got != code {
+		t.Fatalf("take = %s, %v, %v", got, ok, err)
 	}
 }
 
@@ -129,12 +129,12 @@ func TestNoDestination(t *testing.T) {
 		{Server: "mail", Tool: "forward_email"},
 		{Server: "mail2", Tool: "send_email"},
 	} {
-		if c, ok, err := s.Take(other); ok || err != nil {
-			t.Errorf("Take(%+v) = %s, %v, %v: the code approves only a call naming no destination", other, c, ok, err)
+		if c, ok, err := take(s, other); ok || err != nil {
+			t.Errorf("take(%+v) = %s, %v, %v: the code approves only a call naming no destination", other, c, ok, err)
 		}
 	}
-	if c, ok, err := s.Take(none); !ok || err != nil || c != code {
-		t.Fatalf("Take = %s, %v, %v", c, ok, err)
+	if c, ok, err := take(s, none); !ok || err != nil || c != code {
+		t.Fatalf("take = %s, %v, %v", c, ok, err)
 	}
 }
 
@@ -204,8 +204,8 @@ func TestInvalidEntries(t *testing.T) {
 			// The bad entry was "approved": it must not let a call through.
 			for _, r := range []Request{{Server: "mail", Tool: "send_email", Param: "to", Destination: "eve@evil.com"},
 				{Server: "mail", Tool: "send_email", Param: "", Destination: "eve@evil.com"}} {
-				if _, ok, err := s.Take(r); ok || err != nil {
-					t.Fatalf("Take(%+v) = %v, %v: a skipped entry was redeemed", r, ok, err)
+				if _, ok, err := take(s, r); ok || err != nil {
+					t.Fatalf("take(%+v) = %v, %v: a skipped entry was redeemed", r, ok, err)
 				}
 			}
 			// Every other code still works, and the next write drops the entry.

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 // ElicitVersion is the first MCP protocol version with elicitation
@@ -45,9 +47,9 @@ const ElicitVersion = "2025-06-18"
 //     completions (a capability since 2025-03-26), and Bouncer doesn't
 //     declare it for it, so a client that follows 2025-06-18 won't ask
 //     such a server for completions.
-//   - JSON-RPC batches (2025-03-26 only): Conn splits a batch the server
-//     sends, so the client gets each message alone, as 2025-06-18 wants;
-//     the client's answers to it go back to the server as one array.
+//   - JSON-RPC batches (2025-03-26 only): transport.Conn splits a batch the
+//     server sends, so the client gets each message alone, as 2025-06-18
+//     wants; the client's answers to it go back to the server as one array.
 //   - From the client: the requests and notifications a client may send
 //     are the same set in all three versions, and 2025-06-18 only added
 //     optional fields to them (_meta members, a completion's context),
@@ -60,8 +62,8 @@ const ElicitVersion = "2025-06-18"
 //     server's version has is not forwarded, and the server gets a
 //     JSON-RPC error saying why instead (bridgeAnswer).
 //   - Transport: the client side is stdio. To a server over HTTP the
-//     MCP-Protocol-Version header carries the server's own version,
-//     which Remote learns from the server's answer, not the client's.
+//     MCP-Protocol-Version header carries the server's own version, which
+//     transport.Remote learns from the server's answer, not the client's.
 //   - Bouncer's own elicitation/create is sent in 2025-06-18's form
 //     (no mode).
 //
@@ -142,7 +144,7 @@ func (p *Proxy) bridgeAnswer(m *jsonrpc.Response) *jsonrpc.Response {
 	if why == "" {
 		return m
 	}
-	p.logf("the client's answer to the server's sampling request %s was not passed on: %s", idText(m.ID), why)
+	p.logf("the client's answer to the server's sampling request %s was not passed on: %s", transport.IDText(m.ID), why)
 	return &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
 		Code: jsonrpc.CodeInternalError,
 		Message: fmt.Sprintf("bouncer: the client's answer can't be passed on: %s, which MCP %s (the version this server speaks) does not have; "+

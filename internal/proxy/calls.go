@@ -28,6 +28,9 @@ const (
 
 // call is one tools/call from the client.
 type call struct {
+	// id is req's id, which never changes: routes keys held calls by it
+	// without taking mu, while judged may replace req under mu.
+	id   jsonrpc.ID
 	req  *jsonrpc.Request
 	tool string
 	args json.RawMessage // as judged (re-encoded) once decided; as sent before
@@ -38,6 +41,11 @@ type call struct {
 	mu     sync.Mutex // held while forwarding or answering, so a cancellation can't slip in between
 	state  int
 	cancel context.CancelFunc // stops the human question, if one is open
+}
+
+// newCall is the call req, whose params parsed as ec.
+func newCall(req *jsonrpc.Request, ec engine.Call) *call {
+	return &call{id: req.ID, req: req, tool: ec.Tool, args: ec.Args, ec: ec}
 }
 
 // withdraw marks a held call cancelled by the client. It reports whether
@@ -77,7 +85,7 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 		p.logf("refused a tools/call notification for %q", tool)
 		return nil
 	}
-	c := &call{req: m, tool: tool, args: args, ec: ec}
+	c := newCall(m, ec)
 	if perr != nil {
 		reason := "malformed tools/call: " + perr.Error()
 		var ce *engine.CallError
@@ -375,9 +383,9 @@ func (p *Proxy) whyNotAsked() string {
 		p.cfg.Server, p.negotiated, ElicitVersion, bridgeVersions(), ElicitVersion)
 }
 
-// askByCode allows the call if every destination has an approved code
-// (consuming them), else issues codes and denies with instructions that
-// say why the client was not asked (why).
+// askByCode allows the call if the approval store redeems an approved code
+// for every destination, else issues codes for those without one and
+// denies with instructions that say why the client was not asked (why).
 func (p *Proxy) askByCode(c *call, d engine.Decision, why string) {
 	deny := func(reason, code string) {
 		_ = p.auditLine(c, engine.Deny, reason, engine.RuleApproval, code)
@@ -391,36 +399,14 @@ func (p *Proxy) askByCode(c *call, d engine.Decision, why string) {
 	for i, a := range d.Asks {
 		reqs[i] = approval.Request{Server: p.cfg.Server, Tool: c.tool, Param: a.Param, Destination: a.Value}
 	}
-	open, err := p.cfg.Approvals.List()
+	// The store takes the call's codes all at once or none: a call is
+	// never denied with some of them used up.
+	taken, missing, err := p.cfg.Approvals.Redeem(reqs)
 	if err != nil {
-		deny(fmt.Sprintf("%s; the approval store can't be read, so nothing is approved (%v)", d.Reason, err), "")
+		deny(fmt.Sprintf("%s; the approval store can't be used, so nothing is approved (%v)", d.Reason, err), "")
 		return
 	}
-	approved := make([]bool, len(reqs))
-	all := true
-	for i, r := range reqs {
-		for _, oc := range open {
-			if oc.Approved && approval.SameRequest(oc.Request, r) {
-				approved[i] = true
-				break
-			}
-		}
-		all = all && approved[i]
-	}
-	if all {
-		var taken []string
-		for _, r := range reqs {
-			code, ok, err := p.cfg.Approvals.Take(r)
-			if err != nil || !ok {
-				why := "it was used or expired meanwhile"
-				if err != nil {
-					why = err.Error()
-				}
-				deny(fmt.Sprintf("%s; the approval for %s=%q could not be redeemed (%s)", d.Reason, r.Param, r.Destination, why), strings.Join(taken, ","))
-				return
-			}
-			taken = append(taken, code)
-		}
+	if len(missing) == 0 {
 		codes := strings.Join(taken, ",")
 		if err := p.appendLine(c, engine.Allow, "approved with bouncer approve "+codes, engine.RuleApproval, codes, nil, approvedDests(d)); err != nil {
 			p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
@@ -431,10 +417,8 @@ func (p *Proxy) askByCode(c *call, d engine.Decision, why string) {
 	}
 	var lines []string
 	var codes []string
-	for i, r := range reqs {
-		if approved[i] {
-			continue
-		}
+	for _, i := range missing {
+		r := reqs[i]
 		code, err := p.cfg.Approvals.Issue(r)
 		if err != nil {
 			deny(fmt.Sprintf("%s; no approval code could be issued (%v)", d.Reason, err), strings.Join(codes, ","))

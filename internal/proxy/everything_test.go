@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 var (
@@ -34,7 +35,7 @@ var (
 )
 
 // goEverything builds the go-sdk's examples/server/everything once.
-func goEverything(t *testing.T) Command {
+func goEverything(t *testing.T) transport.Command {
 	t.Helper()
 	goEverythingOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "bouncer-everything")
@@ -52,7 +53,7 @@ func goEverything(t *testing.T) Command {
 	if goEverythingErr != nil {
 		t.Fatalf("building the go-sdk everything server: %v", goEverythingErr)
 	}
-	return Command{Path: goEverythingPath}
+	return transport.Command{Path: goEverythingPath}
 }
 
 type buildError struct {
@@ -64,11 +65,11 @@ func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 // npmServer returns the command for one of the pinned npm reference
 // servers, or skips the test when they are not installed (fails under CI).
-func npmServer(t *testing.T, pkg string, args ...string) Command {
+func npmServer(t *testing.T, pkg string, args ...string) transport.Command {
 	t.Helper()
 	script := need.NPM(t, filepath.Join("@modelcontextprotocol", pkg, "dist", "index.js"))
 	node := need.Node(t)
-	return Command{Path: node, Args: append([]string{script}, args...)}
+	return transport.Command{Path: node, Args: append([]string{script}, args...)}
 }
 
 // relayClient is a go-sdk client with every client-side feature, recording

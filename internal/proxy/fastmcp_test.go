@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 // envFastMCP names a Python interpreter that can import the official MCP
@@ -25,7 +26,7 @@ const envFastMCP = "BOUNCER_TEST_FASTMCP"
 // fastmcpGmail returns the command for internal/testsupport/testserver/fastmcp_gmail.py,
 // a server on the Python SDK's FastMCP, or skips the test when no Python
 // can import the SDK.
-func fastmcpGmail(t *testing.T) Command {
+func fastmcpGmail(t *testing.T) transport.Command {
 	t.Helper()
 	script, err := filepath.Abs(filepath.Join("..", "testserver", "fastmcp_gmail.py"))
 	if err != nil {
@@ -39,7 +40,7 @@ func fastmcpGmail(t *testing.T) Command {
 	if err != nil {
 		need.Skip(t, fmt.Sprintf("no Python with the MCP Python SDK 1.29.0 (PyPI is not reachable here; set %s to one): %v\n%s", envFastMCP, err, out))
 	}
-	return Command{Path: python, Args: []string{script}}
+	return transport.Command{Path: python, Args: []string{script}}
 }
 
 // fastmcpCalls returns what the FastMCP server's tools read, one JSON

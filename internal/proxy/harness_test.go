@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 func TestMain(m *testing.M) {
@@ -60,13 +60,13 @@ func (s *syncBuffer) String() string {
 // engine, audit log and approval store, and the client end of the pipes.
 type harness struct {
 	t       *testing.T
-	dir     string    // the helpdesk's side effects
-	home    string    // the state directory
-	proc    *Process  // the stdio upstream, or nil
-	remote  *Remote   // the HTTP upstream, or nil
-	server  *exec.Cmd // the HTTP upstream's server process
-	name    string    // its name (testserver.Main's)
-	url     string    // its URL
+	dir     string             // the helpdesk's side effects
+	home    string             // the state directory
+	proc    *transport.Process // the stdio upstream, or nil
+	remote  *transport.Remote  // the HTTP upstream, or nil
+	server  *exec.Cmd          // the HTTP upstream's server process
+	name    string             // its name (testserver.Main's)
+	url     string             // its URL
 	proxy   *Proxy
 	clientT *mcp.IOTransport // the client's end
 	clientW *io.PipeWriter   // the proxy's stdin, for a half close
@@ -80,7 +80,7 @@ type harness struct {
 type hopts struct {
 	policy        string // YAML; empty means packs only
 	elicitTimeout time.Duration
-	cmd           *Command // default: the helpdesk
+	cmd           *transport.Command // default: the helpdesk
 	// session judges with a client session (in memory) whose remembered
 	// destinations live in the harness's home, and offers "remember".
 	session bool
@@ -89,9 +89,9 @@ type hopts struct {
 	// proxies it as a remote upstream.
 	http      string
 	server    string      // the HTTP server, as Main names it (default "helpdesk-http")
-	transport string      // RemoteConfig.Transport
+	transport string      // transport.RemoteConfig.Transport
 	token     string      // the server demands this bearer token
-	headers   http.Header // RemoteConfig.Headers
+	headers   http.Header // transport.RemoteConfig.Headers
 	// url proxies the remote server there (one the test started).
 	url string
 	// home is the state directory (default: a new one); the policy file
@@ -103,6 +103,8 @@ type hopts struct {
 	// pipes open (Stdio's Close can't stop a read of stdin, and leaves
 	// stdout open), and the audit log is closed once Run returns.
 	asRun bool
+	// approvalsNow is the approval store's clock (default: time.Now).
+	approvalsNow func() time.Time
 }
 
 const helpdeskPolicy = `
@@ -116,12 +118,12 @@ write_file:
 `
 
 // selfServer is the test binary re-executed as a test server.
-func selfServer(t testing.TB, name, dir string) Command {
+func selfServer(t testing.TB, name, dir string) transport.Command {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Command{Path: exe, Env: append(os.Environ(),
+	return transport.Command{Path: exe, Env: append(os.Environ(),
 		testserver.EnvServer+"="+name, testserver.EnvDir+"="+dir)}
 }
 
@@ -152,7 +154,7 @@ func newHarness(t *testing.T, o hopts) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	var up Upstream
+	var up transport.Upstream
 	if o.http != "" || o.url != "" {
 		if o.url != "" {
 			h.url = o.url
@@ -163,7 +165,7 @@ func newHarness(t *testing.T, o hopts) *harness {
 			}
 			h.url, h.server = startServerAt(t, h.name, h.dir, o.http, o.token, "")
 		}
-		h.remote, err = DialRemote(RemoteConfig{URL: h.url, Transport: o.transport, Headers: o.headers, Log: h.log})
+		h.remote, err = transport.DialRemote(transport.RemoteConfig{URL: h.url, Transport: o.transport, Headers: o.headers, Log: h.log})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +176,7 @@ func newHarness(t *testing.T, o hopts) *harness {
 			cmd = *o.cmd
 		}
 		cmd.Dir = h.dir
-		h.proc, err = Start(cmd, h.log)
+		h.proc, err = transport.Start(cmd, h.log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +201,7 @@ func newHarness(t *testing.T, o hopts) *harness {
 		Store:         store,
 		Remember:      remember,
 		Audit:         log,
-		Approvals:     approval.Open(filepath.Join(h.home, "pending.json"), nil),
+		Approvals:     approval.Open(filepath.Join(h.home, "pending.json"), o.approvalsNow),
 		Session:       "test",
 		Tape:          o.tape,
 		ElicitTimeout: o.elicitTimeout,
@@ -210,9 +212,9 @@ func newHarness(t *testing.T, o hopts) *harness {
 	// The proxy's end is the Conn `bouncer run` uses on its stdio.
 	c2pR, c2pW := io.Pipe()
 	p2cR, p2cW := io.Pipe()
-	down := NewConn(c2pR, p2cW)
+	down := transport.NewConn(c2pR, p2cW)
 	if o.asRun {
-		down = NewConn(struct{ io.Reader }{c2pR}, writerOnly{p2cW})
+		down = transport.NewConn(struct{ io.Reader }{c2pR}, struct{ io.Writer }{p2cW})
 	}
 	h.clientW, h.clientR = c2pW, p2cR
 	h.clientT = &mcp.IOTransport{Reader: p2cR, Writer: c2pW, MaxLineLength: -1}
@@ -455,17 +457,6 @@ func resultText(t *testing.T, resp *jsonrpc.Response) (string, bool) {
 		return "", r.IsError
 	}
 	return r.Content[0].Text, r.IsError
-}
-
-// groupGone reports whether no process is left in the process group pgid.
-func groupGone(pgid int) bool {
-	for i := 0; i < 100; i++ {
-		if syscall.Kill(-pgid, 0) != nil {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
 }
 
 // wireClient speaks raw lines, for what a go-sdk connection would not send

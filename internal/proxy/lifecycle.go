@@ -255,7 +255,7 @@ func (r *routes) deliverDown(m *jsonrpc.Response) {
 // hold keeps a call the proxy has not forwarded or answered yet.
 func (r *routes) hold(c *call) {
 	r.mu.Lock()
-	r.held[c.req.ID] = c
+	r.held[c.id] = c
 	r.mu.Unlock()
 }
 
@@ -270,8 +270,8 @@ func (r *routes) holding(id jsonrpc.ID) (*call, bool) {
 // unhold forgets a held call, unless its id is held by a newer call.
 func (r *routes) unhold(c *call) {
 	r.mu.Lock()
-	if r.held[c.req.ID] == c {
-		delete(r.held, c.req.ID)
+	if r.held[c.id] == c {
+		delete(r.held, c.id)
 	}
 	r.mu.Unlock()
 }

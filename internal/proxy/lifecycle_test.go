@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/bouncer-mcp/bouncer/internal/engine"
 )
 
 // The stages only move forward, along the transitions next lists; any other
@@ -69,5 +72,29 @@ func TestRoutesClose(t *testing.T) {
 	}
 	if a := r.answered(one); a.known || a.tool != "" {
 		t.Fatalf("answer after close = %+v", a)
+	}
+}
+
+// A held call is let go by its id (a cancellation withdraws it, without
+// the call's lock) while the engine's verdict may be replacing the request
+// it forwards, under that lock: the id must not be read from that request
+// (go test -race tells).
+func TestUnholdWhileJudged(t *testing.T) {
+	id, _ := jsonrpc.MakeID("call-1")
+	c := newCall(&jsonrpc.Request{ID: id, Method: "tools/call", Params: json.RawMessage(`{"name":"echo"}`)}, engine.Call{Tool: "echo"})
+	r := newRoutes()
+	r.hold(c)
+	judged := make(chan struct{})
+	go func() {
+		defer close(judged)
+		c.judged(engine.Decision{Forward: json.RawMessage(`{"name":"echo","arguments":{}}`)})
+	}()
+	r.unhold(c) // as cancelHeld does once the call is withdrawn
+	<-judged
+	if _, held := r.holding(id); held {
+		t.Fatal("the call is still held")
+	}
+	if c.req.ID != id {
+		t.Fatalf("the judged request's id = %v, want %v", c.req.ID, id)
 	}
 }

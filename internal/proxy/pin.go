@@ -9,12 +9,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/bouncer-mcp/bouncer/internal/transport"
+
 	"github.com/bouncer-mcp/bouncer/internal/engine"
 )
-
-// maxPages bounds how many tools/list pages the proxy follows; a server
-// that keeps handing out cursors pins nothing.
-const maxPages = 1000
 
 // The tool list is taken by one goroutine, the lister, which also decides
 // the calls that waited for it, in the order they came. Every listing is
@@ -226,8 +224,8 @@ func (p *Proxy) listAll(ctx context.Context) ([]json.RawMessage, error) {
 	seen := map[string]bool{}
 	cursor := ""
 	for page := 0; ; page++ {
-		if page == maxPages {
-			return nil, fmt.Errorf("tools/list has more than %d pages", maxPages)
+		if page == transport.MaxListPages {
+			return nil, fmt.Errorf("tools/list has more than %d pages", transport.MaxListPages)
 		}
 		params := json.RawMessage(`{}`)
 		if cursor != "" {

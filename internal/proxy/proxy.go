@@ -1,5 +1,8 @@
 // Package proxy is the JSON-RPC pump between an MCP client and one upstream
-// MCP server. It is the only package that speaks MCP.
+// MCP server. It is the only package that judges MCP traffic: the
+// connections it pumps between (stdio, a server process, a remote server
+// over HTTP) are internal/transport's, which moves messages and judges
+// none.
 //
 // Every message passes through unchanged in both directions, except what
 // Bouncer must see or answer itself:
@@ -21,13 +24,49 @@
 //   - the proxy's own requests (its tools/list pages, its elicitation/create)
 //     use string IDs "bouncer-N" and their answers are not forwarded;
 //   - request IDs pass unchanged or not at all, and each request gets exactly
-//     one answer, a batch's as one array: Conn refuses what it can't carry
-//     exactly and keeps a ledger of the answers owed, and the pump answers a
-//     cancelled request that came in a batch and drops the upstream's
-//     answers to IDs it was never sent.
+//     one answer, a batch's as one array: transport.Conn refuses what it
+//     can't carry exactly and keeps a ledger of the answers owed, and the
+//     pump answers a cancelled request that came in a batch and drops the
+//     upstream's answers to IDs it was never sent.
 //
 // Everything the upstream sends is recorded as untrusted in the session's
 // taint store before the client sees it.
+//
+// # Locks
+//
+// The pump has four locks. A lock may be held while taking one below it in
+// this list, never one above it:
+//
+//  1. call.mu: one call's state (held, forwarded, answered, withdrawn) and
+//     the request it forwards. It is held while the call is forwarded or
+//     answered, so that a cancellation can't slip in between; with it held
+//     the pump takes Proxy.mu (goneText), routes.mu, and writes to either
+//     side, which takes the transport's locks (and, upstream over HTTP,
+//     waits until the request is on the wire). A call's id is read without
+//     it: it never changes.
+//  2. Proxy.mu: the session's stage, what it learnt on the way (protocol
+//     versions, elicitation) and the tool list's bookkeeping (pin.go). With
+//     it held the pump takes routes.mu (to hold a queued call, to count the
+//     answers owed) and nothing else: it never writes to a side, asks the
+//     engine or writes an audit line holding it.
+//  3. routes.mu: where each message in flight is owed (lifecycle.go). With
+//     it held only the client connection's answer book is asked (InBatch,
+//     which takes transport.Conn's owedMu); an answer to one of the pump's
+//     own requests is handed to its waiter once it is released.
+//  4. The transport's locks (see internal/transport), taken by a write to
+//     either side and by the answer book.
+//
+// Proxy.recording stands apart. Its write side is an empty barrier each
+// decision passes (settled); its read side is held while a result is
+// recorded, by the session's stores, which take none of the pump's locks.
+// Both sides are taken holding none of the locks above, and none of them is
+// taken under either: a decision waits for a recording, never the reverse.
+//
+// The transport calls the pump back (transport.Repinner, when a remote
+// server forgot the session) holding none of its own locks, and the pump's
+// side of that takes Proxy.mu, routes.mu and the client connection's
+// locks, never a call.mu: a write upstream made under call.mu can't wait on
+// it.
 package proxy
 
 import (
@@ -51,6 +90,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/engine"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 // Defaults for Config's timeouts.
@@ -70,10 +110,6 @@ const (
 // negotiate: the last initialize-based one. Newer (stateless) versions move
 // capabilities into every request, which the pump does not follow.
 const MaxProtocolVersion = "2025-11-25"
-
-// idPrefix starts every ID the proxy itself sends. Peers' requests using it
-// are refused, so an answer can never be mistaken for one meant for us.
-const idPrefix = "bouncer-"
 
 // Auditor receives the audit lines. *audit.Log implements it; an error means
 // the line was not written and the call it describes must be denied.
@@ -159,17 +195,11 @@ type Config struct {
 // (it exited or crashed) while the client was still connected.
 var ErrUpstreamExited = errors.New("the upstream server closed its output")
 
-// ErrUpstreamOutput is returned by Run (wrapping the parse error) when the
-// upstream sent something meant as a JSON-RPC message that is not one (a
-// stdio server's log lines are passed over: see Start). The session can't
-// go on, since the stream can't be trusted to be in step.
-var ErrUpstreamOutput = errors.New("the upstream server wrote something that is not an MCP message on its stdout")
-
 // Proxy is one session between a client and an upstream server.
 type Proxy struct {
 	cfg    Config
 	down   mcp.Connection
-	up     Upstream
+	up     transport.Upstream
 	ctx    context.Context // cancelled when the session ends
 	nextID atomic.Int64
 	wg     sync.WaitGroup
@@ -250,17 +280,18 @@ func (p *Proxy) logf(format string, a ...any) {
 // Run pumps messages between down (the client) and up (the upstream server)
 // until one side ends. It returns nil when the client closed its side
 // (after giving the upstream DrainTimeout to finish answering),
-// ErrUpstreamExited (wrapped, with the upstream's *EndedError when it gave
-// one) when the upstream ended first, the context's error when ctx was
-// cancelled, or another error when a peer sent something that is not
-// JSON-RPC. Run closes down but not up: the caller owns the upstream and
+// ErrUpstreamExited (wrapped, with the upstream's *transport.EndedError
+// when it gave one) when the upstream ended first, the context's error when
+// ctx was cancelled, transport.ErrUpstreamOutput (wrapped) when the
+// upstream sent something that is not JSON-RPC, or another error when the
+// client did. Run closes down but not up: the caller owns the upstream and
 // stops it.
-func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up Upstream) error {
+func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up transport.Upstream) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.ctx, p.down, p.up = ctx, down, up
-	if r, ok := up.(resumer); ok {
-		r.setRepinner(p)
+	if r, ok := up.(transport.Resumer); ok {
+		r.SetRepinner(repinner{p})
 	}
 
 	upErr := make(chan error, 1)
@@ -274,7 +305,7 @@ func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up Upstream) error
 		if err == nil || errors.Is(err, io.EOF) {
 			// The client is done. Let queued work finish, then tell the
 			// upstream and relay what it still says.
-			var ended *EndedError
+			var ended *transport.EndedError
 			switch err := p.drain(ctx, upErr); {
 			case errors.As(err, &ended):
 				// The upstream went while the client's last requests were
@@ -282,7 +313,7 @@ func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up Upstream) error
 				result = fmt.Errorf("%w: %w", ErrUpstreamExited, err)
 				p.failPending("bouncer: " + ended.Why)
 			case err != nil && !errors.Is(err, io.EOF) && !isReadError(err):
-				result = fmt.Errorf("%w: %w", ErrUpstreamOutput, err)
+				result = fmt.Errorf("%w: %w", transport.ErrUpstreamOutput, err)
 				p.failPending("bouncer: the upstream server wrote output that is not MCP, so the session was closed (bouncer's stderr says more)")
 			default:
 				result = nil
@@ -291,7 +322,7 @@ func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up Upstream) error
 			result = fmt.Errorf("reading from the client: %w", err)
 		}
 	case err := <-upErr:
-		var ended *EndedError
+		var ended *transport.EndedError
 		switch {
 		case errors.As(err, &ended):
 			result = fmt.Errorf("%w: %w", ErrUpstreamExited, err)
@@ -303,7 +334,7 @@ func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up Upstream) error
 			result = fmt.Errorf("%w: %w", ErrUpstreamExited, err)
 			p.failPending("bouncer: the upstream server exited before answering")
 		default:
-			result = fmt.Errorf("%w: %w", ErrUpstreamOutput, err)
+			result = fmt.Errorf("%w: %w", transport.ErrUpstreamOutput, err)
 			p.failPending("bouncer: the upstream server wrote output that is not MCP, so the session was closed (bouncer's stderr says more)")
 		}
 	case <-ctx.Done():
@@ -422,14 +453,14 @@ func (p *Proxy) writeUp(m jsonrpc.Message) error {
 
 // newID returns a fresh ID in the proxy's own range.
 func (p *Proxy) newID() jsonrpc.ID {
-	id, _ := jsonrpc.MakeID(idPrefix + strconv.FormatInt(p.nextID.Add(1), 10))
+	id, _ := jsonrpc.MakeID(transport.IDPrefix + strconv.FormatInt(p.nextID.Add(1), 10))
 	return id
 }
 
 // ours reports whether id is in the proxy's own range.
 func ours(id jsonrpc.ID) bool {
 	s, ok := id.Raw().(string)
-	return ok && strings.HasPrefix(s, idPrefix)
+	return ok && strings.HasPrefix(s, transport.IDPrefix)
 }
 
 // ---- client → upstream ----
@@ -437,7 +468,7 @@ func ours(id jsonrpc.ID) bool {
 func (p *Proxy) downLoop(ctx context.Context) error {
 	for {
 		msg, err := p.down.Read(ctx)
-		var refused *RefusedError
+		var refused *transport.RefusedError
 		if errors.As(err, &refused) {
 			p.logf("from the client: %v", err)
 			continue
@@ -592,7 +623,7 @@ func (p *Proxy) clientInitialize(m *jsonrpc.Request) error {
 	}
 	requested := params.ProtocolVersion
 	if params.ProtocolVersion > MaxProtocolVersion {
-		if clamped, err := setField(m.Params, "protocolVersion", MaxProtocolVersion); err == nil {
+		if clamped, err := transport.SetField(m.Params, "protocolVersion", MaxProtocolVersion); err == nil {
 			m = &jsonrpc.Request{ID: m.ID, Method: m.Method, Params: clamped}
 			requested = MaxProtocolVersion
 		}
@@ -616,21 +647,6 @@ func (p *Proxy) clientInitialize(m *jsonrpc.Request) error {
 	return nil
 }
 
-// setField returns the JSON object doc with key set to value; other members
-// are kept as they were.
-func setField(doc json.RawMessage, key string, value any) (json.RawMessage, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &obj); err != nil {
-		return nil, err
-	}
-	v, err := json.Marshal(value)
-	if err != nil {
-		return nil, err
-	}
-	obj[key] = v
-	return json.Marshal(obj)
-}
-
 // unusableID says why a client request can't have the id it has, or "".
 // The proxy's own range is refused, so an answer can never be mistaken for
 // one meant for the proxy. So is the id of a request the proxy answered
@@ -638,16 +654,16 @@ func setField(doc json.RawMessage, key string, value any) (json.RawMessage, erro
 // upstream's late answer would be taken for the new request's.
 func (p *Proxy) unusableID(id jsonrpc.ID) string {
 	if ours(id) {
-		return fmt.Sprintf("request IDs starting with %q are reserved for the proxy", idPrefix)
+		return fmt.Sprintf("request IDs starting with %q are reserved for the proxy", transport.IDPrefix)
 	}
 	if p.routes.dropping(id) {
-		return fmt.Sprintf("request id %s was cancelled but the upstream has not answered it yet; use another id", idText(id))
+		return fmt.Sprintf("request id %s was cancelled but the upstream has not answered it yet; use another id", transport.IDText(id))
 	}
 	return ""
 }
 
 // cancelledID is the request a notifications/cancelled names, read as
-// exactly as the request's own id was (see parseID).
+// exactly as the request's own id was (see transport.ParseID).
 func cancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
 	var v struct {
 		RequestID json.RawMessage `json:"requestId"`
@@ -655,13 +671,13 @@ func cancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
 	if json.Unmarshal(params, &v) != nil {
 		return jsonrpc.ID{}, false
 	}
-	id, err := parseID(v.RequestID)
+	id, err := transport.ParseID(v.RequestID)
 	return id, err == nil && id.IsValid()
 }
 
 // cancelsNothing says why a notifications/cancelled can name no request
 // that was passed on, or "": its requestId is one no request may have (see
-// parseID). Such a notification is dropped, not relayed: a peer reading ids
+// transport.ParseID). Such a notification is dropped, not relayed: a peer reading ids
 // as the go-sdk does would take requestId 1.5 for 1, and cancel that.
 func cancelsNothing(params json.RawMessage) string {
 	var v struct {
@@ -670,7 +686,7 @@ func cancelsNothing(params json.RawMessage) string {
 	if json.Unmarshal(params, &v) != nil || len(v.RequestID) == 0 {
 		return ""
 	}
-	if _, err := parseID(v.RequestID); err != nil {
+	if _, err := transport.ParseID(v.RequestID); err != nil {
 		return err.Error()
 	}
 	return ""
@@ -740,9 +756,10 @@ func (p *Proxy) cancelForwarded(m *jsonrpc.Request) {
 	}
 }
 
-// answerBook is implemented by *Conn: the requests read from the client
-// that are still owed an answer. The pump needs it to answer each request
-// in a batch exactly once.
+// answerBook is implemented by *transport.Conn (and *transport.Process,
+// for the upstream's side): the requests read from a side that are still
+// owed an answer. The pump needs it to answer each request in a batch
+// exactly once.
 type answerBook interface {
 	InBatch(jsonrpc.ID) bool
 	Release(jsonrpc.ID) (inBatch bool)
@@ -756,7 +773,7 @@ func (p *Proxy) unhold(c *call) { p.routes.unhold(c) }
 func (p *Proxy) upLoop(ctx context.Context) error {
 	for {
 		msg, err := p.up.Read(ctx)
-		var refused *RefusedError
+		var refused *transport.RefusedError
 		if errors.As(err, &refused) {
 			p.logf("from the upstream: %v", err)
 			continue
@@ -869,7 +886,7 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 		// itself, an id nobody used, a second answer) would reach the
 		// client as one it never asked for, or answer a request twice.
 		if !dropped {
-			p.logf("the upstream answered id %s, which no request sent to it is waiting for; dropped", idText(m.ID))
+			p.logf("the upstream answered id %s, which no request sent to it is waiting for; dropped", transport.IDText(m.ID))
 		}
 		return
 	}
@@ -899,7 +916,7 @@ func (p *Proxy) upstreamInitialized(m *jsonrpc.Response) *jsonrpc.Response {
 	bridged := false
 	if m.Error == nil && bridges(p.requested, res.ProtocolVersion, p.clientElicit && !p.cfg.Observe) {
 		// Observe mode asks nobody, so it has nothing to bridge for.
-		if raised, err := setField(m.Result, "protocolVersion", ElicitVersion); err == nil {
+		if raised, err := transport.SetField(m.Result, "protocolVersion", ElicitVersion); err == nil {
 			m = &jsonrpc.Response{ID: m.ID, Result: raised}
 			p.told, bridged = ElicitVersion, true
 		}
@@ -931,7 +948,7 @@ func (p *Proxy) fromUpstreamRequest(m *jsonrpc.Request) {
 	if m.IsCall() && ours(m.ID) {
 		if err := p.writeUp(&jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
 			Code:    jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("bouncer: request IDs starting with %q are reserved for the proxy", idPrefix),
+			Message: fmt.Sprintf("bouncer: request IDs starting with %q are reserved for the proxy", transport.IDPrefix),
 		}}); err != nil {
 			p.logf("%v", err)
 		}

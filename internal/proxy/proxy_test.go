@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/session"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/procgroup"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 // The attack the product exists for: the agent reads a poisoned ticket and
@@ -363,6 +366,74 @@ func TestApprovalCode(t *testing.T) {
 	}
 }
 
+// A call needing two codes goes through with both used up, or is blocked
+// with neither: never blocked with one used, which the human would have to
+// approve again. Here the clock moves on two minutes at every read of the
+// store, as time passes between a look at the codes and their taking, and
+// the second code expires a minute after the first read.
+func TestApprovalCodesAllOrNone(t *testing.T) {
+	t0 := time.Now()
+	var mu sync.Mutex
+	next := t0
+	tick := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now := next
+		next = next.Add(2 * time.Minute)
+		return now
+	}
+	// Two destination arguments, so that the call needs two codes.
+	const policy = `
+send_email:
+  exfiltrating: true
+  sink_params: [to, subject]
+`
+	h := newHarness(t, hopts{policy: policy, approvalsNow: tick})
+	pending := filepath.Join(h.home, "pending.json")
+	approved := func(r approval.Request, at time.Time) string {
+		t.Helper()
+		s := approval.Open(pending, func() time.Time { return at })
+		code, err := s.Issue(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Approve(code); err != nil {
+			t.Fatal(err)
+		}
+		return code
+	}
+	to := approved(approval.Request{Server: "helpdesk", Tool: "send_email", Param: "to", Destination: "new@partner.example"}, t0)
+	subject := approved(approval.Request{Server: "helpdesk", Tool: "send_email", Param: "subject", Destination: "q3-numbers-7731"}, t0.Add(1*time.Minute-approval.TTL))
+
+	cs := h.client(nil)
+	text, isErr := callTool(t, cs, "send_email", map[string]any{"to": "new@partner.example", "subject": "q3-numbers-7731"})
+	used := map[string]bool{}
+	for _, code := range []string{to, subject} {
+		_, err := approval.Open(pending, nil).Lookup(code)
+		used[code] = errors.Is(err, approval.ErrUsed)
+	}
+	if isErr && (used[to] || used[subject]) {
+		t.Fatalf("the call was blocked with its codes used up (%s: %v, %s: %v): %s", to, used[to], subject, used[subject], text)
+	}
+	// Both codes were open and approved when the store was first read.
+	if isErr {
+		t.Fatalf("the call with both its codes approved was blocked: %s", text)
+	}
+	if !used[to] || !used[subject] {
+		t.Errorf("the call went through, but not on both codes: %s used %v, %s used %v", to, used[to], subject, used[subject])
+	}
+	if n := len(h.mails()); n != 1 {
+		t.Fatalf("%d mails, want 1", n)
+	}
+	es := h.auditLines()
+	if got, want := verdicts(es), "send_email:ask/sink send_email:allow/approval"; got != want {
+		t.Fatalf("audit = %s\nwant    %s", got, want)
+	}
+	if want := to + "," + subject; es[1].Code != want {
+		t.Errorf("the allowing line's codes = %q, want %q", es[1].Code, want)
+	}
+}
+
 // A corrupt pending.json approves nothing and says why.
 func TestPendingCorrupt(t *testing.T) {
 	h := newHarness(t, hopts{policy: helpdeskPolicy})
@@ -446,7 +517,7 @@ func TestUpstreamGarbage(t *testing.T) {
 	if resp.Error == nil {
 		t.Fatalf("want an error for the call the garbage answered, got %s", resp.Result)
 	}
-	if err := h.waitExit(); !errors.Is(err, ErrUpstreamOutput) {
+	if err := h.waitExit(); !errors.Is(err, transport.ErrUpstreamOutput) {
 		t.Fatalf("Run = %v", err)
 	}
 }
@@ -654,7 +725,7 @@ func TestClientDisconnectMidCall(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("Stop took %v", d)
 	}
-	if !groupGone(pgid) {
+	if !procgroup.Gone(pgid) {
 		t.Fatal("upstream process group still running")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 // A remote server that restarts forgets its sessions: it answers 404 for
@@ -352,7 +353,7 @@ func TestRemoteRestartNotBack(t *testing.T) {
 				}
 			}
 			err := h.waitExitWithin(40 * time.Second)
-			var ended *EndedError
+			var ended *transport.EndedError
 			if !errors.Is(err, ErrUpstreamExited) || !errors.As(err, &ended) || !strings.Contains(ended.Why, c.want) {
 				t.Fatalf("Run = %v", err)
 			}
@@ -388,7 +389,7 @@ func TestRemoteRestartKeepsForgetting(t *testing.T) {
 				t.Fatalf("the call that found the restart: %s", got)
 			}
 			err := h.waitExitWithin(20 * time.Second)
-			var ended *EndedError
+			var ended *transport.EndedError
 			if !errors.As(err, &ended) || !strings.Contains(ended.Why, "forgot the session bouncer had just started") {
 				t.Fatalf("Run = %v", err)
 			}

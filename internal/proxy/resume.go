@@ -8,13 +8,35 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/bouncer-mcp/bouncer/internal/engine"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
-// The pump's side of a new upstream session (see resumer): the pin
-// decides whether what was judged on the old session may go to the new
+// The pump's side of a new upstream session (see transport.Resumer): the
+// pin decides whether what was judged on the old session may go to the new
 // one, and the audit log says what became of it.
 
-// repin implements repinner. The list is recorded as untrusted first, as
+// repinner is the pump's side as the transport sees it
+// (transport.Repinner). It is a type of its own so that these methods are
+// not part of Proxy's API: only the Upstream that Run was given calls them.
+type repinner struct{ p *Proxy }
+
+var _ transport.Repinner = repinner{}
+
+// Repin implements transport.Repinner.
+func (r repinner) Repin(tools []json.RawMessage) []string { return r.p.repin(tools) }
+
+// Carry implements transport.Repinner.
+func (r repinner) Carry(req *jsonrpc.Request, where string, differs []string) string {
+	return r.p.carry(req, where, differs)
+}
+
+// RefuseCarried implements transport.Repinner.
+func (r repinner) RefuseCarried(req *jsonrpc.Request, reason string) { r.p.refuseCarried(req, reason) }
+
+// Unsent implements transport.Repinner.
+func (r repinner) Unsent(req *jsonrpc.Request, why string) { r.p.unsent(req, why) }
+
+// repin is Repin. The list is recorded as untrusted first, as
 // every listing the upstream sends is. Before the pin is taken there is
 // nothing to compare: the pin is then taken on the new session (its
 // tools/list requests are sent there).
@@ -37,7 +59,7 @@ func (p *Proxy) repin(tools []json.RawMessage) []string {
 	return differs
 }
 
-// carry implements repinner. The call's first line said it was allowed on
+// carry is Carry. The call's first line said it was allowed on
 // the old session; this one says whether it goes to the new one, and why.
 func (p *Proxy) carry(req *jsonrpc.Request, where string, differs []string) string {
 	c := carried(req)
@@ -56,7 +78,7 @@ func (p *Proxy) carry(req *jsonrpc.Request, where string, differs []string) stri
 	return ""
 }
 
-// refuseCarried implements repinner: the upstream no longer owes the call's
+// refuseCarried is RefuseCarried: the upstream no longer owes the call's
 // answer, the proxy gives it.
 func (p *Proxy) refuseCarried(req *jsonrpc.Request, reason string) {
 	if !p.routes.unsend(req.ID) {
@@ -65,7 +87,7 @@ func (p *Proxy) refuseCarried(req *jsonrpc.Request, reason string) {
 	p.writeDown(&jsonrpc.Response{ID: req.ID, Result: blockedResult(reason)})
 }
 
-// unsent implements repinner.
+// unsent is Unsent.
 func (p *Proxy) unsent(req *jsonrpc.Request, why string) {
 	_ = p.auditLine(carried(req), engine.Deny, "not sent: "+why, engine.RuleDefault, "")
 }
@@ -73,5 +95,5 @@ func (p *Proxy) unsent(req *jsonrpc.Request, why string) {
 // carried is the call req as forwarded: its params are the judged ones.
 func carried(req *jsonrpc.Request) *call {
 	ec, _ := engine.ParseCall(req.Params)
-	return &call{req: req, tool: ec.Tool, args: ec.Args, ec: ec}
+	return newCall(req, ec)
 }

@@ -1,9 +1,11 @@
-package proxy
+package transport
 
 import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/procgroup"
 )
 
 // Stop leaves nothing running: not the server, not what it started in its
@@ -25,7 +27,7 @@ func TestStopKillsGroup(t *testing.T) {
 			if d := time.Since(start); d > 3*time.Second {
 				t.Errorf("Stop took %v", d)
 			}
-			if !groupGone(p.Pid()) {
+			if !procgroup.Gone(p.Pid()) {
 				t.Fatal("something in the upstream's process group survived Stop")
 			}
 		})

@@ -1,4 +1,4 @@
-package proxy
+package transport
 
 import (
 	"bytes"
@@ -78,4 +78,20 @@ func splice(m jsonrpc.Message, key string, raw json.RawMessage) ([]byte, error) 
 	out = append(out, raw...)
 	out = append(out, '}')
 	return out, nil
+}
+
+// SetField returns the JSON object doc with key set to value; other members
+// are kept as they were. The pump clamps and raises a protocolVersion with
+// it, and Remote sets the one a new session starts at.
+func SetField(doc json.RawMessage, key string, value any) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &obj); err != nil {
+		return nil, err
+	}
+	v, err := json.Marshal(value)
+	if err != nil {
+		return nil, err
+	}
+	obj[key] = v
+	return json.Marshal(obj)
 }

@@ -1,8 +1,9 @@
-package proxy
+package transport
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -31,6 +32,12 @@ type Upstream interface {
 	Close() error
 }
 
+// ErrUpstreamOutput is what an Upstream's Read wraps (the parse error
+// with it) when the server sent something meant as a JSON-RPC message that
+// is not one (a stdio server's log lines are passed over: see Start). The
+// session can't go on, since the stream can't be trusted to be in step.
+var ErrUpstreamOutput = errors.New("the upstream server wrote something that is not an MCP message on its stdout")
+
 // EndedError is an Upstream's way to say why it is gone, when that is not
 // the plain end of its output. Why is written to the client in the answer
 // to every request still waiting, and to stderr, so it says what happened
@@ -43,41 +50,55 @@ type EndedError struct {
 func (e *EndedError) Error() string { return e.Why }
 func (e *EndedError) Unwrap() error { return e.Err }
 
-// resumer is an Upstream that can start a new session in place of one the
+// IDPrefix starts every request id Bouncer itself sends on a session: the
+// pump's own requests (its tools/list pages, its elicitation/create) and
+// Remote's on a session it starts in place of a lost one. The pump refuses
+// a peer's request whose id starts with it, so an answer to one of
+// Bouncer's requests can never be taken for an answer to a peer's.
+const IDPrefix = "bouncer-"
+
+// MaxListPages bounds how many tools/list pages are followed, by the pump
+// when it pins and by Remote when it starts a new session; a server that
+// keeps handing out cursors pins nothing.
+const MaxListPages = 1000
+
+// Resumer is an Upstream that can start a new session in place of one the
 // server forgot, without the client noticing: a remote server that
 // restarted answers 404 for the old session's id, and the MCP spec has the
 // client start a new session with a new initialize. Bouncer does that for
-// the client, once per loss; Run gives it the pump's side, without which
-// it starts none (the session ends, as it would without this).
-type resumer interface {
-	setRepinner(repinner)
+// the client, once per loss; the pump gives it its side (SetRepinner),
+// without which it starts none (the session ends, as it would without
+// this).
+type Resumer interface {
+	SetRepinner(Repinner)
 }
 
-// repinner is the pump's side of a new upstream session: the pin and the
-// audit log are the pump's.
-type repinner interface {
-	// repin takes the new session's whole tool list before anything the
+// Repinner is the pump's side of a new upstream session: the pin and the
+// audit log are the pump's, so what was judged on the old session is
+// judged again there, never here. The transport calls it holding none of
+// its locks.
+type Repinner interface {
+	// Repin takes the new session's whole tool list before anything the
 	// client sent is sent on that session, and returns how it differs
 	// from the pinned list (nil: it is that list exactly). What differs
 	// is refused from then on, as after a list_changed.
-	repin(tools []json.RawMessage) []string
-	// carry judges a tools/call that was judged on the lost session and
+	Repin(tools []json.RawMessage) []string
+	// Carry judges a tools/call that was judged on the lost session and
 	// never ran there, before it goes to the new one; differs is what
-	// repin returned, where the server's URL. It writes the call's second
+	// Repin returned, where the server's URL. It writes the call's second
 	// audit line and returns "" if the call may go: only if the tool list
 	// is the pinned one exactly (or in observe mode, which refuses
 	// nothing) and the line was written. Otherwise it returns why not.
-	carry(req *jsonrpc.Request, where string, differs []string) (refused string)
-	// refuseCarried answers a call carry refused, with the reason it gave.
-	refuseCarried(req *jsonrpc.Request, reason string)
-	// unsent records that such a call is not sent at all, for why (the
+	Carry(req *jsonrpc.Request, where string, differs []string) (refused string)
+	// RefuseCarried answers a call Carry refused, with the reason it gave.
+	RefuseCarried(req *jsonrpc.Request, reason string)
+	// Unsent records that such a call is not sent at all, for why (the
 	// session ended); the pump answers it with the session's reason.
-	unsent(req *jsonrpc.Request, why string)
+	Unsent(req *jsonrpc.Request, why string)
 }
 
 var (
 	_ Upstream = (*Process)(nil)
 	_ Upstream = (*Remote)(nil)
-	_ resumer  = (*Remote)(nil)
-	_ repinner = (*Proxy)(nil)
+	_ Resumer  = (*Remote)(nil)
 )

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package proxy
+package transport
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package proxy
+package transport
 
 import (
 	"context"
@@ -28,9 +28,9 @@ import (
 
 // Transports a remote upstream can use (--transport).
 const (
-	TransportAuto       = "auto"
-	TransportStreamable = "streamable"
-	TransportSSE        = "sse"
+	Auto       = "auto"
+	Streamable = "streamable"
+	SSE        = "sse"
 )
 
 // RemoteConfig says how to reach a remote MCP server.
@@ -41,11 +41,11 @@ type RemoteConfig struct {
 	// Their values are taken for secrets: Remote never puts them in an
 	// error, a log line or a message to the client.
 	Headers http.Header
-	// Transport is TransportAuto (the default), TransportStreamable or
-	// TransportSSE. Auto posts initialize as streamable HTTP and falls back
-	// to the older HTTP+SSE transport when the server answers that with a
-	// 4xx other than 401 and 403, as the MCP spec's backwards-compatibility
-	// section says a client should.
+	// Transport is Auto (the default), Streamable or SSE. Auto posts
+	// initialize as streamable HTTP and falls back to the older HTTP+SSE
+	// transport when the server answers that with a 4xx other than 401 and
+	// 403, as the MCP spec's backwards-compatibility section says a client
+	// should.
 	Transport string
 	// Auth, when set, authorizes every request: its TokenSource gives the
 	// bearer token, and a 401 or 403 calls Authorize once and retries, as
@@ -55,7 +55,7 @@ type RemoteConfig struct {
 	// error that says the server asks for authorization.
 	Auth auth.OAuthHandler
 	// Dial connects to the server. Nil dials with a plain net.Dialer;
-	// bouncer run passes PinnedDial, which reaches only the addresses the
+	// bouncer run passes Pins.Dial, which reaches only the addresses the
 	// server's name resolved to before the sandbox was applied.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// RootCAs verifies an https server; nil takes the system's pool now,
@@ -106,7 +106,7 @@ type Remote struct {
 
 	mu        sync.Mutex
 	conn      mcp.Connection // nil until the first write
-	kind      string         // TransportStreamable or TransportSSE, once chosen
+	kind      string         // Streamable or SSE, once chosen
 	initID    *jsonrpc.ID    // the latest initialize sent, to learn the version from its answer
 	version   string         // the negotiated protocol version
 	listening bool           // the event stream was started
@@ -118,7 +118,7 @@ type Remote struct {
 	closed       bool
 
 	// A session the server forgot is replaced by a new one (see resume).
-	repin      repinner          // the pump's side; nil: no new session is started
+	repin      Repinner          // the pump's side; nil: no new session is started
 	initParams json.RawMessage   // the client's initialize params, for a new session
 	gen        int               // the session's number, from 1; each new one counts up
 	dead       int               // the sessions up to this number are gone
@@ -153,8 +153,8 @@ func DialRemote(cfg RemoteConfig) (*Remote, error) {
 	}
 	switch cfg.Transport {
 	case "":
-		cfg.Transport = TransportAuto
-	case TransportAuto, TransportStreamable, TransportSSE:
+		cfg.Transport = Auto
+	case Auto, Streamable, SSE:
 	default:
 		return nil, fmt.Errorf("--transport %q: must be auto, streamable or sse", cfg.Transport)
 	}
@@ -372,17 +372,17 @@ func (r *Remote) start(ctx context.Context, m jsonrpc.Message) error {
 	r.startMu.Lock()
 	defer r.startMu.Unlock()
 	r.mu.Lock()
-	conn := r.conn
+	conn, gen := r.conn, r.gen
 	r.mu.Unlock()
 	if conn != nil {
-		return r.send(conn, r.gen, m) // another write started it meanwhile
+		return r.send(conn, gen, m) // another write started it meanwhile
 	}
 	isInit := false
 	if req, ok := m.(*jsonrpc.Request); ok {
 		isInit = req.Method == "initialize"
 	}
 	kind := r.cfg.Transport
-	if kind == TransportAuto || kind == TransportStreamable {
+	if kind == Auto || kind == Streamable {
 		c, err := r.streamable(ctx)
 		if err == nil {
 			r.mu.Lock()
@@ -390,7 +390,7 @@ func (r *Remote) start(ctx context.Context, m jsonrpc.Message) error {
 			r.mu.Unlock()
 			err = c.Write(r.ctx, m)
 			if err == nil {
-				r.begin(c, TransportStreamable)
+				r.begin(c, Streamable)
 				return nil
 			}
 			_ = c.Close()
@@ -404,7 +404,7 @@ func (r *Remote) start(ctx context.Context, m jsonrpc.Message) error {
 		status := r.probe
 		r.mu.Unlock()
 		old := status >= 400 && status < 500 && status != http.StatusUnauthorized && status != http.StatusForbidden
-		if kind == TransportStreamable || !isInit || !old {
+		if kind == Streamable || !isInit || !old {
 			return fmt.Errorf("the remote server at %s: %s", redactURL(r.cfg.URL), r.redact(err.Error()))
 		}
 		r.logf("the server at %s answered %d to a streamable HTTP initialize; trying the older HTTP+SSE transport", redactURL(r.cfg.URL), status)
@@ -451,7 +451,7 @@ func (r *Remote) startSSE(ctx context.Context, m jsonrpc.Message) error {
 		_ = c.Close()
 		return err
 	}
-	r.begin(c, TransportSSE)
+	r.begin(c, SSE)
 	return nil
 }
 
@@ -534,7 +534,7 @@ func (r *Remote) dropStale(m jsonrpc.Message) {
 	r.mu.Lock()
 	delete(r.asks, resp.ID)
 	r.mu.Unlock()
-	r.logf("dropped the client's answer to request %s of the remote server: the server asked it on a session it has since forgotten, and the new session did not ask it", idText(resp.ID))
+	r.logf("dropped the client's answer to request %s of the remote server: the server asked it on a session it has since forgotten, and the new session did not ask it", IDText(resp.ID))
 }
 
 // answered looks at an answer from the server before it is relayed: the
@@ -566,7 +566,7 @@ func (r *Remote) answered(resp *jsonrpc.Response) {
 	_ = json.Unmarshal(resp.Result, &res)
 	r.mu.Lock()
 	r.version = res.ProtocolVersion
-	listen := r.kind == TransportStreamable && !r.listening
+	listen := r.kind == Streamable && !r.listening
 	r.listening = r.listening || listen
 	if listen {
 		r.streamUp = make(chan struct{})
@@ -734,17 +734,23 @@ func (r *Remote) why(err error) error {
 		if closed {
 			return io.EOF
 		}
-		if kind == TransportSSE {
+		if kind == SSE {
 			return &EndedError{Why: fmt.Sprintf("the remote server at %s closed its event stream, which ends an HTTP+SSE session; restart the MCP client (or reconnect this server in it) to start a new one", redactURL(r.cfg.URL)), Err: err}
 		}
 		return io.EOF
 	case errors.Is(err, mcp.ErrSessionMissing):
-		return &EndedError{Why: fmt.Sprintf("the remote server at %s no longer knows this session (it answers 404 Not Found for the session id: it restarted, or ended the session); restart the MCP client (or reconnect this server in it) to start a new one", redactURL(r.cfg.URL)), Err: err}
+		return &EndedError{Why: r.forgotten(), Err: err}
 	case strings.Contains(err.Error(), "failed to decode"):
 		// The go-sdk's words for a body or event that is not JSON-RPC.
 		return r.notMCP(err)
 	}
 	return &EndedError{Why: fmt.Sprintf("the connection to the remote server at %s failed: %s; check that the server is up and reachable, then restart the session", redactURL(r.cfg.URL), r.redact(err.Error())), Err: err}
+}
+
+// forgotten is why a session ends that the server forgot and that is not
+// replaced. It takes no lock: lost says it holding r.mu.
+func (r *Remote) forgotten() string {
+	return fmt.Sprintf("the remote server at %s no longer knows this session (it answers 404 Not Found for the session id: it restarted, or ended the session); restart the MCP client (or reconnect this server in it) to start a new one", redactURL(r.cfg.URL))
 }
 
 // notMCP is the end of a session whose server sent something that is not
@@ -797,14 +803,14 @@ func (r *Remote) Close() error {
 //     the version negotiated before (the server must agree to it again),
 //     and says it is initialized;
 //   - it reads the new session's whole tool list and hands it to the pump
-//     (repinner.repin), which compares it with the pin. Nothing the client
+//     (Repinner.Repin), which compares it with the pin. Nothing the client
 //     sent goes to the new session before that;
 //   - what the server provably did not process goes to the new session, in
 //     the order it came: a message the server refused with the 404 (it
 //     answers that before running anything), one never sent, and what the
 //     client sent while the new session was started. A tools/call among
 //     them was judged on the old session, so the pump judges it again
-//     (repinner.carry): it goes only if the new tool list is the pinned
+//     (Repinner.Carry): it goes only if the new tool list is the pinned
 //     one exactly, with an audit line that says so; otherwise it is
 //     refused with rule pinning, and what changed is refused from then
 //     on, as after a list_changed. A client's answer to a request the
@@ -833,8 +839,8 @@ const renewTimeout = 60 * time.Second
 // something, for its loss to be met with another new session.
 const renewedGrace = 10 * time.Second
 
-// setRepinner implements resumer.
-func (r *Remote) setRepinner(p repinner) {
+// SetRepinner implements Resumer.
+func (r *Remote) SetRepinner(p Repinner) {
 	r.mu.Lock()
 	r.repin = p
 	r.mu.Unlock()
@@ -897,10 +903,10 @@ func (r *Remote) lost(gen int, m jsonrpc.Message) <-chan struct{} {
 	switch {
 	case r.closed:
 		why = "the session was closed"
-	case r.repin == nil || r.kind != TransportStreamable || r.version == "" || r.initParams == nil:
+	case r.repin == nil || r.kind != Streamable || r.version == "" || r.initParams == nil:
 		// Nothing to start a new session with (no pump, or the session
 		// was never initialized).
-		why = r.why(mcp.ErrSessionMissing).Error()
+		why = r.forgotten()
 	case r.resuming != nil, !r.renewedAt.IsZero() && !r.served && time.Since(r.renewedAt) < renewedGrace:
 		// A server that forgets every session would have bouncer start
 		// one after another, for ever.
@@ -977,7 +983,7 @@ func (r *Remote) unsentFor(msgs []jsonrpc.Message, why string) {
 	}
 	for _, m := range msgs {
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" {
-			p.unsent(req, why)
+			p.Unsent(req, why)
 		}
 	}
 }
@@ -1045,7 +1051,7 @@ func (r *Remote) resume(gen int, done chan struct{}) {
 		fail(fmt.Sprintf("the remote server at %s no longer knows this session (it answers 404 Not Found for the session id: it restarted, or ended the session), and bouncer could not start a new one: %s; check the server, then restart the MCP client (or reconnect this server in it)", where, err))
 		return
 	}
-	changes := r.repin.repin(tools)
+	changes := r.repin.Repin(tools)
 	r.mu.Lock()
 	r.conn = c
 	r.gen = next
@@ -1122,11 +1128,11 @@ func (r *Remote) resend(c mcp.Connection, gen int, m jsonrpc.Message, changes []
 	}
 	req, ok := m.(*jsonrpc.Request)
 	if ok && req.IsCall() && req.Method == "tools/call" && p != nil {
-		if reason := p.carry(req, redactURL(r.cfg.URL), changes); reason != "" {
+		if reason := p.Carry(req, redactURL(r.cfg.URL), changes); reason != "" {
 			r.mu.Lock()
 			delete(r.flights, req.ID)
 			r.mu.Unlock()
-			return false, func() { p.refuseCarried(req, reason) }
+			return false, func() { p.RefuseCarried(req, reason) }
 		}
 	}
 	if err := r.send(c, gen, m); err != nil {
@@ -1163,7 +1169,7 @@ func (r *Remote) renew(gen int) (mcp.Connection, []json.RawMessage, error) {
 	r.mu.Lock()
 	params, version := r.initParams, r.version
 	r.mu.Unlock()
-	params, err := setField(params, "protocolVersion", version)
+	params, err := SetField(params, "protocolVersion", version)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the client's initialize params: %v", err)
 	}
@@ -1193,8 +1199,8 @@ func (r *Remote) renew(gen int) (mcp.Connection, []json.RawMessage, error) {
 	seen := map[string]bool{}
 	params = json.RawMessage(`{}`)
 	for page := 0; ; page++ {
-		if page == maxPages {
-			return fail(fmt.Errorf("tools/list has more than %d pages", maxPages))
+		if page == MaxListPages {
+			return fail(fmt.Errorf("tools/list has more than %d pages", MaxListPages))
 		}
 		res, err := r.ask(ctx, c, gen, "tools/list", params)
 		if err != nil {
@@ -1225,7 +1231,7 @@ func (r *Remote) renew(gen int) (mcp.Connection, []json.RawMessage, error) {
 func (r *Remote) ask(ctx context.Context, c mcp.Connection, gen int, method string, params json.RawMessage) (json.RawMessage, error) {
 	r.mu.Lock()
 	r.ownIDs++
-	id, _ := jsonrpc.MakeID(fmt.Sprintf("%sresume-%d", idPrefix, r.ownIDs))
+	id, _ := jsonrpc.MakeID(fmt.Sprintf("%sresume-%d", IDPrefix, r.ownIDs))
 	r.mu.Unlock()
 	if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
 		return nil, r.renewError(err)
@@ -1240,7 +1246,7 @@ func (r *Remote) ask(ctx context.Context, c mcp.Connection, gen int, method stri
 		case !ok:
 			r.fromServer(gen, m)
 		case resp.ID != id:
-			r.logf("dropped an answer to id %s on the new session, which bouncer did not send there", idText(resp.ID))
+			r.logf("dropped an answer to id %s on the new session, which bouncer did not send there", IDText(resp.ID))
 		case resp.Error != nil:
 			return nil, fmt.Errorf("the server refused %s on the new session: %s", method, r.redact(resp.Error.Error()))
 		default:

@@ -1,4 +1,4 @@
-package proxy
+package transport
 
 import (
 	"bytes"
@@ -324,7 +324,7 @@ func TestParseID(t *testing.T) {
 		{`"\ud800x"`, ``},
 		{"\"\xff\"", ``},
 	} {
-		id, err := parseID(json.RawMessage(tc.raw))
+		id, err := ParseID(json.RawMessage(tc.raw))
 		got := ""
 		if err == nil {
 			if !id.IsValid() {
@@ -335,7 +335,7 @@ func TestParseID(t *testing.T) {
 			got = string(b)
 		}
 		if got != tc.want {
-			t.Errorf("parseID(%s) = %s (%v), want %q", tc.raw, got, err, tc.want)
+			t.Errorf("ParseID(%s) = %s (%v), want %q", tc.raw, got, err, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package transport
 
 import (
 	"bufio"
@@ -129,7 +129,7 @@ func (c *Conn) Close() error {
 // *RefusedError; reading may go on. Refused are:
 //
 //   - a request whose id the go-sdk's jsonrpc.ID can't hold exactly (see
-//     parseID: 1.5, 1e3, 1.0, -0, integers beyond ±(2^53-1), null, true,
+//     ParseID: 1.5, 1e3, 1.0, -0, integers beyond ±(2^53-1), null, true,
 //     strings that are not valid UTF-8); its answer has id null, since the
 //     id can't be written back as it came. A response with such an id
 //     answers nothing that was passed on, so it is dropped, unanswered;
@@ -290,7 +290,7 @@ func (c *Conn) readBatch(frame []byte) (jsonrpc.Message, error) {
 			continue
 		}
 		if n := count[m.id]; n > 1 {
-			m.ok, m.why = false, fmt.Sprintf("request id %s appears %d times in the batch", idText(m.id), n)
+			m.ok, m.why = false, fmt.Sprintf("request id %s appears %d times in the batch", IDText(m.id), n)
 		} else if _, owed := c.owed[m.id]; owed {
 			m.ok, m.why = false, stillOwed(m.id)
 		}
@@ -327,7 +327,7 @@ func (c *Conn) readBatch(frame []byte) (jsonrpc.Message, error) {
 
 // stillOwed is the reason a request reusing an id in use is refused.
 func stillOwed(id jsonrpc.ID) string {
-	return fmt.Sprintf("request id %s is still awaiting its answer; an id can't be used again until then", idText(id))
+	return fmt.Sprintf("request id %s is still awaiting its answer; an id can't be used again until then", IDText(id))
 }
 
 // refusal is one -32600 answer Conn writes itself; a zero id is written as
@@ -423,7 +423,7 @@ func (c *Conn) settle(resp *jsonrpc.Response) ([]*jsonrpc.Response, bool, error)
 	defer c.owedMu.Unlock()
 	b, owed := c.owed[resp.ID]
 	if !owed {
-		return nil, false, fmt.Errorf("no request with id %s is awaiting an answer, so this answer was dropped", idText(resp.ID))
+		return nil, false, fmt.Errorf("no request with id %s is awaiting an answer, so this answer was dropped", IDText(resp.ID))
 	}
 	delete(c.owed, resp.ID)
 	if b == nil {
@@ -753,7 +753,7 @@ func (s *scanner) feed(chunk []byte) (int, bool, error) {
 }
 
 // wireMessage is a JSON-RPC message as the go-sdk decodes it, except that
-// the id is kept as written, to be read exactly by parseID.
+// the id is kept as written, to be read exactly by ParseID.
 type wireMessage struct {
 	VersionTag string          `json:"jsonrpc"`
 	ID         json.RawMessage `json:"id,omitempty"`
@@ -779,7 +779,7 @@ func parseJSON(data []byte, v any) error {
 	return nil
 }
 
-// badIDError is decodeMessage's error for a message whose id parseID
+// badIDError is decodeMessage's error for a message whose id ParseID
 // refuses: the message is well formed, and is refused, not the stream.
 type badIDError struct {
 	request bool // it is a request (it has a method), not a response
@@ -799,7 +799,7 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	if w.VersionTag != "2.0" {
 		return nil, fmt.Errorf("invalid message version tag %q; expected %q", w.VersionTag, "2.0")
 	}
-	id, idErr := parseID(w.ID)
+	id, idErr := ParseID(w.ID)
 	if len(w.Method) > 0 {
 		var method string
 		if err := parseJSON(w.Method, &method); err != nil {
@@ -828,7 +828,7 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 // integer I-JSON (RFC 7493) and JavaScript peers keep exact.
 const maxExactID = 1<<53 - 1
 
-// parseID reads a JSON-RPC id as written (raw; empty when there is none,
+// ParseID reads a JSON-RPC id as written (raw; empty when there is none,
 // which makes a request a notification). It accepts only ids that pass
 // through unchanged: a string, or an integer written plainly
 // (-?(0|[1-9][0-9]*), not -0) within ±maxExactID. Anything else is an
@@ -836,7 +836,7 @@ const maxExactID = 1<<53 - 1
 // and 1e3 would become 1, 1 and 1000, -0 would become 0, 2^53+1 would
 // become 2^53, and a null id would make a request a notification. MCP
 // allows only strings and integers, and never null.
-func parseID(raw json.RawMessage) (jsonrpc.ID, error) {
+func ParseID(raw json.RawMessage) (jsonrpc.ID, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return jsonrpc.ID{}, nil
@@ -937,8 +937,8 @@ func exactString(b []byte) bool {
 	return !high
 }
 
-// idText is an id as JSON, for messages.
-func idText(id jsonrpc.ID) string {
+// IDText is an id as JSON, for messages.
+func IDText(id jsonrpc.ID) string {
 	b, err := json.Marshal(id.Raw())
 	if err != nil {
 		return fmt.Sprint(id.Raw())
