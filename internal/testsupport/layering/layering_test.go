@@ -60,7 +60,7 @@ func TestLayering(t *testing.T) {
 		// The engine decides; it neither moves messages nor writes the log.
 		"internal/engine": {"internal/proxy", "internal/transport", "internal/audit", "internal/approval", "internal/setup"},
 		// The JSONC parser knows nothing of MCP clients.
-		"internal/jsonc": {"internal/mcpconfig", "internal/hooks", "internal/initplan"},
+		"internal/jsonc":      {"internal/mcpconfig", "internal/hooks", "internal/initplan"},
 		"internal/yamlstrict": {"internal/policy", "internal/bundle"},
 	}
 	for pkg, bad := range forbidden {
