@@ -2,8 +2,9 @@ package protect
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/pathtree"
@@ -64,7 +65,7 @@ func Describe(pol *policy.Policy, pack, relTo string) string {
 			parts = append(parts, strings.Join(refused, ", ")+" refused")
 		}
 	}
-	for _, where := range sortedKeys(confined) {
+	for _, where := range slices.Sorted(maps.Keys(confined)) {
 		if len(confined) == 1 && len(unconfined) == 0 && len(refused) == 0 {
 			parts = append(parts, "writes confined to "+where)
 		} else {
@@ -78,7 +79,7 @@ func Describe(pol *policy.Policy, pack, relTo string) string {
 		parts = append(parts, "sends: none")
 	} else {
 		var by []string
-		for _, src := range sortedKeys(sendsBy) {
+		for _, src := range slices.Sorted(maps.Keys(sendsBy)) {
 			if strings.HasPrefix(src, "the ") {
 				by = append(by, src)
 			} else {
@@ -108,15 +109,6 @@ func sourceName(src, relTo string) string {
 		}
 	}
 	return src
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // showPaths lists paths, siblings together: /p/a, /p/b and /q as

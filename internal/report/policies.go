@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -148,7 +150,7 @@ func (w *writer) policies(in *Input, p *policies) {
 			d += " (the policy this pack describes)"
 		}
 		var ss []string
-		for _, s := range sortedKeys(r.servers) {
+		for _, s := range slices.Sorted(maps.Keys(r.servers)) {
 			ss = append(ss, serverName(s))
 		}
 		w.f("| %s | %s | %d | %s | %s |\n", d, strings.Join(ss, ", "), r.lines,
@@ -178,7 +180,7 @@ func (w *writer) policies(in *Input, p *policies) {
 			}
 		}
 		var ss []string
-		for _, s := range sortedKeys(servers) {
+		for _, s := range slices.Sorted(maps.Keys(servers)) {
 			ss = append(ss, serverName(s))
 		}
 		if p.other > 0 {

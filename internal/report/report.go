@@ -27,7 +27,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -162,7 +164,7 @@ func (ev evidence) guards() bool {
 // text is the evidence cell: "2 `path` denials; sink gate on 3 calls".
 func (ev evidence) text() string {
 	var parts []string
-	for _, r := range sortedKeys(ev.denies) {
+	for _, r := range slices.Sorted(maps.Keys(ev.denies)) {
 		parts = append(parts, fmt.Sprintf("%d %s denial%s", ev.denies[r], code(r), pluralS(ev.denies[r])))
 	}
 	if ev.sinks > 0 {
@@ -333,7 +335,7 @@ func title(in *Input, gs []group, s *summary) string {
 		return "MCP servers"
 	}
 	var q []string
-	for _, n := range sortedKeys(names) {
+	for _, n := range slices.Sorted(maps.Keys(names)) {
 		q = append(q, mdText(n))
 	}
 	return strings.Join(q, ", ")
@@ -445,7 +447,7 @@ func (w *writer) summary(ctrls []control, sum *summary, pols *policies, finds []
 	if in.AuditFile != "" {
 		if len(sum.servers) > 0 {
 			var ss []string
-			for _, s := range sortedKeys(sum.servers) {
+			for _, s := range slices.Sorted(maps.Keys(sum.servers)) {
 				ss = append(ss, fmt.Sprintf("%s (%s)", serverName(s), plural(sum.byServer[s].total(), "line")))
 			}
 			w.f("- Servers in the log: %s.\n", strings.Join(ss, ", "))

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -213,15 +214,6 @@ func sortedTuples[V any](m map[tuple]V) []tuple {
 	return keys
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // topN bounds the destination tables.
 const topN = 10
 
@@ -258,9 +250,9 @@ func (w *writer) audit(in *Input, entries []audit.Entry, s *summary) {
 		plural(nsess, "session"), plural(len(s.servers), "server"))
 
 	w.f("### By server\n\n| Server | Policy digests | Sessions | allow | deny | ask |\n|---|---|---:|---:|---:|---:|\n")
-	for _, sv := range sortedKeys(s.servers) {
+	for _, sv := range slices.Sorted(maps.Keys(s.servers)) {
 		var ds []string
-		for _, d := range sortedKeys(s.digests[sv]) {
+		for _, d := range slices.Sorted(maps.Keys(s.digests[sv])) {
 			if d == "" {
 				ds = append(ds, "none recorded")
 			} else {
@@ -386,7 +378,7 @@ func (w *writer) vouchTable(s *summary) {
 			w.f("| %s | %s | %d | %d |\n", code(v.kind), v.means, n, s.vouchBy[v.kind])
 		}
 	}
-	for _, k := range sortedKeys(s.vouches) {
+	for _, k := range slices.Sorted(maps.Keys(s.vouches)) {
 		if !known[k] {
 			w.f("| %s | not known to this Bouncer | %d | %d |\n", code(k), s.vouches[k], s.vouchBy[k])
 		}
@@ -411,7 +403,7 @@ func (s *summary) vouchText() string {
 			parts = append(parts, fmt.Sprintf("%d %s", n, code(v.kind)))
 		}
 	}
-	for _, k := range sortedKeys(s.vouches) {
+	for _, k := range slices.Sorted(maps.Keys(s.vouches)) {
 		if !done[k] {
 			parts = append(parts, fmt.Sprintf("%d %s", s.vouches[k], code(k)))
 		}
