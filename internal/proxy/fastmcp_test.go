@@ -28,9 +28,14 @@ const envFastMCP = "BOUNCER_TEST_FASTMCP"
 // can import the SDK.
 func fastmcpGmail(t *testing.T) transport.Command {
 	t.Helper()
-	script, err := filepath.Abs(filepath.Join("..", "testserver", "fastmcp_gmail.py"))
+	script, err := filepath.Abs(filepath.Join("..", "testsupport", "testserver", "fastmcp_gmail.py"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Checked before the skip below, so a moved script fails the test
+	// here too, where the SDK is missing and the test would only skip.
+	if _, err := os.Stat(script); err != nil {
+		t.Fatalf("the FastMCP server script: %v", err)
 	}
 	python := os.Getenv(envFastMCP)
 	if python == "" {
