@@ -245,8 +245,8 @@ func (r *replayer) line(raw []byte, enc *json.Encoder) error {
 			// besides the output itself.
 			r.dec.Session.Directory(kind).RecordJSON(l.Output)
 		}
-		if l.Tool != "" && eng.AnchorRecords(l.Tool) && !isString(l.Output) {
-			r.dec.Session.Anchors().RecordJSON(l.Output)
+		if on, text := eng.AnchorRecords(l.Tool); l.Tool != "" && on && !isString(l.Output) {
+			r.dec.Session.Anchors(text).RecordJSON(l.Output)
 		}
 		var s string
 		if json.Unmarshal(l.Output, &s) == nil {

@@ -364,7 +364,7 @@ func (f *runFlags) proxyConfig(dec *setup.Decider, dir string, auditLog *audit.L
 		Directory: func(kind string) proxy.Recorder {
 			return dec.Session.Directory(kind)
 		},
-		Anchors: dec.Session.Anchors(),
+		Anchors: func(text bool) proxy.Recorder { return dec.Session.Anchors(text) },
 		Observe: f.observe,
 		Policy:  pol.Digest(version),
 		OnPinned: func(tools []json.RawMessage) {

@@ -195,10 +195,11 @@ func (e *Engine) Directory(tool string) string {
 }
 
 // AnchorRecords reports whether the policy opts tool's records in to
-// anchoring (anchor_records: true).
-func (e *Engine) AnchorRecords(tool string) bool {
+// anchoring (anchor_records: true or text_json), and whether text blocks
+// that are wholly JSON count as records too (text_json).
+func (e *Engine) AnchorRecords(tool string) (on, text bool) {
 	t, ok := e.pol.Lookup(tool)
-	return ok && t.AnchorRecords
+	return ok && t.AnchorRecords, ok && t.AnchorText
 }
 
 // Decide decides a call and uses a slot of the tool's budget.

@@ -25,13 +25,16 @@ const (
 	keySinkKinds    = "sink_kinds"
 	keyDirectory    = "directory"
 	keyAnchor       = "anchor_records"
-	keyWriteParams  = "write_params"
-	keyPrefixes     = "allowed_path_prefixes"
-	keyRelative     = "relative_paths"
-	keyArgPatterns  = "arg_patterns"
-	keyMaxCalls     = "max_calls"
-	keyCountsAs     = "counts_as"
-	keyTrustedOut   = "trusted_output"
+	// anchorTextJSON is anchor_records' value that also reads records
+	// from text blocks that are wholly JSON.
+	anchorTextJSON = "text_json"
+	keyWriteParams = "write_params"
+	keyPrefixes    = "allowed_path_prefixes"
+	keyRelative    = "relative_paths"
+	keyArgPatterns = "arg_patterns"
+	keyMaxCalls    = "max_calls"
+	keyCountsAs    = "counts_as"
+	keyTrustedOut  = "trusted_output"
 )
 
 var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyImplicit, keySinkKinds, keyWriteParams, keyPrefixes, keyRelative, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut, keyDirectory, keyAnchor}
@@ -266,6 +269,13 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 				return nil, err
 			}
 		case keyAnchor:
+			if vv.Kind == yaml.ScalarNode && vv.ShortTag() == "!!str" && vv.Value == anchorTextJSON {
+				t.AnchorRecords, t.AnchorText = true, true
+				break
+			}
+			if vv.Kind == yaml.ScalarNode && vv.ShortTag() != "!!bool" {
+				return nil, p.errf(vv, full, "must be true, false or %s (records from a text block that is wholly JSON), got %s", anchorTextJSON, yamlstrict.Describe(vv))
+			}
 			if t.AnchorRecords, err = p.boolean(vv, full); err != nil {
 				return nil, err
 			}

@@ -81,6 +81,12 @@ type Tool struct {
 	// name picks alone, vouches for a send to the whole set of one of its
 	// people fields (see package session).
 	AnchorRecords bool
+	// AnchorText (anchor_records: text_json) also takes records from a
+	// text block of the result when the whole block is one JSON object
+	// or array, strictly (no comments, no key twice), for servers that
+	// send their data as JSON text instead of structuredContent. The
+	// policy declares it: structure is never guessed from text.
+	AnchorText bool
 	// Source says where the entry came from, for reasons and reports:
 	// "pack gmail", "/abs/bouncer.yaml:12", or "fallback".
 	Source string

@@ -756,3 +756,35 @@ func TestDigest(t *testing.T) {
 		}
 	}
 }
+
+// anchor_records takes true, false or text_json; anything else names the
+// key and what it takes.
+func TestAnchorRecordsValues(t *testing.T) {
+	for _, tc := range []struct {
+		val        string
+		on, text   bool
+		wantErrSub string
+	}{
+		{"true", true, false, ""},
+		{"false", false, false, ""},
+		{"text_json", true, true, ""},
+		{"yes_please", false, false, "anchor_records: must be true, false or text_json"},
+		{"1", false, false, "anchor_records: must be true, false or text_json"},
+		{"[text_json]", false, false, "anchor_records: must be true or false"},
+	} {
+		pol, err := LoadSources(Source{Name: "p.yaml", Dir: "/d", Data: []byte("get_events:\n  anchor_records: " + tc.val + "\n")})
+		if tc.wantErrSub != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErrSub) || !strings.Contains(err.Error(), "p.yaml:2") {
+				t.Errorf("%s: err = %v, want one at p.yaml:2 with %q", tc.val, err, tc.wantErrSub)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.val, err)
+		}
+		tl, _ := pol.Lookup("get_events")
+		if tl.AnchorRecords != tc.on || tl.AnchorText != tc.text {
+			t.Errorf("%s: AnchorRecords, AnchorText = %v, %v; want %v, %v", tc.val, tl.AnchorRecords, tl.AnchorText, tc.on, tc.text)
+		}
+	}
+}

@@ -154,9 +154,10 @@ type Config struct {
 	// they list. Nil records nothing more.
 	Directory func(kind string) Recorder
 	// Anchors records, besides Store, the results of tools whose records
-	// the policy opts in to anchoring (Engine.AnchorRecords). Nil records
-	// nothing more.
-	Anchors Recorder
+	// the policy opts in to anchoring (Engine.AnchorRecords); text says
+	// whether text blocks that are wholly JSON hold records too. Nil
+	// records nothing more.
+	Anchors func(text bool) Recorder
 	// Audit receives one line per verdict. Required.
 	Audit Auditor
 	// Approvals holds one-time codes for clients that cannot elicit. Nil
@@ -843,9 +844,9 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 			p.recording.RUnlock()
 		}
 	}
-	if a.tool != "" && m.Error == nil && !ours(m.ID) && p.cfg.Anchors != nil && p.cfg.Engine.AnchorRecords(a.tool) {
+	if on, text := p.cfg.Engine.AnchorRecords(a.tool); a.tool != "" && m.Error == nil && !ours(m.ID) && p.cfg.Anchors != nil && on {
 		p.recording.RLock()
-		p.cfg.Anchors.RecordJSON(m.Result)
+		p.cfg.Anchors(text).RecordJSON(m.Result)
 		p.recording.RUnlock()
 	}
 	if a.tool != "" && p.cfg.Engine.TrustedOutput(a.tool) && m.Error == nil && p.cfg.Trusted != nil && !ours(m.ID) {

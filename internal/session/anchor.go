@@ -6,8 +6,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
+	"github.com/bouncer-mcp/bouncer/internal/jsonc"
 )
 
 // Record anchoring (anchor_records: true, off by default): a person in a
@@ -102,14 +104,56 @@ func (a *anchors) typedNames(text string) {
 	a.add(kindAnchorTyped, hs)
 }
 
-// recordJSON records the records of an opted-in tool's result.
-func (a *anchors) recordJSON(doc []byte) {
+// recordJSON records the records of an opted-in tool's result: its
+// structuredContent, or with text (anchor_records: text_json), when it
+// has none, each text block that is wholly JSON (textJSON).
+func (a *anchors) recordJSON(doc []byte, text bool) {
 	var r struct {
 		Structured any `json:"structuredContent"`
+		Content    []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
 	}
-	if json.Unmarshal(doc, &r) != nil || r.Structured == nil {
+	if json.Unmarshal(doc, &r) != nil {
 		return
 	}
+	if r.Structured == nil && text {
+		for _, c := range r.Content {
+			if v, ok := textJSON(c.Type, c.Text); ok {
+				a.recordValue(v)
+			}
+		}
+		return
+	}
+	if r.Structured != nil {
+		a.recordValue(r.Structured)
+	}
+}
+
+// textJSON reads a text block as records only when the whole block is one
+// JSON object or array, as strict JSON, valid UTF-8, with no key twice in
+// any object: an agent reads the text, and a block that two readers could
+// read two ways vouches for nothing (the allow side under-matches).
+func textJSON(typ, text string) (any, bool) {
+	t := strings.TrimSpace(text)
+	if typ != "text" || t == "" || (t[0] != '{' && t[0] != '[') || !utf8.ValidString(t) || !json.Valid([]byte(t)) {
+		return nil, false
+	}
+	n, err := jsonc.Parse("text", []byte(t))
+	if err != nil || jsonc.CheckUnique("text", []byte(t), n, "") != nil {
+		return nil, false
+	}
+	var v any
+	if json.Unmarshal([]byte(t), &v) != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// recordValue records the records (objects with a name and people) found
+// at any depth of v.
+func (a *anchors) recordValue(v any) {
 	var hs []uint64
 	var walk func(x any)
 	walk = func(x any) {
@@ -125,7 +169,7 @@ func (a *anchors) recordJSON(doc []byte) {
 			}
 		}
 	}
-	walk(r.Structured)
+	walk(v)
 	a.add(kindAnchorRecord, hs)
 }
 

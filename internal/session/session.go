@@ -124,10 +124,12 @@ func (s *Session) RecordPrompt(text string) {
 }
 
 // Anchors returns what records the output of a tool whose records the
-// policy opts in to anchoring (anchor_records: true).
-func (s *Session) Anchors() Recorder {
+// policy opts in to anchoring: its structuredContent (anchor_records:
+// true), and with text also each text block that is wholly JSON
+// (anchor_records: text_json).
+func (s *Session) Anchors(text bool) Recorder {
 	s.shareAnchors()
-	return anchorRecorder{s.anchors}
+	return anchorRecorder{s.anchors, text}
 }
 
 // Recorder records a tool's result (a CallToolResult's JSON).
@@ -135,9 +137,12 @@ type Recorder interface {
 	RecordJSON(doc []byte)
 }
 
-type anchorRecorder struct{ a *anchors }
+type anchorRecorder struct {
+	a    *anchors
+	text bool
+}
 
-func (r anchorRecorder) RecordJSON(doc []byte) { r.a.recordJSON(doc) }
+func (r anchorRecorder) RecordJSON(doc []byte) { r.a.recordJSON(doc, r.text) }
 
 // Anchored reports whether the destinations one argument of a send names
 // are, all together, the people of a record the user named (see

@@ -75,7 +75,7 @@ func TestSharedAcrossProcesses(t *testing.T) {
 	if !mail.InDirectory("channel", "random") || mail.InDirectory("channel", "rand") || mail.InDirectory("user", "random") {
 		t.Fatal("directory entries are not shared whole and by kind")
 	}
-	chat.Anchors().RecordJSON([]byte(`{"structuredContent":{"result":[{"title":"Board sync","participants":["a@corp.example","b@corp.example"]}]}}`))
+	chat.Anchors(false).RecordJSON([]byte(`{"structuredContent":{"result":[{"title":"Board sync","participants":["a@corp.example","b@corp.example"]}]}}`))
 	chat.RecordPrompt("invite everyone from the 'board  SYNC' event")
 	if !mail.Anchored([]string{"b@corp.example", "a@CORP.example"}) || mail.Anchored([]string{"a@corp.example"}) {
 		t.Fatal("an anchored record is not shared, or anchors part of its people")
