@@ -574,6 +574,14 @@ func TestFallback(t *testing.T) {
 			Tool{Exfiltrating: true, SinkParams: []string{"destination"}}},
 		{"remove_member", []string{"email"},
 			Tool{Exfiltrating: true, SinkParams: []string{"email"}, MaxCalls: intp(2)}},
+		// A name that says it sends, with no destination argument, sends
+		// to one its arguments don't name (a reply, a forward): every
+		// call asks. A read or delete verb first names no send.
+		{"reply_to_ticket", []string{"ticket_id", "body"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"forwardMessage", []string{"message_id"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"share", nil, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"delete_post", []string{"post_id"}, Tool{MaxCalls: intp(2)}},
+		{"get_invites", []string{"page"}, Tool{}},
 	}
 	for _, tt := range tests {
 		got := pol.For(tt.tool, tt.params)
