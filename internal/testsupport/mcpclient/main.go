@@ -6,8 +6,10 @@
 //
 //	mcpclient [-elicit accept|remember|decline|none] CONFIG SERVER STEP...
 //
-// A step is "tools" (prints the tool names) or "call TOOL JSON" given as
-// three words: call, the tool, its arguments. Each call prints
+// A step is "tools" (prints the tool names), "call TOOL JSON" given as
+// three words: call, the tool, its arguments, or "wait FILE": print
+// "waiting: FILE" and go on once FILE exists (the script changes something
+// under the live session, a server restart, then creates FILE). Each call prints
 // "TOOL: ok: TEXT" or "TOOL: blocked: TEXT" (the first 300 bytes of its
 // first text block, one line). With -elicit other than none, the client
 // declares elicitation and answers every question so, printing
@@ -130,8 +132,24 @@ func run() error {
 				}
 			}
 			fmt.Printf("%s: %s: %s\n", tool, state, oneLine(text))
+		case "wait":
+			if i+1 >= len(steps) {
+				return fmt.Errorf("wait needs a file")
+			}
+			i++
+			fmt.Printf("waiting: %s\n", steps[i])
+			for {
+				if _, err := os.Stat(steps[i]); err == nil {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("wait %s: %w", steps[i], ctx.Err())
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
 		default:
-			return fmt.Errorf("unknown step %q (tools, or call TOOL JSON)", steps[i])
+			return fmt.Errorf("unknown step %q (tools, call TOOL JSON, or wait FILE)", steps[i])
 		}
 	}
 	return nil
