@@ -24,9 +24,8 @@ import (
 //     the readers include Go servers, whose encoding/json matches struct
 //     fields ignoring case. No client reads its config that way.
 //   - The policy and trust files (internal/policy, internal/bundle) are
-//     YAML, read from yaml.Node with YAML's own positions: a repeated key
-//     is refused there too, naming the first line, by their own loops over
-//     the mapping's nodes, which a JSON tree can't share.
+//     YAML: internal/yamlstrict.Decode, their one dialect, refuses a
+//     repeated key at any depth, naming both lines.
 
 // repeated returns the first member of object n whose key an earlier member
 // already has, with that earlier member; nil when every key is unique.
