@@ -122,17 +122,22 @@ func newFlags(name, synopsis string) (*flag.FlagSet, *string) {
 }
 
 // parseFlags parses args into fs. It returns done=true when the command
-// must stop: with nil after --help, with a usage error otherwise.
+// must stop: with nil after --help (the usage printed on stdout), with a
+// usage error otherwise: one line naming the command and where its flags
+// are, and nothing on stdout (run's stdout is the client's MCP stream).
 func parseFlags(fs *flag.FlagSet, args []string) (done bool, err error) {
+	show := fs.Usage
+	fs.Usage = func() {}
 	err = fs.Parse(args)
+	fs.Usage = show
 	switch {
 	case err == nil:
 		return false, nil
 	case errors.Is(err, flag.ErrHelp):
-		// Parse has already printed the usage.
+		show()
 		return true, nil
 	default:
-		return true, usageErr("%v", err)
+		return true, usageErr("%s: %v; see '%s --help'", strings.TrimPrefix(fs.Name(), "bouncer "), err, fs.Name())
 	}
 }
 
