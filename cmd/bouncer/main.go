@@ -34,7 +34,7 @@ var commands = map[string]command{
 	"approve": {run: cmdApprove, short: "approve a blocked destination by its one-time code (needs a terminal)"},
 	"pending": {run: cmdPending, short: "list open approval codes"},
 	"audit":   {run: cmdAudit, short: "verify the audit log's hash chain (audit verify), or ship it to a collector (audit ship)"},
-	"init":    {run: cmdInit, short: "wrap the stdio servers of an MCP client config"},
+	"init":    {run: cmdInit, short: "wrap the MCP servers (stdio and remote) of your clients' configs; --undo puts them back"},
 	"report":  {run: cmdReport, short: "write the Markdown review pack"},
 	"serve":   {run: cmdServe, short: "Bouncer's own MCP server for policy authors (the default)"},
 	"verify":  {run: cmdVerify, short: "verify policy files against their Sigstore bundles"},
