@@ -13,6 +13,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/hooks"
 	"github.com/bouncer-mcp/bouncer/internal/initplan"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
@@ -317,12 +318,21 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 		in.fail(exitFail)
 		return
 	}
+	var madeDir string
+	if old == nil {
+		madeDir = missingDir(filepath.Dir(path))
+	}
 	if err := initplan.Write(path, old, h.New, t.Workspace == ""); err != nil {
 		errorf("%v", err)
 		in.fail(exitFail)
 		return
 	}
-	if err := in.rec.Update(path, func(a *hooks.Added) { a.Merge(h) }); err != nil {
+	if err := in.rec.Update(path, func(a *hooks.Added) {
+		a.Merge(h)
+		if madeDir != "" && a.CreatedDir == "" {
+			a.CreatedDir = madeDir
+		}
+	}); err != nil {
 		errorf("%v (bouncer init --undo won't know to remove what was added to %s)", err, path)
 	}
 	fmt.Printf("  Wrote %s.\n", in.show(path))
@@ -430,5 +440,32 @@ func (in *initRun) undoHook(t mcpconfig.Found) {
 		return
 	}
 	_ = in.rec.Forget(path)
-	fmt.Printf("  Wrote %s.\n", in.show(path))
+	if !deleteFile {
+		fmt.Printf("  Wrote %s.\n", in.show(path))
+		return
+	}
+	// The directories init made for the file go too, when nothing else
+	// is in them.
+	for d := filepath.Dir(path); a.CreatedDir != "" && pathtree.Within(d, a.CreatedDir); d = filepath.Dir(d) {
+		if os.Remove(d) != nil || d == a.CreatedDir {
+			break
+		}
+	}
+	fmt.Printf("  Removed %s.\n", in.show(path))
+}
+
+// missingDir is the topmost directory of dir and its parents that does
+// not exist yet, or "" when dir exists: what writing a file in dir
+// creates.
+func missingDir(dir string) string {
+	missing := ""
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			return missing
+		}
+		missing = d
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
 }
