@@ -180,8 +180,10 @@ func (d *demo) next() {
 	d.say("  Read the verdicts as a person:  %s log --home %s", bouncer, home)
 	d.say("  Check the log's hash chain:     %s audit verify --home %s", bouncer, home)
 	d.say("  Guard your own MCP client:      go install ./cmd/bouncer && bouncer init")
-	d.say("      (finds your clients' configs, shows each change and asks first; bouncer init --undo puts them back)")
-	d.say("  Then see what it did:           bouncer log -f    and, for a review, bouncer report -o review-pack.md")
+	d.say("      (go install puts bouncer in $(go env GOPATH)/bin: have that on your PATH. init finds your clients'")
+	d.say("      configs, shows each change and asks first; bouncer init --undo puts them back)")
+	d.say("  Then see what it did:           bouncer log -f    and, for a review, bouncer report --policy bouncer.yaml -o review-pack.md")
+	d.say("      (--policy names the policy file init wrote or extended, so the pack describes the policy that decided)")
 }
 
 // show names a path for the user to paste: relative to the working
