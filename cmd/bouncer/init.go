@@ -152,6 +152,9 @@ func (in *initRun) ask(q string) bool {
 func (in *initRun) do(t mcpconfig.Found) int {
 	cfg, err := mcpconfig.Load(t.Path)
 	if err != nil {
+		if _, statErr := os.Lstat(t.Path); errors.Is(statErr, fs.ErrNotExist) {
+			err = fmt.Errorf("%s does not exist; name the MCP client config that lists your servers, or run bouncer init without --config to find them", in.show(t.Path))
+		}
 		errorf("%v", err)
 		in.fail(exitUsage)
 		return exitUsage
