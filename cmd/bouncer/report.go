@@ -108,7 +108,9 @@ func cmdReport(args []string) error {
 			return failed(fmt.Errorf("%v", err))
 		}
 	case errors.Is(err, os.ErrNotExist) && !explicit:
-		// No log yet: the pack shows the controls and says there is no evidence.
+		// No log yet: the pack shows the controls and says there is no
+		// evidence; stderr says where it looked.
+		errorf("report: note: no audit log at %s yet, so the pack shows the policy alone (bouncer run writes the log; --home or --audit names another)", path)
 	default:
 		return badInput(fmt.Errorf("report: %v", err))
 	}
