@@ -105,6 +105,7 @@ func cmdInit(args []string) error {
 // internal/initplan's; this asks, writes, and says what it did.
 type initRun struct {
 	yes, undo, single bool
+	noAnswerSaid      bool // the hint for an ended stdin was printed
 	stdin             *bufio.Reader
 	status            int
 	hookFiles         map[string]bool // hook files already offered
@@ -143,6 +144,10 @@ func (in *initRun) ask(q string) bool {
 	line, err := in.stdin.ReadString('\n')
 	if err != nil && line == "" {
 		fmt.Println()
+		if !in.noAnswerSaid {
+			in.noAnswerSaid = true
+			fmt.Println("  (no answer: input ended, so nothing is changed; run bouncer init in a terminal to answer, or pass --yes)")
+		}
 	}
 	a := strings.ToLower(strings.TrimSpace(line))
 	return a == "y" || a == "yes"
