@@ -153,7 +153,7 @@ func TestParseErrors(t *testing.T) {
 		{"syntax error", "send_email:\n  sink_params: [to\n",
 			"p.yaml:2: invalid YAML: did not find expected ',' or ']' (a [list] not closed with ]?)"},
 		{"syntax error on the first line", "a: b: c\n",
-			"p.yaml:1: invalid YAML: mapping values are not allowed in this context (a second ': ' on one line? quote a value that holds ': ')"},
+			"p.yaml:1: invalid YAML: mapping values are not allowed in this context (a second ': ' on one line (quote a value that holds ': '), or a key indented under a value?)"},
 		{"unknown anchor", "a:\n  max_calls: 1\nc: *y\n",
 			"p.yaml: invalid YAML: unknown anchor 'y' referenced"},
 		{"tab indentation", "send_email:\n\texfiltrating: true\n",

@@ -157,7 +157,7 @@ var hints = map[string]string{
 	"did not find expected ',' or ']'":               "a [list] not closed with ]?",
 	"did not find expected ',' or '}'":               "a {mapping} not closed with }?",
 	"found unexpected end of stream":                 "a quote not closed?",
-	"mapping values are not allowed in this context": "a second ': ' on one line? quote a value that holds ': '",
+	"mapping values are not allowed in this context": "a second ': ' on one line (quote a value that holds ': '), or a key indented under a value?",
 	"did not find expected key":                      "a line indented differently from the keys beside it?",
 	"found character that cannot start any token":    "a value starting with @ or ` must be quoted",
 }
