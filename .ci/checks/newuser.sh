@@ -241,4 +241,10 @@ ys | "$bouncer" init --undo >"$work/undo.out" 2>&1 || { cat "$work/undo.out"; fa
 for f in "${configs[@]}"; do
   cmp -s "$f" "$originals/$(echo "$f" | tr / _)" || { diff "$originals/$(echo "$f" | tr / _)" "$f" || true; fail "$f is not what it was"; }
 done
+# The hook files init created are gone, and so are the directories it made
+# for them; ~/.cursor, which was there, stays.
+for f in "$proj/.claude/settings.json" "$home/.claude/settings.json" "$home/.cursor/hooks.json" "$proj/.claude" "$home/.claude"; do
+  [ ! -e "$f" ] || { cat "$work/undo.out"; fail "init --undo left $f behind"; }
+done
+[ -d "$home/.cursor" ] || fail "init --undo removed ~/.cursor, which was there before"
 step "ok"

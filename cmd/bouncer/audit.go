@@ -79,6 +79,9 @@ func cmdAuditVerify(args []string, synopsis string) error {
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
+			if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) {
+				return badInput(fmt.Errorf("audit verify: %s does not exist: no audit log there yet (bouncer run writes it at the first call it judges), or give --home DIR or --audit FILE", path))
+			}
 			return badInput(err)
 		}
 		return failed(err)

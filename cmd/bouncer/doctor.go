@@ -9,7 +9,11 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 )
 
-const doctorSynopsis = `bouncer doctor [--json] [--policy-dir DIR] [--trust FILE]`
+const doctorSynopsis = `bouncer doctor [--json] [--policy-dir DIR] [--trust FILE]
+
+Shows what confinement this machine offers (Landlock, seccomp) and what bouncer run
+--sandbox auto and strict would apply with it, and checks the installed policy set as
+bouncer run --policy-dir would. Exits 2 when an installed set would stop run.`
 
 // cmdDoctor shows what confinement this machine offers and what
 // `bouncer run --sandbox auto` (and strict) would do with it, and checks

@@ -13,6 +13,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/hooks"
 	"github.com/bouncer-mcp/bouncer/internal/initplan"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
@@ -104,6 +105,7 @@ func cmdInit(args []string) error {
 // internal/initplan's; this asks, writes, and says what it did.
 type initRun struct {
 	yes, undo, single bool
+	noAnswerSaid      bool // the hint for an ended stdin was printed
 	stdin             *bufio.Reader
 	status            int
 	hookFiles         map[string]bool // hook files already offered
@@ -142,6 +144,10 @@ func (in *initRun) ask(q string) bool {
 	line, err := in.stdin.ReadString('\n')
 	if err != nil && line == "" {
 		fmt.Println()
+		if !in.noAnswerSaid {
+			in.noAnswerSaid = true
+			fmt.Println("  (no answer: input ended, so nothing is changed; run bouncer init in a terminal to answer, or pass --yes)")
+		}
 	}
 	a := strings.ToLower(strings.TrimSpace(line))
 	return a == "y" || a == "yes"
@@ -151,6 +157,9 @@ func (in *initRun) ask(q string) bool {
 func (in *initRun) do(t mcpconfig.Found) int {
 	cfg, err := mcpconfig.Load(t.Path)
 	if err != nil {
+		if _, statErr := os.Lstat(t.Path); errors.Is(statErr, fs.ErrNotExist) {
+			err = fmt.Errorf("%s does not exist; name the MCP client config that lists your servers, or run bouncer init without --config to find them", in.show(t.Path))
+		}
 		errorf("%v", err)
 		in.fail(exitUsage)
 		return exitUsage
@@ -317,12 +326,21 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 		in.fail(exitFail)
 		return
 	}
+	var madeDir string
+	if old == nil {
+		madeDir = missingDir(filepath.Dir(path))
+	}
 	if err := initplan.Write(path, old, h.New, t.Workspace == ""); err != nil {
 		errorf("%v", err)
 		in.fail(exitFail)
 		return
 	}
-	if err := in.rec.Update(path, func(a *hooks.Added) { a.Merge(h) }); err != nil {
+	if err := in.rec.Update(path, func(a *hooks.Added) {
+		a.Merge(h)
+		if madeDir != "" && a.CreatedDir == "" {
+			a.CreatedDir = madeDir
+		}
+	}); err != nil {
 		errorf("%v (bouncer init --undo won't know to remove what was added to %s)", err, path)
 	}
 	fmt.Printf("  Wrote %s.\n", in.show(path))
@@ -430,5 +448,32 @@ func (in *initRun) undoHook(t mcpconfig.Found) {
 		return
 	}
 	_ = in.rec.Forget(path)
-	fmt.Printf("  Wrote %s.\n", in.show(path))
+	if !deleteFile {
+		fmt.Printf("  Wrote %s.\n", in.show(path))
+		return
+	}
+	// The directories init made for the file go too, when nothing else
+	// is in them.
+	for d := filepath.Dir(path); a.CreatedDir != "" && pathtree.Within(d, a.CreatedDir); d = filepath.Dir(d) {
+		if os.Remove(d) != nil || d == a.CreatedDir {
+			break
+		}
+	}
+	fmt.Printf("  Removed %s.\n", in.show(path))
+}
+
+// missingDir is the topmost directory of dir and its parents that does
+// not exist yet, or "" when dir exists: what writing a file in dir
+// creates.
+func missingDir(dir string) string {
+	missing := ""
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			return missing
+		}
+		missing = d
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
 }

@@ -34,7 +34,7 @@ var commands = map[string]command{
 	"approve": {run: cmdApprove, short: "approve a blocked destination by its one-time code (needs a terminal)"},
 	"pending": {run: cmdPending, short: "list open approval codes"},
 	"audit":   {run: cmdAudit, short: "verify the audit log's hash chain (audit verify), or ship it to a collector (audit ship)"},
-	"init":    {run: cmdInit, short: "wrap the stdio servers of an MCP client config"},
+	"init":    {run: cmdInit, short: "wrap the MCP servers (stdio and remote) of your clients' configs; --undo puts them back"},
 	"report":  {run: cmdReport, short: "write the Markdown review pack"},
 	"serve":   {run: cmdServe, short: "Bouncer's own MCP server for policy authors (the default)"},
 	"verify":  {run: cmdVerify, short: "verify policy files against their Sigstore bundles"},
@@ -122,17 +122,22 @@ func newFlags(name, synopsis string) (*flag.FlagSet, *string) {
 }
 
 // parseFlags parses args into fs. It returns done=true when the command
-// must stop: with nil after --help, with a usage error otherwise.
+// must stop: with nil after --help (the usage printed on stdout), with a
+// usage error otherwise: one line naming the command and where its flags
+// are, and nothing on stdout (run's stdout is the client's MCP stream).
 func parseFlags(fs *flag.FlagSet, args []string) (done bool, err error) {
+	show := fs.Usage
+	fs.Usage = func() {}
 	err = fs.Parse(args)
+	fs.Usage = show
 	switch {
 	case err == nil:
 		return false, nil
 	case errors.Is(err, flag.ErrHelp):
-		// Parse has already printed the usage.
+		show()
 		return true, nil
 	default:
-		return true, usageErr("%v", err)
+		return true, usageErr("%s: %v; see '%s --help'", strings.TrimPrefix(fs.Name(), "bouncer "), err, fs.Name())
 	}
 }
 

@@ -138,7 +138,12 @@ func cmdPolicySuggest(args []string) error {
 			in = append(in, e)
 		}
 	}
-	res := suggest.Suggest(pol, in, suggest.Options{Resolve: fsresolve.Existing})
+	// The user's own home is never suggested as a prefix, wherever it lies.
+	var homes []string
+	if h, err := os.UserHomeDir(); err == nil {
+		homes = append(homes, h)
+	}
+	res := suggest.Suggest(pol, in, suggest.Options{Resolve: fsresolve.Existing, Homes: homes})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

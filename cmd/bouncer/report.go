@@ -14,7 +14,11 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
-const reportSynopsis = `bouncer report [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--tools FILE] [--audit FILE] [--name SERVER] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--date YYYY-MM-DD] [-o FILE]`
+const reportSynopsis = `bouncer report [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--tools FILE] [--audit FILE] [--name SERVER] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--date YYYY-MM-DD] [-o FILE]
+
+Writes the Markdown review pack from the audit log: each server's tools and their controls,
+the verdicts by server, what was enforced, findings, and the OWASP LLM Top 10 and AIUC-1
+mappings. Without --policy it can only show what the audit lines say.`
 
 // cmdReport writes the Markdown review pack from the policy, a saved
 // tools/list result and the audit log.
@@ -104,7 +108,9 @@ func cmdReport(args []string) error {
 			return failed(fmt.Errorf("%v", err))
 		}
 	case errors.Is(err, os.ErrNotExist) && !explicit:
-		// No log yet: the pack shows the controls and says there is no evidence.
+		// No log yet: the pack shows the controls and says there is no
+		// evidence; stderr says where it looked.
+		errorf("report: note: no audit log at %s yet, so the pack shows the policy alone (bouncer run writes the log; --home or --audit names another)", path)
 	default:
 		return badInput(fmt.Errorf("report: %v", err))
 	}

@@ -181,7 +181,7 @@ func runFlagSet() (*flag.FlagSet, *runFlags, *string) {
 	fs, home := newFlags("run", runSynopsis)
 	f.register(fs)
 	fs.StringVar(&f.name, "name", "", "server `NAME` in audit lines and approval codes (default: the config's server name, else the command's base name)")
-	fs.StringVar(&f.sandbox, "sandbox", "auto", "confinement: auto, strict or off")
+	fs.StringVar(&f.sandbox, "sandbox", "auto", "confinement `MODE`: auto (what the kernel offers), strict (exit 2 without Landlock and seccomp) or off")
 	fs.BoolVar(&f.observe, "observe", false, "decide and audit every call as enforcing would (enforced: false), but forward it anyway and ask nobody: for rolling out")
 	fs.StringVar(&f.configFile, "config", "", "MCP client config `FILE` whose server entry was wrapped by bouncer init")
 	fs.StringVar(&f.serverName, "server", "", "server `NAME` in --config")
@@ -189,7 +189,7 @@ func runFlagSet() (*flag.FlagSet, *runFlags, *string) {
 	fs.StringVar(&f.remoteURL, "url", "", "reach the remote MCP server at `URL` (streamable HTTP, or the older HTTP+SSE) instead of starting a command")
 	fs.Var(&f.headers, "header", "with --url: send `'Name: value'` with every request (repeatable; values are kept out of logs and messages; ${VAR} is taken from the environment, so quote it for the shell; a credential written out here is visible to other users: use --header-file)")
 	fs.Var(&f.headerFiles, "header-file", "with --url: send the headers of `FILE` (one \"Name: value\" a line; yours, mode 0600) with every request")
-	fs.StringVar(&f.transport, "transport", "", "with --url: `auto` (streamable HTTP, falling back to HTTP+SSE), streamable or sse")
+	fs.StringVar(&f.transport, "transport", "", "with --url: the `TRANSPORT`: auto (streamable HTTP, falling back to HTTP+SSE; the default), streamable or sse")
 	fs.StringVar(&f.record, "record", "", "append the session to `FILE` as bouncer check replays it: every call judged, every server output, every approval. "+
 		"The outputs may hold secrets (mail, files, tokens): the file is 0600; keep it as you keep that data")
 	return fs, f, home

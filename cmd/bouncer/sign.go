@@ -7,7 +7,10 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/bundle"
 )
 
-const signSynopsis = `bouncer sign --key PRIVATE.pem FILE...`
+const signSynopsis = `bouncer sign --key PRIVATE.pem FILE...
+
+Writes FILE.sigstore.json beside each FILE: a Sigstore bundle over its bytes, which
+bouncer verify (with the public key in the trust file) and cosign verify-blob --key accept.`
 
 // cmdSign writes FILE.sigstore.json beside each FILE, signed with a local
 // unencrypted PKCS#8 key (ECDSA P-256 or Ed25519).

@@ -7,7 +7,10 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/bundle"
 )
 
-const verifySynopsis = `bouncer verify [--trust FILE] [--bundle BUNDLE] FILE...`
+const verifySynopsis = `bouncer verify [--trust FILE] [--bundle BUNDLE] FILE...
+
+Checks each policy or pack FILE against its Sigstore bundle under the trust configuration,
+prints one line per file, and exits 1 if any fails.`
 
 // cmdVerify checks each file against its Sigstore bundle and prints one line
 // per file: "OK FILE (SIGNER)" or "FAIL FILE: why".

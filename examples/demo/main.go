@@ -111,7 +111,8 @@ type demo struct {
 	repo    string
 	out     string
 	bin     string // out/bin
-	home    string // out/home: HOME and BOUNCER_HOME of every bouncer process
+	home    string // out/home: BOUNCER_HOME of every bouncer process, its state
+	user    string // out/user: HOME of every process, where the attack aims its ~/.ssh
 	desk    string // out/helpdesk: the server's state
 	env     []string
 	session *mcp.ClientSession
@@ -123,7 +124,7 @@ func run(repo, out string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	d := &demo{w: w, repo: repo, out: out, bin: filepath.Join(out, "bin"), home: filepath.Join(out, "home"), desk: filepath.Join(out, "helpdesk")}
+	d := &demo{w: w, repo: repo, out: out, bin: filepath.Join(out, "bin"), home: filepath.Join(out, "home"), user: filepath.Join(out, "user"), desk: filepath.Join(out, "helpdesk")}
 	if err := d.setup(); err != nil {
 		return err
 	}
@@ -179,8 +180,10 @@ func (d *demo) next() {
 	d.say("  Read the verdicts as a person:  %s log --home %s", bouncer, home)
 	d.say("  Check the log's hash chain:     %s audit verify --home %s", bouncer, home)
 	d.say("  Guard your own MCP client:      go install ./cmd/bouncer && bouncer init")
-	d.say("      (finds your clients' configs, shows each change and asks first; bouncer init --undo puts them back)")
-	d.say("  Then see what it did:           bouncer log -f    and, for a review, bouncer report -o review-pack.md")
+	d.say("      (go install puts bouncer in $(go env GOPATH)/bin: have that on your PATH. init finds your clients'")
+	d.say("      configs, shows each change and asks first; bouncer init --undo puts them back)")
+	d.say("  Then see what it did:           bouncer log -f    and, for a review, bouncer report --policy bouncer.yaml -o review-pack.md")
+	d.say("      (--policy names the policy file init wrote or extended, so the pack describes the policy that decided)")
 }
 
 // show names a path for the user to paste: relative to the working
@@ -266,7 +269,7 @@ func (d *demo) setup() error {
 	if err := os.RemoveAll(d.out); err != nil {
 		return err
 	}
-	for _, dir := range []string{d.bin, d.home, filepath.Join(d.desk, "workspace")} {
+	for _, dir := range []string{d.bin, d.home, d.user, filepath.Join(d.desk, "workspace")} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
@@ -286,7 +289,7 @@ func (d *demo) setup() error {
 	if err := writeJSON(filepath.Join(d.desk, "customers.json"), customers); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(d.desk, "tickets.json"), tickets(d.home)); err != nil {
+	if err := writeJSON(filepath.Join(d.desk, "tickets.json"), tickets(d.user)); err != nil {
 		return err
 	}
 	// The policy is copied into out/ so that its relative path prefix
@@ -299,9 +302,12 @@ func (d *demo) setup() error {
 	if err := os.WriteFile(filepath.Join(d.out, "policy.yaml"), pol, 0o600); err != nil {
 		return err
 	}
-	// Every bouncer process keeps its state in out/home, and finds the
+	// Every bouncer process keeps its state in out/home, has out/user for
+	// a home (apart from the state, as ~/.bouncer is apart from ~/.ssh:
+	// the SSH key attack then meets the workspace confinement, not the
+	// rule that keeps Bouncer's own state out of reach), and finds the
 	// bouncer just built first on PATH.
-	d.env = append(os.Environ(), "HOME="+d.home, "BOUNCER_HOME="+d.home, "PATH="+d.bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	d.env = append(os.Environ(), "HOME="+d.user, "BOUNCER_HOME="+d.home, "PATH="+d.bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	return nil
 }
 
@@ -502,13 +508,13 @@ func (d *demo) attack(ctx context.Context) error {
 	}
 
 	d.say("\n== Attack 2: plant an SSH key outside the workspace")
-	keyPath := filepath.Join(d.home, ".ssh", "authorized_keys")
+	keyPath := filepath.Join(d.user, ".ssh", "authorized_keys")
 	if _, err := d.expect(ctx, true, "write_file", map[string]any{"path": keyPath, "content": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEvil mallory\n"},
 		fmt.Sprintf("path=%q", keyPath)); err != nil {
 		return err
 	}
 	// Dot-dot from inside the workspace is the same path, and gets the same answer.
-	sneaky := filepath.Join(d.desk, "workspace") + "/../../home/.ssh/authorized_keys"
+	sneaky := filepath.Join(d.desk, "workspace") + "/../../user/.ssh/authorized_keys"
 	if _, err := d.expect(ctx, true, "write_file", map[string]any{"path": sneaky, "content": "ssh-ed25519 AAAA mallory\n"},
 		fmt.Sprintf("path=%q", sneaky)); err != nil {
 		return err
@@ -646,7 +652,7 @@ func (d *demo) checkState() {
 	check(toAttacker == 0, "no mail to the attacker in the outbox")
 	check(toFriend == 1 && len(mails) == 1, "the one approved mail, to "+newFriend+", is the only mail in the outbox")
 
-	_, err := os.Lstat(filepath.Join(d.home, ".ssh", "authorized_keys"))
+	_, err := os.Lstat(filepath.Join(d.user, ".ssh", "authorized_keys"))
 	check(errors.Is(err, os.ErrNotExist), "no authorized_keys was written")
 	var outside []string
 	ws := filepath.Join(d.desk, "workspace") + string(filepath.Separator)

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -440,7 +441,15 @@ func (c *trustConfig) load(dir string) (*layer, error) {
 	for _, k := range c.keys {
 		v, err := loadPublicKey(rel(k.val))
 		if err != nil {
-			return nil, &Error{File: c.file, Line: k.line, Key: "keys", Msg: fmt.Sprintf("%s: %v", k.val, err)}
+			msg := fmt.Sprintf("%s: %v", k.val, err)
+			if errors.Is(err, fs.ErrNotExist) {
+				at := ""
+				if rel(k.val) != k.val {
+					at = " at " + rel(k.val)
+				}
+				msg = fmt.Sprintf("%s: no such file%s (a relative path is relative to this trust file's directory); put the team's PEM public key there or fix the path", k.val, at)
+			}
+			return nil, &Error{File: c.file, Line: k.line, Key: "keys", Msg: msg}
 		}
 		l.keys = append(l.keys, trustedKey{name: k.val, path: rel(k.val), verifier: v})
 	}

@@ -367,9 +367,9 @@ func (t *Trust) CheckPolicy(file string, data []byte) error {
 		if !t.RequireSigned() {
 			return nil
 		}
-		return fmt.Errorf("%s: not signed: %s is missing, and %s requires signed policy", file, bp, t.requiredBy())
+		return fmt.Errorf("%s: not signed: %s is missing, and %s requires signed policy; sign the file with a key that trust configuration lists (bouncer sign --key KEY FILE) or use the signed copy your team distributes", file, bp, t.requiredBy())
 	}
-	return fmt.Errorf("%s: signature check failed: %w", file, err)
+	return fmt.Errorf("%s: signature check failed: %w (if the file was edited since it was signed, restore the signed version or sign it again with bouncer sign)", file, err)
 }
 
 // requiredBy names the trust files that set require_signed.

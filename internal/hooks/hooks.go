@@ -158,6 +158,10 @@ type Added struct {
 	// Created is the whole file when init created it: undo deletes the
 	// file if it still holds exactly that.
 	Created string `json:"created,omitempty"`
+	// CreatedDir is, when init also created the file's directory (and
+	// perhaps directories above it), the topmost one it created: undo
+	// removes those directories again when they are empty.
+	CreatedDir string `json:"created_dir,omitempty"`
 	// Command is the hook's command line as init wrote it, which undo
 	// removes even when IsPrompt would not know it (a binary under
 	// another name).

@@ -43,20 +43,32 @@ func depth(p string) int {
 	return strings.Count(p, "/")
 }
 
-// homeRoot reports a user's home directory itself (/home/u, /Users/u).
-func homeRoot(p string) bool {
-	return depth(p) == 2 && (strings.HasPrefix(p, "/home/") || strings.HasPrefix(p, "/Users/"))
+// homeRoot reports a user's home directory itself (/home/u, /Users/u,
+// or one of homes, the home directories the caller knows of wherever they
+// lie), or a directory that holds one of homes: as a prefix it would
+// admit a whole home, dotfiles and all.
+func homeRoot(p string, homes []string) bool {
+	if depth(p) == 2 && (strings.HasPrefix(p, "/home/") || strings.HasPrefix(p, "/Users/")) {
+		return true
+	}
+	for _, h := range homes {
+		if filepath.IsAbs(h) && pathtree.Within(filepath.Clean(h), p) {
+			return true
+		}
+	}
+	return false
 }
 
 // groupPaths turns written paths into prefixes: each path's directory;
 // directories below another one in the set fold into it; three or more
 // sibling directories fold into their parent. Nothing shallower than two
-// levels, and no home directory itself, becomes a prefix: such a path is
+// levels, and no home directory itself (nor one holding a home of homes),
+// becomes a prefix: such a path is
 // suggested as itself. Relative and sensitive paths are not suggested, nor
 // a prefix that is or passes through a symlink (resolve places it
 // elsewhere): what it admits would lie wherever the link points, and a
 // link can be changed after the review.
-func groupPaths(uses []pathUse, resolve func(string) (string, error)) ([]Prefix, []string) {
+func groupPaths(uses []pathUse, resolve func(string) (string, error), homes []string) ([]Prefix, []string) {
 	var unplaced []string
 	dirs := map[string]bool{}
 	for _, u := range uses {
@@ -71,7 +83,7 @@ func groupPaths(uses []pathUse, resolve func(string) (string, error)) ([]Prefix,
 			continue
 		}
 		d := filepath.Dir(p)
-		if depth(d) < 2 || homeRoot(d) {
+		if depth(d) < 2 || homeRoot(d, homes) {
 			d = p // the file itself
 		}
 		dirs[d] = true
@@ -84,7 +96,7 @@ func groupPaths(uses []pathUse, resolve func(string) (string, error)) ([]Prefix,
 			byParent[filepath.Dir(d)] = append(byParent[filepath.Dir(d)], d)
 		}
 		for parent, kids := range byParent {
-			if len(kids) >= 3 && depth(parent) >= 2 && !homeRoot(parent) && sensitive(parent) == "" {
+			if len(kids) >= 3 && depth(parent) >= 2 && !homeRoot(parent, homes) && sensitive(parent) == "" {
 				for _, k := range kids {
 					delete(dirs, k)
 				}

@@ -128,6 +128,10 @@ type Options struct {
 	// prefix it would place elsewhere, through a symlink, is not
 	// suggested. Nil skips that check.
 	Resolve func(path string) (string, error)
+	// Homes are home directories that no prefix may be or hold, beside
+	// the /home/USER and /Users/USER shapes (the caller's own home, where
+	// it lies elsewhere: /export/home/u, /srv/u).
+	Homes []string
 }
 
 // Suggest reads entries (already limited to the period) against the
@@ -271,7 +275,7 @@ func Suggest(pol *policy.Policy, entries []audit.Entry, opts Options) *Result {
 	}
 	for name, uses := range paths {
 		t := get(name)
-		t.Prefixes, t.Unplaced = groupPaths(uses, opts.Resolve)
+		t.Prefixes, t.Unplaced = groupPaths(uses, opts.Resolve, opts.Homes)
 	}
 	for name, ev := range budgetHit {
 		t := get(name)

@@ -208,20 +208,27 @@ func TestGroupPaths(t *testing.T) {
 		in       []string
 		prefixes []string
 		unplaced int
+		homes    []string
 	}{
-		{[]string{"/home/me/proj/a/x", "/home/me/proj/a/y"}, []string{"/home/me/proj/a"}, 0},
-		{[]string{"/home/me/x.txt"}, []string{"/home/me/x.txt"}, 0}, // never a whole home
-		{[]string{"/tmp/x"}, []string{"/tmp/x"}, 0},                 // never a top-level directory
-		{[]string{"/home/me/a/1", "/home/me/b/2", "/home/me/c/3"}, []string{"/home/me/a", "/home/me/b", "/home/me/c"}, 0},
-		{[]string{"/etc/passwd", "rel/x", "/home/me/.bashrc", "/home/me/p/.git/hooks/pre-commit"}, nil, 4},
-		{[]string{"/w/p/a/1", "/w/p/a/b/2"}, []string{"/w/p/a"}, 0},
+		{[]string{"/home/me/proj/a/x", "/home/me/proj/a/y"}, []string{"/home/me/proj/a"}, 0, nil},
+		{[]string{"/home/me/x.txt"}, []string{"/home/me/x.txt"}, 0, nil}, // never a whole home
+		{[]string{"/tmp/x"}, []string{"/tmp/x"}, 0, nil},                 // never a top-level directory
+		{[]string{"/home/me/a/1", "/home/me/b/2", "/home/me/c/3"}, []string{"/home/me/a", "/home/me/b", "/home/me/c"}, 0, nil},
+		{[]string{"/etc/passwd", "rel/x", "/home/me/.bashrc", "/home/me/p/.git/hooks/pre-commit"}, nil, 4, nil},
+		{[]string{"/w/p/a/1", "/w/p/a/b/2"}, []string{"/w/p/a"}, 0, nil},
 		// A write to the root itself is not suggested: as a prefix "/"
 		// admits every path (the engine reads it so), and it must not
 		// swallow the other prefixes either.
-		{[]string{"/", "/w/p/a/1"}, []string{"/w/p/a"}, 1},
-		{[]string{"/etcx/a/1", "/etc/x"}, []string{"/etcx/a"}, 1}, // /etc by component, not /etcx
+		{[]string{"/", "/w/p/a/1"}, []string{"/w/p/a"}, 1, nil},
+		{[]string{"/etcx/a/1", "/etc/x"}, []string{"/etcx/a"}, 1, nil}, // /etc by component, not /etcx
+		// A home that is not /home/USER, as the caller names it: never
+		// the whole home, nor a directory that holds it.
+		{[]string{"/export/home/me/x.txt"}, []string{"/export/home/me/x.txt"}, 0, []string{"/export/home/me"}},
+		{[]string{"/export/home/me/a/1", "/export/home/me/b/2", "/export/home/me/c/3"}, []string{"/export/home/me/a", "/export/home/me/b", "/export/home/me/c"}, 0, []string{"/export/home/me"}},
+		{[]string{"/export/home/a/1", "/export/home/b/2", "/export/home/c/3"}, []string{"/export/home/a", "/export/home/b", "/export/home/c"}, 0, []string{"/export/home/me"}},
+		{[]string{"/export/home/me/proj/x"}, []string{"/export/home/me/proj"}, 0, []string{"/export/home/me"}},
 	} {
-		ps, un := groupPaths(uses(c.in...), nil)
+		ps, un := groupPaths(uses(c.in...), nil, c.homes)
 		var got []string
 		for _, p := range ps {
 			got = append(got, p.Prefix)

@@ -48,7 +48,7 @@ func TestPolicyAndTrustShareTheDialect(t *testing.T) {
 		{"empty second document", "a: 1\n---\n", 2, "",
 			"the file holds one YAML document; found another (remove the extra ---)"},
 		{"syntax", "a: [1\n", 1, "",
-			"invalid YAML: did not find expected ',' or ']'"},
+			"invalid YAML: did not find expected ',' or ']' (a [list] not closed with ]?)"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {

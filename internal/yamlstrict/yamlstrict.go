@@ -53,13 +53,13 @@ func Decode(file string, data []byte) (top *yaml.Node, err error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, syntaxError(file, lines, err)
+		return nil, syntaxError(file, data, lines, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, at(file, lines, &extra, "", "the file holds one YAML document; found another (remove the extra ---)")
 	} else if !errors.Is(err, io.EOF) {
-		return nil, syntaxError(file, lines, err)
+		return nil, syntaxError(file, data, lines, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		return nil, nil
@@ -124,23 +124,91 @@ func at(file string, lines int, n *yaml.Node, key, format string, a ...any) *fil
 
 var yamlLine = regexp.MustCompile(`^line (\d+): ?`)
 
+// parserProblems are yaml.v3's parser errors (parserc.go), as opposed to
+// its scanner's: yaml.v3 reports their line 0-based (the line before the
+// one at fault), and none at all for the first line.
+var parserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
+
+// scannerProblem reports one of yaml.v3's scanner errors (scannerc.go),
+// whose line yaml.v3 leaves out when it is the first.
+func scannerProblem(msg string) bool {
+	for _, p := range []string{"found ", "did not find ", "could not find ", "exceeded max depth"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return strings.HasSuffix(msg, " are not allowed in this context")
+}
+
+// hints say what usually causes a syntax error, in a policy author's terms.
+var hints = map[string]string{
+	"did not find expected ',' or ']'":               "a [list] not closed with ]?",
+	"did not find expected ',' or '}'":               "a {mapping} not closed with }?",
+	"found unexpected end of stream":                 "a quote not closed?",
+	"mapping values are not allowed in this context": "a second ': ' on one line (quote a value that holds ': '), or a key indented under a value?",
+	"did not find expected key":                      "a line indented differently from the keys beside it?",
+	"found character that cannot start any token":    "a value starting with @ or ` must be quoted",
+}
+
 // syntaxError turns yaml.v3's "yaml: line N: msg" into a *filepos.Error
-// at line N. Some of its errors carry no line: one about the end of the
-// stream (an unclosed quote or bracket) is at the last line, where the
-// reader ran out; the others ("unknown anchor") name the file alone rather
-// than a line that would be a guess.
-func syntaxError(file string, lines int, err error) *filepos.Error {
+// at the line at fault (yaml.v3's parser errors are a line early, see
+// parserProblems). Some of its errors carry no line: one about the end of
+// the stream (an unclosed quote or bracket) is at the last line, where the
+// reader ran out; a parser or scanner error is at the first; the others
+// ("unknown anchor") name the file alone rather than a line that would be
+// a guess. A hint in the author's terms follows the parser's words.
+func syntaxError(file string, data []byte, lines int, err error) *filepos.Error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		msg = msg[len(m[0]):]
 		if n, convErr := strconv.Atoi(m[1]); convErr == nil && n >= 1 {
+			if parserProblems[msg] {
+				// A line early, unless yaml.v3 fell back on the problem's
+				// own mark (a construct opened on the first line): then it
+				// may be the blank end of the file, past the text at fault.
+				n++
+				for n > 1 && strings.TrimSpace(lineOf(data, n)) == "" {
+					n--
+				}
+			}
 			line = min(n, lines)
 		}
-		msg = msg[len(m[0]):]
 	} else if strings.Contains(msg, "end of stream") {
 		line = lines
+	} else if parserProblems[msg] || scannerProblem(msg) {
+		line = 1
+	}
+	hint := hints[msg]
+	if l := lineOf(data, line); strings.Contains(l[:len(l)-len(strings.TrimLeft(l, " \t"))], "\t") {
+		hint = "a tab? YAML indents with spaces"
+	}
+	if hint != "" {
+		msg += " (" + hint + ")"
 	}
 	return &filepos.Error{File: file, Line: line, Msg: "invalid YAML: " + msg}
+}
+
+// lineOf is line n (1-based) of data, or "".
+func lineOf(data []byte, n int) string {
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		if i+1 == n {
+			return string(l)
+		}
+	}
+	return ""
 }
 
 // Describe names a node's type for messages: "a list", "the string \"no\"",
