@@ -415,7 +415,7 @@ func (p *Proxy) askByCode(c *call, d engine.Decision, why string) {
 		p.forward(c)
 		return
 	}
-	var lines []string
+	var lines, issued []string
 	var codes []string
 	for _, i := range missing {
 		r := reqs[i]
@@ -430,12 +430,19 @@ func (p *Proxy) askByCode(c *call, d engine.Decision, why string) {
 			what = "no destination"
 		}
 		lines = append(lines, fmt.Sprintf("bouncer approve %s   (%s)", code, what))
+		issued = append(issued, fmt.Sprintf("bouncer approve %s (%s)", code, what))
 	}
+	// The agent gets the instructions laid out for a person to copy; the
+	// audit line gets them on one line, so that log and report show them
+	// as text, not as escaped newlines.
 	reason := fmt.Sprintf("%s. This needs a human's approval, and %s. "+
 		"The human, in their own terminal and not through the agent, runs:\n%s\n"+
 		"then the agent retries the same call within five minutes.",
 		strings.TrimSuffix(d.Reason, "."), why, strings.Join(lines, "\n"))
-	deny(reason, strings.Join(codes, ","))
+	line := fmt.Sprintf("%s. This needs a human's approval, and %s; waiting for: %s",
+		strings.TrimSuffix(d.Reason, "."), why, strings.Join(issued, "; "))
+	_ = p.auditLine(c, engine.Deny, line, engine.RuleApproval, strings.Join(codes, ","))
+	p.block(c, reason)
 }
 
 // elicitResult is the client's answer to elicitation/create.

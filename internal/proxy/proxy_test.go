@@ -361,6 +361,12 @@ func TestApprovalCode(t *testing.T) {
 	if es[1].Code != m[1] || es[5].Code != m[1] {
 		t.Errorf("audit codes = %q, %q; want %q", es[1].Code, es[5].Code, m[1])
 	}
+	// The agent's text lays the command out on its own line; the audit
+	// line says the same on one line, which log and report show as text.
+	wantReason := `waiting for: bouncer approve ` + m[1] + ` (to="new@partner.example")`
+	if r := es[1].Reason; strings.Contains(r, "\n") || !strings.HasSuffix(r, wantReason) {
+		t.Errorf("audit reason of the code line = %q, want one line ending %q", r, wantReason)
+	}
 	if ds := es[5].Dests; len(ds) != 1 || ds[0].Value != "new@partner.example" || ds[0].Vouch != "approval" {
 		t.Errorf("approved line's dests = %+v, want new@partner.example vouched by approval", ds)
 	}
