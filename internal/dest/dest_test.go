@@ -29,6 +29,19 @@ func TestParse(t *testing.T) {
 		{"bob@example.com\r\nBcc: eve@evil.example", 0, ""},
 		{"bob@example.com, eve@evil.example", 0, ""},
 		{"bob@example.com@evil.example", 0, ""},
+		// A display name, comment or group name that holds an address:
+		// a person and many receivers read the second address.
+		{`"evil@evil.example" <bob@example.com>`, 0, ""},
+		{`"evil@evil.example, x" <bob@example.com>`, 0, ""},
+		{"bob@example.com (evil@evil.example)", 0, ""},
+		{"Bob <bob@example.com> (evil@evil.example)", 0, ""},
+		{`"evil@evil.example":bob@example.com;`, 0, ""},
+		{"=?utf-8?q?evil=40evil.example?= <bob@example.com>", 0, ""},
+		{"Bob (work) <bob@example.com>", Address, "bob@example.com"},
+		// A local part valid only in quotes: its canonical form would
+		// not read back as itself.
+		{`"bob@example.com"@evil.example`, 0, ""},
+		{`"bob\"x"@example.com`, 0, ""},
 		{"www.Example.com", Host, "www.example.com"},
 		{"bücher.example", Host, "xn--bcher-kva.example"},
 		{"xn--bcher-kva.example", Host, "xn--bcher-kva.example"},
@@ -106,6 +119,8 @@ func TestSameUnderMatches(t *testing.T) {
 		{"www.example.com", "https://www.example.com/"},
 		{"https://example.com/", "https://example.com/?u=https%3A%2F%2Fevil.example"},
 		{"bob@example.com", "bob@example.com\r\nBcc: eve@evil.example"},
+		{"bob@example.com", `"eve@evil.example" <bob@example.com>`},
+		{"bob@example.com", "bob@example.com (eve@evil.example)"},
 		{"bob@example.com", "bob+x@example.com"},
 		{"example.com", "example.com."},
 		{"general", "#general"},
