@@ -176,6 +176,22 @@ func TestMentions(t *testing.T) {
 			t.Errorf("Mentions has %q", w)
 		}
 	}
+	// A capital after a dot that starts a top-level domain continues the
+	// host: "acme.co.UK" does not name acme.co, someone else's domain.
+	for _, tc := range []struct{ text, not, want string }{
+		{"Copy sales@acme.co.UK please", key(Address, "sales@acme.co"), key(Address, "sales@acme.co.uk")},
+		{"Invoice orders@smallbiz.com.AU today", key(Address, "orders@smallbiz.com"), key(Address, "orders@smallbiz.com.au")},
+		{"Open shop.example.com.Au now", key(Host, "shop.example.com"), key(Host, "shop.example.com.au")},
+		{"Open shop.example.Com now", key(Host, "shop.example"), key(Host, "shop.example.com")},
+	} {
+		got := Mentions(tc.text)
+		if slices.Contains(got, tc.not) {
+			t.Errorf("Mentions(%q) has %q", tc.text, tc.not)
+		}
+		if !slices.Contains(got, tc.want) {
+			t.Errorf("Mentions(%q) lacks %q", tc.text, tc.want)
+		}
+	}
 	// ...a phrase never names a longer one.
 	if slices.Contains(Mentions("hotel"), key(Name, "Riverside View Hotel")) {
 		t.Error("a word names a phrase it is part of")
