@@ -29,8 +29,10 @@ import (
 //     a path (/, ~, ., file:), holds a separator, or is the name of one of
 //     the protected entries;
 //   - each is judged in every spelling a server may turn it into: as
-//     written, percent-decoded, NFKC-normalized, with backslashes as
-//     separators, a file: URI as its path, ~ as the home directory;
+//     written, percent-decoded (twice), cut at a NUL, NFKC-normalized,
+//     with backslashes as separators, a file: URI as its path, ~, ~name,
+//     $HOME and ${HOME} as the home directory, and what follows any other
+//     $NAME as a relative path;
 //   - an absolute path is refused when it lies in a protected path (by
 //     component, ignoring case, as macOS does), before and after its
 //     symlinks are resolved; a write argument is refused also when it is
@@ -152,7 +154,13 @@ func (e *Engine) pathLike(s string, pathNamed bool) bool {
 	return false
 }
 
-// pathSpellings returns s and what servers may turn it into.
+// pathSpellings returns s and what servers may turn it into: cut at a NUL
+// (C reads no further), percent-decoded once and twice, NFKC-normalized,
+// with backslashes as separators, a file: URI as its path, and a home
+// directory written as ~, ~name, $HOME or ${HOME} expanded (a shell, or a
+// server that expands them; another user's home is over-matched, which
+// only denies). Any other $NAME or ${NAME} in front is some directory:
+// what follows it is judged as a relative path.
 func pathSpellings(s, home string) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -165,12 +173,22 @@ func pathSpellings(s, home string) []string {
 		out = append(out, f)
 	}
 	cur := []string{s}
-	if u, err := url.PathUnescape(s); err == nil && u != s {
-		cur = append(cur, u)
+	for c := s; len(cur) < 3; {
+		u, err := url.PathUnescape(c)
+		if err != nil || u == c {
+			break
+		}
+		cur, c = append(cur, u), u
+	}
+	for _, c := range cur {
+		if i := strings.IndexByte(c, 0); i >= 0 {
+			cur = append(cur, c[:i])
+		}
 	}
 	for _, c := range cur {
 		n := norm.NFKC.String(c)
 		for _, f := range []string{c, n, strings.ReplaceAll(c, `\`, "/"), strings.ReplaceAll(n, `\`, "/")} {
+			f = strings.TrimFunc(f, strippable)
 			add(f)
 			if len(f) >= 5 && strings.EqualFold(f[:5], "file:") {
 				if u, err := url.Parse(f); err == nil && u.Path != "" {
@@ -179,12 +197,42 @@ func pathSpellings(s, home string) []string {
 				add(strings.TrimLeft(f[5:], "/"))
 				add("/" + strings.TrimLeft(f[5:], "/"))
 			}
-			if home != "" && (f == "~" || strings.HasPrefix(f, "~/")) {
-				add(home + f[1:])
+			if dir, rest, ok := homeLike(f); ok {
+				if home != "" && dir == "HOME" {
+					add(home + rest)
+				}
+				add(strings.TrimLeft(rest, "/"))
 			}
 		}
 	}
 	return out
+}
+
+// homeLike splits a path that starts with a directory a shell or a server
+// expands: ~ and ~name (the name "HOME"), $HOME and ${HOME} ("HOME"), and
+// $NAME or ${NAME} (NAME). rest is what follows it, "" or from a "/".
+func homeLike(f string) (dir, rest string, ok bool) {
+	split := func(p string) (string, string) {
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			return p[:i], p[i:]
+		}
+		return p, ""
+	}
+	switch {
+	case strings.HasPrefix(f, "~"):
+		_, rest = split(f)
+		return "HOME", rest, true
+	case strings.HasPrefix(f, "${"):
+		end := strings.IndexByte(f, '}')
+		if end < 0 || (end+1 < len(f) && f[end+1] != '/') {
+			return "", "", false
+		}
+		return f[2:end], f[end+1:], true
+	case strings.HasPrefix(f, "$"):
+		dir, rest = split(f[1:])
+		return dir, rest, dir != ""
+	}
+	return "", "", false
 }
 
 // ownAbs judges an absolute path against the protected paths, as written

@@ -51,6 +51,16 @@ func TestOwnState(t *testing.T) {
 		{"nested in a list of objects", "push_files", `{"files":[{"path":"ok.txt"},{"path":"` + pol + `"}]}`},
 		{"an argument not named like a path", "send_email", `{"to":"a@b.example","attachments":["` + pol + `"]}`},
 		{"a write to an ancestor", "move_file", `{"source":"` + home + `","destination":"/tmp/x"}`},
+		// Spellings a shell or a server expands, in a tool with no path
+		// confinement and in an argument not named like a path.
+		{"$HOME", "open_doc", `{"path":"$HOME/.bouncer/remembered.json"}`},
+		{"${HOME}", "run", `{"arg":"${HOME}/.bouncer/remembered.json"}`},
+		{"~name", "run", `{"arg":"~alice/.bouncer/key"}`},
+		{"another variable", "run", `{"arg":"$BOUNCER_STATE/.bouncer/key"}`},
+		{"a space before ~", "run", `{"arg":" ~/.bouncer/key"}`},
+		{"cut at a NUL", "open_doc", `{"path":"` + state + `\u0000.txt"}`},
+		{"a percent-encoded NUL", "open_doc", `{"path":"` + state + `%00.txt"}`},
+		{"percent-encoded twice", "open_doc", `{"path":"` + filepath.Dir(state) + `/%252ebouncer/audit.jsonl"}`},
 	}
 	for _, tc := range deny {
 		d := e.Decide(call(tc.tool, tc.args))
