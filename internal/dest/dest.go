@@ -30,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Kind says how a destination is read.
@@ -381,6 +382,30 @@ func parseHostish(s string) (Dest, error) {
 		return Dest{Kind: Host, Canon: h}, nil
 	}
 	return Dest{Kind: URL, Canon: "//" + h + tail}, nil
+}
+
+// IsName reports whether s is a name and nothing else: it has a canonical
+// form of kind Name, and read as a URL or mail parser reads it
+// (compatibility forms and ideographic full stops as dots, a scheme
+// without "//") it is no host, address or URL either: not
+// "www.evil。example", "https:evil.example" or "127.1". A directory's
+// entry vouches only when it is one.
+func IsName(s string) bool {
+	d, err := Parse(s)
+	if err != nil || d.Kind != Name {
+		return false
+	}
+	n := strings.NewReplacer("\u3002", ".", "\uff61", ".").Replace(norm.NFKC.String(strings.Trim(s, " ")))
+	if looksLikeHost(n) {
+		return false
+	}
+	if i := strings.IndexByte(n, ':'); i > 0 && validScheme(n[:i]) {
+		return false
+	}
+	if m, err := Parse(n); err != nil || m.Kind != Name {
+		return false
+	}
+	return true
 }
 
 // Variants returns the other spellings of s that taint may have recorded
