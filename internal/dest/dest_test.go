@@ -303,3 +303,19 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestIsName pins what a directory may list: names, and nothing a URL or
+// mail parser reads as a host, an address or a URL.
+func TestIsName(t *testing.T) {
+	for _, s := range []string{"general", "#general", "Le Marais Boutique", "#room:matrix.org", "C0123ABC", "@bob"} {
+		if !IsName(s) {
+			t.Errorf("IsName(%q) = false, want true", s)
+		}
+	}
+	for _, s := range []string{"evil.example", "evil\u3002example", "evil\uff0eexample", "evil\uff61example", "https:evil.example",
+		"HTTPS:evil.example/x", "127.1", "0x7f.1", "bob@example.com", "https://example.com/", "Le  Marais", ""} {
+		if IsName(s) {
+			t.Errorf("IsName(%q) = true, want false", s)
+		}
+	}
+}
