@@ -53,8 +53,11 @@ var pathLastWords = setOf("path", "paths", "file", "filename", "filepath", "dir"
 // sendVerbs in a tool's name make it a tool that sends, even when none of
 // its arguments names where to: reply_email {messageId, body} mails the
 // sender of messageId. A name that starts with a read verb (get_post,
-// list_shared) is not one.
-var sendVerbs = setOf("send", "reply", "respond", "forward", "post", "publish", "share", "invite", "notify", "broadcast", "tweet", "dm")
+// list_shared) is not one. Names written as one word with no case
+// (replyall, SENDMAIL, sendmessage) split into no words, so the usual
+// ones are listed whole.
+var sendVerbs = setOf("send", "reply", "respond", "answer", "forward", "post", "publish", "share", "invite", "notify", "broadcast", "tweet", "dm",
+	"replyall", "sendmail", "sendemail", "sendmessage", "sendmsg", "sendsms", "sendtext", "postmessage", "forwardmessage", "forwardemail", "replyemail")
 var readVerbs = setOf("get", "list", "read", "search", "fetch", "find", "describe", "show", "view", "query", "count", "check", "lookup", "download", "export")
 
 // sends reports whether a tool's name says it sends: a send verb among its

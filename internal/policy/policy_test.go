@@ -580,6 +580,9 @@ func TestFallback(t *testing.T) {
 		{"reply_to_ticket", []string{"ticket_id", "body"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
 		{"forwardMessage", []string{"message_id"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
 		{"share", nil, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"answer_email", []string{"id", "text"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"replyall", []string{"id", "text"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"SENDMESSAGE", []string{"text"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
 		{"delete_post", []string{"post_id"}, Tool{MaxCalls: intp(2)}},
 		{"get_invites", []string{"page"}, Tool{}},
 	}
