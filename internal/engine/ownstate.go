@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -28,6 +29,9 @@ import (
 //     the value of a path-shaped argument, and any value that starts like
 //     a path (/, ~, ., file:), holds a separator, or is the name of one of
 //     the protected entries;
+//   - in an argument that holds a command line or code (command, script,
+//     code, args: policy.IsCommandName), each word a shell or interpreter
+//     may read as a path is judged too (commandWords);
 //   - each is judged in every spelling a server may turn it into: as
 //     written, percent-decoded (twice), cut at a NUL, NFKC-normalized,
 //     with backslashes as separators, a file: URI as its path, ~, ~name,
@@ -65,10 +69,19 @@ func (e *Engine) checkOwnState(t *policy.Tool, args map[string]any) (Decision, b
 	for _, name := range names {
 		var found string
 		var what string
-		walkStrings(args[name], name, policy.IsPathName(name), func(where, s string, pathNamed bool) bool {
+		walkStrings(args[name], name, policy.IsPathName(name), policy.IsCommandName(name), func(where, s string, pathNamed, command bool) bool {
 			if w, ok := e.ownTarget(t, s, pathNamed, writes[name]); ok {
 				found, what = where+"="+quote(s), w
 				return false
+			}
+			if !command {
+				return true
+			}
+			for _, tok := range commandWords(s) {
+				if w, ok := e.ownTarget(t, tok, false, false); ok {
+					found, what = where+"="+quote(s), w
+					return false
+				}
 			}
 			return true
 		})
@@ -83,14 +96,15 @@ func (e *Engine) checkOwnState(t *policy.Tool, args map[string]any) (Decision, b
 
 // walkStrings calls fn on each string in v (list elements and object
 // values, at any depth) until fn returns false. pathNamed says the string
-// sits under a path-shaped argument or key.
-func walkStrings(v any, where string, pathNamed bool, fn func(where, s string, pathNamed bool) bool) bool {
+// sits under a path-shaped argument or key, command under one that holds
+// a command line or code.
+func walkStrings(v any, where string, pathNamed, command bool, fn func(where, s string, pathNamed, command bool) bool) bool {
 	switch x := v.(type) {
 	case string:
-		return fn(where, x, pathNamed)
+		return fn(where, x, pathNamed, command)
 	case []any:
 		for i, el := range x {
-			if !walkStrings(el, where+"["+strconv.Itoa(i)+"]", pathNamed, fn) {
+			if !walkStrings(el, where+"["+strconv.Itoa(i)+"]", pathNamed, command, fn) {
 				return false
 			}
 		}
@@ -101,7 +115,7 @@ func walkStrings(v any, where string, pathNamed bool, fn func(where, s string, p
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if !walkStrings(x[k], where+"."+k, pathNamed || policy.IsPathName(k), fn) {
+			if !walkStrings(x[k], where+"."+k, pathNamed || policy.IsPathName(k), command || policy.IsCommandName(k), fn) {
 				return false
 			}
 		}
@@ -132,6 +146,24 @@ func (e *Engine) ownTarget(t *policy.Tool, s string, pathNamed, write bool) (str
 		}
 	}
 	return "", false
+}
+
+// commandWords returns the words of a command line or of code that a
+// shell or an interpreter may read as paths: s split at white space,
+// quotes, and shell and code punctuation ("cat ~/.bouncer/key",
+// "open('/x/.bouncer/key')", "--output=/x"), and each word from its first
+// "/" or "~" on ("-o/x/.bouncer/key"). Each is judged as a written path.
+func commandWords(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || strings.ContainsRune("'\"`;|&<>(),=[]{}", r)
+	}) {
+		out = append(out, w)
+		if i := strings.IndexAny(w, "/~"); i > 0 {
+			out = append(out, w[i:])
+		}
+	}
+	return out
 }
 
 // pathLike reports whether s may be read as a path.

@@ -61,6 +61,13 @@ func TestOwnState(t *testing.T) {
 		{"cut at a NUL", "open_doc", `{"path":"` + state + `\u0000.txt"}`},
 		{"a percent-encoded NUL", "open_doc", `{"path":"` + state + `%00.txt"}`},
 		{"percent-encoded twice", "open_doc", `{"path":"` + filepath.Dir(state) + `/%252ebouncer/audit.jsonl"}`},
+		// A path inside a command line or code, which a shell or an
+		// interpreter reads.
+		{"in a shell command", "execute_command", `{"command":"cat ~/.bouncer/remembered.json"}`},
+		{"after a redirection", "execute_command", `{"command":"echo x >` + state + `/key"}`},
+		{"in code", "run_python", `{"code":"open('` + state + `/remembered.json','w')"}`},
+		{"in a flag", "run", `{"args":["-o` + state + `/key"]}`},
+		{"in a flag after =", "run", `{"args":["--output=` + pol + `"]}`},
 	}
 	for _, tc := range deny {
 		d := e.Decide(call(tc.tool, tc.args))
@@ -74,6 +81,8 @@ func TestOwnState(t *testing.T) {
 		{"a look-alike name", "write_file", `{"path":"` + proj + `/docs/bouncer.yaml.bak"}`},
 		{"a sibling named like the state", "write_file", `{"path":"` + state + `x/a.txt"}`},
 		{"prose with a slash", "post", `{"text":"and/or"}`},
+		{"a command elsewhere", "execute_command", `{"command":"ls -la ` + proj + ` && cat ~/notes.txt"}`},
+		{"a command reading an ancestor", "execute_command", `{"command":"ls ` + home + `"}`},
 	}
 	for _, tc := range allow {
 		d := e.Decide(call(tc.tool, tc.args))

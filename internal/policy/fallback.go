@@ -155,6 +155,25 @@ func IsPathName(name string) bool {
 	return pathNames[strings.Join(w, "_")] || pathLastWords[w[len(w)-1]]
 }
 
+// commandNames are argument names whose value is a command line or code
+// (command, cmd, script, code, args, ...), judged whole by their words
+// joined by '_' or by their last word: a path inside such a value is read
+// by a shell or an interpreter.
+var commandNames = setOf("command", "commands", "cmd", "cmds", "cmdline", "command_line", "script", "scripts",
+	"code", "source_code", "shell", "exec", "args", "argv", "arguments", "program", "statement", "expression")
+var commandLastWords = setOf("command", "commands", "cmd", "cmdline", "script", "code", "args", "argv")
+
+// IsCommandName reports whether an argument name holds a command line or
+// code (command, shell_command, cmd, script, python_code, args), by the
+// same whole-word rules as IsDestinationName.
+func IsCommandName(name string) bool {
+	w := Words(name)
+	if len(w) == 0 {
+		return false
+	}
+	return commandNames[strings.Join(w, "_")] || commandLastWords[w[len(w)-1]]
+}
+
 func hasWord(name string, set map[string]bool) bool {
 	for _, w := range Words(name) {
 		if set[w] {

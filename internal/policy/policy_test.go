@@ -799,3 +799,19 @@ func TestAnchorRecordsValues(t *testing.T) {
 		}
 	}
 }
+
+// IsCommandName finds the arguments whose value a shell or an interpreter
+// reads, by whole words.
+func TestIsCommandName(t *testing.T) {
+	for _, n := range []string{"command", "cmd", "shell_command", "script", "code", "pythonCode", "args", "argv", "command_line"} {
+		if !IsCommandName(n) {
+			t.Errorf("IsCommandName(%q) = false", n)
+		}
+	}
+	// zip_code counts too: the over-match only judges its words as paths.
+	for _, n := range []string{"commander", "codec", "text", "body", "path", "content", "", "country_code_name"} {
+		if IsCommandName(n) {
+			t.Errorf("IsCommandName(%q) = true", n)
+		}
+	}
+}
