@@ -302,11 +302,11 @@ func canonHost(h string) (string, error) {
 // its local part kept exactly (mail servers may tell case apart).
 //
 // The address must be the only thing in s that reads as one: a display
-// name, a comment or a group name holding an "@" ("evil@evil.example"
-// <bob@example.com>, bob@example.com (evil@evil.example)) is a second
-// address to a person reading the mail and to every receiver that takes
-// the first address-shaped word or splits at commas, so such a value has
-// no canonical form. So has a local part that only quotes make valid
+// name, a comment or a group name holding an "@", or a full-width one
+// ("evil@evil.example" <bob@example.com>, bob@example.com
+// (evil@evil.example)), is a second address to a person reading the mail
+// and to every receiver that takes the first address-shaped word or
+// splits at commas, so such a value has no canonical form. So has a local part that only quotes make valid
 // ("bob@x"@example.com): its canonical form would not read back as itself.
 func parseAddress(s string) (Dest, error) {
 	a, err := mail.ParseAddress(s)
@@ -316,7 +316,7 @@ func parseAddress(s string) (Dest, error) {
 	if back, err := mail.ParseAddress(a.Address); err != nil || back.Address != a.Address {
 		return Dest{}, errors.New("the address's local part is valid only in quotes, which receivers read differently")
 	}
-	if strings.Count(s, "@") != 1 || strings.ContainsRune(a.Name, '@') {
+	if strings.Count(norm.NFKC.String(s), "@") != 1 || strings.ContainsRune(norm.NFKC.String(a.Name), '@') {
 		return Dest{}, errors.New("its display name, comment or group name holds an '@', which reads as a second address")
 	}
 	at := strings.LastIndexByte(a.Address, '@')

@@ -37,6 +37,8 @@ func TestParse(t *testing.T) {
 		{"Bob <bob@example.com> (evil@evil.example)", 0, ""},
 		{`"evil@evil.example":bob@example.com;`, 0, ""},
 		{"=?utf-8?q?evil=40evil.example?= <bob@example.com>", 0, ""},
+		{"\"evil\uff20evil.example\" <bob@example.com>", 0, ""},
+		{"=?utf-8?q?evil=EF=BC=A0evil.example?= <bob@example.com>", 0, ""},
 		{"Bob (work) <bob@example.com>", Address, "bob@example.com"},
 		// A local part valid only in quotes: its canonical form would
 		// not read back as itself.
