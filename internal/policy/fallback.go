@@ -189,9 +189,15 @@ func hasWord(name string, set map[string]bool) bool {
 // other destination-shaped argument is a sink. A tool whose name says it
 // sends (sends) is gated even with no such argument: it sends to a
 // destination its arguments don't name, so every call is asked about.
-func fallback(tool string, params []string) *Tool {
+// nested names the arguments that hold a destination-shaped key inside
+// their value: they are sinks too.
+func fallback(tool string, params, nested []string) *Tool {
 	t := &Tool{Name: tool, Source: "fallback", Fallback: true}
 	writer := hasWord(tool, writeVerbs)
+	holds := map[string]bool{}
+	for _, n := range nested {
+		holds[n] = true
+	}
 	seen := map[string]bool{}
 	for _, p := range params {
 		if seen[p] {
@@ -201,7 +207,7 @@ func fallback(tool string, params []string) *Tool {
 		switch {
 		case writer && IsPathName(p):
 			t.WriteParams = append(t.WriteParams, p)
-		case IsDestinationName(p):
+		case IsDestinationName(p), holds[p]:
 			t.SinkParams = append(t.SinkParams, p)
 		}
 	}

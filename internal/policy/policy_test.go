@@ -815,3 +815,26 @@ func TestIsCommandName(t *testing.T) {
 		}
 	}
 }
+
+// ForCall: for a tool no entry names, an argument whose value holds a
+// destination-shaped key at any depth is a sink.
+func TestForCallNested(t *testing.T) {
+	pol, err := LoadSources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tool  string
+		args  map[string]any
+		sinks []string
+	}{
+		{"create_webhook", map[string]any{"hook": map[string]any{"url": "https://x.example/"}, "active": true}, []string{"hook"}},
+		{"configure", map[string]any{"settings": []any{map[string]any{"forward_to": "a@x.example"}}}, []string{"settings"}},
+		{"update_settings", map[string]any{"theme": map[string]any{"color": "red"}}, nil},
+	} {
+		got := pol.ForCall(tc.tool, nil, tc.args)
+		if !reflect.DeepEqual(got.SinkParams, tc.sinks) || got.Exfiltrating != (tc.sinks != nil) {
+			t.Errorf("ForCall(%q, %v) = sinks %q exfiltrating %v, want %q", tc.tool, tc.args, got.SinkParams, got.Exfiltrating, tc.sinks)
+		}
+	}
+}
