@@ -30,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Kind says how a destination is read.
@@ -299,10 +300,24 @@ func canonHost(h string) (string, error) {
 // parseAddress reads one mail address the way net/mail does (a display
 // name and angle brackets allowed); its domain is canonicalized as a host,
 // its local part kept exactly (mail servers may tell case apart).
+//
+// The address must be the only thing in s that reads as one: a display
+// name, a comment or a group name holding an "@", or a full-width one
+// ("evil@evil.example" <bob@example.com>, bob@example.com
+// (evil@evil.example)), is a second address to a person reading the mail
+// and to every receiver that takes the first address-shaped word or
+// splits at commas, so such a value has no canonical form. So has a local part that only quotes make valid
+// ("bob@x"@example.com): its canonical form would not read back as itself.
 func parseAddress(s string) (Dest, error) {
 	a, err := mail.ParseAddress(s)
 	if err != nil {
 		return Dest{}, fmt.Errorf("it is not one mail address: %v", err)
+	}
+	if back, err := mail.ParseAddress(a.Address); err != nil || back.Address != a.Address {
+		return Dest{}, errors.New("the address's local part is valid only in quotes, which receivers read differently")
+	}
+	if strings.Count(norm.NFKC.String(s), "@") != 1 || strings.ContainsRune(norm.NFKC.String(a.Name), '@') {
+		return Dest{}, errors.New("its display name, comment or group name holds an '@', which reads as a second address")
 	}
 	at := strings.LastIndexByte(a.Address, '@')
 	if at <= 0 {
@@ -367,6 +382,30 @@ func parseHostish(s string) (Dest, error) {
 		return Dest{Kind: Host, Canon: h}, nil
 	}
 	return Dest{Kind: URL, Canon: "//" + h + tail}, nil
+}
+
+// IsName reports whether s is a name and nothing else: it has a canonical
+// form of kind Name, and read as a URL or mail parser reads it
+// (compatibility forms and ideographic full stops as dots, a scheme
+// without "//") it is no host, address or URL either: not
+// "www.evil。example", "https:evil.example" or "127.1". A directory's
+// entry vouches only when it is one.
+func IsName(s string) bool {
+	d, err := Parse(s)
+	if err != nil || d.Kind != Name {
+		return false
+	}
+	n := strings.NewReplacer("\u3002", ".", "\uff61", ".").Replace(norm.NFKC.String(strings.Trim(s, " ")))
+	if looksLikeHost(n) {
+		return false
+	}
+	if i := strings.IndexByte(n, ':'); i > 0 && validScheme(n[:i]) {
+		return false
+	}
+	if m, err := Parse(n); err != nil || m.Kind != Name {
+		return false
+	}
+	return true
 }
 
 // Variants returns the other spellings of s that taint may have recorded

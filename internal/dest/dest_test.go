@@ -29,6 +29,21 @@ func TestParse(t *testing.T) {
 		{"bob@example.com\r\nBcc: eve@evil.example", 0, ""},
 		{"bob@example.com, eve@evil.example", 0, ""},
 		{"bob@example.com@evil.example", 0, ""},
+		// A display name, comment or group name that holds an address:
+		// a person and many receivers read the second address.
+		{`"evil@evil.example" <bob@example.com>`, 0, ""},
+		{`"evil@evil.example, x" <bob@example.com>`, 0, ""},
+		{"bob@example.com (evil@evil.example)", 0, ""},
+		{"Bob <bob@example.com> (evil@evil.example)", 0, ""},
+		{`"evil@evil.example":bob@example.com;`, 0, ""},
+		{"=?utf-8?q?evil=40evil.example?= <bob@example.com>", 0, ""},
+		{"\"evil\uff20evil.example\" <bob@example.com>", 0, ""},
+		{"=?utf-8?q?evil=EF=BC=A0evil.example?= <bob@example.com>", 0, ""},
+		{"Bob (work) <bob@example.com>", Address, "bob@example.com"},
+		// A local part valid only in quotes: its canonical form would
+		// not read back as itself.
+		{`"bob@example.com"@evil.example`, 0, ""},
+		{`"bob\"x"@example.com`, 0, ""},
 		{"www.Example.com", Host, "www.example.com"},
 		{"bücher.example", Host, "xn--bcher-kva.example"},
 		{"xn--bcher-kva.example", Host, "xn--bcher-kva.example"},
@@ -106,6 +121,8 @@ func TestSameUnderMatches(t *testing.T) {
 		{"www.example.com", "https://www.example.com/"},
 		{"https://example.com/", "https://example.com/?u=https%3A%2F%2Fevil.example"},
 		{"bob@example.com", "bob@example.com\r\nBcc: eve@evil.example"},
+		{"bob@example.com", `"eve@evil.example" <bob@example.com>`},
+		{"bob@example.com", "bob@example.com (eve@evil.example)"},
 		{"bob@example.com", "bob+x@example.com"},
 		{"example.com", "example.com."},
 		{"general", "#general"},
@@ -159,6 +176,22 @@ func TestMentions(t *testing.T) {
 	for _, w := range notWant[:4] {
 		if slices.Contains(got, w) {
 			t.Errorf("Mentions has %q", w)
+		}
+	}
+	// A capital after a dot that starts a top-level domain continues the
+	// host: "acme.co.UK" does not name acme.co, someone else's domain.
+	for _, tc := range []struct{ text, not, want string }{
+		{"Copy sales@acme.co.UK please", key(Address, "sales@acme.co"), key(Address, "sales@acme.co.uk")},
+		{"Invoice orders@smallbiz.com.AU today", key(Address, "orders@smallbiz.com"), key(Address, "orders@smallbiz.com.au")},
+		{"Open shop.example.com.Au now", key(Host, "shop.example.com"), key(Host, "shop.example.com.au")},
+		{"Open shop.example.Com now", key(Host, "shop.example"), key(Host, "shop.example.com")},
+	} {
+		got := Mentions(tc.text)
+		if slices.Contains(got, tc.not) {
+			t.Errorf("Mentions(%q) has %q", tc.text, tc.not)
+		}
+		if !slices.Contains(got, tc.want) {
+			t.Errorf("Mentions(%q) lacks %q", tc.text, tc.want)
 		}
 	}
 	// ...a phrase never names a longer one.
@@ -271,4 +304,20 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestIsName pins what a directory may list: names, and nothing a URL or
+// mail parser reads as a host, an address or a URL.
+func TestIsName(t *testing.T) {
+	for _, s := range []string{"general", "#general", "Le Marais Boutique", "#room:matrix.org", "C0123ABC", "@bob"} {
+		if !IsName(s) {
+			t.Errorf("IsName(%q) = false, want true", s)
+		}
+	}
+	for _, s := range []string{"evil.example", "evil\u3002example", "evil\uff0eexample", "evil\uff61example", "https:evil.example",
+		"HTTPS:evil.example/x", "127.1", "0x7f.1", "bob@example.com", "https://example.com/", "Le  Marais", ""} {
+		if IsName(s) {
+			t.Errorf("IsName(%q) = true, want false", s)
+		}
+	}
 }

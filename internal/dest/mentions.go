@@ -4,6 +4,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
 )
 
 // MinMention is the shortest word of free text, in runes, that names a
@@ -22,7 +25,8 @@ const MaxPhrase = 6
 // address in <...> taken out. A word that runs into the next sentence
 // ("www.example.com.They") also names its part before the sentence
 // punctuation, when that part is a host, an address or a URL: nothing
-// shorter than a whole host. No other part of a word names anything: a
+// shorter than a whole host, so not before a top-level domain
+// ("acme.co.UK" names no acme.co). No other part of a word names anything: a
 // link names itself, not the link inside its query, and "hotel" does not
 // name "Riverside View Hotel".
 func Mentions(text string) []string { return MentionsMin(text, MinMention) }
@@ -136,10 +140,12 @@ func sentencePrefixes(w string) []string {
 			continue
 		}
 		next, _ := utf8.DecodeRuneInString(w[i+1:])
-		if c == '.' && (!unicode.IsUpper(next) || strings.IndexFunc(w[:i], unicode.IsUpper) >= 0) {
+		if c == '.' && (!unicode.IsUpper(next) || strings.IndexFunc(w[:i], unicode.IsUpper) >= 0 || topLevel(w[i+1:])) {
 			// A dot inside a host, a decimal or a file name; a new
 			// sentence starts with a capital after a host written in
-			// lower case ("x.com.They", not "Www.Example.Com").
+			// lower case ("x.com.They", not "Www.Example.Com"), and
+			// not with a top-level domain: "acme.co.UK" is one host,
+			// and acme.co is someone else's.
 			continue
 		}
 		if c == ':' {
@@ -150,6 +156,24 @@ func sentencePrefixes(w string) []string {
 		}
 	}
 	return out
+}
+
+// topLevel reports whether rest, the part of a word after a dot, starts
+// with a label that is a top-level domain (ICANN's list: "UK", "Com",
+// "Now"), so that the dot before it may be one inside a host.
+func topLevel(rest string) bool {
+	end := strings.IndexFunc(rest, func(r rune) bool {
+		return !(r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r))
+	})
+	if end >= 0 {
+		rest = rest[:end]
+	}
+	label, err := idna.Lookup.ToASCII(rest)
+	if err != nil || label == "" {
+		return false
+	}
+	_, icann := publicsuffix.PublicSuffix(label)
+	return icann
 }
 
 // Entries returns the whole entries of a listing as a tool's text gives

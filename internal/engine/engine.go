@@ -240,10 +240,7 @@ func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
 	if !ok {
 		return d
 	}
-	for name := range args {
-		params = append(params, name)
-	}
-	t := e.pol.For(c.Tool, params)
+	t := e.pol.ForCall(c.Tool, params, args)
 	if d, ok := checkDeclared(t, schema, args); !ok {
 		return d
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -28,9 +29,14 @@ import (
 //     the value of a path-shaped argument, and any value that starts like
 //     a path (/, ~, ., file:), holds a separator, or is the name of one of
 //     the protected entries;
+//   - in an argument that holds a command line or code (command, script,
+//     code, args: policy.IsCommandName), each word a shell or interpreter
+//     may read as a path is judged too (commandWords);
 //   - each is judged in every spelling a server may turn it into: as
-//     written, percent-decoded, NFKC-normalized, with backslashes as
-//     separators, a file: URI as its path, ~ as the home directory;
+//     written, percent-decoded (twice), cut at a NUL, NFKC-normalized,
+//     with backslashes as separators, a file: URI as its path, ~, ~name,
+//     $HOME and ${HOME} as the home directory, and what follows any other
+//     $NAME as a relative path;
 //   - an absolute path is refused when it lies in a protected path (by
 //     component, ignoring case, as macOS does), before and after its
 //     symlinks are resolved; a write argument is refused also when it is
@@ -63,10 +69,19 @@ func (e *Engine) checkOwnState(t *policy.Tool, args map[string]any) (Decision, b
 	for _, name := range names {
 		var found string
 		var what string
-		walkStrings(args[name], name, policy.IsPathName(name), func(where, s string, pathNamed bool) bool {
+		walkStrings(args[name], name, policy.IsPathName(name), policy.IsCommandName(name), func(where, s string, pathNamed, command bool) bool {
 			if w, ok := e.ownTarget(t, s, pathNamed, writes[name]); ok {
 				found, what = where+"="+quote(s), w
 				return false
+			}
+			if !command {
+				return true
+			}
+			for _, tok := range commandWords(s) {
+				if w, ok := e.ownTarget(t, tok, false, false); ok {
+					found, what = where+"="+quote(s), w
+					return false
+				}
 			}
 			return true
 		})
@@ -81,14 +96,15 @@ func (e *Engine) checkOwnState(t *policy.Tool, args map[string]any) (Decision, b
 
 // walkStrings calls fn on each string in v (list elements and object
 // values, at any depth) until fn returns false. pathNamed says the string
-// sits under a path-shaped argument or key.
-func walkStrings(v any, where string, pathNamed bool, fn func(where, s string, pathNamed bool) bool) bool {
+// sits under a path-shaped argument or key, command under one that holds
+// a command line or code.
+func walkStrings(v any, where string, pathNamed, command bool, fn func(where, s string, pathNamed, command bool) bool) bool {
 	switch x := v.(type) {
 	case string:
-		return fn(where, x, pathNamed)
+		return fn(where, x, pathNamed, command)
 	case []any:
 		for i, el := range x {
-			if !walkStrings(el, where+"["+strconv.Itoa(i)+"]", pathNamed, fn) {
+			if !walkStrings(el, where+"["+strconv.Itoa(i)+"]", pathNamed, command, fn) {
 				return false
 			}
 		}
@@ -99,7 +115,7 @@ func walkStrings(v any, where string, pathNamed bool, fn func(where, s string, p
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if !walkStrings(x[k], where+"."+k, pathNamed || policy.IsPathName(k), fn) {
+			if !walkStrings(x[k], where+"."+k, pathNamed || policy.IsPathName(k), command || policy.IsCommandName(k), fn) {
 				return false
 			}
 		}
@@ -132,6 +148,24 @@ func (e *Engine) ownTarget(t *policy.Tool, s string, pathNamed, write bool) (str
 	return "", false
 }
 
+// commandWords returns the words of a command line or of code that a
+// shell or an interpreter may read as paths: s split at white space,
+// quotes, and shell and code punctuation ("cat ~/.bouncer/key",
+// "open('/x/.bouncer/key')", "--output=/x"), and each word from its first
+// "/" or "~" on ("-o/x/.bouncer/key"). Each is judged as a written path.
+func commandWords(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || strings.ContainsRune("'\"`;|&<>(),=[]{}", r)
+	}) {
+		out = append(out, w)
+		if i := strings.IndexAny(w, "/~"); i > 0 {
+			out = append(out, w[i:])
+		}
+	}
+	return out
+}
+
 // pathLike reports whether s may be read as a path.
 func (e *Engine) pathLike(s string, pathNamed bool) bool {
 	t := strings.TrimSpace(s)
@@ -152,7 +186,13 @@ func (e *Engine) pathLike(s string, pathNamed bool) bool {
 	return false
 }
 
-// pathSpellings returns s and what servers may turn it into.
+// pathSpellings returns s and what servers may turn it into: cut at a NUL
+// (C reads no further), percent-decoded once and twice, NFKC-normalized,
+// with backslashes as separators, a file: URI as its path, and a home
+// directory written as ~, ~name, $HOME or ${HOME} expanded (a shell, or a
+// server that expands them; another user's home is over-matched, which
+// only denies). Any other $NAME or ${NAME} in front is some directory:
+// what follows it is judged as a relative path.
 func pathSpellings(s, home string) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -165,12 +205,22 @@ func pathSpellings(s, home string) []string {
 		out = append(out, f)
 	}
 	cur := []string{s}
-	if u, err := url.PathUnescape(s); err == nil && u != s {
-		cur = append(cur, u)
+	for c := s; len(cur) < 3; {
+		u, err := url.PathUnescape(c)
+		if err != nil || u == c {
+			break
+		}
+		cur, c = append(cur, u), u
+	}
+	for _, c := range cur {
+		if i := strings.IndexByte(c, 0); i >= 0 {
+			cur = append(cur, c[:i])
+		}
 	}
 	for _, c := range cur {
 		n := norm.NFKC.String(c)
 		for _, f := range []string{c, n, strings.ReplaceAll(c, `\`, "/"), strings.ReplaceAll(n, `\`, "/")} {
+			f = strings.TrimFunc(f, strippable)
 			add(f)
 			if len(f) >= 5 && strings.EqualFold(f[:5], "file:") {
 				if u, err := url.Parse(f); err == nil && u.Path != "" {
@@ -179,12 +229,42 @@ func pathSpellings(s, home string) []string {
 				add(strings.TrimLeft(f[5:], "/"))
 				add("/" + strings.TrimLeft(f[5:], "/"))
 			}
-			if home != "" && (f == "~" || strings.HasPrefix(f, "~/")) {
-				add(home + f[1:])
+			if dir, rest, ok := homeLike(f); ok {
+				if home != "" && dir == "HOME" {
+					add(home + rest)
+				}
+				add(strings.TrimLeft(rest, "/"))
 			}
 		}
 	}
 	return out
+}
+
+// homeLike splits a path that starts with a directory a shell or a server
+// expands: ~ and ~name (the name "HOME"), $HOME and ${HOME} ("HOME"), and
+// $NAME or ${NAME} (NAME). rest is what follows it, "" or from a "/".
+func homeLike(f string) (dir, rest string, ok bool) {
+	split := func(p string) (string, string) {
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			return p[:i], p[i:]
+		}
+		return p, ""
+	}
+	switch {
+	case strings.HasPrefix(f, "~"):
+		_, rest = split(f)
+		return "HOME", rest, true
+	case strings.HasPrefix(f, "${"):
+		end := strings.IndexByte(f, '}')
+		if end < 0 || (end+1 < len(f) && f[end+1] != '/') {
+			return "", "", false
+		}
+		return f[2:end], f[end+1:], true
+	case strings.HasPrefix(f, "$"):
+		dir, rest = split(f[1:])
+		return dir, rest, dir != ""
+	}
+	return "", "", false
 }
 
 // ownAbs judges an absolute path against the protected paths, as written

@@ -51,6 +51,23 @@ func TestOwnState(t *testing.T) {
 		{"nested in a list of objects", "push_files", `{"files":[{"path":"ok.txt"},{"path":"` + pol + `"}]}`},
 		{"an argument not named like a path", "send_email", `{"to":"a@b.example","attachments":["` + pol + `"]}`},
 		{"a write to an ancestor", "move_file", `{"source":"` + home + `","destination":"/tmp/x"}`},
+		// Spellings a shell or a server expands, in a tool with no path
+		// confinement and in an argument not named like a path.
+		{"$HOME", "open_doc", `{"path":"$HOME/.bouncer/remembered.json"}`},
+		{"${HOME}", "run", `{"arg":"${HOME}/.bouncer/remembered.json"}`},
+		{"~name", "run", `{"arg":"~alice/.bouncer/key"}`},
+		{"another variable", "run", `{"arg":"$BOUNCER_STATE/.bouncer/key"}`},
+		{"a space before ~", "run", `{"arg":" ~/.bouncer/key"}`},
+		{"cut at a NUL", "open_doc", `{"path":"` + state + `\u0000.txt"}`},
+		{"a percent-encoded NUL", "open_doc", `{"path":"` + state + `%00.txt"}`},
+		{"percent-encoded twice", "open_doc", `{"path":"` + filepath.Dir(state) + `/%252ebouncer/audit.jsonl"}`},
+		// A path inside a command line or code, which a shell or an
+		// interpreter reads.
+		{"in a shell command", "execute_command", `{"command":"cat ~/.bouncer/remembered.json"}`},
+		{"after a redirection", "execute_command", `{"command":"echo x >` + state + `/key"}`},
+		{"in code", "run_python", `{"code":"open('` + state + `/remembered.json','w')"}`},
+		{"in a flag", "run", `{"args":["-o` + state + `/key"]}`},
+		{"in a flag after =", "run", `{"args":["--output=` + pol + `"]}`},
 	}
 	for _, tc := range deny {
 		d := e.Decide(call(tc.tool, tc.args))
@@ -64,6 +81,8 @@ func TestOwnState(t *testing.T) {
 		{"a look-alike name", "write_file", `{"path":"` + proj + `/docs/bouncer.yaml.bak"}`},
 		{"a sibling named like the state", "write_file", `{"path":"` + state + `x/a.txt"}`},
 		{"prose with a slash", "post", `{"text":"and/or"}`},
+		{"a command elsewhere", "execute_command", `{"command":"ls -la ` + proj + ` && cat ~/notes.txt"}`},
+		{"a command reading an ancestor", "execute_command", `{"command":"ls ` + home + `"}`},
 	}
 	for _, tc := range allow {
 		d := e.Decide(call(tc.tool, tc.args))

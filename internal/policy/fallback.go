@@ -53,8 +53,11 @@ var pathLastWords = setOf("path", "paths", "file", "filename", "filepath", "dir"
 // sendVerbs in a tool's name make it a tool that sends, even when none of
 // its arguments names where to: reply_email {messageId, body} mails the
 // sender of messageId. A name that starts with a read verb (get_post,
-// list_shared) is not one.
-var sendVerbs = setOf("send", "reply", "respond", "forward", "post", "publish", "share", "invite", "notify", "broadcast", "tweet", "dm")
+// list_shared) is not one. Names written as one word with no case
+// (replyall, SENDMAIL, sendmessage) split into no words, so the usual
+// ones are listed whole.
+var sendVerbs = setOf("send", "reply", "respond", "answer", "forward", "post", "publish", "share", "invite", "notify", "broadcast", "tweet", "dm",
+	"replyall", "sendmail", "sendemail", "sendmessage", "sendmsg", "sendsms", "sendtext", "postmessage", "forwardmessage", "forwardemail", "replyemail")
 var readVerbs = setOf("get", "list", "read", "search", "fetch", "find", "describe", "show", "view", "query", "count", "check", "lookup", "download", "export")
 
 // sends reports whether a tool's name says it sends: a send verb among its
@@ -152,6 +155,25 @@ func IsPathName(name string) bool {
 	return pathNames[strings.Join(w, "_")] || pathLastWords[w[len(w)-1]]
 }
 
+// commandNames are argument names whose value is a command line or code
+// (command, cmd, script, code, args, ...), judged whole by their words
+// joined by '_' or by their last word: a path inside such a value is read
+// by a shell or an interpreter.
+var commandNames = setOf("command", "commands", "cmd", "cmds", "cmdline", "command_line", "script", "scripts",
+	"code", "source_code", "shell", "exec", "args", "argv", "arguments", "program", "statement", "expression")
+var commandLastWords = setOf("command", "commands", "cmd", "cmdline", "script", "code", "args", "argv")
+
+// IsCommandName reports whether an argument name holds a command line or
+// code (command, shell_command, cmd, script, python_code, args), by the
+// same whole-word rules as IsDestinationName.
+func IsCommandName(name string) bool {
+	w := Words(name)
+	if len(w) == 0 {
+		return false
+	}
+	return commandNames[strings.Join(w, "_")] || commandLastWords[w[len(w)-1]]
+}
+
 func hasWord(name string, set map[string]bool) bool {
 	for _, w := range Words(name) {
 		if set[w] {
@@ -167,9 +189,15 @@ func hasWord(name string, set map[string]bool) bool {
 // other destination-shaped argument is a sink. A tool whose name says it
 // sends (sends) is gated even with no such argument: it sends to a
 // destination its arguments don't name, so every call is asked about.
-func fallback(tool string, params []string) *Tool {
+// nested names the arguments that hold a destination-shaped key inside
+// their value: they are sinks too.
+func fallback(tool string, params, nested []string) *Tool {
 	t := &Tool{Name: tool, Source: "fallback", Fallback: true}
 	writer := hasWord(tool, writeVerbs)
+	holds := map[string]bool{}
+	for _, n := range nested {
+		holds[n] = true
+	}
 	seen := map[string]bool{}
 	for _, p := range params {
 		if seen[p] {
@@ -179,7 +207,7 @@ func fallback(tool string, params []string) *Tool {
 		switch {
 		case writer && IsPathName(p):
 			t.WriteParams = append(t.WriteParams, p)
-		case IsDestinationName(p):
+		case IsDestinationName(p), holds[p]:
 			t.SinkParams = append(t.SinkParams, p)
 		}
 	}

@@ -389,7 +389,48 @@ func (p *Policy) For(tool string, params []string) *Tool {
 	if t, ok := p.Lookup(tool); ok {
 		return t
 	}
-	return fallback(tool, params)
+	return fallback(tool, params, nil)
+}
+
+// ForCall is For for one call: schemaParams are the pinned schema's
+// property names, args the call's arguments. For a tool no pack or file
+// names, an argument is a sink also when a key inside its value, at any
+// depth, is destination-shaped ({"hook": {"url": ...}}, {"settings":
+// {"forward_to": ...}}): the server reads that key as where to send.
+func (p *Policy) ForCall(tool string, schemaParams []string, args map[string]any) *Tool {
+	if t, ok := p.Lookup(tool); ok {
+		return t
+	}
+	params := append([]string(nil), schemaParams...)
+	var nested []string
+	for name, v := range args {
+		params = append(params, name)
+		if holdsDestinationKey(v) {
+			nested = append(nested, name)
+		}
+	}
+	sort.Strings(params[len(schemaParams):])
+	return fallback(tool, params, nested)
+}
+
+// holdsDestinationKey reports whether a key inside v, at any depth, is
+// destination-shaped (IsDestinationName).
+func holdsDestinationKey(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if IsDestinationName(k) || holdsDestinationKey(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if holdsDestinationKey(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Names lists the tools the policy configures, sorted.

@@ -580,6 +580,9 @@ func TestFallback(t *testing.T) {
 		{"reply_to_ticket", []string{"ticket_id", "body"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
 		{"forwardMessage", []string{"message_id"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
 		{"share", nil, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"answer_email", []string{"id", "text"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"replyall", []string{"id", "text"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"SENDMESSAGE", []string{"text"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
 		{"delete_post", []string{"post_id"}, Tool{MaxCalls: intp(2)}},
 		{"get_invites", []string{"page"}, Tool{}},
 	}
@@ -793,6 +796,45 @@ func TestAnchorRecordsValues(t *testing.T) {
 		tl, _ := pol.Lookup("get_events")
 		if tl.AnchorRecords != tc.on || tl.AnchorText != tc.text {
 			t.Errorf("%s: AnchorRecords, AnchorText = %v, %v; want %v, %v", tc.val, tl.AnchorRecords, tl.AnchorText, tc.on, tc.text)
+		}
+	}
+}
+
+// IsCommandName finds the arguments whose value a shell or an interpreter
+// reads, by whole words.
+func TestIsCommandName(t *testing.T) {
+	for _, n := range []string{"command", "cmd", "shell_command", "script", "code", "pythonCode", "args", "argv", "command_line"} {
+		if !IsCommandName(n) {
+			t.Errorf("IsCommandName(%q) = false", n)
+		}
+	}
+	// zip_code counts too: the over-match only judges its words as paths.
+	for _, n := range []string{"commander", "codec", "text", "body", "path", "content", "", "country_code_name"} {
+		if IsCommandName(n) {
+			t.Errorf("IsCommandName(%q) = true", n)
+		}
+	}
+}
+
+// ForCall: for a tool no entry names, an argument whose value holds a
+// destination-shaped key at any depth is a sink.
+func TestForCallNested(t *testing.T) {
+	pol, err := LoadSources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tool  string
+		args  map[string]any
+		sinks []string
+	}{
+		{"create_webhook", map[string]any{"hook": map[string]any{"url": "https://x.example/"}, "active": true}, []string{"hook"}},
+		{"configure", map[string]any{"settings": []any{map[string]any{"forward_to": "a@x.example"}}}, []string{"settings"}},
+		{"update_settings", map[string]any{"theme": map[string]any{"color": "red"}}, nil},
+	} {
+		got := pol.ForCall(tc.tool, nil, tc.args)
+		if !reflect.DeepEqual(got.SinkParams, tc.sinks) || got.Exfiltrating != (tc.sinks != nil) {
+			t.Errorf("ForCall(%q, %v) = sinks %q exfiltrating %v, want %q", tc.tool, tc.args, got.SinkParams, got.Exfiltrating, tc.sinks)
 		}
 	}
 }

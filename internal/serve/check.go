@@ -180,7 +180,7 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 		Verdict: string(d.Verdict),
 		Reason:  d.Reason,
 		Rule:    string(d.Rule),
-		Entry:   entryOf(pol.For(in.Tool, append(schemaParams, argNames(args)...))),
+		Entry:   entryOf(pol.ForCall(in.Tool, schemaParams, argValues(args))),
 	}
 	for _, a := range d.Asks {
 		out.Asks = append(out.Asks, Dest{Param: a.Param, Value: a.Value})
@@ -196,18 +196,13 @@ func isObject(raw json.RawMessage) bool {
 	return strings.HasPrefix(s, "{") && json.Valid(raw)
 }
 
-// argNames lists the top-level argument names of a call, sorted.
-func argNames(args json.RawMessage) []string {
-	var m map[string]json.RawMessage
+// argValues reads the arguments of a call, as the fallback reads them.
+func argValues(args json.RawMessage) map[string]any {
+	var m map[string]any
 	if json.Unmarshal(args, &m) != nil {
 		return nil
 	}
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
+	return m
 }
 
 // schemaProperties lists the property names of a tool definition's

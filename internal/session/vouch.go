@@ -232,10 +232,10 @@ func listed(x any, inList bool, add func(string)) {
 }
 
 // directoryKey is the key of an entry of a directory of kind: its
-// canonical form, when it reads as a name.
+// canonical form, when it reads as a name and nothing else (dest.IsName).
 func directoryKey(kind, s string) (string, bool) {
 	d, err := dest.Parse(s)
-	if err != nil || d.Kind != dest.Name {
+	if err != nil || !dest.IsName(s) {
 		return "", false
 	}
 	return "directory\x00" + kind + "\x00" + d.Key(), true
