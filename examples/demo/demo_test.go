@@ -40,7 +40,7 @@ func TestDemo(t *testing.T) {
 	}
 	denies := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var e struct{ Verdict, Reason string }
+		var e struct{ Verdict, Reason, Code string }
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,20 @@ func TestDemo(t *testing.T) {
 			continue
 		}
 		denies++
-		for _, l := range strings.Split(strings.ReplaceAll(e.Reason, out, "out"), "\n") {
+		reason := e.Reason
+		if e.Code != "" {
+			// The audit line says on one line what the agent's message
+			// lays out, the command on a line of its own.
+			before, _, ok := strings.Cut(reason, "; waiting for: ")
+			if !ok {
+				t.Errorf("the line issuing code %s does not say what it waits for: %q", e.Code, reason)
+			}
+			reason = before
+			if !strings.Contains(transcript, "bouncer approve "+e.Code) {
+				t.Errorf("the transcript lacks the command for code %s", e.Code)
+			}
+		}
+		for _, l := range strings.Split(strings.ReplaceAll(reason, out, "out"), "\n") {
 			if !strings.Contains(transcript, l) {
 				t.Errorf("the transcript cuts a blocked message; it lacks %q", l)
 			}
