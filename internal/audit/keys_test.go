@@ -51,6 +51,18 @@ func TestAmbiguousKeysAreNotALine(t *testing.T) {
 			if perr == nil || !strings.Contains(perr.Error(), c.want) {
 				t.Fatalf("Parse: %v, want %s", perr, c.want)
 			}
+			// A proxy that appends next finds a line past its head that
+			// does not chain on, and records the divergence for good.
+			if err := openLog(t, path).Append(entry(9)); err != nil {
+				t.Fatal(err)
+			}
+			rep, err = VerifyFileReport(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.OK() || rep.Anchor == nil || rep.Anchor.Diverged == nil {
+				t.Fatalf("after an append: %+v, head %+v", rep.Problems, rep.Anchor)
+			}
 		})
 	}
 }
