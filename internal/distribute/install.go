@@ -514,9 +514,13 @@ func writeHighWater(dir string, hw *highWater, mode os.FileMode) error {
 	return nil
 }
 
-// sameSet reports whether the installed set cur is a, byte for byte.
+// sameSet reports whether the installed set cur is a, byte for byte, with
+// the record a pull of a writes: what VerifyInstalled checks of the record
+// included, so that pulling again mends a set run refuses rather than
+// saying it is up to date.
 func sameSet(cur *Set, a *Artifact) bool {
-	if cur.Digest != a.Digest || cur.Record.Statement != a.Statement.Digest || len(cur.Files) != len(a.Files) {
+	if cur.Digest != a.Digest || cur.Record.Statement != a.Statement.Digest || len(cur.Files) != len(a.Files) ||
+		cur.Repository != a.Repository || !cur.Version.Equal(a.Statement.Version) {
 		return false
 	}
 	holds := func(path string, want []byte) bool {
