@@ -67,6 +67,9 @@ func policyPush(args []string) error {
 		if ver, err = distribute.ParseVersion(*versionFlag); err != nil {
 			return usageErr("policy push: --version: %v", err)
 		}
+		if err := distribute.CheckVersion(ver, time.Now()); err != nil {
+			return usageErr("policy push: --version: %v", err)
+		}
 	}
 	var signer *bundle.Signer
 	if *keyFile != "" {
@@ -145,6 +148,9 @@ func policyPush(args []string) error {
 		}
 		if err != nil {
 			return badInput(fmt.Errorf("policy push: --set-bundle %s: %v; sign the statement --print-statement prints for these files and this REF", *setBundle, err))
+		}
+		if err := distribute.CheckVersion(stmt.Version, time.Now()); err != nil {
+			return badInput(fmt.Errorf("policy push: --set-bundle %s: %v", *setBundle, err))
 		}
 		ver = stmt.Version
 	}

@@ -693,6 +693,9 @@ func Parse(line []byte) (Entry, error) {
 	if err := json.Unmarshal(trimmed, &e); err != nil {
 		return Entry{}, fmt.Errorf("not a valid audit entry: %w", err)
 	}
+	if err := checkKeys(trimmed); err != nil {
+		return Entry{}, err
+	}
 	if e.TS.IsZero() {
 		return Entry{}, errors.New("no ts")
 	}
@@ -961,6 +964,9 @@ func prevOf(line []byte) (string, error) {
 	}
 	if v.Prev == nil {
 		return "", errors.New("no prev field (not written by this version of bouncer)")
+	}
+	if err := checkKeys(line); err != nil {
+		return "", err
 	}
 	return *v.Prev, nil
 }

@@ -99,6 +99,29 @@ var ErrNotInstalled = errors.New("no policy set installed")
 // did.
 var ErrRollback = errors.New("older than the newest set installed")
 
+// ErrFuture is wrapped when a set's version is more than MaxFuture past
+// the machine's clock.
+var ErrFuture = errors.New("a version from the future")
+
+// MaxFuture is how far past this machine's clock a set's version may be.
+// A version is the rollback floor once installed: a set from further on
+// (a signer's typo, or a leaked key signing version 9999) would have every
+// set the team signs afterwards, at its real time and with a new key,
+// refused as older on every machine, until someone gave --allow-downgrade
+// on each. A day leaves room for clocks that drift.
+const MaxFuture = 24 * time.Hour
+
+// CheckVersion refuses a version more than MaxFuture past now. Push
+// applies it to the version it signs, and Install to the set it installs,
+// whatever AllowDowngrade says.
+func CheckVersion(version, now time.Time) error {
+	if version.After(now.Add(MaxFuture)) {
+		return fmt.Errorf("%w: the set's version %s is more than %v past this machine's clock (%s); once installed no later set could follow it. Check the clock, or sign the set again with its real time (bouncer policy push without --version)",
+			ErrFuture, FormatVersion(version), MaxFuture, FormatVersion(now))
+	}
+	return nil
+}
+
 // ErrNotAsPulled is wrapped when an installed set no longer matches its
 // signed statement.
 var ErrNotAsPulled = errors.New("the installed set does not match what was pulled")
@@ -286,7 +309,8 @@ type Result struct {
 type InstallOptions struct {
 	// Private makes a missing directory 0700 (else 0755).
 	Private bool
-	// Now is the time recorded as the install time.
+	// Now is the time recorded as the install time, and the clock a set's
+	// version is checked against (CheckVersion); zero means time.Now().
 	Now time.Time
 	// AllowDowngrade installs a set older than the newest one installed
 	// before, and lowers the high-water mark to it.
@@ -298,7 +322,8 @@ type InstallOptions struct {
 // so a set in a private state directory is 0600 and one in a shared
 // directory is readable by the users who run Bouncer. A set older than the
 // newest one installed in dir (a lower version, or the same version with
-// another statement) is refused with ErrRollback unless o.AllowDowngrade.
+// another statement) is refused with ErrRollback unless o.AllowDowngrade,
+// and one whose version is more than MaxFuture past o.Now with ErrFuture.
 // On any error the current set is left as it was.
 //
 // a must come from Fetch, which verified its set; Install checks again
@@ -311,6 +336,13 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 		return nil, err
 	}
 	if err := a.Statement.Match(a.Repository, a.Files); err != nil {
+		return nil, err
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if err := CheckVersion(a.Statement.Version, now); err != nil {
 		return nil, err
 	}
 	dir, err := filepath.Abs(dir)
@@ -482,9 +514,13 @@ func writeHighWater(dir string, hw *highWater, mode os.FileMode) error {
 	return nil
 }
 
-// sameSet reports whether the installed set cur is a, byte for byte.
+// sameSet reports whether the installed set cur is a, byte for byte, with
+// the record a pull of a writes: what VerifyInstalled checks of the record
+// included, so that pulling again mends a set run refuses rather than
+// saying it is up to date.
 func sameSet(cur *Set, a *Artifact) bool {
-	if cur.Digest != a.Digest || cur.Record.Statement != a.Statement.Digest || len(cur.Files) != len(a.Files) {
+	if cur.Digest != a.Digest || cur.Record.Statement != a.Statement.Digest || len(cur.Files) != len(a.Files) ||
+		cur.Repository != a.Repository || !cur.Version.Equal(a.Statement.Version) {
 		return false
 	}
 	holds := func(path string, want []byte) bool {

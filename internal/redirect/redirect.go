@@ -22,10 +22,25 @@ const Max = 5
 // redirects, each to origin's scheme, host and port, and refuses any other
 // with the error refuse makes for its target (say what to configure
 // instead). The refused request is never sent.
+//
+// A redirect that would change the request's method is refused too,
+// wherever it goes: Go's client answers a 301, 302 or 303 to a POST with a
+// GET without the body, so the body (a tool call, a batch of audit lines)
+// would reach nobody while the answer to the GET (a login page's 200)
+// passed for the answer to it. Only 307 and 308, which keep the method and
+// the body, are followed.
 func SameOrigin(origin *url.URL, refuse func(to *url.URL) error) func(req *http.Request, via []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) >= Max {
 			return fmt.Errorf("more than %d redirects", Max)
+		}
+		if len(via) > 0 && req.Method != via[0].Method {
+			code := 0
+			if req.Response != nil {
+				code = req.Response.StatusCode
+			}
+			return fmt.Errorf("%s %s answered %d, a redirect to %s that would send a %s without the request's body; nothing was sent there (configure the URL that takes the %s, or have the server redirect with 307 or 308)",
+				via[0].Method, via[len(via)-1].URL.Redacted(), code, req.URL.Redacted(), req.Method, via[0].Method)
 		}
 		if !Same(origin, req.URL) {
 			return refuse(req.URL)

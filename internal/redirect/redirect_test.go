@@ -86,3 +86,52 @@ func TestSameOriginClient(t *testing.T) {
 		t.Fatalf("a redirect loop: %v", err)
 	}
 }
+
+// A redirect that would turn a POST into a GET (301, 302, 303) is refused
+// before the GET is sent, even on the origin: the body would reach nobody.
+// 307 and 308 keep the method and the body, and are followed.
+func TestSameOriginKeepsTheMethod(t *testing.T) {
+	var gets atomic.Int32
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			gets.Add(1)
+		}
+		switch r.URL.Path {
+		case "/301", "/302", "/303", "/307", "/308":
+			code := map[string]int{"/301": 301, "/302": 302, "/303": 303, "/307": 307, "/308": 308}[r.URL.Path]
+			http.Redirect(w, r, "/there", code)
+		case "/there":
+			b := make([]byte, 64)
+			n, _ := r.Body.Read(b)
+			got.Store(string(b[:n]))
+			w.Write([]byte("ok"))
+		}
+	}))
+	defer srv.Close()
+	origin, _ := url.Parse(srv.URL)
+	client := &http.Client{CheckRedirect: SameOrigin(origin, func(to *url.URL) error { return errors.New("elsewhere") })}
+	for _, p := range []string{"/301", "/302", "/303"} {
+		resp, err := client.Post(srv.URL+p, "text/plain", strings.NewReader("the batch"))
+		if err == nil || !strings.Contains(err.Error(), "without the request's body") || !strings.Contains(err.Error(), "POST") {
+			t.Errorf("POST %s: %v", p, err)
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+	}
+	if n := gets.Load(); n != 0 {
+		t.Fatalf("the server got %d GETs", n)
+	}
+	for _, p := range []string{"/307", "/308"} {
+		got.Store("")
+		resp, err := client.Post(srv.URL+p, "text/plain", strings.NewReader("the batch"))
+		if err != nil {
+			t.Fatalf("POST %s: %v", p, err)
+		}
+		resp.Body.Close()
+		if got.Load() != "the batch" {
+			t.Errorf("POST %s arrived with %q", p, got.Load())
+		}
+	}
+}

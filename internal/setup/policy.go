@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/bouncer-mcp/bouncer/internal/bundle"
 	"github.com/bouncer-mcp/bouncer/internal/distribute"
@@ -46,6 +47,15 @@ type InForce struct {
 	// Set is the installed set --policy-dir names, verified; nil without
 	// --policy-dir.
 	Set *distribute.Set
+}
+
+// policyDir is the install directory of the set in force (--policy-dir,
+// absolute), as a list for OwnPaths: none without --policy-dir.
+func (in *InForce) policyDir() []string {
+	if in == nil || in.Set == nil {
+		return nil
+	}
+	return []string{filepath.Dir(in.Set.Dir)}
 }
 
 // LoadPolicy is the one place that decides which policy is in force: the

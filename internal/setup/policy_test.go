@@ -236,3 +236,41 @@ func TestLoadProtectsTheTrustFiles(t *testing.T) {
 		t.Fatalf("a write to the trust file's key: %+v", d)
 	}
 }
+
+// The install directory --policy-dir names is Bouncer's own state whole,
+// wherever it is: not only the set's policy files, but its rollback floor
+// (high-water.json), the current link, each set's installed.json and
+// set.sigstore.json, and the sets kept beside. A tool that could write
+// them outside the state directory (a filesystem server rooted at the home
+// directory, DIR=~/team-policy) could lower the floor and move an older
+// signed set behind current, or stop every run with a broken record.
+func TestLoadProtectsThePolicyDir(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	s := signer(t, state)
+	write(t, filepath.Join(state, bundle.UserTrustFileName), "keys: [team.pub]\n")
+	pdir := filepath.Join(dir, "team-policy")
+	install(t, s, pdir, distribute.File{Name: "team.yaml", Data: []byte(teamYAML)})
+	dec, err := Load(Config{Sources: Sources{PolicyDir: pdir, StateDir: state}, WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := dec.Engine("fs")
+	e.PinAll()
+	for _, p := range []string{
+		filepath.Join(pdir, "high-water.json"),
+		filepath.Join(pdir, "current"),
+		filepath.Join(dec.Set.Dir, distribute.RecordName),
+		filepath.Join(dec.Set.Dir, distribute.SetBundleName),
+		filepath.Join(pdir, "set-older"),
+		pdir,
+	} {
+		c, err := engine.ParseCall([]byte(`{"name":"write_file","arguments":{"path":"` + p + `","content":"x"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := e.Decide(c); d.Verdict != engine.Deny || !strings.Contains(d.Reason, "Bouncer's own state") {
+			t.Errorf("a write to %s: %+v", p, d)
+		}
+	}
+}

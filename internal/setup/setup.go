@@ -108,8 +108,12 @@ func Load(c Config) (*Decider, error) {
 	}
 	home, _ := os.UserHomeDir()
 	// The trust files and their keys are Bouncer's own state in every
-	// command: a write to them that run denies, check denies too.
-	own := OwnPaths(c.StateDir, append(append([]string(nil), pol.Files...), in.Trust.AllFiles()...))
+	// command: a write to them that run denies, check denies too. So is
+	// the directory --policy-dir names, whole, wherever it is: besides the
+	// set's files it holds the rollback floor (high-water.json), the
+	// current link and the sets kept beside, which a tool that could
+	// write would lower, move back, or break.
+	own := OwnPaths(c.StateDir, append(append(append([]string(nil), pol.Files...), in.Trust.AllFiles()...), in.policyDir()...))
 	return &Decider{InForce: in, Session: sess, Own: own, workDir: c.WorkDir, home: home}, nil
 }
 
