@@ -87,7 +87,7 @@ func cmdRun(args []string) error {
 	if err := statefile.Dir(pinned); err != nil {
 		return failed(fmt.Errorf("%s: %w", pinned, err))
 	}
-	launch, err := prepareUpstream(f.sandbox, dec.Policy, dir, up)
+	launch, err := prepareUpstream(f.sandbox, dec.Policy, dir, dec.Own, up)
 	if err != nil {
 		return err
 	}
@@ -307,25 +307,25 @@ func (f *runFlags) loadPolicy(dir string, up *upstreamSpec) (*setup.Decider, err
 // wrapped in the sandbox launcher when the policy has a sandbox: key), or
 // says that the key does not apply to a remote one. In strict mode it
 // refuses before anything starts if the kernel can't confine the proxy.
-func prepareUpstream(mode string, pol *policy.Policy, dir string, up *upstreamSpec) (*launchPlan, error) {
+func prepareUpstream(mode string, pol *policy.Policy, dir string, own []string, up *upstreamSpec) (*launchPlan, error) {
 	if up.remote != nil {
 		if pol.Sandbox != nil {
 			errorf("warning: %s: sandbox: the key confines a server bouncer starts; this one is remote, so it does not apply", pol.Sandbox.Source)
 		}
 		// No policy: there is no server process to confine, only the
 		// strict mode's check that the kernel can confine the proxy.
-		l, err := planUpstreamSandbox(mode, nil, dir, &up.cmd)
+		l, err := planUpstreamSandbox(mode, nil, dir, nil, &up.cmd)
 		return l, badInputIf(err)
 	}
 	if err := resolveCommand(&up.cmd); err != nil {
 		return nil, badInput(err)
 	}
 	if pol.Sandbox != nil && mode != "off" {
-		if why := sandbox.Unworkable(up.cmd.Path, up.cmd.Args, setup.Confinement(pol, dir)); why != "" {
+		if why := sandbox.Unworkable(up.cmd.Path, up.cmd.Args, setup.Confinement(pol, dir, own)); why != "" {
 			errorf("warning: %s: sandbox: %s", pol.Sandbox.Source, why)
 		}
 	}
-	l, err := planUpstreamSandbox(mode, pol, dir, &up.cmd)
+	l, err := planUpstreamSandbox(mode, pol, dir, own, &up.cmd)
 	return l, badInputIf(err)
 }
 

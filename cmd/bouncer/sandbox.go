@@ -26,7 +26,7 @@ type launchPlan struct {
 // planUpstreamSandbox rewrites the upstream command to start through the
 // launcher when the policy has a sandbox: key. In strict mode it refuses
 // before the upstream starts if the kernel can't confine the proxy.
-func planUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, cmd *transport.Command) (*launchPlan, error) {
+func planUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, own []string, cmd *transport.Command) (*launchPlan, error) {
 	m, err := sandbox.ParseMode(mode)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func planUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, cmd *
 		plan.note = fmt.Sprintf("the upstream is NOT confined: --sandbox off overrides the sandbox key at %s", pol.Sandbox.Source)
 		return plan, nil
 	}
-	l, err := sandbox.LauncherArgs(m, setup.Confinement(pol, stateDir), cmd.Path, cmd.Args, cmd.Dir)
+	l, err := sandbox.LauncherArgs(m, setup.Confinement(pol, stateDir, own), cmd.Path, cmd.Args, cmd.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -286,11 +286,16 @@ func listedPlan(c Confinement, where string) (launchPlan, error) {
 }
 
 // keepsOff refuses a plan that reaches what c says the server must not
-// write or read.
+// write or read: a listed path that holds it, or one inside it (a
+// read_write path inside the state directory or an installed policy
+// set's directory reaches a part of it as surely as the whole).
 func (l Launch) keepsOff(c Confinement, where string) error {
 	for _, n := range c.NoWrite {
 		if _, w := l.Reaches(n); w {
 			return fmt.Errorf("%s.read_write: the server could write %s, which it must not change", where, n)
+		}
+		if p, ok := listedInside(l.plan.Write, n); ok {
+			return fmt.Errorf("%s.read_write: the server could write %s, inside %s, which it must not change", where, p, n)
 		}
 	}
 	for _, n := range c.NoRead {
@@ -301,8 +306,26 @@ func (l Launch) keepsOff(c Confinement, where string) error {
 			}
 			return fmt.Errorf("%s.%s: the server could read %s, which it must not see", where, key, n)
 		}
+		if p, ok := listedInside(l.plan.Write, n); ok {
+			return fmt.Errorf("%s.read_write: the server could read %s, inside %s, which it must not see", where, p, n)
+		}
+		if p, ok := listedInside(l.plan.Read, n); ok {
+			return fmt.Errorf("%s.read_only: the server could read %s, inside %s, which it must not see", where, p, n)
+		}
 	}
 	return nil
+}
+
+// listedInside returns the first of paths that lies inside dir, its
+// symlinks resolved on both sides.
+func listedInside(paths []string, dir string) (string, bool) {
+	rd := realPath(dir)
+	for _, p := range paths {
+		if pathtree.Within(realPath(p), rd) {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // checkListed accepts an absolute path that exists.

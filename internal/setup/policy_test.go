@@ -274,3 +274,34 @@ func TestLoadProtectsThePolicyDir(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxKeepsOffThePolicyDir: the sandbox key may not let the
+// upstream write into the directory --policy-dir names (its rollback
+// floor sits there), even by a path inside it that holds no policy file;
+// the engine refuses the same writes (TestLoadProtectsThePolicyDir).
+func TestSandboxKeepsOffThePolicyDir(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	s := signer(t, state)
+	write(t, filepath.Join(state, bundle.UserTrustFileName), "keys: [team.pub]\n")
+	pdir := filepath.Join(dir, "team-policy")
+	install(t, s, pdir, distribute.File{Name: "team.yaml", Data: []byte(teamYAML)})
+	floor := filepath.Join(pdir, "high-water.json")
+	if _, err := os.Stat(floor); err != nil {
+		t.Fatalf("the install left no %s: %v", floor, err)
+	}
+	extra := write(t, filepath.Join(dir, "box.yaml"), "sandbox:\n  read_write: ["+floor+"]\n")
+	_, err := Load(Config{Sources: Sources{PolicyDir: pdir, Policies: []string{extra}, StateDir: state}, WorkDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "inside "+pdir) {
+		t.Fatalf("a sandbox key writing %s: %v, want it refused as inside %s", floor, err, pdir)
+	}
+	// A directory beside it is fine.
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, extra, "sandbox:\n  read_write: ["+work+"]\n")
+	if _, err := Load(Config{Sources: Sources{PolicyDir: pdir, Policies: []string{extra}, StateDir: state}, WorkDir: dir}); err != nil {
+		t.Fatalf("a sandbox key writing %s: %v", work, err)
+	}
+}

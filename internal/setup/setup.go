@@ -92,8 +92,16 @@ func Load(c Config) (*Decider, error) {
 		return nil, err
 	}
 	pol := in.Policy
+	// The trust files and their keys are Bouncer's own state in every
+	// command: a write to them that run denies, check denies too. So is
+	// the directory --policy-dir names, whole, wherever it is: besides the
+	// set's files it holds the rollback floor (high-water.json), the
+	// current link and the sets kept beside, which a tool that could
+	// write would lower, move back, or break. The sandbox keeps the
+	// upstream from writing the same paths.
+	own := OwnPaths(c.StateDir, append(append(append([]string(nil), pol.Files...), in.Trust.AllFiles()...), in.policyDir()...))
 	if pol.Sandbox != nil {
-		if err := sandbox.Validate(Confinement(pol, c.StateDir)); err != nil {
+		if err := sandbox.Validate(Confinement(pol, c.StateDir, own)); err != nil {
 			return nil, err
 		}
 	}
@@ -107,13 +115,6 @@ func Load(c Config) (*Decider, error) {
 		sess.SetRemembered(session.OpenRemembered(c.StateDir))
 	}
 	home, _ := os.UserHomeDir()
-	// The trust files and their keys are Bouncer's own state in every
-	// command: a write to them that run denies, check denies too. So is
-	// the directory --policy-dir names, whole, wherever it is: besides the
-	// set's files it holds the rollback floor (high-water.json), the
-	// current link and the sets kept beside, which a tool that could
-	// write would lower, move back, or break.
-	own := OwnPaths(c.StateDir, append(append(append([]string(nil), pol.Files...), in.Trust.AllFiles()...), in.policyDir()...))
 	return &Decider{InForce: in, Session: sess, Own: own, workDir: c.WorkDir, home: home}, nil
 }
 
@@ -148,11 +149,12 @@ func OwnPaths(stateDir string, files []string) []string {
 }
 
 // Confinement is the policy's sandbox key as the sandbox package takes it,
-// with what the upstream must never reach: the policy files (a server that
-// rewrote them would set the next session's rules) and the state directory
-// (approvals, the audit log of every server). Nil policy sandbox gives the
-// zero Confinement.
-func Confinement(pol *policy.Policy, stateDir string) sandbox.Confinement {
+// with what the upstream must never reach: Bouncer's own state as the
+// engine protects it (own, from OwnPaths: the policy and trust files, an
+// installed policy set's directory, the state directory) is not writable,
+// and the state directory (approvals, the audit log of every server) is
+// not readable either. Nil policy sandbox gives the zero Confinement.
+func Confinement(pol *policy.Policy, stateDir string, own []string) sandbox.Confinement {
 	if pol == nil || pol.Sandbox == nil {
 		return sandbox.Confinement{}
 	}
@@ -161,7 +163,7 @@ func Confinement(pol *policy.Policy, stateDir string) sandbox.Confinement {
 		ReadOnly:   pol.Sandbox.ReadOnly,
 		ConnectTCP: pol.Sandbox.ConnectTCP,
 		Source:     pol.Sandbox.Source,
-		NoWrite:    append([]string(nil), pol.Files...),
+		NoWrite:    append(append([]string(nil), pol.Files...), own...),
 	}
 	if stateDir != "" {
 		c.NoWrite = append(c.NoWrite, stateDir)
