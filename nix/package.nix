@@ -32,7 +32,7 @@ buildGo126Module {
   pname = "bouncer";
   inherit version src;
 
-  vendorHash = "sha256-K5sR0GPqm8Wtm5oO5gSA6fksx/GEOgKDrvdHRILkEy0=";
+  vendorHash = "sha256-s/clgDEf1ZCzJMNCchnTBP3egXj+8jHR4CE4aMeUJfE=";
 
   subPackages = [ "cmd/bouncer" ];
 
