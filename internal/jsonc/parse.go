@@ -158,26 +158,13 @@ func (p *jparser) object(start, depth int) (*Node, error) {
 			return nil, err
 		}
 		n.Members = append(n.Members, Member{Key: k.Str, KeyStart: keyStart, KeyEnd: k.End, Val: v})
-		if err := p.ws(); err != nil {
+		done, err := p.after('}')
+		if err != nil {
 			return nil, err
 		}
-		switch p.peek() {
-		case ',':
-			p.pos++
-			if err := p.ws(); err != nil {
-				return nil, err
-			}
-			if p.jsonc && p.peek() == '}' {
-				p.pos++
-				n.End = p.pos
-				return n, nil
-			}
-		case '}':
-			p.pos++
+		if done {
 			n.End = p.pos
 			return n, nil
-		default:
-			return nil, fmt.Errorf("unexpected %s, expected ',' or '}'", p.describe())
 		}
 	}
 }
@@ -199,28 +186,40 @@ func (p *jparser) array(start, depth int) (*Node, error) {
 			return nil, err
 		}
 		n.Elems = append(n.Elems, v)
-		if err := p.ws(); err != nil {
+		done, err := p.after(']')
+		if err != nil {
 			return nil, err
 		}
-		switch p.peek() {
-		case ',':
-			p.pos++
-			if err := p.ws(); err != nil {
-				return nil, err
-			}
-			if p.jsonc && p.peek() == ']' {
-				p.pos++
-				n.End = p.pos
-				return n, nil
-			}
-		case ']':
-			p.pos++
+		if done {
 			n.End = p.pos
 			return n, nil
-		default:
-			return nil, fmt.Errorf("unexpected %s, expected ',' or ']'", p.describe())
 		}
 	}
+}
+
+// after reads what follows a member or an element: a ',' (and, in JSONC,
+// a trailing one before close) or close itself. done is true once close
+// is read; false means another member or element follows.
+func (p *jparser) after(close byte) (done bool, err error) {
+	if err := p.ws(); err != nil {
+		return false, err
+	}
+	switch p.peek() {
+	case ',':
+		p.pos++
+		if err := p.ws(); err != nil {
+			return false, err
+		}
+		if p.jsonc && p.peek() == close {
+			p.pos++
+			return true, nil
+		}
+		return false, nil
+	case close:
+		p.pos++
+		return true, nil
+	}
+	return false, fmt.Errorf("unexpected %s, expected ',' or '%c'", p.describe(), close)
 }
 
 // str reads a string token, checking what RFC 8259 requires (no control
