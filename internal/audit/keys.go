@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/jsontext"
 )
 
 // Bouncer writes every member of a line once, spelled as Entry's tags
@@ -126,7 +128,7 @@ func checkMembers(members []member, names []string, where string) error {
 			}
 		}
 		for _, n := range names {
-			if m.key != n && strings.EqualFold(m.key, n) {
+			if m.key != n && jsontext.FoldKey(m.key) == jsontext.FoldKey(n) {
 				return fmt.Errorf("key %q is not %q%s, but Go's JSON readers (bouncer's own) take it for it, and others don't; bouncer never writes one (the line was forged)", m.key, n, in)
 			}
 		}

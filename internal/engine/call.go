@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/bouncer-mcp/bouncer/internal/jsontext"
 )
 
 // Call is one tools/call: the tool's name and its arguments. Build it with
@@ -231,50 +232,9 @@ func joinPath(path, key string) string {
 	return path + "." + key
 }
 
-// FoldKey returns the form under which Go's encoding/json matches an object
-// key to a struct field: two keys with the same FoldKey fill the same field
-// of a Go server's request struct. ASCII letters fold to upper case; any
-// other rune to the smallest rune of its Unicode simple-folding orbit, so
-// the long s (U+017F) folds with s and the Kelvin sign (U+212A) with k.
-// This must stay the rule encoding/json applies (its foldName); a
-// differential fuzz test holds the two together.
-func FoldKey(k string) string {
-	ascii := true
-	for i := 0; i < len(k); i++ {
-		if k[i] >= utf8.RuneSelf || 'a' <= k[i] && k[i] <= 'z' {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		return k
-	}
-	var b strings.Builder
-	b.Grow(len(k))
-	for _, r := range k {
-		switch {
-		case r < utf8.RuneSelf:
-			if 'a' <= r && r <= 'z' {
-				r -= 'a' - 'A'
-			}
-		default:
-			r = foldRune(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// foldRune returns the smallest rune of r's simple-folding orbit.
-func foldRune(r rune) rune {
-	for {
-		r2 := unicode.SimpleFold(r)
-		if r2 <= r {
-			return r2
-		}
-		r = r2
-	}
-}
+// FoldKey is jsontext.FoldKey: the form under which Go's encoding/json
+// matches an object key to a struct field.
+func FoldKey(k string) string { return jsontext.FoldKey(k) }
 
 // aliasKey is how an argument name is compared with the names a tool
 // declares: FoldKey, and also without '_' and '-', which the case-insensitive

@@ -20,7 +20,7 @@ import (
 //     other. A repeat elsewhere in the file (the client's own settings) is
 //     left to the client, so a stray one there does not stop init.
 //   - In a tools/call (engine.ParseCall), a repeated key is refused at any
-//     depth, and so are two keys that fold together (engine.FoldKey):
+//     depth, and so are two keys that fold together (jsontext.FoldKey):
 //     the readers include Go servers, whose encoding/json matches struct
 //     fields ignoring case. No client reads its config that way.
 //   - The policy and trust files (internal/policy, internal/bundle) are

@@ -2,10 +2,14 @@
 // of Bouncer's readers needs: the engine's call parser decodes \u escapes,
 // the audit log's strict rewriting looks at them to find lone surrogates,
 // and the JSONC reader of the clients' configs (internal/jsonc) checks
-// them. All must read an escape the same way, so it is read here.
+// them. All must read an escape the same way, so it is read here. So is
+// FoldKey, the key folding of Go's encoding/json, under which the engine
+// refuses a call and the audit log a line whose keys a Go reader merges.
 package jsontext
 
 import (
+	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -61,4 +65,49 @@ func UEscape(b []byte) (r rune, n int, ok bool) {
 		}
 	}
 	return r, 6, true
+}
+
+// FoldKey returns the form under which Go's encoding/json matches an object
+// key to a struct field: two keys with the same FoldKey fill the same field
+// of a Go server's request struct. ASCII letters fold to upper case; any
+// other rune to the smallest rune of its Unicode simple-folding orbit, so
+// the long s (U+017F) folds with s and the Kelvin sign (U+212A) with k.
+// This must stay the rule encoding/json applies (its foldName); a
+// differential fuzz test holds the two together.
+func FoldKey(k string) string {
+	ascii := true
+	for i := 0; i < len(k); i++ {
+		if k[i] >= utf8.RuneSelf || 'a' <= k[i] && k[i] <= 'z' {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return k
+	}
+	var b strings.Builder
+	b.Grow(len(k))
+	for _, r := range k {
+		switch {
+		case r < utf8.RuneSelf:
+			if 'a' <= r && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+		default:
+			r = foldRune(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// foldRune returns the smallest rune of r's simple-folding orbit.
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
 }
