@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -404,7 +405,9 @@ func (p *Policy) ForCall(tool string, schemaParams []string, args map[string]any
 	params := append([]string(nil), schemaParams...)
 	var nested []string
 	for name, v := range args {
-		params = append(params, name)
+		if !slices.Contains(schemaParams, name) {
+			params = append(params, name) // an argument the schema doesn't declare
+		}
 		if holdsDestinationKey(v) {
 			nested = append(nested, name)
 		}
