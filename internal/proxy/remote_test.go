@@ -64,6 +64,23 @@ func TestRemoteFault503(t *testing.T) {
 	}
 }
 
+// A server that closes the connection a call was posted on, unanswered,
+// may have run it: the call is failed saying so, and not sent again; the
+// session goes on.
+func TestRemoteFaultHangup(t *testing.T) {
+	h, r := faulted(t, "streamable", "2025-06-18", "hangup")
+	resp := rawCall(r, 3, "echo", `{"text":"x"}`)
+	if resp.Error == nil || !strings.Contains(resp.Error.Error(), "broke after the request was sent, before any answer") || !strings.Contains(resp.Error.Error(), "It may have run or not") {
+		t.Fatalf("the call the server hung up on: %v %s", resp.Error, resp.Result)
+	}
+	if text, _ := resultText(t, rawCall(r, 4, "echo", `{"text":"again"}`)); text != "again" {
+		t.Fatalf("after the hangup: %q", text)
+	}
+	if got := verdicts(h.auditLines()); got != "get_ticket:allow/default http_fault:allow/default echo:allow/default echo:allow/default" {
+		t.Fatalf("audit = %s", got)
+	}
+}
+
 // faulted starts a raw session on the HTTP helpdesk in mode, asking for
 // protocol version, pins the tools with one call (id 1: get_ticket, whose
 // output names attacker@evil.example), and then makes the server show

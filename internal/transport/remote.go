@@ -692,10 +692,26 @@ func (r *Remote) refused(m jsonrpc.Message, err error) {
 	r.mu.Lock()
 	delete(r.flights, req.ID)
 	r.mu.Unlock()
+	msg := "bouncer: the remote server did not take the request: " + why
+	if brokeUnanswered(err) {
+		msg = fmt.Sprintf("bouncer: the connection to the remote server at %s broke after the request was sent, before any answer (%s). It may have run or not, and bouncer did not send it again; check that the server is up and reachable, and whether the request took effect before retrying", redactURL(r.cfg.URL), why)
+	}
 	r.deliver(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
 		Code:    jsonrpc.CodeInternalError,
-		Message: "bouncer: the remote server did not take the request: " + why,
+		Message: msg,
 	}})
+}
+
+// brokeUnanswered reports whether err, from writing a request that was
+// on the wire, is the HTTP client's (no response came back: the
+// connection closed or reset) rather than the server's answer (a status
+// it refused the request with). The first happens when a server that
+// went away had closed a kept-alive connection and the HTTP client had not
+// noticed yet: net/http does not send a POST again once it was written,
+// since the server may have read it.
+func brokeUnanswered(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue)
 }
 
 // accepted notes that the server took req, sent on session gen: from now

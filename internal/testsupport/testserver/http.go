@@ -50,6 +50,9 @@ const (
 // (argument "fault"):
 //
 //	503        the next post is answered 503 Service Unavailable
+//	hangup     the next post is read whole and its connection closed,
+//	           unanswered (as a server that crashed on it, or one whose
+//	           kept-alive connection closed as the post was sent)
 //	expire     the session is gone: every request naming it gets 404
 //	drop       the open event streams (GETs) are cut off
 //	cut        the next post answered with an event stream loses its
@@ -67,6 +70,7 @@ const pingTool = "ping_client"
 type faults struct {
 	mu          sync.Mutex
 	fail503     int            // posts still to answer 503
+	hangup      int            // posts still to hang up on
 	expired     bool           // the session is gone
 	forgetCalls bool           // every tools/call naming a session gets 404
 	getLog      string         // where each GET's session id is appended, if set
@@ -100,6 +104,8 @@ func (f *faults) set(fault string) error {
 	switch fault {
 	case "503":
 		f.fail503++
+	case "hangup":
+		f.hangup++
 	case "expire":
 		f.expired = true
 	case "cut":
@@ -134,6 +140,10 @@ func (f *faults) wrap(h http.Handler, token string) http.Handler {
 		if fail {
 			f.fail503--
 		}
+		hangup := req.Method == http.MethodPost && !fail && f.hangup > 0
+		if hangup {
+			f.hangup--
+		}
 		var id int
 		if req.Method == http.MethodGet && f.getLog != "" {
 			if lf, err := os.OpenFile(f.getLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
@@ -161,6 +171,11 @@ func (f *faults) wrap(h http.Handler, token string) http.Handler {
 			http.Error(w, "session not found", http.StatusNotFound)
 		case fail:
 			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+		case hangup:
+			_, _ = io.Copy(io.Discard, req.Body)
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
 		case req.Method == http.MethodPost:
 			// Only a post that came after the fault was set can be cut
 			// (not the http_fault call's own).
