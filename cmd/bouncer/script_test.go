@@ -68,11 +68,17 @@ func TestScripts(t *testing.T) {
 		},
 		RequireExplicitExec: true,
 		Cmds:                scriptCmds, // script_registry_test.go
-		// [missing:PROGRAM] is true when PROGRAM is not on PATH, for a
-		// script to skip; under CI it fails the script (package need).
+		// [missing:PROGRAM] is true when PROGRAM is not on PATH, and
+		// [missing-npm:FILE] when FILE is not among the pinned npm
+		// reference servers (testdata/npm/node_modules), for a script to
+		// skip; under CI either fails the script (package need).
 		Condition: func(cond string) (bool, error) {
 			if prog, ok := strings.CutPrefix(cond, "missing:"); ok {
 				return need.Absent(prog, "the script's skip line says how to get it")
+			}
+			if rel, ok := strings.CutPrefix(cond, "missing-npm:"); ok {
+				return need.FileAbsent(filepath.Join(repo, "testdata", "npm", "node_modules", filepath.FromSlash(rel)),
+					"the npm reference servers", "run npm ci in testdata/npm")
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

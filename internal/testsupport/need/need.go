@@ -61,6 +61,20 @@ func Absent(name, how string) (bool, error) {
 	return true, nil
 }
 
+// FileAbsent reports whether path is missing, as Absent does for a
+// program: for a testscript condition on what an installer puts in the
+// tree (the npm reference servers). what names it and how says how to get
+// it; under CI a missing file is an error, which fails the script.
+func FileAbsent(path, what, how string) (bool, error) {
+	if _, err := os.Stat(path); err == nil {
+		return false, nil
+	}
+	if CI() {
+		return true, errors.New(underCI(what+" ("+path+")", how))
+	}
+	return true, nil
+}
+
 // Program returns the path of the program name, found on PATH or else at
 // one of the absolute paths in also (for daemons in /usr/sbin, which is not
 // on every PATH), or stops t with Missing.

@@ -117,3 +117,36 @@ func TestAbsent(t *testing.T) {
 		})
 	}
 }
+
+func TestFileAbsent(t *testing.T) {
+	dir := t.TempDir()
+	here := filepath.Join(dir, "index.js")
+	if err := os.WriteFile(here, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(dir, "node_modules", "x.js")
+	tests := []struct {
+		name, path string
+		ci         bool
+		absent     bool
+		err        string
+	}{
+		{name: "there", path: here, ci: true},
+		{name: "missing here", path: gone, absent: true},
+		{name: "missing under CI", path: gone, ci: true, absent: true,
+			err: "the x package (" + gone + ") is missing: run npm ci in y (.ci/test installs or checks everything the tests need); under CI this is a failure, not a skip"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ci := ""
+			if tc.ci {
+				ci = "1"
+			}
+			t.Setenv("CI", ci)
+			absent, err := FileAbsent(tc.path, "the x package", "run npm ci in y")
+			if absent != tc.absent || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
+				t.Fatalf("FileAbsent = %v, %v; want %v, %q", absent, err, tc.absent, tc.err)
+			}
+		})
+	}
+}
