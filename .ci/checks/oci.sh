@@ -7,8 +7,8 @@
 #   - a file signed with cosign sign-blob --key goes through push and pull,
 #     and cosign verifies what pull installed; cosign and bouncer accept each
 #     other's bundles (internal/bundle).
-# Takes the tools at the versions .ci/testdeps pins (installing them into
-# bin/test-tools when missing), and fails if any of these tests was skipped.
+# Takes the tools at the versions .ci/testdeps pins (built once per machine
+# into its cache when missing), and fails if any of these tests was skipped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
@@ -16,7 +16,7 @@ step() { echo "-- oci: $*"; }
 
 # shellcheck source=.ci/testdeps
 source .ci/testdeps
-testdeps_tools
+testdeps_builds
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
