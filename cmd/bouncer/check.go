@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/term"
 
+	"github.com/bouncer-mcp/bouncer/internal/display"
 	"github.com/bouncer-mcp/bouncer/internal/engine"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
@@ -26,7 +28,8 @@ const checkSynopsis = "bouncer check [--policy FILE]... [--policy-dir DIR] [--tr
 	`with "server": NAME beside output, call or approve for a session of several servers (default --name),` + "\n" +
 	`and "tool": NAME beside output to say which tool returned it (for trusted_output).` + "\n" +
 	"bouncer run --record FILE writes a session in this form as it happens.\n" +
-	"Each call prints {\"tool\",\"verdict\",\"reason\",\"rule\"}. Reads stdin without SESSION; with only\n" +
+	"Each call prints a JSON line {\"tool\",\"verdict\",\"reason\",\"rule\"}, or, on a terminal, a table row.\n" +
+	"Reads stdin without SESSION; with only\n" +
 	"--policy (or --policy-dir) and no SESSION on a terminal, it checks the policy and exits.\n" +
 	"The policy is the one bouncer run loads for the same --policy, --policy-dir and --trust:\n" +
 	"an installed set verified as pulled, each file's signature checked under the trust configuration."
@@ -97,7 +100,13 @@ func cmdCheck(args []string) error {
 	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	if err := r.replay(in, out); err != nil {
+	r.emit = jsonVerdicts(out)
+	if term.IsTerminal(int(os.Stdout.Fd())) {
+		// A person reads it: a table. A pipe or a file gets the JSON
+		// lines the contract fixes, for scripts.
+		r.emit = tableVerdicts(out)
+	}
+	if err := r.replay(in); err != nil {
 		out.Flush()
 		return badInput(fmt.Errorf("%s:%v", src, err))
 	}
@@ -132,6 +141,47 @@ type replayer struct {
 	name    string
 	engines map[string]*engine.Engine
 	elided  bool // a line was elided (warned about once)
+	// emit writes the verdict of the call on session line n, made by
+	// server's engine.
+	emit func(n int, server string, v checkVerdict) error
+}
+
+// jsonVerdicts writes each verdict as one JSON line
+// ({"tool","verdict","reason","rule"}), as the contract says.
+func jsonVerdicts(out io.Writer) func(int, string, checkVerdict) error {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	return func(_ int, _ string, v checkVerdict) error { return enc.Encode(v) }
+}
+
+// tableVerdicts writes each verdict as a row of a table for a person, as
+// bouncer log shows the audit log: the session line, the server (- for
+// none), the tool, the verdict, the rule and the reason, every value
+// escaped by the one display escaper (the session's values came from a
+// server or an agent), the header before the first row.
+func tableVerdicts(out io.Writer) func(int, string, checkVerdict) error {
+	const row = "%-5s  %-12s  %-22s  %-7s  %-9s  %s\n"
+	header := false
+	return func(n int, server string, v checkVerdict) error {
+		if !header {
+			header = true
+			if _, err := fmt.Fprintf(out, row, "LINE", "SERVER", "TOOL", "VERDICT", "RULE", "REASON"); err != nil {
+				return err
+			}
+		}
+		srv := "-"
+		if server != "" {
+			srv, _ = display.Show(server)
+		}
+		tool, _ := display.Show(v.Tool)
+		rule, _ := display.Printable(v.Rule)
+		reason, _ := display.Printable(v.Reason)
+		if reason == "" {
+			reason = "-"
+		}
+		_, err := fmt.Fprintf(out, row, strconv.Itoa(n), srv, tool, v.Verdict, rule, reason)
+		return err
+	}
 }
 
 func (r *replayer) engine(server string) *engine.Engine {
@@ -169,14 +219,12 @@ type lineError struct {
 
 func (e *lineError) Error() string { return fmt.Sprintf("%d: %v", e.line, e.err) }
 
-func (r *replayer) replay(in io.Reader, out io.Writer) error {
+func (r *replayer) replay(in io.Reader) error {
 	br := bufio.NewReader(in)
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
 	for n := 1; ; n++ {
 		raw, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(raw)) > 0 {
-			if lerr := r.line(raw, enc); lerr != nil {
+			if lerr := r.line(n, raw); lerr != nil {
 				return &lineError{n, lerr}
 			}
 		}
@@ -189,7 +237,7 @@ func (r *replayer) replay(in io.Reader, out io.Writer) error {
 	}
 }
 
-func (r *replayer) line(raw []byte, enc *json.Encoder) error {
+func (r *replayer) line(n int, raw []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var l sessionLine
@@ -262,10 +310,10 @@ func (r *replayer) line(raw []byte, enc *json.Encoder) error {
 			return fmt.Errorf("call: %v", err)
 		case err != nil:
 			// Well-formed JSON that run refuses to judge: the same deny.
-			return enc.Encode(checkVerdict{Tool: c.Tool, Verdict: string(engine.Deny), Reason: "malformed tools/call: " + err.Error(), Rule: string(engine.RuleDefault)})
+			return r.emit(n, server, checkVerdict{Tool: c.Tool, Verdict: string(engine.Deny), Reason: "malformed tools/call: " + err.Error(), Rule: string(engine.RuleDefault)})
 		}
 		d := eng.Decide(c)
-		return enc.Encode(checkVerdict{Tool: c.Tool, Verdict: string(d.Verdict), Reason: d.Reason, Rule: string(d.Rule)})
+		return r.emit(n, server, checkVerdict{Tool: c.Tool, Verdict: string(d.Verdict), Reason: d.Reason, Rule: string(d.Rule)})
 	case l.Approve != nil:
 		if l.Approve.Tool == "" {
 			return fmt.Errorf("approve has no \"tool\"")
