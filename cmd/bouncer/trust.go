@@ -180,9 +180,13 @@ func trustAdd(rem *session.Remembered, auditPath, server string, ops []string) e
 		flushTypeAhead(os.Stdin)
 		fmt.Print("Which one to review? [number, Enter for none] ")
 		line, _ := in.ReadString('\n')
-		n, err := strconv.Atoi(strings.TrimSpace(line))
+		line = strings.TrimSpace(line)
+		if line == "" {
+			return cancelled()
+		}
+		n, err := strconv.Atoi(line)
 		if err != nil || n < 1 || n > len(pick) {
-			return failed(fmt.Errorf("trust add: nothing vouched for"))
+			return failed(fmt.Errorf("trust add: %q is not a number from 1 to %d; nothing vouched for", printable(line), len(pick)))
 		}
 		d = pick[n-1]
 	}
@@ -205,13 +209,26 @@ func trustAdd(rem *session.Remembered, auditPath, server string, ops []string) e
 		return failed(fmt.Errorf("trust add: reading the answer: %v", err))
 	}
 	typed = strings.TrimSpace(typed)
-	if typed == "" || !approval.SameDestination(typed, d.destination) {
+	if typed == "" {
+		return cancelled()
+	}
+	if !approval.SameDestination(typed, d.destination) {
 		return failed(fmt.Errorf("trust add: what you typed is not the destination; nothing vouched for"))
 	}
 	if err := rem.Add(d.server, d.destination, "trust add", time.Now()); err != nil {
 		return failed(fmt.Errorf("trust add: %v", err))
 	}
 	fmt.Printf("Remembered %s for server %s. The agent may retry; bouncer trust remove forgets it.\n", show(d.destination), show(d.server))
+	return nil
+}
+
+// cancelled ends trust add that the person cancelled with Enter: a choice,
+// not a failure, so it says so on stdout and exits 0. What they typed
+// and is not the destination, or a number not in the list, is a failure
+// (exit 1): they meant something, and it was not done.
+func cancelled() error {
+	fmt.Println()
+	fmt.Println("Cancelled: nothing vouched for.")
 	return nil
 }
 

@@ -35,16 +35,19 @@ func writeTaintDeny(t *testing.T, home, server, dest, source string) {
 // from, and vouches only when the person types it; then the destination is
 // remembered for that server.
 func TestTrustAddOnTerminal(t *testing.T) {
+	notIt := "bouncer: trust add: what you typed is not the destination; nothing vouched for"
 	for _, tc := range []struct {
 		name, typed string
 		vouched     bool
+		status      int    // 0: vouched, or cancelled
+		said        string // in the output
 	}{
-		{"typed", "carol@partner.example\r", true},
-		{"typed with the domain in other case", "carol@Partner.EXAMPLE\r", true},
-		{"typed with the local part in other case", "CAROL@partner.example\r", false},
-		{"typed as a look-alike", "carol@partner.ex\u0430mple\r", false},
-		{"cancelled", "\r", false},
-		{"typed another", "carol@partner.exampl\r", false},
+		{"typed", "carol@partner.example\r", true, 0, "Remembered carol@partner.example for server outbox"},
+		{"typed with the domain in other case", "carol@Partner.EXAMPLE\r", true, 0, "Remembered"},
+		{"typed with the local part in other case", "CAROL@partner.example\r", false, 1, notIt},
+		{"typed as a look-alike", "carol@partner.ex\u0430mple\r", false, 1, notIt},
+		{"cancelled", "\r", false, 0, "Cancelled: nothing vouched for."},
+		{"typed another", "carol@partner.exampl\r", false, 1, notIt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
@@ -66,11 +69,41 @@ func TestTrustAddOnTerminal(t *testing.T) {
 			io.WriteString(p.f, tc.typed)
 			status, out := p.wait(t)
 			has := session.OpenRemembered(home).Has("outbox", "carol@partner.example")
-			if has != tc.vouched || (status == 0) != tc.vouched {
-				t.Fatalf("exit %d, remembered %v; want %v\n%s", status, has, tc.vouched, out)
+			if has != tc.vouched || status != tc.status || !strings.Contains(out, tc.said) {
+				t.Fatalf("exit %d, remembered %v; want %d, %v, and %q said\n%s", status, has, tc.status, tc.vouched, tc.said, out)
+			}
+			if tc.status == 0 && strings.Contains(out, "bouncer: ") {
+				t.Errorf("reads as an error:\n%s", out)
 			}
 			if session.OpenRemembered(home).Has("outbox", "attacker@evil.example") {
 				t.Fatal("the other destination was remembered")
+			}
+		})
+	}
+}
+
+// Enter at the list cancels too (exit 0); a number not in it is a failure.
+func TestTrustAddPickCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		name, typed string
+		status      int
+		said        string
+	}{
+		{"Enter", "\r", 0, "Cancelled: nothing vouched for."},
+		{"out of range", "3\r", 1, `bouncer: trust add: "3" is not a number from 1 to 1; nothing vouched for`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			writeTaintDeny(t, home, "outbox", "carol@partner.example", "inbox")
+			p := startPTY(t, "trust", "add", "--home", home)
+			p.waitFor(t, "Which one to review?")
+			io.WriteString(p.f, tc.typed)
+			status, out := p.wait(t)
+			if status != tc.status || !strings.Contains(out, tc.said) {
+				t.Fatalf("exit %d, want %d and %q said:\n%s", status, tc.status, tc.said, out)
+			}
+			if session.OpenRemembered(home).Has("outbox", "carol@partner.example") {
+				t.Fatal("remembered")
 			}
 		})
 	}
