@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +22,9 @@ func TestDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
+	// No bouncer installed: the demo builds its own (TestInstalled has
+	// the other case).
+	t.Setenv("GOBIN", t.TempDir())
 	var log bytes.Buffer
 	if err := run(repo, out, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
@@ -81,5 +85,39 @@ func TestDemo(t *testing.T) {
 	}
 	if !bytes.Contains(pack, []byte("What Bouncer enforces and what it does not")) {
 		t.Errorf("review pack lacks its limits section")
+	}
+}
+
+// The demo takes the bouncer go install put in GOBIN when Go finds it up
+// to date with this source, and builds its own otherwise.
+func TestInstalled(t *testing.T) {
+	need.Long(t, "installs bouncer twice")
+	repo, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goBin := need.Program(t, "go", "install Go")
+	gobin := t.TempDir()
+	t.Setenv("GOBIN", gobin)
+	if got := installed(goBin, repo, "./cmd/bouncer"); got != "" {
+		t.Fatalf("nothing installed yet, installed = %q", got)
+	}
+	install := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(goBin, append(append([]string{"install"}, args...), "./cmd/bouncer")...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go install: %v\n%s", err, out)
+		}
+	}
+	install()
+	if got, want := installed(goBin, repo, "./cmd/bouncer"), filepath.Join(gobin, "bouncer"); got != want {
+		t.Fatalf("after go install, installed = %q, want %q", got, want)
+	}
+	// Another version is not this one.
+	install("-ldflags=-X main.version=9.9.9")
+	if got := installed(goBin, repo, "./cmd/bouncer"); got != "" {
+		t.Fatalf("another version installed, installed = %q", got)
 	}
 }

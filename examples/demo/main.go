@@ -279,9 +279,21 @@ func (d *demo) setup() error {
 	if err != nil {
 		return fmt.Errorf("the demo builds bouncer with the go command: %w", err)
 	}
-	d.say("Building bouncer and the helpdesk server into %s. The first run compiles every package they use,\n"+
-		"some 700: minutes on a slow or busy machine. Later runs take seconds (the build cache has them).", d.show(d.bin))
-	for _, b := range [][2]string{{"bouncer", "./cmd/bouncer"}, {"helpdesk", "./examples/demo/helpdesk"}} {
+	builds := [][2]string{{"bouncer", "./cmd/bouncer"}, {"helpdesk", "./examples/demo/helpdesk"}}
+	if target := installed(goBin, d.repo, "./cmd/bouncer"); target != "" {
+		if err := copyFile(target, filepath.Join(d.bin, "bouncer")); err != nil {
+			return err
+		}
+		d.say("Using the bouncer that go install put in %s: it is built from this source as it is now.", d.show(filepath.Dir(target)))
+		builds = builds[1:]
+	}
+	what := "bouncer and the helpdesk server"
+	if len(builds) == 1 {
+		what = "the helpdesk server"
+	}
+	d.say("Building %s into %s. The first run compiles every package they use,\n"+
+		"some 700: minutes on a slow or busy machine. Later runs take seconds (the build cache has them).", what, d.show(d.bin))
+	for _, b := range builds {
 		if err := d.build(goBin, b[0], b[1]); err != nil {
 			return err
 		}
@@ -309,6 +321,40 @@ func (d *demo) setup() error {
 	// bouncer just built first on PATH.
 	d.env = append(os.Environ(), "HOME="+d.user, "BOUNCER_HOME="+d.home, "PATH="+d.bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	return nil
+}
+
+// installed returns where go install put pkg's binary when it is there and
+// up to date with this source, else "". Go decides, as go install would:
+// the package is not stale for its install target (.Stale), for the
+// environment as it is, or with CGO_ENABLED=0 as the README installs it.
+// Another version, another source or other build flags are stale.
+func installed(goBin, repo, pkg string) string {
+	for _, env := range [][]string{{"CGO_ENABLED=0"}, nil} {
+		cmd := exec.Command(goBin, "list", "-f", "{{.Target}}\t{{.Stale}}", pkg)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.Output()
+		if err != nil {
+			continue
+		}
+		target, stale, _ := strings.Cut(strings.TrimSpace(string(out)), "\t")
+		if fi, err := os.Stat(target); err == nil && fi.Mode().IsRegular() && stale == "false" && target != "" {
+			return target
+		}
+	}
+	return ""
+}
+
+// copyFile copies the executable from to to, a link where it can.
+func copyFile(from, to string) error {
+	if os.Link(from, to) == nil {
+		return nil
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
 }
 
 func writeJSON(path string, v any) error {
