@@ -19,9 +19,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/term"
+
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
+	"github.com/bouncer-mcp/bouncer/internal/misconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
 	"github.com/bouncer-mcp/bouncer/internal/record"
@@ -58,11 +62,44 @@ type runFlags struct {
 }
 
 // cmdRun proxies one MCP server on stdio, enforcing the policy.
+//
+// A configuration it can't run under (a policy or trust file that does
+// not load, a config entry it can't launch: exit status 2) stops it before
+// the upstream starts. On a terminal it exits at once, as the contract
+// says. Started by an MCP client (stdin not a terminal), it serves the
+// error instead (package misconfig) until the client goes, and then exits
+// 2: a client shows a server that exits at once only as "Failed to
+// connect", and keeps stderr out of sight.
 func cmdRun(args []string) error {
 	f, err := parseRunFlags(args)
-	if err != nil || f == nil {
+	if err == nil && f != nil {
+		err = f.run()
+	}
+	if status(err) != exitUsage || term.IsTerminal(int(os.Stdin.Fd())) {
 		return err
 	}
+	name := "(unnamed)"
+	if f != nil && f.name != "" {
+		name = f.name
+	}
+	errorf("%v", err)
+	errorf("run: serving this error to the MCP client as the one tool of server %s (%s), and in every call's result; no upstream is started and nothing is forwarded", show(name), misconfig.ToolName)
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	serr := misconfig.Serve(ctx, &mcp.StdioTransport{}, misconfig.Problem{
+		Server: name, Err: err, Version: version, BlockedPrefix: proxy.BlockedPrefix,
+		Fix: "Fix what it names, then restart the MCP client or reconnect this server in it " +
+			"(in a terminal, bouncer check --policy FILE checks a policy file, and this bouncer run command prints the same error)",
+	})
+	if serr != nil && !errors.Is(serr, context.Canceled) {
+		errorf("run: serving the error: %v", serr)
+	}
+	return silently(exitUsage)
+}
+
+// run is bouncer run once its flags are read.
+func (f *runFlags) run() error {
 	up, err := f.upstream()
 	if err != nil {
 		return err
