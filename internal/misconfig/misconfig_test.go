@@ -3,7 +3,6 @@ package misconfig
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,8 +53,5 @@ func TestServe(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return when the client went")
-	}
-	if !strings.HasPrefix(want, "Bouncer could not start") {
-		t.Fatal(want)
 	}
 }
