@@ -63,13 +63,20 @@ func cmdApprove(args []string) error {
 	// Drop anything typed before the question was on screen: only an
 	// answer to this question counts.
 	flushTypeAhead(os.Stdin)
+	// The contract's prompt; s is the one other yes, said on the line
+	// before it.
+	fmt.Println("y allows this one call; s allows it for the rest of the agent's session (this server,")
+	fmt.Println("tool, argument and destination only); anything else refuses.")
 	fmt.Print("Approve? [y/N] ")
 	answer, err := bufio.NewReader(os.Stdin).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return failed(fmt.Errorf("approve: reading the answer: %v", err))
 	}
+	forSession := false
 	switch strings.ToLower(strings.TrimSpace(answer)) {
 	case "y", "yes":
+	case "s", "session":
+		forSession = true
 	default:
 		if errors.Is(err, io.EOF) {
 			fmt.Println()
@@ -78,14 +85,19 @@ func cmdApprove(args []string) error {
 	}
 	// The prompt may have been up for minutes: re-check, and approve only
 	// what was on the screen.
-	err = store.ApproveShown(c)
+	err = store.ApproveShown(c, forSession)
 	if errors.Is(err, approval.ErrChanged) {
 		return failed(fmt.Errorf("approve: code %s changed while it was shown; nothing approved. Run bouncer approve again to see it as it is now", code))
 	}
 	if err := codeProblem(code, shown, c, err); err != nil {
 		return err
 	}
-	fmt.Printf("Approved %s. The agent may now retry the same call, once, before %s.\n", code, clock(c.Expires()))
+	if forSession {
+		fmt.Printf("Approved %s for the session. The agent may now retry the call before %s; from then on, the same\n"+
+			"destination through the same tool and argument of server %s is allowed until the session ends.\n", code, clock(c.Expires()), show(c.Server))
+	} else {
+		fmt.Printf("Approved %s. The agent may now retry the same call, once, before %s.\n", code, clock(c.Expires()))
+	}
 	if *remember {
 		if err := session.OpenRemembered(dir).Add(c.Server, c.Destination, "approve", time.Now()); err != nil {
 			return failed(fmt.Errorf("approve: the code is approved, but the destination could not be remembered: %v", err))
@@ -161,6 +173,12 @@ func showCode(w io.Writer, c approval.Code, now time.Time) {
 		if n := len(c.Destination); n > longDestination {
 			row("length", fmt.Sprintf("%d bytes, longer than an ordinary address: read all of it", n))
 		}
+		if c.Seen != nil {
+			// A hint: the address may be the injection's, spelled another
+			// way. It allows and denies nothing.
+			row("note", fmt.Sprintf("the domain %s appeared in the output of server %s this session:", show(c.Seen.Domain), show(c.Seen.Server)))
+			row("", "this destination may come from there, spelled another way")
+		}
 	}
 	fmt.Fprintf(w, "  %-12s %s ago; expires in %s (%s)\n", "issued", age(now.Sub(c.Issued)), age(c.Expires().Sub(now)), clock(c.Expires()))
 	if hiddenChars {
@@ -169,11 +187,13 @@ func showCode(w io.Writer, c approval.Code, now time.Time) {
 	}
 	if c.NoDestination() {
 		fmt.Fprintln(w, "Approving allows one call of this tool on this server that names no destination,")
-		fmt.Fprintln(w, "before the code expires. The call's arguments are not checked.")
+		fmt.Fprintln(w, "before the code expires, or, with s, every such call of the session. The call's")
+		fmt.Fprintln(w, "arguments are not checked.")
 		return
 	}
 	fmt.Fprintln(w, "Approving allows one call of this tool on this server with this argument and destination,")
-	fmt.Fprintln(w, "before the code expires. The call's other arguments (a subject, a body) are not checked.")
+	fmt.Fprintln(w, "before the code expires, or, with s, every such call of the session. The call's other")
+	fmt.Fprintln(w, "arguments (a subject, a body) are not checked.")
 }
 
 func printable(s string) string { p, _ := display.Printable(s); return p }

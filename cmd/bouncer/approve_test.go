@@ -122,23 +122,26 @@ var mailReq = approval.Request{Server: "mail", Tool: "send_email", Param: "to", 
 
 func TestApproveOnTerminal(t *testing.T) {
 	for _, tc := range []struct {
-		answer   string
-		approved bool
+		answer            string
+		approved, session bool
 	}{
-		{"y\r", true},
-		{"yes\r", true},
-		{"Y\r", true},
-		{" YES \r", true},
-		{"n\r", false},
-		{"\r", false},
-		{"yess\r", false},
-		{"ok\r", false},
-		{"\x04", false}, // ^D: end of input
+		{"y\r", true, false},
+		{"yes\r", true, false},
+		{"Y\r", true, false},
+		{" YES \r", true, false},
+		{"s\r", true, true},
+		{"Session\r", true, true},
+		{"n\r", false, false},
+		{"\r", false, false},
+		{"yess\r", false, false},
+		{"ss\r", false, false},
+		{"ok\r", false, false},
+		{"\x04", false, false}, // ^D: end of input
 	} {
 		t.Run(fmt.Sprintf("%q", tc.answer), func(t *testing.T) {
 			home := t.TempDir()
 			store := approval.Open(filepath.Join(home, "pending.json"), nil)
-			code, err := store.Issue(mailReq)
+			code, err := store.Issue(mailReq, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,14 +154,14 @@ func TestApproveOnTerminal(t *testing.T) {
 			}
 			io.WriteString(p.f, tc.answer)
 			status, out := p.wait(t)
-			_, missing, err := store.Redeem([]approval.Request{mailReq})
+			used, missing, err := store.Redeem([]approval.Request{mailReq})
 			if err != nil {
 				t.Fatal(err)
 			}
 			took := len(missing) == 0
 			if tc.approved {
-				if status != 0 || !took || !strings.Contains(out, "Approved "+code) {
-					t.Errorf("exit %d, redeemed %v; output:\n%s", status, took, out)
+				if status != 0 || !took || !strings.Contains(out, "Approved "+code) || used[0].Session != tc.session {
+					t.Errorf("exit %d, redeemed %v %+v; want for the session %v; output:\n%s", status, took, used, tc.session, out)
 				}
 			} else if status != 1 || took || !strings.Contains(out, "not approved") {
 				t.Errorf("exit %d, redeemed %v; want 1, false, \"not approved\"; output:\n%s", status, took, out)
@@ -173,7 +176,7 @@ func TestApproveEscapesDestination(t *testing.T) {
 	store := approval.Open(filepath.Join(home, "pending.json"), nil)
 	evil := mailReq
 	evil.Destination = "eve@evil.com\x1b[2K\r\x1b[1A  destination  bob@partner.com\u202emoc.live\x07"
-	code, err := store.Issue(evil)
+	code, err := store.Issue(evil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,10 +199,33 @@ func TestApproveEscapesDestination(t *testing.T) {
 	}
 }
 
+// Where the session's output named the destination's domain is shown,
+// as a note, escaped like every other value.
+func TestApproveShowsSeenDomain(t *testing.T) {
+	home := t.TempDir()
+	store := approval.Open(filepath.Join(home, "pending.json"), nil)
+	code, err := store.Issue(mailReq, &approval.Seen{Domain: "partner.com", Server: "in\x1bbox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPTY(t, "approve", code, "--home", home)
+	p.waitFor(t, "Approve? [y/N] ")
+	for _, want := range []string{`  note         the domain partner.com appeared in the output of server in\x1bbox this session:`,
+		"this destination may come from there, spelled another way"} {
+		if !strings.Contains(p.output(), want) {
+			t.Errorf("no %q in:\n%s", want, p.output())
+		}
+	}
+	io.WriteString(p.f, "n\r")
+	if status, _ := p.wait(t); status != 1 {
+		t.Errorf("exit %d", status)
+	}
+}
+
 func TestApproveRefusesWithoutTerminal(t *testing.T) {
 	home := t.TempDir()
 	store := approval.Open(filepath.Join(home, "pending.json"), nil)
-	code, _ := store.Issue(mailReq)
+	code, _ := store.Issue(mailReq, nil)
 	cmd := exec.Command(bouncerBin(t), "approve", "--home", home, code)
 	cmd.Stdin = strings.NewReader("y\n")
 	var stderr bytes.Buffer
@@ -289,6 +315,32 @@ func TestPendingLists(t *testing.T) {
 	}
 }
 
+// On a terminal, pending names its columns above the lines.
+func TestPendingOnTerminal(t *testing.T) {
+	home := t.TempDir()
+	store := approval.Open(filepath.Join(home, "pending.json"), nil)
+	code, err := store.Issue(mailReq, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPTY(t, "pending", "--home", home)
+	status, out := p.wait(t)
+	lines := strings.Split(strings.TrimRight(strings.ReplaceAll(out, "\r\n", "\n"), "\n"), "\n")
+	if status != 0 || len(lines) != 2 {
+		t.Fatalf("exit %d, %d lines, want 0 and a header and a code:\n%s", status, len(lines), out)
+	}
+	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "CODE AGE SERVER TOOL ARGUMENT DESTINATION" {
+		t.Errorf("header = %q", lines[0])
+	}
+	if f := strings.Fields(lines[1]); len(f) != 6 || f[0] != code || f[5] != "bob@partner.com" {
+		t.Errorf("line = %q", lines[1])
+	}
+	// The columns line up under the header.
+	if strings.Index(lines[0], "DESTINATION") != strings.Index(lines[1], "bob@partner.com") {
+		t.Errorf("columns do not line up:\n%s", out)
+	}
+}
+
 // The answer counts only if the code is still valid when it is given.
 func TestApproveExpiresWhileAsking(t *testing.T) {
 	home := t.TempDir()
@@ -364,7 +416,7 @@ func TestApproveCorruptPending(t *testing.T) {
 func TestApproveIgnoresTypeAhead(t *testing.T) {
 	home := t.TempDir()
 	store := approval.Open(filepath.Join(home, "pending.json"), nil)
-	code, err := store.Issue(mailReq)
+	code, err := store.Issue(mailReq, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

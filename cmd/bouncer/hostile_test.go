@@ -113,7 +113,7 @@ func TestApproveShowsHostileValues(t *testing.T) {
 			store := approval.Open(filepath.Join(home, "pending.json"), nil)
 			r := mailReq
 			r.Destination = dest
-			code, err := store.Issue(r)
+			code, err := store.Issue(r, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +184,7 @@ func TestApproveNoDestination(t *testing.T) {
 	home := t.TempDir()
 	store := approval.Open(filepath.Join(home, "pending.json"), nil)
 	none := approval.Request{Server: "mail", Tool: "send_email"}
-	code, err := store.Issue(none)
+	code, err := store.Issue(none, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestApproveNoDestination(t *testing.T) {
 	if status, out := p.wait(t); status != 0 || !strings.Contains(out, "Approved "+code) {
 		t.Fatalf("exit %d:\n%s", status, out)
 	}
-	if codes, missing, err := store.Redeem([]approval.Request{none}); len(missing) > 0 || err != nil || len(codes) != 1 || codes[0] != code {
+	if codes, missing, err := store.Redeem([]approval.Request{none}); len(missing) > 0 || err != nil || len(codes) != 1 || codes[0].Code != code {
 		t.Fatalf("Redeem = %v, %v, %v; want %s", codes, missing, err, code)
 	}
 }
@@ -213,7 +213,7 @@ func TestPendingShowsHostileValues(t *testing.T) {
 	type want struct{ code, param, dest string }
 	var wants []want
 	add := func(r approval.Request) {
-		code, err := store.Issue(r)
+		code, err := store.Issue(r, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,12 +7,16 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/display"
 )
 
 // cmdPending lists the open approval codes, oldest first, one a line: code,
-// age, server, tool, argument, destination. Each value is one token
+// age, server, tool, argument, destination, under a header line naming
+// the columns when stdout is a terminal (a pipe gets the lines alone, as
+// the contract has them). Each value is one token
 // (display.Show: escaped for the terminal, quoted if it holds a space, is
 // empty or starts with "("), so a line is always one line and its columns
 // can be split on runs of two or more spaces. A call naming no destination
@@ -46,6 +50,9 @@ func cmdPending(args []string) error {
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
+	if term.IsTerminal(int(os.Stdout.Fd())) {
+		fmt.Fprintln(tw, "CODE\tAGE\tSERVER\tTOOL\tARGUMENT\tDESTINATION")
+	}
 	for _, c := range codes {
 		p := func(s string) string { v, _ := display.Show(s); return v }
 		param, dest := "(none)", "(none)"

@@ -140,7 +140,7 @@ func TestTrustCommands(t *testing.T) {
 func TestApproveRemember(t *testing.T) {
 	home := t.TempDir()
 	store := approval.Open(filepath.Join(home, "pending.json"), nil)
-	code, err := store.Issue(mailReq)
+	code, err := store.Issue(mailReq, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,7 +177,27 @@ type Code struct {
 	Request            // embedded: what it approves
 	Issued   time.Time `json:"issued"`
 	Approved bool      `json:"approved"`
-	Used     bool      `json:"used"`
+	// Session: the human approved the request for the rest of the
+	// session that redeems the code (the proxy whose call it is then
+	// approves its server, tool, argument and destination as a yes through
+	// the client does), not for one call. Only with Approved.
+	Session bool `json:"session,omitempty"`
+	Used    bool `json:"used"`
+	// Seen is what the proxy knew of the destination when it issued the
+	// code, for the human to weigh: never part of what the code approves.
+	Seen *Seen `json:"seen,omitempty"`
+}
+
+// Seen says that the destination's domain appeared in untrusted output of
+// the session that asked: a hint that the destination may have come from
+// there, spelled another way. It is a hint for the human, never an allow
+// or a deny: a domain is far wider than the destination approved.
+type Seen struct {
+	// Domain is the destination's domain (or the registrable part of it)
+	// as it appeared.
+	Domain string `json:"domain"`
+	// Server is the server whose output held it.
+	Server string `json:"server"`
 }
 
 // Expires is when the code stops being valid.
@@ -203,7 +223,26 @@ func validEntry(c Code) error {
 	if c.Issued.IsZero() {
 		return invalidError("no issued time")
 	}
+	if c.Session && !c.Approved {
+		return invalidError("approved for the session but not approved")
+	}
+	if err := c.Seen.validate(); err != nil {
+		return err
+	}
 	return c.Request.Validate()
+}
+
+// validate reports why a note can't be stored, or nil (for no note too).
+func (n *Seen) validate() error {
+	if n == nil {
+		return nil
+	}
+	for _, v := range []string{n.Domain, n.Server} {
+		if v == "" || !utf8.ValidString(v) || len(v) > MaxName {
+			return invalidError("a note on where the domain was seen that is empty, not UTF-8 or longer than a name")
+		}
+	}
+	return nil
 }
 
 // Errors returned for codes that can't be approved or used, and for
@@ -301,13 +340,19 @@ func SameRequest(a, b Request) bool {
 }
 
 // Issue returns an open code for r, reusing an unexpired unused one for the
-// same request, else creating one. It fails with an error matching
-// ErrInvalid when r breaks Request.Validate, and with one matching ErrFull
-// at MaxOpenPerTool or MaxOpen; either way nothing is written, and the
-// caller denies the call without a code.
-func (s *Store) Issue(r Request) (string, error) {
+// same request, else creating one, which carries seen (nil: nothing to
+// note) for the human. It fails with an error matching ErrInvalid when r
+// breaks Request.Validate, and with one matching ErrFull at MaxOpenPerTool
+// or MaxOpen; either way nothing is written, and the caller denies the
+// call without a code.
+func (s *Store) Issue(r Request, seen *Seen) (string, error) {
 	if err := r.Validate(); err != nil {
 		return "", err
+	}
+	if seen.validate() != nil {
+		// A note that can't be stored is dropped, not the code: it is a
+		// hint, and the file must read back.
+		seen = nil
 	}
 	var out string
 	err := s.update(func(now time.Time, codes []Code, invalid []*EntryError) ([]Code, error) {
@@ -339,7 +384,7 @@ func (s *Store) Issue(r Request) (string, error) {
 			return nil, err
 		}
 		out = code
-		return append(codes, Code{Code: code, Request: r, Issued: now.UTC()}), nil
+		return append(codes, Code{Code: code, Request: r, Issued: now.UTC(), Seen: seen}), nil
 	})
 	if err != nil {
 		return "", err
@@ -419,15 +464,19 @@ func find(codes []Code, invalid []*EntryError, code string, now time.Time) (Code
 	return Code{}, ErrUnknown
 }
 
-// Approve marks a code approved (a human said yes).
-func (s *Store) Approve(code string) error { return s.approve(code, nil) }
+// Approve marks a code approved (a human said yes) for one call.
+func (s *Store) Approve(code string) error { return s.approve(code, nil, false) }
 
 // ApproveShown marks a code approved only if it still approves exactly what
 // the human was shown (shown, from Lookup): the question may have stayed on
-// screen for minutes, and the answer is about what was on it.
-func (s *Store) ApproveShown(shown Code) error { return s.approve(shown.Code, &shown.Request) }
+// screen for minutes, and the answer is about what was on it. With
+// session, the yes is for the rest of the session that redeems it (see
+// Code.Session), bound to the same server, tool, argument and destination.
+func (s *Store) ApproveShown(shown Code, session bool) error {
+	return s.approve(shown.Code, &shown.Request, session)
+}
 
-func (s *Store) approve(code string, want *Request) error {
+func (s *Store) approve(code string, want *Request, session bool) error {
 	code = Normalize(code)
 	if !ValidCode(code) {
 		return ErrUnknown
@@ -443,6 +492,7 @@ func (s *Store) approve(code string, want *Request) error {
 		for i := range codes {
 			if codes[i].Code == code {
 				codes[i].Approved = true
+				codes[i].Session = codes[i].Session || session
 			}
 		}
 		return codes, nil
@@ -455,8 +505,9 @@ func (s *Store) approve(code string, want *Request) error {
 // one of those codes is used, in one write. If any request has none,
 // nothing is written, and missing lists the index in reqs of each request
 // without a code (the first, where the same request comes twice), so that
-// the caller can issue codes for those alone. Otherwise codes lists the
-// codes used, in the order of reqs.
+// the caller can issue codes for those alone. Otherwise used lists the
+// codes used, as they were approved (Session: for the rest of the session),
+// in the order of reqs.
 //
 // All or none, so that a call is never denied with some of its codes used
 // up: the human would have to approve again what they approved already,
@@ -464,12 +515,12 @@ func (s *Store) approve(code string, want *Request) error {
 // expiry) can't leave the codes taken before it spent. The same request
 // twice (a call that names a destination twice) is approved by one code.
 // With no requests there is nothing a human approved, and Redeem fails.
-func (s *Store) Redeem(reqs []Request) (codes []string, missing []int, err error) {
+func (s *Store) Redeem(reqs []Request) (used []Code, missing []int, err error) {
 	if len(reqs) == 0 {
 		return nil, nil, errors.New("nothing to redeem: no destination was asked about")
 	}
 	err = s.update(func(now time.Time, all []Code, _ []*EntryError) ([]Code, error) {
-		codes, missing = nil, nil
+		used, missing = nil, nil
 		use := map[int]bool{} // index in all of each code to use
 	requests:
 		for i, r := range reqs {
@@ -482,7 +533,7 @@ func (s *Store) Redeem(reqs []Request) (codes []string, missing []int, err error
 			for k, c := range all {
 				if c.Approved && c.open(now) && SameRequest(c.Request, r) && !use[k] {
 					use[k], found = true, true
-					codes = append(codes, c.Code)
+					used = append(used, c)
 					break
 				}
 			}
@@ -491,7 +542,7 @@ func (s *Store) Redeem(reqs []Request) (codes []string, missing []int, err error
 			}
 		}
 		if len(missing) > 0 {
-			codes = nil
+			used = nil
 			return nil, nil // nothing is used
 		}
 		for k := range use {
@@ -502,7 +553,7 @@ func (s *Store) Redeem(reqs []Request) (codes []string, missing []int, err error
 	if err != nil {
 		return nil, nil, err
 	}
-	return codes, missing, nil
+	return used, missing, nil
 }
 
 // List lists the codes that are neither used nor expired, oldest first.

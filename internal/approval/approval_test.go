@@ -39,7 +39,7 @@ var bob = Request{Server: "mail", Tool: "send_email", Param: "to", Destination: 
 
 func mustIssue(t *testing.T, s *Store, r Request) string {
 	t.Helper()
-	code, err := s.Issue(r)
+	code, err := s.Issue(r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +122,20 @@ func variants(r Request) map[string]Request {
 
 // take redeems the code for a call with one destination, r.
 func take(s *Store, r Request) (code string, ok bool, err error) {
-	codes, missing, err := s.Redeem([]Request{r})
+	used, missing, err := s.Redeem([]Request{r})
 	if err != nil || len(missing) > 0 {
 		return "", false, err
 	}
-	return codes[0], true, nil
+	return used[0].Code, true, nil
+}
+
+// codesOf lists the codes Redeem used.
+func codesOf(used []Code) []string {
+	var out []string
+	for _, c := range used {
+		out = append(out, c.Code)
+	}
+	return out
 }
 
 // Redeem takes a call's codes all at once or not at all: whatever keeps one
@@ -221,10 +230,11 @@ func TestRedeem(t *testing.T) {
 				t.Fatal(err)
 			}
 			clk.add(tc.after)
-			got, missing, err := s.Redeem(tc.reqs)
+			used, missing, err := s.Redeem(tc.reqs)
 			if err != nil {
 				t.Fatal(err)
 			}
+			got := codesOf(used)
 			if fmt.Sprint(missing) != fmt.Sprint(tc.missing) {
 				t.Fatalf("missing = %v, want %v", missing, tc.missing)
 			}
@@ -386,7 +396,7 @@ func TestApproveShown(t *testing.T) {
 	// Someone rewrites the code's destination while the prompt is up.
 	b, _ := os.ReadFile(s.path)
 	os.WriteFile(s.path, []byte(strings.Replace(string(b), "bob@partner.com", "eve@evil.com", 1)), 0o600)
-	if err := s.ApproveShown(shown); !errors.Is(err, ErrChanged) {
+	if err := s.ApproveShown(shown, false); !errors.Is(err, ErrChanged) {
 		t.Fatalf("ApproveShown: %v, want ErrChanged", err)
 	}
 	if c, _ := s.Lookup(code); c.Approved {
@@ -440,7 +450,7 @@ func TestCorruptFile(t *testing.T) {
 					t.Errorf("%s: %v, want the path and %q", op, err, tc.want)
 				}
 			}
-			_, err := s.Issue(bob)
+			_, err := s.Issue(bob, nil)
 			check("Issue", err)
 			_, ok, err := take(s, bob)
 			check("Redeem", err)
@@ -486,7 +496,7 @@ func TestConcurrentGoroutines(t *testing.T) {
 			defer wg.Done()
 			r := bob
 			r.Destination = fmt.Sprintf("u%d@x.com", i)
-			c, err := s.Issue(r)
+			c, err := s.Issue(r, nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -530,7 +540,7 @@ func helper(path string) int {
 	for i := 0; i < 10; i++ {
 		r := bob
 		r.Destination = fmt.Sprintf("p%s-%d@x.com", id, i)
-		if _, err := s.Issue(r); err != nil {
+		if _, err := s.Issue(r, nil); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -634,7 +644,7 @@ func BenchmarkIssueApproveRedeem(b *testing.B) {
 		r := bob
 		r.Destination = strconv.Itoa(i)
 		i++
-		code, err := s.Issue(r)
+		code, err := s.Issue(r, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -643,6 +653,71 @@ func BenchmarkIssueApproveRedeem(b *testing.B) {
 		}
 		if _, ok, err := take(s, r); !ok || err != nil {
 			b.Fatal(ok, err)
+		}
+	}
+}
+
+// A yes for the session is kept with the code and handed to the proxy
+// that redeems it; a plain yes is for one call. Either way the code is
+// used once.
+func TestApproveForSession(t *testing.T) {
+	for _, session := range []bool{false, true} {
+		t.Run(fmt.Sprint("session=", session), func(t *testing.T) {
+			s, _ := newStore(t)
+			code := mustIssue(t, s, bob)
+			shown, err := s.Lookup(code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.ApproveShown(shown, session); err != nil {
+				t.Fatal(err)
+			}
+			used, missing, err := s.Redeem([]Request{bob})
+			if err != nil || missing != nil || len(used) != 1 {
+				t.Fatalf("Redeem = %v, %v, %v", used, missing, err)
+			}
+			if used[0].Code != code || !used[0].Approved || used[0].Session != session {
+				t.Fatalf("used %+v, want code %s approved, session %v", used[0], code, session)
+			}
+			if _, err := s.Lookup(code); !errors.Is(err, ErrUsed) {
+				t.Fatalf("after Redeem: %v, want ErrUsed", err)
+			}
+		})
+	}
+}
+
+// Where the destination's domain was seen goes with the code the proxy
+// issues; a note that could not be read back is dropped, not the code.
+func TestIssueSeen(t *testing.T) {
+	s, _ := newStore(t)
+	code, err := s.Issue(bob, &Seen{Domain: "partner.com", Server: "inbox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Lookup(code)
+	if err != nil || c.Seen == nil || *c.Seen != (Seen{Domain: "partner.com", Server: "inbox"}) {
+		t.Fatalf("Lookup = %+v, %v", c, err)
+	}
+	carol := Request{Server: "mail", Tool: "send_email", Param: "to", Destination: "carol@partner.com"}
+	code, err = s.Issue(carol, &Seen{Domain: "partner.com", Server: strings.Repeat("x", MaxName+1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.Lookup(code); err != nil || c.Seen != nil {
+		t.Fatalf("Lookup = %+v, %v; want the code without its note", c, err)
+	}
+}
+
+// An entry that says "session" without "approved", or a note with an
+// empty field, breaks the rules: skipped, approving nothing.
+func TestParseSessionAndSeen(t *testing.T) {
+	for _, entry := range []string{
+		`{"code":"ABC-DEF","server":"mail","tool":"send_email","param":"to","destination":"bob@partner.com","issued":"2026-12-02T14:00:00Z","approved":false,"session":true,"used":false}`,
+		`{"code":"ABC-DEF","server":"mail","tool":"send_email","param":"to","destination":"bob@partner.com","issued":"2026-12-02T14:00:00Z","approved":false,"used":false,"seen":{"domain":"","server":"inbox"}}`,
+	} {
+		codes, invalid, err := Parse([]byte(`{"version":1,"codes":[` + entry + `]}`))
+		if err != nil || len(codes) != 0 || len(invalid) != 1 {
+			t.Errorf("Parse(%s) = %v, %v, %v; want one invalid entry", entry, codes, invalid, err)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func lifecycle(t *testing.T, s *Store, code string, r Request) {
 	if c.Request != r {
 		t.Fatalf("Lookup(%s) = %+v, want %+v exactly", code, c.Request, r)
 	}
-	if err := s.ApproveShown(c); err != nil {
+	if err := s.ApproveShown(c, false); err != nil {
 		t.Fatalf("ApproveShown: %v", err)
 	}
 	if got, ok, err := take(s, r); !ok || err != nil || got != code {
@@ -81,7 +81,7 @@ func TestIssueValidates(t *testing.T) {
 			// A code that was open before must survive whatever comes next.
 			before := mustIssue(t, s, Request{Server: "mail", Tool: "send_email", Param: "cc", Destination: "carol@x.com"})
 			old, _ := os.ReadFile(s.path)
-			code, err := s.Issue(tc.r)
+			code, err := s.Issue(tc.r, nil)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("Issue: %v", err)
@@ -241,7 +241,7 @@ func TestFileTooLarge(t *testing.T) {
 	if _, err := s.List(); err == nil || !strings.Contains(err.Error(), s.path) || !strings.Contains(err.Error(), "remove it") {
 		t.Fatalf("List: %v", err)
 	}
-	if _, err := s.Issue(bob); err == nil {
+	if _, err := s.Issue(bob, nil); err == nil {
 		t.Fatal("Issue wrote over a file it can't read")
 	}
 	if fi, _ := os.Stat(s.path); fi.Size() != maxFileBytes+1 {
@@ -295,12 +295,12 @@ func TestLimits(t *testing.T) {
 			codes = append(codes, Code{Code: codeN(i), Request: req("flood", i), Issued: t0.Add(-time.Minute)})
 		}
 		writeCodes(t, s, codes)
-		_, err := s.Issue(req("flood", -1))
+		_, err := s.Issue(req("flood", -1), nil)
 		if !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), `tool "flood"`) || !strings.Contains(err.Error(), "bouncer pending") {
 			t.Fatalf("Issue past the per-tool limit: %v", err)
 		}
 		// The same request still gets its open code back.
-		if c, err := s.Issue(codes[7].Request); err != nil || c != codes[7].Code {
+		if c, err := s.Issue(codes[7].Request, nil); err != nil || c != codes[7].Code {
 			t.Errorf("reuse at the limit: %s, %v", c, err)
 		}
 		// Other tools are not locked out, and open codes can be approved.
@@ -308,7 +308,7 @@ func TestLimits(t *testing.T) {
 		lifecycle(t, s, codes[3].Code, codes[3].Request)
 		// A used code is closed: it no longer counts.
 		mustIssue(t, s, req("flood", -1))
-		if _, err := s.Issue(req("flood", -2)); !errors.Is(err, ErrFull) {
+		if _, err := s.Issue(req("flood", -2), nil); !errors.Is(err, ErrFull) {
 			t.Fatalf("Issue: %v, want ErrFull again", err)
 		}
 		// Once the flood's codes expire, the tool gets codes again.
@@ -322,7 +322,7 @@ func TestLimits(t *testing.T) {
 			codes = append(codes, Code{Code: codeN(i), Request: req(fmt.Sprint("tool", i%(MaxOpen/MaxOpenPerTool)), i), Issued: t0})
 		}
 		writeCodes(t, s, codes)
-		if _, err := s.Issue(req("new", 0)); !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "1000 codes are open") {
+		if _, err := s.Issue(req("new", 0), nil); !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "1000 codes are open") {
 			t.Fatalf("Issue past the limit: %v", err)
 		}
 		lifecycle(t, s, codes[500].Code, codes[500].Request)
@@ -377,7 +377,7 @@ func TestFloodDoesNotLockHumansOut(t *testing.T) {
 		}
 		r := bob
 		r.Destination = fmt.Sprintf("exfil%d@evil.com", i)
-		if _, err := s.Issue(r); err != nil {
+		if _, err := s.Issue(r, nil); err != nil {
 			if !errors.Is(err, ErrFull) {
 				t.Fatal(err)
 			}
@@ -427,7 +427,7 @@ func FuzzIssue(f *testing.F) {
 		first := mustIssue(t, s, before)
 		old, _ := os.ReadFile(s.path)
 		r := Request{Server: server, Tool: tool, Param: param, Destination: dest}
-		code, err := s.Issue(r)
+		code, err := s.Issue(r, nil)
 		codes, invalid := readFile(t, s)
 		if len(invalid) != 0 {
 			t.Fatalf("Issue(%+v) wrote entries Parse skips: %v", r, invalid)

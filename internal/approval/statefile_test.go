@@ -42,7 +42,7 @@ func TestPendingDirOthersWrite(t *testing.T) {
 	if err := os.Chmod(dir, 0o770); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Issue(bob); err == nil || !strings.Contains(err.Error(), "lets other users write in it") {
+	if _, err := s.Issue(bob, nil); err == nil || !strings.Contains(err.Error(), "lets other users write in it") {
 		t.Fatalf("Issue in a group-writable directory: %v", err)
 	}
 	if _, err := os.Stat(s.path); !os.IsNotExist(err) {

@@ -25,11 +25,13 @@ import (
 	"fmt"
 	"net/mail"
 	"net/netip"
+	"net/url"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -473,4 +475,43 @@ func Exact(s string) string {
 		return k
 	}
 	return "raw\x00" + s
+}
+
+// Domains returns the domain of a destination, as it is spelled in
+// canonical form (an address's domain, a URL's or a host's host name),
+// then, when it differs, its registrable part (mail.evil.example:
+// evil.example, by the public suffix list). A name, an IP address or a
+// value with no canonical form has none. It is for a hint to a human
+// (package approval's Seen), never for a decision: a domain is far wider
+// than any destination in it.
+func Domains(s string) []string {
+	d, err := Parse(s)
+	if err != nil {
+		return nil
+	}
+	var host string
+	switch d.Kind {
+	case Address:
+		host = d.Canon[strings.LastIndexByte(d.Canon, '@')+1:]
+	case Host:
+		host = d.Canon
+	case URL:
+		u, err := url.Parse(d.Canon)
+		if err != nil {
+			return nil
+		}
+		host = u.Hostname()
+	}
+	host = strings.TrimSuffix(host, ".")
+	if host == "" || !strings.Contains(host, ".") {
+		return nil
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	out := []string{host}
+	if reg, err := publicsuffix.EffectiveTLDPlusOne(host); err == nil && reg != host {
+		out = append(out, reg)
+	}
+	return out
 }

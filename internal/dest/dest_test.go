@@ -2,6 +2,7 @@ package dest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/mail"
 	"net/url"
 	"os/exec"
@@ -318,6 +319,28 @@ func TestIsName(t *testing.T) {
 		"HTTPS:evil.example/x", "127.1", "0x7f.1", "bob@example.com", "https://example.com/", "Le  Marais", ""} {
 		if IsName(s) {
 			t.Errorf("IsName(%q) = true, want false", s)
+		}
+	}
+}
+
+func TestDomains(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"bob@Partner.Example", []string{"partner.example"}},
+		{"Bob <bob@mail.partner.co.uk>", []string{"mail.partner.co.uk", "partner.co.uk"}},
+		{"https://files.evil.example:8443/up?x=1", []string{"files.evil.example", "evil.example"}},
+		{"www.evil.example/page", []string{"www.evil.example", "evil.example"}},
+		{"evil.example", []string{"evil.example"}},
+		{"https://user@evil.example/", nil}, // no canonical form
+		{"https://127.0.0.1/x", nil},
+		{"#general", nil},
+		{"localhost", nil},
+		{"bob@evil\u202e.example", nil},
+	} {
+		if got := Domains(tc.in); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("Domains(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

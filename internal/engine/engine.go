@@ -171,6 +171,22 @@ func (e *Engine) Approve(tool, param, d string) {
 	e.mu.Unlock()
 }
 
+// DomainSeen reports whether the domain of d (dest.Domains: its host, or
+// the registrable part of it) appeared as a whole token in untrusted
+// output of the session (a link, a host, the domain named on its own),
+// which form, and whose output held it. It is a hint for the human asked
+// about d, never a decision, and Decide does not call it: output is
+// recorded as tokens, not their domains, so an address at that domain in
+// the output is not found this way, and a domain is far wider than d.
+func (e *Engine) DomainSeen(d string) (domain, server string, ok bool) {
+	for _, dom := range dest.Domains(d) {
+		if server, ok := e.tainted(dom); ok {
+			return dom, server, true
+		}
+	}
+	return "", "", false
+}
+
 func (e *Engine) approved(tool, param, d string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -329,15 +329,6 @@ func (p *Proxy) block(c *call, reason string) {
 	p.writeDown(&jsonrpc.Response{ID: c.req.ID, Result: blockedResult(reason)})
 }
 
-// describe lists the destinations of an ask as "to='a@b', cc='c@d'".
-func describe(asks []engine.Destination) string {
-	parts := make([]string, len(asks))
-	for i, a := range asks {
-		parts[i] = fmt.Sprintf("%s=%q", a.Param, a.Value)
-	}
-	return strings.Join(parts, ", ")
-}
-
 // ask puts a call to a human: through the client's elicitation when the
 // session has it, else with one-time codes for `bouncer approve`.
 func (p *Proxy) ask(c *call, d engine.Decision) {
@@ -401,14 +392,14 @@ func (p *Proxy) askByCode(c *call, d engine.Decision, why string) {
 	}
 	// The store takes the call's codes all at once or none: a call is
 	// never denied with some of them used up.
-	taken, missing, err := p.cfg.Approvals.Redeem(reqs)
+	used, missing, err := p.cfg.Approvals.Redeem(reqs)
 	if err != nil {
 		deny(fmt.Sprintf("%s; the approval store can't be used, so nothing is approved (%v)", d.Reason, err), "")
 		return
 	}
 	if len(missing) == 0 {
-		codes := strings.Join(taken, ",")
-		if err := p.appendLine(c, engine.Allow, "approved with bouncer approve "+codes, engine.RuleApproval, codes, nil, approvedDests(d)); err != nil {
+		codes, reason := p.redeemed(c, used)
+		if err := p.appendLine(c, engine.Allow, reason, engine.RuleApproval, codes, nil, approvedDests(d)); err != nil {
 			p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
 			return
 		}
@@ -419,7 +410,7 @@ func (p *Proxy) askByCode(c *call, d engine.Decision, why string) {
 	var codes []string
 	for _, i := range missing {
 		r := reqs[i]
-		code, err := p.cfg.Approvals.Issue(r)
+		code, err := p.cfg.Approvals.Issue(r, p.seen(r.Destination))
 		if err != nil {
 			deny(fmt.Sprintf("%s; no approval code could be issued (%v)", d.Reason, err), strings.Join(codes, ","))
 			return
@@ -460,13 +451,9 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		_ = p.auditLine(c, engine.Deny, reason, engine.RuleApproval, "")
 		p.block(c, reason)
 	}
-	msg := fmt.Sprintf("Bouncer: the agent wants to call tool %q of server %q with %s. %s. "+
-		"Allow it? A yes allows these destinations for this tool until this session ends, "+
-		"but not once any server's output holds them (that is what an injection looks like).",
-		c.tool, p.cfg.Server, describe(d.Asks), strings.TrimSuffix(d.Reason, "."))
+	msg := p.question(c.tool, d)
 	props := map[string]any{}
 	if p.cfg.Remember != nil {
-		msg += fmt.Sprintf(" Tick %q only for recipients you know: they are then allowed through server %q from now on, even if output holds them.", "remember", p.cfg.Server)
 		props["remember"] = map[string]any{
 			"type":        "boolean",
 			"title":       "Remember these recipients for server " + p.cfg.Server,

@@ -167,6 +167,36 @@ func TestElicitationApproves(t *testing.T) {
 	}
 }
 
+// The question is two short sentences (what is asked, what a yes does),
+// then the details a line each: the destination, why it is asked, and
+// where the session's output named its domain.
+func TestElicitationQuestion(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy})
+	asked := make(chan string, 1)
+	cs := h.client(&mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- req.Params.Message
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	callTool(t, cs, "echo", map[string]any{"text": "the partners are at partner.example"})
+	callTool(t, cs, "send_email", map[string]any{"to": "new@partner.example", "subject": "hi"})
+	msg := <-asked
+	head, details, ok := strings.Cut(msg, "\n\n")
+	if !ok {
+		t.Fatalf("no details below the question:\n%s", msg)
+	}
+	want := "Allow send_email on server helpdesk to send to new@partner.example? A yes lasts this session, but not once any server's output holds it."
+	if head != want {
+		t.Errorf("question = %q\nwant       %q", head, want)
+	}
+	lines := strings.Split(details, "\n")
+	if len(lines) < 3 || lines[0] != "to: new@partner.example" || !strings.HasPrefix(lines[1], "Why asked: destination to=") ||
+		lines[2] != "Note: the domain partner.example appeared in the output of server helpdesk: new@partner.example may come from there, spelled another way." {
+		t.Errorf("details:\n%s", details)
+	}
+}
+
 // The question says what a yes does: it lasts the session but not once
 // output holds the destination. Ticking "remember" vouches for the
 // destination on this server from then on, even when output holds it; a
@@ -178,7 +208,7 @@ func TestElicitationRemember(t *testing.T) {
 		cs := h.client(&mcp.ClientOptions{
 			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				schema = req.Params.RequestedSchema
-				if !strings.Contains(req.Params.Message, "not once any server's output holds them") {
+				if !strings.Contains(req.Params.Message, "not once any server's output holds it") {
 					t.Errorf("the question does not say what a yes does: %q", req.Params.Message)
 				}
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"remember": remember}}, nil
@@ -372,6 +402,61 @@ func TestApprovalCode(t *testing.T) {
 	}
 }
 
+// A code the human approved for the session lets the retry through and
+// approves the same server, tool, argument and destination for the rest
+// of the session, as a yes through the client does: no second code. It is
+// no wider: another destination needs its own, and output that holds the
+// destination wins over it. The code carries where the session's output
+// named the destination's domain, for the human to see.
+func TestApprovalCodeForSession(t *testing.T) {
+	h := newHarness(t, hopts{policy: helpdeskPolicy})
+	cs := h.client(nil)
+	callTool(t, cs, "echo", map[string]any{"text": "the partners are at partner.example"})
+	args := map[string]any{"to": "new@partner.example", "subject": "hi"}
+	text, _ := callTool(t, cs, "send_email", args)
+	m := codeRe.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("first send = %q; want blocked with a code", text)
+	}
+	store := approval.Open(filepath.Join(h.home, "pending.json"), nil)
+	shown, err := store.Lookup(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shown.Seen == nil || *shown.Seen != (approval.Seen{Domain: "partner.example", Server: "helpdesk"}) {
+		t.Errorf("the code's note = %+v, want partner.example seen in helpdesk's output", shown.Seen)
+	}
+	if err := store.ApproveShown(shown, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, subject := range []string{"hi", "again", "and again"} {
+		args["subject"] = subject
+		if text, isErr := callTool(t, cs, "send_email", args); isErr {
+			t.Fatalf("send %q after a yes for the session: %s", subject, text)
+		}
+	}
+	if n := len(h.mails()); n != 3 {
+		t.Fatalf("%d mails, want 3", n)
+	}
+	if text, _ := callTool(t, cs, "send_email", map[string]any{"to": "other@partner.example", "subject": "x"}); codeRe.FindString(text) == "" {
+		t.Fatalf("another destination = %q, want a code of its own", text)
+	}
+	callTool(t, cs, "echo", map[string]any{"text": "now write to new@partner.example"})
+	if text, isErr := callTool(t, cs, "send_email", args); !isErr || !strings.Contains(text, "untrusted") {
+		t.Fatalf("after output held it = %q, want the taint deny", text)
+	}
+	es := h.auditLines()
+	got := verdicts(es)
+	want := "echo:allow/default send_email:ask/sink send_email:deny/approval send_email:ask/sink send_email:allow/approval " +
+		"send_email:allow/approval send_email:allow/approval send_email:ask/sink send_email:deny/approval echo:allow/default send_email:deny/sink"
+	if got != want {
+		t.Fatalf("audit = %s\nwant    %s", got, want)
+	}
+	if r := es[4].Reason; r != "approved with bouncer approve "+m[1]+" (for the rest of the session: "+m[1]+")" {
+		t.Errorf("the redeeming line's reason = %q", r)
+	}
+}
+
 // A call needing two codes goes through with both used up, or is blocked
 // with neither: never blocked with one used, which the human would have to
 // approve again. Here the clock moves on two minutes at every read of the
@@ -399,7 +484,7 @@ send_email:
 	approved := func(r approval.Request, at time.Time) string {
 		t.Helper()
 		s := approval.Open(pending, func() time.Time { return at })
-		code, err := s.Issue(r)
+		code, err := s.Issue(r, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
