@@ -118,9 +118,12 @@ func findings(in *Input, ctrls []control, sum *summary, multi bool) []finding {
 					add(name, "`write_params` names %s, which the tool's schema doesn't have: the path argument the server really takes is not confined.", code(w))
 				}
 			}
+			// An argument the entry confines as a path (move_file's
+			// destination) is where a file goes on disk, not a
+			// recipient: the write check judges it.
 			var dests []string
 			for _, p := range c.def.Params {
-				if policy.IsDestinationName(p) && !contains(t.SinkParams, p) {
+				if policy.IsDestinationName(p) && !contains(t.SinkParams, p) && !contains(t.WriteParams, p) {
 					dests = append(dests, code(p))
 				}
 			}

@@ -634,7 +634,10 @@ func code(s string) string { return codeN(s, 100) }
 func codeN(s string, n int) string {
 	more := ""
 	if r := []rune(s); len(r) > n {
-		s, more = string(r[:n]), "…"
+		// A cut that falls after a space drops it: the value goes on
+		// past the "…", so no end is hidden, and Printable would show the
+		// space as \x20 (a reason cut between two words read "of\x20…").
+		s, more = strings.TrimRight(string(r[:n]), " "), "…"
 	}
 	p, _ := display.Printable(s)
 	p = strings.ReplaceAll(p, "|", `\|`) + more

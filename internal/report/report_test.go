@@ -228,6 +228,30 @@ func TestContent(t *testing.T) {
 	}
 }
 
+// A path argument the entry confines (move_file's destination, as init
+// writes it) is not taken for a recipient; one it does not name still is.
+func TestFindingsWriteParamIsNoDestination(t *testing.T) {
+	in := Input{
+		Policy: loadPolicy(t, "move_file:\n  write_params: [source, destination]\n  allowed_path_prefixes: [/srv/work]\n"+
+			"copy_file:\n  write_params: [source]\n  allowed_path_prefixes: [/srv/work]\n"),
+		Lists: []ToolList{{Server: "fs", File: "tools.json", Tools: tools(t, `{"tools": [
+ {"name": "move_file", "inputSchema": {"type": "object", "properties": {"source": {}, "destination": {}}}},
+ {"name": "copy_file", "inputSchema": {"type": "object", "properties": {"source": {}, "destination": {}}}}]}`)}},
+		Generated: t0,
+	}
+	var got []string
+	for _, f := range findings(&in, all(in.groups(nil)), summarise(nil), false) {
+		got = append(got, strings.Trim(f.tool, "`")+": "+f.text)
+	}
+	all := strings.Join(got, "\n")
+	if strings.Contains(all, "move_file: Has destination-shaped") {
+		t.Errorf("move_file's confined destination taken for a recipient:\n%s", all)
+	}
+	if !strings.Contains(all, "copy_file: Has destination-shaped arguments (`destination`)") {
+		t.Errorf("copy_file's unconfined destination not flagged:\n%s", all)
+	}
+}
+
 func TestFindings(t *testing.T) {
 	in := fixtureInput(t)
 	var got []string
@@ -359,6 +383,8 @@ func TestCodeSpan(t *testing.T) {
 		`a\|b`:     "`a\\\\\\|b`",
 		"`lead":    "`` `lead ``",
 		" pad ":    "`\\x20pad\\x20`",
+		// A value cut after a space: no \x20 before the "…".
+		strings.Repeat("x", 99) + " tail": "`" + strings.Repeat("x", 99) + "…`",
 	} {
 		if got := code(in); got != want {
 			t.Errorf("code(%q) = %q, want %q", in, got, want)
