@@ -19,7 +19,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
-const checkSynopsis = "bouncer check [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--tools FILE] [--name NAME] [SESSION.jsonl]\n\n" +
+const checkSynopsis = "bouncer check [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--tools FILE] [--name NAME] [--pack [SERVER=]PACK]... [SESSION.jsonl]\n\n" +
 	"Replays a recorded session against a policy, offline. Each input line is one of\n" +
 	`  {"output": RESULT}                                  record tool output as untrusted` + "\n" +
 	`  {"call": {"name": TOOL, "arguments": {...}}}        decide a call as the proxy would` + "\n" +
@@ -31,6 +31,9 @@ const checkSynopsis = "bouncer check [--policy FILE]... [--policy-dir DIR] [--tr
 	"Each call prints a JSON line {\"tool\",\"verdict\",\"reason\",\"rule\"}, or, on a terminal, a table row.\n" +
 	"Reads stdin without SESSION; with only\n" +
 	"--policy (or --policy-dir) and no SESSION on a terminal, it checks the policy and exits.\n" +
+	"A built-in pack applies to the server it was written for only: --pack gmail says the --name server is\n" +
+	"the one the gmail pack was written for (bouncer run knows it from the command), --pack mail=gmail a\n" +
+	"server of the session's lines.\n" +
 	"The policy is the one bouncer run loads for the same --policy, --policy-dir and --trust:\n" +
 	"an installed set verified as pulled, each file's signature checked under the trust configuration."
 
@@ -46,11 +49,28 @@ func cmdCheck(args []string) error {
 	pf.register(fs)
 	toolsFile := fs.String("tools", "", "a saved tools/list result ({\"tools\": [...]}) to pin; without it every tool counts as pinned")
 	name := fs.String("name", "", "the server's name (as in bouncer run --name), for lines with no \"server\"")
+	var packFlags multiFlag
+	fs.Var(&packFlags, "pack", "`[SERVER=]PACK`: the built-in pack written for SERVER (default: --name's), as bouncer run recognizes it; repeatable")
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
 	if fs.NArg() > 1 {
 		return usageErr("%s", "check takes at most one session file")
+	}
+
+	packs := map[string]string{}
+	for _, f := range packFlags {
+		server, pack, ok := strings.Cut(f, "=")
+		if !ok {
+			server, pack = *name, f
+		}
+		if err := policy.CheckPack(pack); err != nil {
+			return usageErr("--pack %q: %v", f, err)
+		}
+		if other, dup := packs[server]; dup && other != pack {
+			return usageErr("--pack: server %q is given two packs, %s and %s", server, other, pack)
+		}
+		packs[server] = pack
 	}
 
 	dir, err := stateDir(*home)
@@ -68,7 +88,11 @@ func cmdCheck(args []string) error {
 			return badInput(fmt.Errorf("%v", err))
 		}
 		// Pin once now, so a bad list is reported before any line.
-		if err := dec.Engine(*name).Pin(tools); err != nil {
+		eng, err := dec.Engine(*name, packs[*name])
+		if err != nil {
+			return usageErr("--pack: %v", err)
+		}
+		if err := eng.Pin(tools); err != nil {
 			return badInput(fmt.Errorf("%s: %v", *toolsFile, err))
 		}
 	}
@@ -76,10 +100,14 @@ func cmdCheck(args []string) error {
 	if tools != nil {
 		names = toolNames(tools)
 	}
-	for _, w := range policy.Lint(dec.Policy, names) {
+	view, err := dec.Policy.ForServer(packs[*name])
+	if err != nil {
+		return usageErr("--pack: %v", err)
+	}
+	for _, w := range policy.Lint(view, names) {
 		errorf("warning: %s", w)
 	}
-	r := &replayer{dec: dec, tools: tools, name: *name, engines: map[string]*engine.Engine{}}
+	r := &replayer{dec: dec, tools: tools, name: *name, packs: packs, engines: map[string]*engine.Engine{}}
 
 	in, src := io.Reader(os.Stdin), "stdin"
 	if fs.NArg() == 1 {
@@ -139,6 +167,7 @@ type replayer struct {
 	dec     *setup.Decider
 	tools   []json.RawMessage // pinned on every server's engine; nil pins all
 	name    string
+	packs   map[string]string // server → the built-in pack written for it (--pack)
 	engines map[string]*engine.Engine
 	elided  bool // a line was elided (warned about once)
 	// emit writes the verdict of the call on session line n, made by
@@ -188,7 +217,7 @@ func (r *replayer) engine(server string) *engine.Engine {
 	if e, ok := r.engines[server]; ok {
 		return e
 	}
-	e := r.dec.Engine(server)
+	e, _ := r.dec.Engine(server, r.packs[server]) // --pack was checked when the run started
 	if r.tools != nil {
 		_ = e.Pin(r.tools) // checked when the run started
 	} else {

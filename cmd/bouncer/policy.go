@@ -12,6 +12,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/report"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/suggest"
 )
@@ -143,7 +144,15 @@ func cmdPolicySuggest(args []string) error {
 	if h, err := os.UserHomeDir(); err == nil {
 		homes = append(homes, h)
 	}
-	res := suggest.Suggest(pol, in, suggest.Options{Resolve: fsresolve.Existing, Homes: homes})
+	// The pack each server's proxy applied, kept with its pinned tool list.
+	packs := map[string]string{}
+	if dir, err := stateDir(*home); err == nil {
+		lists, _ := report.LoadPinned(dir, "")
+		for _, l := range lists {
+			packs[l.Server] = l.Pack
+		}
+	}
+	res := suggest.Suggest(pol, in, suggest.Options{Resolve: fsresolve.Existing, Homes: homes, Packs: packs})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/report"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
-const reportSynopsis = `bouncer report [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--tools FILE] [--audit FILE] [--name SERVER] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--date YYYY-MM-DD] [-o FILE]
+const reportSynopsis = `bouncer report [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--tools FILE [--pack PACK]] [--audit FILE] [--name SERVER] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--date YYYY-MM-DD] [-o FILE]
 
 Writes the Markdown review pack from the audit log: each server's tools and their controls,
 the verdicts by server, what was enforced, findings, and the OWASP LLM Top 10 and AIUC-1
@@ -26,6 +27,7 @@ func cmdReport(args []string) error {
 	fs, home := newFlags("report", reportSynopsis)
 	var pf policyFlags
 	pf.register(fs)
+	packFlag := fs.String("pack", "", "with --tools: the built-in `PACK` written for that server, as bouncer run recognized it (the lists bouncer run pinned say theirs)")
 	toolsFile := fs.String("tools", "", "a server's tools/list result as JSON (`FILE`, {\"tools\": [...]}), shown as --name's tools (default: the lists bouncer run pinned)")
 	auditFile := fs.String("audit", "", "audit log `FILE` (default: audit.jsonl in the state directory)")
 	name := fs.String("name", "", "summarise only the audit lines of server `NAME` (bouncer run's --name)")
@@ -38,6 +40,14 @@ func cmdReport(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usageErr("%s", fmt.Sprintf("report: unexpected argument %q", fs.Arg(0)))
+	}
+	if *packFlag != "" {
+		if *toolsFile == "" {
+			return usageErr("%s", "report: --pack goes with --tools")
+		}
+		if err := policy.CheckPack(*packFlag); err != nil {
+			return usageErr("report: --pack: %v", err)
+		}
 	}
 	in := report.Input{Server: *name}
 	var err error
@@ -83,7 +93,7 @@ func cmdReport(args []string) error {
 		if err != nil {
 			return badInput(fmt.Errorf("%s: %v", *toolsFile, err))
 		}
-		in.Lists = []report.ToolList{{Server: *name, File: *toolsFile, Tools: tools}}
+		in.Lists = []report.ToolList{{Server: *name, File: *toolsFile, Tools: tools, Pack: *packFlag}}
 	}
 
 	if *toolsFile == "" {

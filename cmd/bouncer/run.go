@@ -53,6 +53,9 @@ type runFlags struct {
 	remoteURL, transport            string
 	record                          string
 	observe                         bool
+	// pack is the built-in pack written for the server: --pack, else
+	// the one policy.Recognize knows the upstream's command by, else "".
+	pack string
 	headers, headerFiles            multiFlag
 	rest                            []string
 	// base is where a relative --config was found, which a relative
@@ -116,6 +119,7 @@ func (f *runFlags) run() error {
 	if err != nil {
 		return err
 	}
+	f.recognize(up)
 	// Before the sandbox: finding the client reads other processes' /proc.
 	dec.JoinClient(dir, func(msg string) { errorf("%s", msg) })
 	// The sandboxed proxy may write files in its state directory but not
@@ -201,6 +205,11 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	default:
 		return nil, usageErr("--sandbox %q: must be auto, strict or off", f.sandbox)
 	}
+	if f.pack != "" {
+		if err := policy.CheckPack(f.pack); err != nil {
+			return nil, usageErr("--pack: %v", err)
+		}
+	}
 	switch f.transport {
 	case "", transport.Auto, transport.Streamable, transport.SSE:
 	default:
@@ -227,6 +236,8 @@ func runFlagSet() (*flag.FlagSet, *runFlags, *string) {
 	fs.Var(&f.headers, "header", "with --url: send `'Name: value'` with every request (repeatable; values are kept out of logs and messages; ${VAR} is taken from the environment, so quote it for the shell; a credential written out here is visible to other users: use --header-file)")
 	fs.Var(&f.headerFiles, "header-file", "with --url: send the headers of `FILE` (one \"Name: value\" a line; yours, mode 0600) with every request")
 	fs.StringVar(&f.transport, "transport", "", "with --url: the `TRANSPORT`: auto (streamable HTTP, falling back to HTTP+SSE; the default), streamable or sse")
+	fs.StringVar(&f.pack, "pack", "", "the built-in `PACK` written for this server (gmail, filesystem, ...), when bouncer does not know it by its command (a remote server, a local build); "+
+		"a pack applies to the server it was written for only")
 	fs.StringVar(&f.record, "record", "", "append the session to `FILE` as bouncer check replays it: every call judged, every server output, every approval. "+
 		"The outputs may hold secrets (mail, files, tokens): the file is 0600; keep it as you keep that data")
 	return fs, f, home
@@ -390,12 +401,32 @@ func startUpstream(ctx context.Context, up *upstreamSpec, dir string, sandboxed 
 	return rem, r, func() { rem.Close() }, nil
 }
 
+// recognize decides which built-in pack applies to the server (f.pack),
+// and says so: --pack, else the pack whose server the upstream's command
+// starts (policy.Recognize), else none. A remote server is known only by
+// --pack.
+func (f *runFlags) recognize(up *upstreamSpec) {
+	switch {
+	case f.pack != "":
+		errorf("pack %s applies to this server (--pack)", f.pack)
+		return
+	case up.remote == nil:
+		if pack, _, ok := policy.Recognize(up.cmd.Path, up.cmd.Args); ok {
+			f.pack = pack
+			errorf("pack %s applies to this server: its command starts the server the pack was written for", pack)
+			return
+		}
+	}
+	errorf("no built-in pack applies to this server (none was written for it; --pack NAME says it is one's): its tools get the policy files' entries and the fallback")
+}
+
 // proxyConfig is the pump's configuration for this run.
 func (f *runFlags) proxyConfig(dec *setup.Decider, dir string, auditLog *audit.Log) proxy.Config {
-	pol := dec.Policy
+	eng, _ := dec.Engine(f.name, f.pack) // f.pack is a pack: --pack was checked, Recognize names one
+	pol := eng.Policy()
 	return proxy.Config{
 		Server:  f.name,
-		Engine:  dec.Engine(f.name),
+		Engine:  eng,
 		Store:   dec.Session.Output(f.name),
 		Trusted: dec.Session.TrustedOutput(f.name),
 		Directory: func(kind string) proxy.Recorder {
@@ -405,7 +436,7 @@ func (f *runFlags) proxyConfig(dec *setup.Decider, dir string, auditLog *audit.L
 		Observe: f.observe,
 		Policy:  pol.Digest(version),
 		OnPinned: func(tools []json.RawMessage) {
-			if err := report.SavePinned(dir, f.name, tools); err != nil {
+			if err := report.SavePinned(dir, f.name, f.pack, tools); err != nil {
 				errorf("could not keep the pinned tool list for bouncer report: %v", err)
 			}
 			for _, w := range policy.Lint(pol, toolNames(tools)) {

@@ -171,6 +171,10 @@ func (e *Engine) Approve(tool, param, d string) {
 	e.mu.Unlock()
 }
 
+// Policy is the policy the engine judges by: the user files' entries over
+// the pack of its server (policy.Policy.ForServer).
+func (e *Engine) Policy() *policy.Policy { return e.pol }
+
 // DomainSeen reports whether the domain of d (dest.Domains: its host, or
 // the registrable part of it) appeared as a whole token in untrusted
 // output of the session (a link, a host, the domain named on its own),

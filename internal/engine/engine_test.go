@@ -47,9 +47,20 @@ set_mode:
 
 func newEngine(t testing.TB, yaml string, opts Options) (*Engine, *taint.Store) {
 	t.Helper()
-	pol, err := policy.LoadSources(policy.Source{Name: "test.yaml", Dir: t.TempDir(), Data: []byte(yaml)})
+	return newEngineFor(t, "", yaml, opts)
+}
+
+// newEngineFor is newEngine for a server the built-in pack named pack was
+// written for.
+func newEngineFor(t testing.TB, pack, yaml string, opts Options) (*Engine, *taint.Store) {
+	t.Helper()
+	files, err := policy.LoadSources(policy.Source{Name: "test.yaml", Dir: t.TempDir(), Data: []byte(yaml)})
 	if err != nil {
 		t.Fatalf("policy: %v", err)
+	}
+	pol, err := files.ForServer(pack)
+	if err != nil {
+		t.Fatal(err)
 	}
 	store := taint.NewStore()
 	e := New(pol, store, opts)
@@ -420,7 +431,7 @@ func TestVouchRuleMatchesApprovalCodes(t *testing.T) {
 // TestCountsAs: with the gmail pack, relabelling mail to TRASH or SPAM uses
 // the delete budget, however the label is spelled or passed.
 func TestCountsAs(t *testing.T) {
-	e, _ := newEngine(t, "", Options{})
+	e, _ := newEngineFor(t, "gmail", "", Options{})
 	check(t, e.Decide(call("modify_email", `{"messageId":"1","addLabelIds":["STARRED"]}`)), want{Allow, RuleDefault, ""})
 	check(t, e.Decide(call("modify_email", `{"messageId":"1","addLabelIds":["TRASH"]}`)), want{Allow, RuleDefault, ""})
 	check(t, e.Decide(call("modify_email", `{"messageId":"2","labelIds":["spam"]}`)), want{Allow, RuleDefault, ""})
@@ -430,7 +441,7 @@ func TestCountsAs(t *testing.T) {
 	// A relabel that deletes nothing is not counted.
 	check(t, e.Decide(call("modify_email", `{"messageId":"5","removeLabelIds":["TRASH"]}`)), want{Allow, RuleDefault, ""})
 
-	e2, _ := newEngine(t, "", Options{})
+	e2, _ := newEngineFor(t, "gmail", "", Options{})
 	check(t, e2.Decide(call("create_filter_from_template", `{"template":"fromSender","parameters":{"senderEmail":"a@b.example","labelIds":["TRASH"]}}`)), want{Allow, RuleDefault, ""})
 	check(t, e2.Decide(call("batch_modify_emails", `{"messageIds":["1","2"],"addLabelIds":["SPAM"]}`)),
 		want{Deny, RuleBudget, "counts as 'batch_delete_emails'"})

@@ -235,7 +235,11 @@ func FuzzTypeRule(f *testing.F) {
 // whether addLabelIds is sent as a list (counts_as) or as a string that
 // FastMCP parses into one (the type rule).
 func TestCountsAsCoercedList(t *testing.T) {
-	pol, err := policy.LoadSources()
+	files, err := policy.LoadSources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := files.ForServer("gmail")
 	if err != nil {
 		t.Fatal(err)
 	}

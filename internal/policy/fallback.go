@@ -58,6 +58,10 @@ var pathLastWords = setOf("path", "paths", "file", "filename", "filepath", "dir"
 // ones are listed whole.
 var sendVerbs = setOf("send", "reply", "respond", "answer", "forward", "post", "publish", "share", "invite", "notify", "broadcast", "tweet", "dm",
 	"replyall", "sendmail", "sendemail", "sendmessage", "sendmsg", "sendsms", "sendtext", "postmessage", "forwardmessage", "forwardemail", "replyemail")
+// replyVerbs in the name of a tool that sends make it send to a
+// destination its arguments don't name, whatever they name besides.
+var replyVerbs = setOf("reply", "replyall", "replyemail", "respond")
+
 var readVerbs = setOf("get", "list", "read", "search", "fetch", "find", "describe", "show", "view", "query", "count", "check", "lookup", "download", "export")
 
 // sends reports whether a tool's name says it sends: a send verb among its
@@ -214,7 +218,11 @@ func fallback(tool string, params, nested []string) *Tool {
 	t.Exfiltrating = len(t.SinkParams) > 0
 	if sends(tool) {
 		t.Exfiltrating = true
-		if len(t.SinkParams) == 0 {
+		// A reply goes to the sender of the message it answers, whom no
+		// argument names, even when it names a cc: every call is asked
+		// about (the gmail pack said so for every server by name, until
+		// packs applied to their own server only).
+		if len(t.SinkParams) == 0 || hasWord(tool, replyVerbs) {
 			t.Implicit = ImplicitYes
 		}
 	}

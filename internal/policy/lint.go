@@ -42,7 +42,7 @@ func Lint(p *Policy, tools []string) []string {
 				t.Source, name, name, suggestTool(name, tools)))
 			continue
 		}
-		if old := t.Replaced; old != nil {
+		if old := p.replaced(name, t); old != nil {
 			from := old.Source
 			var lost []string
 			if old.Exfiltrating && !t.Exfiltrating {

@@ -12,22 +12,11 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
 
-// notOnServer lists pack entries that are deliberately not tools of the
-// recorded server, each with the reason it is in the pack anyway.
-var notOnServer = map[string]map[string]string{
-	"gmail": {
-		"reply_email":   "name other Gmail servers use for replying; the original pack had it",
-		"forward_email": "name other Gmail servers use for forwarding",
-	},
-	"slack": {
-		"post_message":    "unprefixed name other Slack servers use",
-		"reply_to_thread": "unprefixed name other Slack servers use",
-	},
-	"gdrive": {
-		"share_file":        "the npm server is read-only; sharing is how other Drive servers send a file",
-		"create_permission": "the Drive API's permissions.create, exposed under this name by other Drive servers",
-	},
-}
+// notOnServer lists pack entries that are not tools of the recorded
+// server, each with the reason it is in the pack anyway. A pack applies to
+// its own server only, so there are none: an entry for another server's
+// tool would apply to nothing.
+var notOnServer = map[string]map[string]string{}
 
 // readOnly lists the recorded tools a pack leaves to the fallback, each with
 // the reason it sends and writes nothing.
@@ -185,8 +174,11 @@ func TestPacksListed(t *testing.T) {
 	seen := map[string]string{}
 	for _, pk := range Packs() {
 		got = append(got, pk.Name)
-		if len(pk.Tools) == 0 {
-			t.Errorf("pack %s names no tools", pk.Name)
+		if len(pk.Tools) == 0 && len(readOnly[pk.Name]) == 0 {
+			t.Errorf("pack %s names no tools, and its server has no read-only tool listed", pk.Name)
+		}
+		if pk.Package == "" || PackFor(pk.Package) != pk.Name {
+			t.Errorf("pack %s names no server (%q)", pk.Name, pk.Package)
 		}
 		if !sort.StringsAreSorted(pk.Tools) {
 			t.Errorf("pack %s: tools not sorted: %v", pk.Name, pk.Tools)
@@ -206,9 +198,21 @@ func TestPacksListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for tool, pack := range seen {
-		e, ok := pol.Lookup(tool)
-		if !ok || e.Source != "pack "+pack || e.Fallback {
-			t.Errorf("Lookup(%s) = %+v, %v; want the entry of pack %s", tool, e, ok, pack)
+		// A pack's entry is its server's alone: the policy for that
+		// server has it, the policy for another server or for none does
+		// not.
+		for _, for_ := range append(packNames, "") {
+			view, err := pol.ForServer(for_)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, ok := view.Lookup(tool)
+			switch {
+			case for_ == pack && (!ok || e.Source != "pack "+pack || e.Fallback):
+				t.Errorf("ForServer(%s).Lookup(%s) = %+v, %v; want the entry of pack %s", for_, tool, e, ok, pack)
+			case for_ != pack && ok:
+				t.Errorf("ForServer(%q).Lookup(%s) = the entry of %s; a pack applies to its own server only", for_, tool, e.Source)
+			}
 		}
 	}
 }
@@ -247,12 +251,16 @@ func TestPackHeadersMatchPinnedServers(t *testing.T) {
 // that the server lacks (unless listed with a reason), every writing or
 // sending tool named, every destination-shaped parameter a sink.
 func TestPacksCoverRecordedServers(t *testing.T) {
-	pol, err := LoadSources()
+	base, err := LoadSources()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, pk := range Packs() {
 		t.Run(pk.Name, func(t *testing.T) {
+			pol, err := base.ForServer(pk.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
 			rec := loadRecorded(t, pk.Name)
 			inPack := map[string]bool{}
 			for _, name := range pk.Tools {

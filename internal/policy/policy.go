@@ -1,8 +1,19 @@
 // Package policy turns YAML policy files into a validated, layered policy.
 //
-// A policy maps tool names to rules. Built-in packs (package packs) come first,
-// then user files in the order given; a later entry for a tool replaces the
-// earlier one whole, so an override never half-inherits a pack's gate. Parsing
+// A policy maps tool names to rules. A built-in pack (package packs) is
+// written for one server, the npm package its header names ("Checked
+// against PACKAGE VERSION"), and applies to that server only: a proxy whose
+// server Recognize knows by that package (or that the user names with
+// --pack) gets the pack's entries, and a tool of the same name on any other
+// server does not, since its arguments are another server's (a pack's
+// sink_params would leave the other server's recipient argument
+// unchecked). ForServer gives the policy as it applies to one server, and
+// every command that judges or describes a server's calls (run, check,
+// report, serve) looks its tools up through it, so they agree by
+// construction. User files come after the pack, in the order given; a
+// later entry for a tool replaces the earlier one whole, so an override
+// never half-inherits a pack's gate. User files are not keyed by server:
+// every server that loads one gets its entries. Parsing
 // is strict: unknown keys, wrong types and uncompilable patterns are errors that
 // name the file, the line and the key, because a policy that is silently
 // misread is worse than one that refuses to load.
@@ -201,10 +212,14 @@ type Confinement struct {
 	Source string
 }
 
-// Policy is the layered result of packs and user files. It is immutable after
-// Load and safe for concurrent use.
+// Policy is the layered result of the user files and, for the server it
+// is for (ForServer), that server's pack. It is immutable after Load and
+// safe for concurrent use.
 type Policy struct {
-	tools map[string]*Tool
+	tools map[string]*Tool // the user files' entries
+	// pack is the built-in pack of the server the policy is for (see
+	// ForServer); "" for none.
+	pack string
 	// Sandbox is the upstream confinement from the last user file that set
 	// one, or nil.
 	Sandbox *Confinement
@@ -270,6 +285,10 @@ type Pack struct {
 	Name  string   // "gmail"
 	Tools []string // tool names it configures, sorted
 	Data  []byte   // the YAML as embedded
+	// Package is the npm package of the server the pack was written for
+	// and checked against, from its header ("# Checked against PACKAGE
+	// VERSION"): the server it applies to.
+	Package string
 }
 
 // Load layers the built-in packs and then each user file in order, with
@@ -324,14 +343,8 @@ func LoadSources(srcs ...Source) (*Policy, error) {
 
 func load(srcs []Source) (*Policy, error) {
 	p := &Policy{tools: map[string]*Tool{}}
-	packs, err := loadPacks()
-	if err != nil {
+	if _, err := loadPacks(); err != nil {
 		return nil, err
-	}
-	for _, pk := range packs {
-		for _, t := range pk.tools {
-			p.tools[t.Name] = t
-		}
 	}
 	for _, s := range srcs {
 		doc, err := parse(s, false)
@@ -373,13 +386,51 @@ func (p *Policy) Own(d string) bool {
 	return ok && p.own[k]
 }
 
-// Lookup returns the pack or user entry for tool, if there is one.
+// ForServer returns the policy as it applies to a server that pack was
+// written for (one of Packs' names, from Recognize or the user's --pack),
+// or to a server no pack was written for (""): the user files' entries
+// over that pack's, and no other pack's. An unknown pack is an error.
+func (p *Policy) ForServer(pack string) (*Policy, error) {
+	if pack != "" {
+		if err := CheckPack(pack); err != nil {
+			return nil, err
+		}
+	}
+	v := *p
+	v.pack = pack
+	return &v, nil
+}
+
+// Pack is the built-in pack of the server the policy is for, or "".
+func (p *Policy) Pack() string {
+	if p == nil {
+		return ""
+	}
+	return p.pack
+}
+
+// Lookup returns the user entry for tool, else the entry of the pack of
+// the server the policy is for, if there is one. It is the one lookup:
+// For, ForCall, Names and Lint go through it, and so do the engine, the
+// review pack and check.
 func (p *Policy) Lookup(tool string) (*Tool, bool) {
 	if p == nil {
 		return nil, false
 	}
-	t, ok := p.tools[tool]
+	if t, ok := p.tools[tool]; ok {
+		return t, ok
+	}
+	t, ok := packTools(p.pack)[tool]
 	return t, ok
+}
+
+// replaced is the entry that t, a user entry for tool, replaced whole: an
+// earlier file's, else the pack's of the server the policy is for.
+func (p *Policy) replaced(tool string, t *Tool) *Tool {
+	if t.Replaced != nil {
+		return t.Replaced
+	}
+	return packTools(p.pack)[tool]
 }
 
 // For returns the entry for tool, or, for a tool no pack or file names, the
@@ -436,14 +487,22 @@ func holdsDestinationKey(v any) bool {
 	return false
 }
 
-// Names lists the tools the policy configures, sorted.
+// Names lists the tools the policy configures for its server, sorted: the
+// user files' and its pack's.
 func (p *Policy) Names() []string {
 	if p == nil {
 		return nil
 	}
+	seen := map[string]bool{}
 	names := make([]string, 0, len(p.tools))
 	for n := range p.tools {
+		seen[n] = true
 		names = append(names, n)
+	}
+	for n := range packTools(p.pack) {
+		if !seen[n] {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names
@@ -461,15 +520,86 @@ func Packs() []Pack {
 			names = append(names, t.Name)
 		}
 		sort.Strings(names)
-		out = append(out, Pack{Name: pk.name, Tools: names, Data: pk.data})
+		out = append(out, Pack{Name: pk.name, Tools: names, Data: pk.data, Package: pk.pkg})
 	}
 	return out
 }
 
+// PackNames lists the built-in packs' names, sorted.
+func PackNames() []string {
+	var out []string
+	for _, pk := range Packs() {
+		out = append(out, pk.Name)
+	}
+	return out
+}
+
+// CheckPack reports whether name is one of the built-in packs, with an
+// error naming them when it is not.
+func CheckPack(name string) error {
+	if packTools(name) == nil {
+		return fmt.Errorf("there is no built-in pack %q (the packs: %s)", name, strings.Join(PackNames(), ", "))
+	}
+	return nil
+}
+
+// PackFor returns the pack written for the npm package pkg, or "".
+func PackFor(pkg string) string {
+	for _, pk := range Packs() {
+		if pk.Package == pkg {
+			return pk.Name
+		}
+	}
+	return ""
+}
+
+// Recognize tells which built-in pack was written for the server that
+// command and args launch, and returns the arguments that follow the
+// server's name (for the filesystem server, its directories). It knows
+// the server by the package its pack was checked against, however it is
+// started: through npx (or bunx, pnpm dlx), `node .../node_modules/PACKAGE/...`,
+// its installed binary (mcp-server-NAME), or Docker's mcp/NAME image. A
+// server it does not know gets no pack: its tools get the user's entries
+// and the fallback, never another server's pack.
+func Recognize(command string, args []string) (pack string, rest []string, ok bool) {
+	words := append([]string{command}, args...)
+	for _, p := range Packs() {
+		pkg := p.Package
+		bin := "mcp-" + pkg[strings.LastIndexByte(pkg, '/')+1:]
+		image := regexp.MustCompile(`^([^/\s]+/)?mcp/` + regexp.QuoteMeta(p.Name) + `(:[^/\s]*)?$`)
+		for i, w := range words {
+			if w == pkg || strings.HasPrefix(w, pkg+"@") || strings.Contains(w, "/node_modules/"+pkg+"/") ||
+				filepath.Base(w) == bin || image.MatchString(w) {
+				return p.Name, words[i+1:], true
+			}
+		}
+	}
+	return "", nil, false
+}
+
+// packTools is the entries of the pack named pack by tool name; nil for
+// "" or a name no pack has.
+func packTools(pack string) map[string]*Tool {
+	if pack == "" {
+		return nil
+	}
+	packs, _ := loadPacks()
+	for _, pk := range packs {
+		if pk.name == pack {
+			return pk.byName
+		}
+	}
+	return nil
+}
+
+var checkedAgainst = regexp.MustCompile(`(?m)^# Checked against (\S+) `)
+
 type loadedPack struct {
-	name  string
-	data  []byte
-	tools []*Tool
+	name   string
+	pkg    string // the npm package it was written for
+	data   []byte
+	tools  []*Tool
+	byName map[string]*Tool
 }
 
 var (
@@ -503,7 +633,16 @@ func loadPacks() ([]loadedPack, error) {
 				packsErr = err
 				return
 			}
-			packsList = append(packsList, loadedPack{name: name, data: data, tools: doc.tools})
+			m := checkedAgainst.FindSubmatch(data)
+			if m == nil {
+				packsErr = &Error{File: "packs/" + e.Name(), Msg: `the pack names no server ("# Checked against PACKAGE VERSION" in its header), so it could apply to none`}
+				return
+			}
+			byName := map[string]*Tool{}
+			for _, t := range doc.tools {
+				byName[t.Name] = t
+			}
+			packsList = append(packsList, loadedPack{name: name, pkg: string(m[1]), data: data, tools: doc.tools, byName: byName})
 		}
 	})
 	return packsList, packsErr

@@ -257,8 +257,13 @@ func TestEmptyDocuments(t *testing.T) {
 		if pol.Sandbox != nil || len(pol.Files) != 1 {
 			t.Errorf("%q: sandbox %v files %v", doc, pol.Sandbox, pol.Files)
 		}
-		// Packs still load under an empty user file.
-		if _, ok := pol.Lookup("send_email"); !ok {
+		// The gmail server's pack still applies to it under an empty
+		// user file.
+		gmail, err := pol.ForServer("gmail")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := gmail.Lookup("send_email"); !ok {
 			t.Errorf("%q: the gmail pack's send_email is missing", doc)
 		}
 	}
@@ -395,9 +400,14 @@ func TestLoadFilesRelativePrefixes(t *testing.T) {
 	}
 }
 
-// Packs come first; each later file replaces an earlier entry whole.
+// The server's pack comes first; each later file replaces an earlier
+// entry whole.
 func TestLayering(t *testing.T) {
-	packOnly, err := LoadSources()
+	base, err := LoadSources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	packOnly, err := base.ForServer("gmail")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,10 +416,14 @@ func TestLayering(t *testing.T) {
 		t.Fatalf("pack send_email = %+v", send)
 	}
 
-	pol, err := LoadSources(
+	files, err := LoadSources(
 		Source{Name: "team.yaml", Data: []byte("send_email:\n  exfiltrating: true\n  sink_params: [to]\n  trusted_destinations: [a@corp.example]\nwrite_file:\n  max_calls: 3\n")},
 		Source{Name: "me.yaml", Data: []byte("\n\nsend_email:\n  max_calls: 5\n")},
 	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := files.ForServer("gmail")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,8 +438,13 @@ func TestLayering(t *testing.T) {
 	if want := (&Tool{Name: "send_email", MaxCalls: intp(5), Source: "me.yaml:3"}); !reflect.DeepEqual(&got, want) {
 		t.Errorf("send_email = %+v, want %+v", &got, want)
 	}
-	// The pack's write_params do not survive under the user entry.
-	w, _ := pol.Lookup("write_file")
+	// The filesystem pack's write_params do not survive under the user
+	// entry, on the filesystem server.
+	fs, err := files.ForServer("filesystem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := fs.Lookup("write_file")
 	if len(w.WriteParams) != 0 || *w.MaxCalls != 3 || w.Source != "team.yaml:5" {
 		t.Errorf("write_file = %+v", w)
 	}
@@ -443,8 +462,20 @@ func TestLayering(t *testing.T) {
 			t.Fatalf("Names not sorted: %v", names)
 		}
 	}
-	if !contains(names, "send_email") || !contains(names, "write_file") || !contains(names, "push_files") {
-		t.Errorf("Names = %v", names)
+	if !contains(names, "send_email") || !contains(names, "write_file") || !contains(names, "draft_email") || contains(names, "push_files") {
+		t.Errorf("Names = %v; want the user's and the gmail pack's, not the github pack's", names)
+	}
+	// On a server no pack was written for, a tool named like a pack's
+	// gets the user's entry or the fallback, never the pack's.
+	none, err := files.ForServer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := none.For("draft_email", []string{"recipients", "body"}); d.Source != "fallback" || !reflect.DeepEqual(d.SinkParams, []string{"recipients"}) {
+		t.Errorf("another server's draft_email = %+v, want the fallback, which gates its recipients", d)
+	}
+	if _, err := files.ForServer("gmial"); err == nil {
+		t.Error("ForServer of an unknown pack: no error")
 	}
 }
 
@@ -582,6 +613,9 @@ func TestFallback(t *testing.T) {
 		{"share", nil, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
 		{"answer_email", []string{"id", "text"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
 		{"replyall", []string{"id", "text"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		// A reply's cc does not name its main recipient.
+		{"reply_email", []string{"messageId", "body", "cc"}, Tool{Exfiltrating: true, SinkParams: []string{"cc"}, Implicit: ImplicitYes}},
+		{"forward_email", []string{"messageId", "to"}, Tool{Exfiltrating: true, SinkParams: []string{"to"}}},
 		{"SENDMESSAGE", []string{"text"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
 		{"delete_post", []string{"post_id"}, Tool{MaxCalls: intp(2)}},
 		{"get_invites", []string{"page"}, Tool{}},
@@ -595,7 +629,11 @@ func TestFallback(t *testing.T) {
 		}
 	}
 	// A named tool is never the fallback, whatever its arguments.
-	if got := pol.For("send_email", []string{"webhook_url"}); got.Fallback || got.Source != "pack gmail" {
+	gmail, err := pol.ForServer("gmail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gmail.For("send_email", []string{"webhook_url"}); got.Fallback || got.Source != "pack gmail" {
 		t.Errorf("For(send_email) = %+v", got)
 	}
 }
@@ -670,21 +708,31 @@ create_directory:
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(Lint(pol, []string{"send_email", "write_file", "delete_email", "create_directory"}), "\n")
+	// Each server is warned about the pack entries of its own pack that
+	// the file replaces, and no other's.
+	gmail, _ := pol.ForServer("gmail")
+	fs, _ := pol.ForServer("filesystem")
+	got := strings.Join(Lint(gmail, []string{"send_email", "delete_email"}), "\n")
 	for _, want := range []string{
 		"p.yaml:2: send_mail: the server has no tool send_mail (did you mean send_email?), so this entry guards nothing",
-		"p.yaml:5: write_file replaces the entry of pack filesystem whole, and its write paths [path] are no longer named",
 		"p.yaml:7: delete_email replaces the entry of pack gmail whole, and its budget of 2 calls is gone",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("Lint lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "create_directory") {
-		t.Errorf("an entry that keeps its gates is warned about:\n%s", got)
+	if strings.Contains(got, "write_file replaces") {
+		t.Errorf("the gmail server is warned about the filesystem pack:\n%s", got)
+	}
+	got = strings.Join(Lint(fs, []string{"write_file", "create_directory", "read_file"}), "\n")
+	if want := "p.yaml:5: write_file replaces the entry of pack filesystem whole, and its write paths [path] are no longer named"; !strings.Contains(got, want) {
+		t.Errorf("Lint lacks %q:\n%s", want, got)
+	}
+	if strings.Contains(got, "create_directory") || strings.Contains(got, "delete_email replaces") {
+		t.Errorf("an entry that keeps its gates, or another pack's, is warned about:\n%s", got)
 	}
 	// Without the server's tools, only the replaced gates are checked.
-	if got := Lint(pol, nil); len(got) != 2 {
+	if got := Lint(fs, nil); len(got) != 1 {
 		t.Errorf("Lint(nil tools) = %q", got)
 	}
 }

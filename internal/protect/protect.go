@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -26,41 +25,11 @@ import (
 // server's own directories.
 const FilesystemPack = "filesystem"
 
-var checkedAgainst = regexp.MustCompile(`(?m)^# Checked against (\S+) `)
-
-// packPackage returns the npm package a pack was checked against, from the
-// pack's own header ("# Checked against PACKAGE VERSION").
-func packPackage(p policy.Pack) string {
-	m := checkedAgainst.FindSubmatch(p.Data)
-	if m == nil {
-		return ""
-	}
-	return string(m[1])
-}
-
 // Recognize tells which built-in pack was written for the server an entry
-// launches, and returns the arguments that follow the server's name (for
-// the filesystem server, its directories). It knows the server by the
-// package its pack was checked against, however it is started: through npx
-// (or bunx, pnpm dlx), `node .../node_modules/PACKAGE/...`, its installed
-// binary (mcp-server-NAME), or Docker's mcp/NAME image.
+// launches (policy.Recognize), and returns the arguments that follow the
+// server's name (for the filesystem server, its directories).
 func Recognize(l mcpconfig.Launch) (pack string, rest []string, ok bool) {
-	words := append([]string{l.Command}, l.Args...)
-	for _, p := range policy.Packs() {
-		pkg := packPackage(p)
-		if pkg == "" {
-			continue
-		}
-		bin := "mcp-" + pkg[strings.LastIndexByte(pkg, '/')+1:]
-		image := regexp.MustCompile(`^([^/\s]+/)?mcp/` + regexp.QuoteMeta(p.Name) + `(:[^/\s]*)?$`)
-		for i, w := range words {
-			if w == pkg || strings.HasPrefix(w, pkg+"@") || strings.Contains(w, "/node_modules/"+pkg+"/") ||
-				filepath.Base(w) == bin || image.MatchString(w) {
-				return p.Name, words[i+1:], true
-			}
-		}
-	}
-	return "", nil, false
+	return policy.Recognize(l.Command, l.Args)
 }
 
 // Dirs returns a filesystem server's directories: its arguments that are
@@ -81,17 +50,15 @@ func writeTools(pack string) ([]string, map[string][]string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if base, err = base.ForServer(pack); err != nil {
+		return nil, nil, err
+	}
 	var names []string
 	params := map[string][]string{}
-	for _, p := range policy.Packs() {
-		if p.Name != pack {
-			continue
-		}
-		for _, t := range p.Tools {
-			if e, ok := base.Lookup(t); ok && len(e.WriteParams) > 0 {
-				names = append(names, t)
-				params[t] = e.WriteParams
-			}
+	for _, t := range base.Names() {
+		if e, ok := base.Lookup(t); ok && len(e.WriteParams) > 0 {
+			names = append(names, t)
+			params[t] = e.WriteParams
 		}
 	}
 	return names, params, nil

@@ -23,6 +23,12 @@ func Describe(pol *policy.Policy, pack, relTo string) string {
 		// policy package's.
 		return fmt.Sprintf("no pack; by the fallback: destination-shaped arguments and tools named for sending gated, tools named for deleting capped at %d calls per session, writes not confined", policy.FallbackDeleteBudget)
 	}
+	// The policy as it applies to that server: the pack's entries under
+	// the user's, as its proxy looks them up.
+	pol, err := pol.ForServer(pack)
+	if err != nil {
+		return err.Error()
+	}
 	var tools []string
 	for _, p := range policy.Packs() {
 		if p.Name == pack {

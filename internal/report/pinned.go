@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
@@ -28,14 +29,17 @@ func PinnedPath(stateDir, server string) string {
 const MaxPinnedFile = 64 << 20
 
 // SavePinned writes the tool list a proxy pinned for server, as a
-// tools/list result (statefile.Write: 0600, whole, on disk).
-func SavePinned(stateDir, server string, tools []json.RawMessage) error {
+// tools/list result (statefile.Write: 0600, whole, on disk), with the
+// built-in pack that applied to the server ("" for none) beside it, so
+// that the pack describes each server's tools under that server's pack.
+func SavePinned(stateDir, server, pack string, tools []json.RawMessage) error {
 	if tools == nil {
 		tools = []json.RawMessage{}
 	}
 	b, err := json.Marshal(struct {
 		Tools []json.RawMessage `json:"tools"`
-	}{tools})
+		Pack  string            `json:"bouncerPack,omitempty"`
+	}{tools, pack})
 	if err != nil {
 		return err
 	}
@@ -74,8 +78,15 @@ func LoadPinned(stateDir, server string) ([]ToolList, error) {
 		if err == nil {
 			var tools []ToolDef
 			if tools, err = ParseTools(data); err == nil {
+				var saved struct {
+					Pack string `json:"bouncerPack"`
+				}
+				_ = json.Unmarshal(data, &saved)
+				if saved.Pack != "" && policy.CheckPack(saved.Pack) != nil {
+					saved.Pack = "" // not this binary's: described by no pack, as its lines say
+				}
 				name, _ := url.PathUnescape(strings.TrimSuffix(filepath.Base(p), ".json"))
-				out = append(out, ToolList{Server: name, File: p, Tools: tools})
+				out = append(out, ToolList{Server: name, File: p, Tools: tools, Pack: saved.Pack})
 				continue
 			}
 		}

@@ -14,7 +14,7 @@ func TestPinnedOthersWrite(t *testing.T) {
 	state := t.TempDir()
 	tool := []json.RawMessage{json.RawMessage(`{"name":"send_email","inputSchema":{"type":"object"}}`)}
 	for _, server := range []string{"mail", "files"} {
-		if err := SavePinned(state, server, tool); err != nil {
+		if err := SavePinned(state, server, "", tool); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -30,5 +30,31 @@ func TestPinnedOthersWrite(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Server != "files" || len(got[0].Tools) != 1 {
 		t.Errorf("read %+v, want the files list only", got)
+	}
+}
+
+// The pack that applied to a server is kept with its list and read back
+// with it; one this binary does not know is read as none.
+func TestPinnedPack(t *testing.T) {
+	state := t.TempDir()
+	tool := []json.RawMessage{json.RawMessage(`{"name":"send_email","inputSchema":{"type":"object"}}`)}
+	for server, pack := range map[string]string{"mail": "gmail", "other": ""} {
+		if err := SavePinned(state, server, pack, tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(PinnedPath(state, "odd"), []byte(`{"tools":[],"bouncerPack":"nosuch"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadPinned(state, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	packs := map[string]string{}
+	for _, l := range got {
+		packs[l.Server] = l.Pack
+	}
+	if len(got) != 3 || packs["mail"] != "gmail" || packs["other"] != "" || packs["odd"] != "" {
+		t.Fatalf("packs = %v", packs)
 	}
 }

@@ -41,13 +41,6 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
-// Policy is what the report needs of a loaded policy; *policy.Policy has it.
-type Policy interface {
-	// For returns the entry for a tool, or the fallback derived from params.
-	For(tool string, params []string) *policy.Tool
-	// Names lists the tools the policy configures.
-	Names() []string
-}
 
 // ToolDef is one tool of the server's tools/list result.
 type ToolDef struct {
@@ -104,11 +97,17 @@ type ToolList struct {
 	// File is where the list was read from.
 	File  string
 	Tools []ToolDef
+	// Pack is the built-in pack that applies to the server (the one bouncer
+	// run recognized, or --pack); "" for none.
+	Pack string
 }
 
 // Input is everything a pack is written from.
 type Input struct {
-	Policy Policy
+	// Policy is the policy files' entries; each server's tools are
+	// described under it as it applies to that server (ForServer with the
+	// server's pack, from its tool list), as its proxy looks them up.
+	Policy *policy.Policy
 	// PolicyFiles are the user policy files, as given; none means the
 	// built-in packs alone.
 	PolicyFiles []string
@@ -192,8 +191,12 @@ func (in *Input) groups(entries []audit.Entry) []group {
 	byKey := map[tuple]*control{}
 	files := map[string][]string{}
 	listed := map[string]bool{} // servers with a tool list
+	packs := map[string]string{} // server → the pack that applied to it
 	for _, l := range in.Lists {
 		listed[l.Server] = true
+		if l.Pack != "" {
+			packs[l.Server] = l.Pack
+		}
 		files[l.Server] = append(files[l.Server], l.File)
 		for _, d := range l.Tools {
 			byKey[key(l.Server, d.Name)] = &control{server: l.Server, def: d, listed: true}
@@ -243,7 +246,14 @@ func (in *Input) groups(entries []audit.Entry) []group {
 	}
 	byServer := map[string]*group{}
 	for _, c := range byKey {
-		c.t = in.Policy.For(c.def.Name, c.def.Params)
+		// The entry the server's proxy looks up: the policy files' over
+		// the server's own pack, and no other server's. (A pack this
+		// binary does not know, ForServer's error, leaves the files'.)
+		view, err := in.Policy.ForServer(packs[c.server])
+		if err != nil {
+			view, _ = in.Policy.ForServer("")
+		}
+		c.t = view.For(c.def.Name, c.def.Params)
 		c.guarded = guarded(c.t) || c.ev.guards()
 		g := byServer[c.server]
 		if g == nil {

@@ -440,12 +440,38 @@ func FuzzReport(f *testing.F) {
 	})
 }
 
+// A pack describes the server it was written for only: another server's
+// tool of the same name gets its own schema's entry (the fallback), not the
+// gmail pack's cc and bcc.
+func TestPackOfItsServerOnly(t *testing.T) {
+	p, err := policy.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Policy: p, Generated: t0, Lists: []ToolList{
+		{Server: "gmail", File: "gmail.json", Pack: "gmail", Tools: tools(t, `{"tools": [{"name": "send_email", "inputSchema": {"properties": {"to": {}, "cc": {}, "bcc": {}}}}]}`)},
+		{Server: "outlook", File: "outlook.json", Tools: tools(t, `{"tools": [{"name": "send_email", "inputSchema": {"properties": {"recipients": {}, "body": {}}}}]}`)},
+	}}
+	var got []string
+	for _, f := range findings(&in, all(in.groups(nil)), summarise(nil), true) {
+		got = append(got, f.tool+": "+f.text)
+	}
+	all := strings.Join(got, "\n")
+	if strings.Contains(all, "names `cc`") || strings.Contains(all, "names `to`") {
+		t.Errorf("the gmail pack's entry was applied to outlook's send_email:\n%s", all)
+	}
+	pack := string(Write(in))
+	if !strings.Contains(pack, "| `send_email` | pack `gmail` |") || !strings.Contains(pack, "| `send_email` | fallback (no pack or file names it) | `recipients` |") {
+		t.Errorf("want gmail's send_email under its pack and outlook's under the fallback:\n%s", pack)
+	}
+}
+
 func TestPackSource(t *testing.T) {
 	p, err := policy.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := Input{Policy: p, Lists: []ToolList{{File: "t.json", Tools: tools(t, `{"tools": [{"name": "send_email", "inputSchema": {"properties": {"to": {}, "cc": {}, "bcc": {}}}}]}`)}}, Generated: t0}
+	in := Input{Policy: p, Lists: []ToolList{{File: "t.json", Pack: "gmail", Tools: tools(t, `{"tools": [{"name": "send_email", "inputSchema": {"properties": {"to": {}, "cc": {}, "bcc": {}}}}]}`)}}, Generated: t0}
 	pack := string(Write(in))
 	if !strings.Contains(pack, "| `send_email` | pack `gmail` |") {
 		t.Errorf("pack entry not named by its pack:\n%s", pack)
@@ -646,8 +672,8 @@ func TestServersAndPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	lists := []ToolList{
-		{Server: "fs", File: "fs.json", Tools: tools(t, `{"tools": [{"name": "write_file", "inputSchema": {"properties": {"path": {}, "content": {}}}}]}`)},
-		{Server: "mail", File: "mail.json", Tools: tools(t, `{"tools": [{"name": "send_email", "inputSchema": {"properties": {"to": {}, "cc": {}}}}, {"name": "post", "inputSchema": {"properties": {"channel": {}}}}]}`)},
+		{Server: "fs", File: "fs.json", Pack: "filesystem", Tools: tools(t, `{"tools": [{"name": "write_file", "inputSchema": {"properties": {"path": {}, "content": {}}}}]}`)},
+		{Server: "mail", File: "mail.json", Pack: "gmail", Tools: tools(t, `{"tools": [{"name": "send_email", "inputSchema": {"properties": {"to": {}, "cc": {}}}}, {"name": "post", "inputSchema": {"properties": {"channel": {}}}}]}`)},
 	}
 	in := Input{Policy: pol, PolicyFiles: []string{"bouncer.yaml"}, PolicyDigest: mine, Lists: lists,
 		AuditFile: path, Audit: es, Chain: chain, Generated: t0}

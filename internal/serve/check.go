@@ -15,7 +15,8 @@ import (
 )
 
 const checkDescription = "Dry run: decides one tool call the way `bouncer run` would, and returns verdict (allow, deny or ask), " +
-	"reason, rule and the policy entry that applied. The policy is the built-in packs, then the server's --policy files, " +
+	"reason, rule and the policy entry that applied. The policy is the built-in pack of the server the call is for (pack: " +
+	"a pack applies only to the server it was written for), then the server's --policy files, " +
 	"then policy_yaml if given (a later entry for a tool replaces an earlier one). untrusted_output is what the upstream " +
 	"returned earlier in the session (strings, or CallToolResult objects); a destination that appears in it is tainted. " +
 	"tool_definition (the tool's tools/list entry) pins the tool as the proxy would; without it the tool counts as pinned. " +
@@ -30,7 +31,8 @@ func checkSchema() *jsonschema.Schema {
 			Description: "upstream output seen earlier in the session: strings, or CallToolResult objects",
 			Items:       &jsonschema.Schema{Types: []string{"string", "object"}},
 		},
-		"policy_yaml": {Type: "string", Description: "policy YAML layered over the packs and the server's --policy files"},
+		"policy_yaml": {Type: "string", Description: "policy YAML layered over the pack and the server's --policy files"},
+		"pack": {Type: "string", Description: "the built-in pack written for the server the call is for (list_packs names them); none if omitted"},
 		"tool_definition": {
 			Type:        "object",
 			Description: "the tool's entry from tools/list ({name, inputSchema, ...}); pins it as the proxy would",
@@ -51,6 +53,7 @@ type checkIn struct {
 	Arguments       json.RawMessage   `json:"arguments"`
 	UntrustedOutput []json.RawMessage `json:"untrusted_output"`
 	PolicyYAML      *string           `json:"policy_yaml"`
+	Pack            string            `json:"pack"`
 	ToolDefinition  json.RawMessage   `json:"tool_definition"`
 	Approvals       []struct {
 		Param       string `json:"param"`
@@ -139,7 +142,11 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return toolError("check_call: policy: %v", err)
 	}
-	pol, eng := dec.Policy, dec.Engine("")
+	eng, err := dec.Engine("", in.Pack)
+	if err != nil {
+		return toolError("check_call: pack: %v", err)
+	}
+	pol, _ := dec.Policy.ForServer(in.Pack)
 	store := dec.Session.Output("")
 	for i, out := range in.UntrustedOutput {
 		var s string

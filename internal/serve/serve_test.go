@@ -172,12 +172,20 @@ func TestCheckCall(t *testing.T) {
 			wantVerdict: "deny", wantRule: "sink",
 		},
 		{
-			name: "pack entry applies without policy text",
+			name: "the server's pack entry applies without policy text",
 			args: map[string]any{
 				"tool": "send_email", "arguments": map[string]any{"to": "x@evil.example"},
-				"untrusted_output": []any{"x@evil.example"},
+				"untrusted_output": []any{"x@evil.example"}, "pack": "gmail",
 			},
 			wantVerdict: "deny", wantRule: "sink", wantSource: "pack gmail",
+		},
+		{
+			name: "another server's tool of the same name does not get the pack",
+			args: map[string]any{
+				"tool": "send_email", "arguments": map[string]any{"recipients": "x@evil.example"},
+				"untrusted_output": []any{"x@evil.example"},
+			},
+			wantVerdict: "deny", wantRule: "sink", wantSource: "fallback",
 		},
 		{
 			name: "unknown tool with a destination-shaped argument falls back to a sink",

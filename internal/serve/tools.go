@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -53,8 +54,9 @@ type PolicyError struct {
 type ToolEntry struct {
 	Name string `json:"name"`
 	Entry
-	// Replaces names the pack entry this one replaces whole, if any: the
-	// pack's gate no longer applies to the tool.
+	// Replaces names the pack entry this one replaces whole, if any, on
+	// the server that pack was written for: the pack's gate no longer
+	// applies to the tool there.
 	Replaces string `json:"replaces,omitempty"`
 }
 
@@ -77,10 +79,6 @@ func (h *handlers) validatePolicy(_ context.Context, req *mcp.CallToolRequest) (
 	if name == "" {
 		name = "policy.yaml"
 	}
-	packsOnly, err := policy.LoadSources()
-	if err != nil {
-		return toolError("validate_policy: the built-in packs do not load: %v", err)
-	}
 	pol, err := policy.LoadSources(policy.Source{Name: name, Dir: workDir(h.opts), Data: []byte(*in.PolicyYAML)})
 	if err != nil {
 		var pe *filepos.Error
@@ -99,8 +97,10 @@ func (h *handlers) validatePolicy(_ context.Context, req *mcp.CallToolRequest) (
 			continue
 		}
 		te := ToolEntry{Name: n, Entry: entryOf(t)}
-		if old, ok := packsOnly.Lookup(n); ok {
-			te.Replaces = old.Source
+		for _, pk := range policy.Packs() {
+			if slices.Contains(pk.Tools, n) {
+				te.Replaces = "pack " + pk.Name
+			}
 		}
 		out.Tools = append(out.Tools, te)
 	}

@@ -226,7 +226,10 @@ func TestLoadProtectsTheTrustFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := dec.Engine("fs")
+	e, err := dec.Engine("fs", "filesystem")
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.PinAll()
 	c, err := engine.ParseCall([]byte(`{"name":"write_file","arguments":{"path":"` + key + `","content":"x"}}`))
 	if err != nil {
@@ -255,7 +258,10 @@ func TestLoadProtectsThePolicyDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := dec.Engine("fs")
+	e, err := dec.Engine("fs", "filesystem")
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.PinAll()
 	for _, p := range []string{
 		filepath.Join(pdir, "high-water.json"),

@@ -73,13 +73,18 @@ func (d *Decider) JoinClient(stateDir string, log func(string)) {
 }
 
 // Engine returns a new engine for server: its own pins and budgets, the
-// session's shared history. Its store records the server's untrusted
-// output into the session.
-func (d *Decider) Engine(server string) *engine.Engine {
-	return engine.New(d.Policy, d.Session.Output(server), engine.Options{
+// session's shared history, and the policy as it applies to that server
+// (ForServer: pack is the built-in pack written for it, "" for none). Its
+// store records the server's untrusted output into the session.
+func (d *Decider) Engine(server, pack string) (*engine.Engine, error) {
+	pol, err := d.Policy.ForServer(pack)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(pol, d.Session.Output(server), engine.Options{
 		Resolve: fsresolve.Existing, WorkDir: d.workDir, Session: d.Session, Server: server,
 		Own: d.Own, Home: d.home,
-	})
+	}), nil
 }
 
 // Load loads the policy in force (LoadPolicy), checks its sandbox key and

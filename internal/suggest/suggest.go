@@ -24,6 +24,7 @@ package suggest
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -124,6 +125,11 @@ type Result struct {
 
 // Options are what Suggest needs from the outside world.
 type Options struct {
+	// Packs names, by server, the built-in pack that applied to it (as
+	// bouncer run recognized it and kept it with the pinned tool list): a
+	// tool's entry is restated as that server's proxy looked it up. A
+	// server not in it had none.
+	Packs map[string]string
 	// Resolve resolves a path as the kernel does (fsresolve.Existing): a
 	// prefix it would place elsewhere, through a symlink, is not
 	// suggested. Nil skips that check.
@@ -138,10 +144,36 @@ type Options struct {
 // policy in effect.
 func Suggest(pol *policy.Policy, entries []audit.Entry, opts Options) *Result {
 	tools := map[string]*Tool{}
+	// The server whose proxy first decided each tool's calls: its entry
+	// is looked up as that proxy looked it up.
+	// The arguments its calls named: for a tool no pack or file names,
+	// the fallback is derived from them, as the proxy derived it.
+	serverOf := map[string]string{}
+	argNames := map[string][]string{}
+	for _, e := range entries {
+		if _, ok := serverOf[e.Tool]; !ok {
+			serverOf[e.Tool] = e.Server
+		}
+		var args map[string]json.RawMessage
+		if json.Unmarshal(e.Args, &args) == nil {
+			for k := range args {
+				if !slices.Contains(argNames[e.Tool], k) {
+					argNames[e.Tool] = append(argNames[e.Tool], k)
+				}
+			}
+		}
+	}
+	for _, names := range argNames {
+		sort.Strings(names)
+	}
 	get := func(name string) *Tool {
 		t := tools[name]
 		if t == nil {
-			e := pol.For(name, nil)
+			view, err := pol.ForServer(opts.Packs[serverOf[name]])
+			if err != nil {
+				view, _ = pol.ForServer("") // a pack this binary does not know
+			}
+			e := view.For(name, argNames[name])
 			t = &Tool{Name: name, Source: e.Source, entry: e}
 			tools[name] = t
 		}
