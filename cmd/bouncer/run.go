@@ -55,9 +55,9 @@ type runFlags struct {
 	observe                         bool
 	// pack is the built-in pack written for the server: --pack, else
 	// the one policy.Recognize knows the upstream's command by, else "".
-	pack string
-	headers, headerFiles            multiFlag
-	rest                            []string
+	pack                 string
+	headers, headerFiles multiFlag
+	rest                 []string
 	// base is where a relative --config was found, which a relative
 	// --policy is resolved against (policyFlags.sources); "" without
 	// --config.

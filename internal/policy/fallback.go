@@ -58,6 +58,7 @@ var pathLastWords = setOf("path", "paths", "file", "filename", "filepath", "dir"
 // ones are listed whole.
 var sendVerbs = setOf("send", "reply", "respond", "answer", "forward", "post", "publish", "share", "invite", "notify", "broadcast", "tweet", "dm",
 	"replyall", "sendmail", "sendemail", "sendmessage", "sendmsg", "sendsms", "sendtext", "postmessage", "forwardmessage", "forwardemail", "replyemail")
+
 // replyVerbs in the name of a tool that sends make it send to a
 // destination its arguments don't name, whatever they name besides.
 var replyVerbs = setOf("reply", "replyall", "replyemail", "respond")

@@ -41,7 +41,6 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
-
 // ToolDef is one tool of the server's tools/list result.
 type ToolDef struct {
 	Name        string
@@ -190,7 +189,7 @@ func (in *Input) groups(entries []audit.Entry) []group {
 	key := func(server, tool string) tuple { return tuple{server, tool} }
 	byKey := map[tuple]*control{}
 	files := map[string][]string{}
-	listed := map[string]bool{} // servers with a tool list
+	listed := map[string]bool{}  // servers with a tool list
 	packs := map[string]string{} // server → the pack that applied to it
 	for _, l := range in.Lists {
 		listed[l.Server] = true

@@ -32,7 +32,7 @@ func checkSchema() *jsonschema.Schema {
 			Items:       &jsonschema.Schema{Types: []string{"string", "object"}},
 		},
 		"policy_yaml": {Type: "string", Description: "policy YAML layered over the pack and the server's --policy files"},
-		"pack": {Type: "string", Description: "the built-in pack written for the server the call is for (list_packs names them); none if omitted"},
+		"pack":        {Type: "string", Description: "the built-in pack written for the server the call is for (list_packs names them); none if omitted"},
 		"tool_definition": {
 			Type:        "object",
 			Description: "the tool's entry from tools/list ({name, inputSchema, ...}); pins it as the proxy would",
