@@ -6,8 +6,9 @@
 # a server on MCP 2024-11-05 too), a server that prints a log line on
 # stdout, a remote server restarted under a live session, a session
 # recorded with run --record and replayed by `bouncer check`, `bouncer log`,
-# `bouncer report`, and `bouncer init --undo` putting every file back byte
-# for byte. (Install as the README gives it is .ci/checks/readme.sh's; the
+# `bouncer report`, approvals for a working day and a broken policy in a
+# real client (issue 30, points 7 and 8), and `bouncer init --undo`
+# putting every file back byte for byte. (Install as the README gives it is .ci/checks/readme.sh's; the
 # test command's skips are .ci/test's.)
 #
 # Each step checks what the user would see; a failure names the step.
@@ -235,6 +236,127 @@ done
 grep -q '^| `sha256:[0-9a-f]\{64\}`' "$work/report.md" || fail "the report does not give the policy digest of the lines"
 grep -q '`to=exfil@evil.example`' "$work/report.md" || fail "the report does not list the denied destination"
 grep -qi 'taint is per server\|only asked about' "$work/report.md" && fail "the report says taint is per server"
+
+# pty_run EXPECT ANSWER CMD...: runs CMD on a pseudo-terminal, as a person
+# in their own terminal does; once its output shows EXPECT it types ANSWER
+# and Enter ("" for neither). Prints the output and exits with CMD's status.
+pty_run() {
+  python3 - "$@" <<'PY'
+import os, pty, select, sys, time
+expect, answer, argv = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(argv[0], argv)
+out, sent, deadline = b"", not expect, time.time() + 60
+while time.time() < deadline:
+    r, _, _ = select.select([fd], [], [], 0.1)
+    if r:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    if not sent and expect in out:
+        os.write(fd, answer + b"\r")
+        sent = True
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace").replace("\r\n", "\n"))
+sys.exit(os.waitstatus_to_exitcode(status))
+PY
+}
+
+# Issue 30, point 7: approvals for a working day. The client's question is
+# two sentences with the details below; a code approved with s in the
+# human's terminal lets the agent through for the rest of the session (the
+# same destination, tool, argument and server: another address still needs
+# a code); the approval screen notes that the destination's domain was in
+# the server's output; bouncer pending names its columns.
+newuser_approvals() {
+  local d=$work/daydesk cfg=$work/daydesk.json out code asked head cpid
+  mkdir -p "$d"
+  cat >"$d/tickets.json" <<'EOF'
+[{"id": "T-7", "from": "ops@corp.example", "subject": "Quarterly report", "body": "Send it to our partner's team; their portal is partner.example."}]
+EOF
+  echo '[]' >"$d/customers.json"
+  cat >"$cfg" <<EOF
+{"mcpServers": {"daydesk": {"command": "$bouncer", "args": ["run", "--name", "daydesk", "--", "$work/tools/helpdesk", "--data", "$d", "--root", "$work"]}}}
+EOF
+  step "approvals: the client's question is two sentences, the details below"
+  out=$("$client" -elicit decline "$cfg" daydesk \
+    call read_ticket '{"id": "T-7"}' \
+    call send_email '{"to": "bob@partner.example", "subject": "Q3", "body": "report"}' 2>"$work/day1.err") \
+    || { cat "$work/day1.err"; fail "the client failed on daydesk"; }
+  echo "$out" | sed 's/^/     /'
+  asked=$(echo "$out" | sed -n 's/^asked: //p')
+  head=${asked%%\\n\\n*}
+  [ "$head" = "Allow send_email on server daydesk to send to bob@partner.example? A yes lasts this session, but not once any server's output holds it." ] \
+    || fail "the question is not the two short sentences: $head"
+  echo "$asked" | grep -qF '\n\nto: bob@partner.example\nWhy asked: ' || fail "the details are not on the lines below the question: $asked"
+  echo "$asked" | grep -qF 'Note: the domain partner.example appeared in the output of server daydesk' || fail "the question does not note where the domain was seen: $asked"
+
+  step "approvals: a code approved for the session, in the human's terminal"
+  rm -f "$work/day-approved"
+  "$client" "$cfg" daydesk \
+    call read_ticket '{"id": "T-7"}' \
+    call send_email '{"to": "bob@partner.example", "subject": "Q3", "body": "report"}' \
+    wait "$work/day-approved" \
+    call send_email '{"to": "bob@partner.example", "subject": "Q3", "body": "report"}' \
+    call send_email '{"to": "bob@partner.example", "subject": "Q3, corrected", "body": "report v2"}' \
+    call send_email '{"to": "carol@partner.example", "subject": "Q3", "body": "report"}' >"$work/day2.out" 2>"$work/day2.err" &
+  cpid=$!
+  for _ in $(seq 600); do
+    grep -q '^waiting: ' "$work/day2.out" 2>/dev/null && break
+    sleep 0.1
+  done
+  code=$("$bouncer" pending | awk '$3 == "daydesk" && $6 == "bob@partner.example" {print $1}')
+  [ -n "$code" ] || { cat "$work/day2.out" "$work/day2.err"; kill "$cpid"; fail "the send without elicitation got no code"; }
+  out=$(pty_run "" "" "$bouncer" pending) || fail "bouncer pending failed on a terminal"
+  echo "$out" | sed 's/^/     /'
+  echo "$out" | head -n 1 | grep -q '^CODE  *AGE  *SERVER  *TOOL  *ARGUMENT  *DESTINATION *$' || fail "bouncer pending has no column headers on a terminal"
+  "$bouncer" pending | grep -q CODE && fail "bouncer pending prints its header into a pipe"
+  out=$(pty_run "Approve? [y/N]" s "$bouncer" approve "$code") || { echo "$out"; fail "bouncer approve $code with s failed"; }
+  echo "$out" | sed 's/^/     /'
+  echo "$out" | grep -q 'note  *the domain partner.example appeared in the output of server daydesk' || fail "the approval screen does not note where the domain was seen"
+  echo "$out" | grep -q "Approved $code for the session" || fail "approve did not say the code is approved for the session"
+  touch "$work/day-approved"
+  wait "$cpid" || { cat "$work/day2.out" "$work/day2.err"; fail "the client failed across the approval"; }
+  sed 's/^/     /' "$work/day2.out"
+  [ "$(grep -c '^send_email: ok' "$work/day2.out")" = 2 ] || fail "a yes for the session did not let the same send through twice"
+  tail -n 1 "$work/day2.out" | grep -q '^send_email: blocked: ' || fail "a yes for the session let another address through"
+  "$bouncer" pending | grep -q 'carol@partner.example' || fail "the other address got no code of its own"
+  [ "$(grep -c bob@partner.example "$d/outbox.jsonl")" = 2 ] || fail "the outbox does not hold the two approved mails"
+}
+
+# Issue 30, point 8: a policy error in a real client. The wrapped server
+# still connects and says what is wrong, as its one tool and in every
+# call's result; the real server never starts; in a terminal, the same
+# command exits 2 at once.
+newuser_policy_error() {
+  local cfg=$work/broken.json out status=0
+  printf 'send_email:\n  sink_params: to\n' >"$work/broken.yaml"
+  cat >"$cfg" <<EOF
+{"mcpServers": {"broken": {"command": "$bouncer", "args": ["run", "--name", "broken", "--policy", "$work/broken.yaml", "--", "sh", "-c", "touch $work/broken-started; exec $work/tools/helpdesk --data $data --root $work"]}}}
+EOF
+  step "a policy error: the server still connects and says what is wrong"
+  out=$("$client" "$cfg" broken \
+    tools \
+    call send_email '{"to": "a@b.example", "subject": "x", "body": "y"}' 2>"$work/broken.err") \
+    || { cat "$work/broken.err"; fail "the client could not connect to a server whose policy is broken"; }
+  echo "$out" | sed 's/^/     /'
+  echo "$out" | grep -q '^tools: bouncer_config_error$' || fail "the server does not offer the one tool that names the error"
+  echo "$out" | grep -q '^send_email: blocked: \[bouncer blocked\] Bouncer could not start MCP server "broken".*broken.yaml:2: send_email.sink_params: ' \
+    || fail "a call does not get the policy error"
+  [ ! -e "$work/broken-started" ] || fail "the real server was started under a broken policy"
+  step "a policy error in a terminal exits 2"
+  out=$(pty_run "" "" "$bouncer" run --policy "$work/broken.yaml" -- sh -c "touch $work/broken-started") || status=$?
+  [ "$status" = 2 ] || { echo "$out"; fail "bouncer run with a broken policy on a terminal exited $status, not 2"; }
+  [ ! -e "$work/broken-started" ] || fail "the real server was started under a broken policy"
+}
+
+newuser_approvals
+newuser_policy_error
 
 step "bouncer init --undo puts every file back"
 ys | "$bouncer" init --undo >"$work/undo.out" 2>&1 || { cat "$work/undo.out"; fail "init --undo failed"; }

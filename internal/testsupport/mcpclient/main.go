@@ -13,7 +13,7 @@
 // "TOOL: ok: TEXT" or "TOOL: blocked: TEXT" (the first 300 bytes of its
 // first text block, one line). With -elicit other than none, the client
 // declares elicitation and answers every question so, printing
-// "asked: MESSAGE" first.
+// "asked: MESSAGE" first (whole, its line breaks as \n).
 package main
 
 import (
@@ -72,7 +72,9 @@ func run() error {
 	if *elicit != "none" {
 		answer := *elicit
 		opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			fmt.Printf("asked: %s\n", oneLine(req.Params.Message))
+			// One line, its line breaks shown as \n, so a check can
+			// see the question apart from the details below it.
+			fmt.Printf("asked: %s\n", strings.Join(strings.Fields(strings.ReplaceAll(req.Params.Message, "\n", `\n`)), " "))
 			switch answer {
 			case "decline":
 				return &mcp.ElicitResult{Action: "decline"}, nil
