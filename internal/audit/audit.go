@@ -79,9 +79,8 @@ type Entry struct {
 type Dest struct {
 	Param string `json:"param"`
 	Value string `json:"value"`
-	// Vouch says what vouched for it on an allowed call (allowlist,
-	// prompt, human, trusted_output, directory, approval); empty
-	// otherwise.
+	// Vouch names the way that vouched for it on an allowed call, as the
+	// table of ways (package vouch) names it; empty otherwise.
 	Vouch string `json:"vouch,omitempty"`
 }
 

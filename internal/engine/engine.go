@@ -49,22 +49,10 @@ const (
 type Destination struct {
 	Param string // the argument it came from ("to", "recipients[1].email")
 	Value string // the value as sent
-	// Vouch says what vouched for it, on an allowed destination (one of
-	// the Vouch* names); empty otherwise.
+	// Vouch names the way that vouched for it (package vouch), on an
+	// allowed destination; empty otherwise.
 	Vouch string
 }
-
-// What vouched for a destination, as the audit line's dests name it, so
-// that log, report and suggest can tell the ways to allow apart.
-const (
-	VouchAllowlist = "allowlist"      // trusted_destinations
-	VouchPrompt    = "prompt"         // the user typed it
-	VouchHuman     = "human"          // remembered by a human
-	VouchTrusted   = "trusted_output" // a tool the policy trusts returned it
-	VouchDirectory = "directory"      // a whole entry of a directory of its kind
-	VouchAnchor    = "anchor"         // the people of a record the user named
-	VouchApproval  = "approval"       // a human approved it this session
-)
 
 // Decision is the engine's answer for one call.
 type Decision struct {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
-	"github.com/bouncer-mcp/bouncer/internal/session"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // sinkNames returns the arguments of a call the sink gate checks, and
@@ -157,57 +157,36 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 		vouchedHow     string
 		sawDestination bool
 	)
-	vouch := func(param, dest, why, by string) {
-		how[Destination{Param: param, Value: dest}] = by
-		if vouchedOne == "" {
+	props := properties(schema)
+	anchored := e.anchoredParams(names, args, props)
+	record := func(param, dest, way, why string) {
+		how[Destination{Param: param, Value: dest}] = way
+		switch {
+		case way == vouch.Approval:
+			if approvedOne == "" {
+				approvedOne = fmt.Sprintf("%s=%s", param, quote(dest))
+			}
+		case vouchedOne == "":
 			vouchedOne, vouchedHow = fmt.Sprintf("%s=%s", param, quote(dest)), why
 		}
 	}
-	props := properties(schema)
-	anchored := e.anchoredParams(names, args, props)
 	for _, param := range names {
 		for _, dest := range flatten(args[param], props[param], nil) {
 			sawDestination = true
-			if t.Trusts(dest) {
-				vouch(param, dest, "is in trusted_destinations", VouchAllowlist)
-				continue
-			}
-			v := e.vouched(dest)
-			switch v {
-			case session.ByPrompt:
-				vouch(param, dest, "was typed by the user", VouchPrompt)
-				continue
-			case session.ByHuman:
-				vouch(param, dest, fmt.Sprintf("was vouched for by a human for server %s", quote(e.opts.Server)), VouchHuman)
-				continue
-			}
-			if anchored[param] {
-				vouch(param, dest, "is one of the people of the one record the user named, and "+param+" names all of them (anchor_records)", VouchAnchor)
-				continue
-			}
-			if kind := t.SinkKinds[param]; kind != "" && e.opts.Session != nil && e.opts.Session.InDirectory(kind, dest) {
-				// A whole entry of the user's own listing of that kind
-				// (the channels of the workspace), named in an argument
-				// of that kind: it wins over taint, as output that echoes
-				// an entry ("recipient: random") says nothing new.
-				vouch(param, dest, fmt.Sprintf("is a whole entry of a %s directory (a tool the policy marks directory: %s listed it)", quote(kind), kind), VouchDirectory)
+			c := wayCheck{t: t, param: param, dest: dest, anchored: anchored[param], session: e.vouched(dest)}
+			if way, why, ok := e.vouchFor(&c, true); ok {
+				record(param, dest, way, why)
 				continue
 			}
 			if src, ok := e.tainted(dest); ok {
 				return Decision{Verdict: Deny, Rule: RuleSink, Reason: taintReason(param, dest, src),
 					Tainted: &Destination{Param: param, Value: dest}, Source: src}
 			}
-			switch {
-			case v == session.ByTrustedOutput:
-				vouch(param, dest, "came from output the policy trusts (trusted_output) and from no untrusted output", VouchTrusted)
-			case e.approved(t.Name, param, dest):
-				how[Destination{Param: param, Value: dest}] = VouchApproval
-				if approvedOne == "" {
-					approvedOne = fmt.Sprintf("%s=%s", param, quote(dest))
-				}
-			default:
-				asks = append(asks, Destination{Param: param, Value: dest})
+			if way, why, ok := e.vouchFor(&c, false); ok {
+				record(param, dest, way, why)
+				continue
 			}
+			asks = append(asks, Destination{Param: param, Value: dest})
 		}
 	}
 	if t.Implicit == policy.ImplicitYes || (!sawDestination && !every && t.Implicit == policy.ImplicitUnstated) {
@@ -215,7 +194,7 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 		// human can vouch for it, and only for this very call.
 		imp := implicitDest(args)
 		if e.approved(t.Name, ImplicitParam, imp.Value) {
-			how[imp] = VouchApproval
+			how[imp] = vouch.Approval
 			if approvedOne == "" {
 				approvedOne = fmt.Sprintf("%s=%s", ImplicitParam, quote(imp.Value))
 			}
@@ -251,6 +230,68 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 		return Decision{Verdict: Allow, Rule: RuleApproval, Reason: "destination " + approvedOne + " was approved by a human this session"}
 	}
 	return Decision{Verdict: Allow, Rule: RuleSink, Reason: "destination " + vouchedOne + " " + vouchedHow}
+}
+
+// vouchFor asks the ways to vouch that win over taint (or, with wins
+// false, those that don't), in the table's order, and returns the first
+// that vouches for c's destination, and why.
+func (e *Engine) vouchFor(c *wayCheck, wins bool) (way, why string, ok bool) {
+	for _, w := range vouch.Ways {
+		if w.WinsOverTaint != wins {
+			continue
+		}
+		if check := wayChecks[w.Name]; check != nil {
+			if why, ok := check(e, c); ok {
+				return w.Name, why, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// wayCheck is one destination the sink gate asks the ways to vouch about.
+type wayCheck struct {
+	t        *policy.Tool
+	param    string
+	dest     string
+	anchored bool   // param names the people of a record the user named
+	session  string // the way the client session vouches for dest, or ""
+}
+
+// wayChecks are the engine's checks of the ways to vouch (package vouch),
+// by name: each says whether its way vouches for the destination, and
+// why, in words for the decision's reason. The table says in which order
+// they run and which of them win over taint.
+var wayChecks = map[string]func(e *Engine, c *wayCheck) (string, bool){
+	vouch.Allowlist: func(_ *Engine, c *wayCheck) (string, bool) {
+		return "is in trusted_destinations", c.t.Trusts(c.dest)
+	},
+	vouch.Prompt: func(_ *Engine, c *wayCheck) (string, bool) {
+		return "was typed by the user", c.session == vouch.Prompt
+	},
+	vouch.Remembered: func(e *Engine, c *wayCheck) (string, bool) {
+		return fmt.Sprintf("was vouched for by a human for server %s", quote(e.opts.Server)), c.session == vouch.Remembered
+	},
+	vouch.Anchor: func(_ *Engine, c *wayCheck) (string, bool) {
+		return "is one of the people of the one record the user named, and " + c.param + " names all of them (anchor_records)", c.anchored
+	},
+	vouch.Directory: func(e *Engine, c *wayCheck) (string, bool) {
+		// A whole entry of the user's own listing of that kind (the
+		// channels of the workspace), named in an argument of that kind:
+		// it wins over taint, as output that echoes an entry
+		// ("recipient: random") says nothing new.
+		kind := c.t.SinkKinds[c.param]
+		if kind == "" || e.opts.Session == nil || !e.opts.Session.InDirectory(kind, c.dest) {
+			return "", false
+		}
+		return fmt.Sprintf("is a whole entry of a %s directory (a tool the policy marks directory: %s listed it)", quote(kind), kind), true
+	},
+	vouch.TrustedOutput: func(_ *Engine, c *wayCheck) (string, bool) {
+		return "came from output the policy trusts (trusted_output) and from no untrusted output", c.session == vouch.TrustedOutput
+	},
+	vouch.Approval: func(e *Engine, c *wayCheck) (string, bool) {
+		return "was approved by a human this session", e.approved(c.t.Name, c.param, c.dest)
+	},
 }
 
 // taintReason says why a tainted destination is denied, naming the server
@@ -344,10 +385,11 @@ func implicitDest(args map[string]any) Destination {
 	return Destination{Param: ImplicitParam, Value: string(b)}
 }
 
-// vouched asks the session whether something vouches for dest.
-func (e *Engine) vouched(dest string) session.Vouch {
+// vouched asks the session which of its ways vouches for dest ("" for
+// none).
+func (e *Engine) vouched(dest string) string {
 	if e.opts.Session == nil {
-		return session.NotVouched
+		return ""
 	}
 	return e.opts.Session.Vouched(e.opts.Server, dest)
 }

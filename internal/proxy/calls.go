@@ -13,6 +13,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/engine"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // BlockedPrefix starts the first text block of every refused call's result.
@@ -582,7 +583,7 @@ func approvedDests(d engine.Decision) []engine.Destination {
 	for i := range ds {
 		for _, a := range d.Asks {
 			if ds[i].Param == a.Param && ds[i].Value == a.Value {
-				ds[i].Vouch = engine.VouchApproval
+				ds[i].Vouch = vouch.Approval
 			}
 		}
 	}

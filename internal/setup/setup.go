@@ -22,6 +22,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/session"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // Config says where the policy comes from and what the session's
@@ -99,7 +100,9 @@ func Load(c Config) (*Decider, error) {
 	// current link and the sets kept beside, which a tool that could
 	// write would lower, move back, or break. The sandbox keeps the
 	// upstream from writing the same paths.
-	own := OwnPaths(c.StateDir, append(append(append([]string(nil), pol.Files...), in.Trust.AllFiles()...), in.policyDir()...))
+	// What the ways to vouch read (package vouch) is own state by the
+	// same rule: a server that could write it would vouch for itself.
+	own := OwnPaths(c.StateDir, append(append(append(append([]string(nil), pol.Files...), in.Trust.AllFiles()...), in.policyDir()...), vouch.Files(c.StateDir)...))
 	if pol.Sandbox != nil {
 		if err := sandbox.Validate(Confinement(pol, c.StateDir, own)); err != nil {
 			return nil, err
