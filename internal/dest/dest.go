@@ -49,6 +49,12 @@ const (
 	// URL is a URL with a scheme and a host, or a host followed by a path
 	// ("www.example.com/page").
 	URL
+	// Number is a phone or account number written in groups
+	// ("+1 555-123-4567", "123-1234-1234"), compared by its digits.
+	Number
+	// IBAN is an international bank account number with a valid check
+	// sum, compared without its spaces.
+	IBAN
 )
 
 // String names a kind in messages.
@@ -62,6 +68,10 @@ func (k Kind) String() string {
 		return "address"
 	case URL:
 		return "URL"
+	case Number:
+		return "number"
+	case IBAN:
+		return "IBAN"
 	}
 	return "unknown"
 }
@@ -81,7 +91,7 @@ const MaxLen = 2048
 // Parse reads s as a destination. The error says why s has no canonical
 // form; nothing vouches for such a value.
 func Parse(s string) (Dest, error) {
-	s = strings.Trim(s, " ")
+	s = strings.Trim(s, surrounding)
 	switch {
 	case s == "":
 		return Dest{}, errors.New("it is empty")
@@ -97,11 +107,22 @@ func Parse(s string) (Dest, error) {
 	if strings.ContainsRune(s, '@') && !strings.HasPrefix(s, "@") {
 		return parseAddress(s)
 	}
+	if c, ok := parseIBAN(s); ok {
+		return Dest{Kind: IBAN, Canon: c}, nil
+	}
+	if c, ok := parseNumber(s); ok {
+		return Dest{Kind: Number, Canon: c}, nil
+	}
 	if looksLikeHost(s) {
 		return parseHostish(s)
 	}
 	return Dest{Kind: Name, Canon: s}, nil
 }
+
+// surrounding is the white space taken off both ends of a value before it
+// is read: what a person typing or pasting it leaves around it, and what
+// every receiver trims. Anything else stays (and plain refuses it).
+const surrounding = " \t"
 
 // Canon returns the key of s's canonical form (Dest.Key: its kind and
 // canonical form as one string, so a host and a name spelled alike differ),
@@ -299,7 +320,7 @@ func canonHost(h string) (string, error) {
 
 // parseAddress reads one mail address the way net/mail does (a display
 // name and angle brackets allowed); its domain is canonicalized as a host,
-// its local part kept exactly (mail servers may tell case apart).
+// its local part kept exactly but for the case of its ASCII letters.
 //
 // The address must be the only thing in s that reads as one: a display
 // name, a comment or a group name holding an "@", or a full-width one
@@ -337,7 +358,20 @@ func parseAddress(s string) (Dest, error) {
 	if strings.HasSuffix(d, ".") {
 		return Dest{}, errors.New("the address's domain ends in a dot")
 	}
-	return Dest{Kind: Address, Canon: local + "@" + d}, nil
+	return Dest{Kind: Address, Canon: foldASCII(local) + "@" + d}, nil
+}
+
+// foldASCII lowercases the ASCII letters of a local part, and only those:
+// every mail system a user meets delivers Bob@ and bob@ to one mailbox,
+// while a non-ASCII letter's case is not folded alike by all of them.
+func foldASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // looksLikeHost reports whether s is a host, perhaps followed by a path: no
@@ -387,16 +421,16 @@ func parseHostish(s string) (Dest, error) {
 // IsName reports whether s is a name and nothing else: it has a canonical
 // form of kind Name, and read as a URL or mail parser reads it
 // (compatibility forms and ideographic full stops as dots, a scheme
-// without "//") it is no host, address or URL either: not
-// "www.evil。example", "https:evil.example" or "127.1". A directory's
+// without "//", a network path) it is no host, address or URL either: not
+// "www.evil。example", "https:evil.example", "127.1" or "//evil.example/x". A directory's
 // entry vouches only when it is one.
 func IsName(s string) bool {
 	d, err := Parse(s)
 	if err != nil || d.Kind != Name {
 		return false
 	}
-	n := strings.NewReplacer("\u3002", ".", "\uff61", ".").Replace(norm.NFKC.String(strings.Trim(s, " ")))
-	if looksLikeHost(n) {
+	n := strings.NewReplacer("\u3002", ".", "\uff61", ".").Replace(norm.NFKC.String(strings.Trim(s, surrounding)))
+	if looksLikeHost(n) || networkPath(n) {
 		return false
 	}
 	if i := strings.IndexByte(n, ':'); i > 0 && validScheme(n[:i]) {
@@ -406,6 +440,14 @@ func IsName(s string) bool {
 		return false
 	}
 	return true
+}
+
+// networkPath reports whether a WHATWG URL parser, resolving s against a
+// page or an API's base URL, reads it as a network-path reference: two
+// slashes, either of which may be a backslash ("//evil.example/x",
+// "/\\evil.example/x"), start a new host.
+func networkPath(s string) bool {
+	return len(s) >= 2 && (s[0] == '/' || s[0] == '\\') && (s[1] == '/' || s[1] == '\\')
 }
 
 // Variants returns the other spellings of s that taint may have recorded
