@@ -224,11 +224,12 @@ func (e *Engine) decide(c Call, countBudget bool) Decision {
 }
 
 func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
-	params, schema, d, ok := e.checkPinned(c.Tool)
+	pin, d, ok := e.checkPinned(c.Tool)
 	if !ok {
 		return d
 	}
-	t := e.pol.ForCall(c.Tool, params, args)
+	schema := pin.schema
+	t := e.pol.ForCall(c.Tool, pin.desc, pin.params, args)
 	if d, ok := checkDeclared(t, schema, args); !ok {
 		return d
 	}
@@ -248,7 +249,9 @@ func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
 	if d, ok := checkPatterns(t, args); !ok {
 		return d
 	}
-	if t.Exfiltrating {
+	if t.Exfiltrating || t.Fallback {
+		// A tool no pack or policy names is judged by the destinations
+		// its values are, whether or not its name says it sends.
 		return e.sinkGate(t, schema, args)
 	}
 	return Decision{Verdict: Allow, Rule: RuleDefault}

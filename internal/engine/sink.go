@@ -118,8 +118,23 @@ func structureKey(k string) bool {
 
 func (e *Engine) sinkGate(t *policy.Tool, schema map[string]any, args map[string]any) Decision {
 	how := map[Destination]string{}
-	d := e.sinkDecision(t, schema, args, how)
-	d.Dests = checkedDests(t, schema, args)
+	names, every := sinkNames(t, args)
+	cands := candidates(t, schema, args, names)
+	var d Decision
+	if t.Exfiltrating {
+		d = e.sinkDecision(t, schema, args, names, every, cands, how)
+	} else {
+		d = e.valueDecision(t, cands, how)
+	}
+	if len(cands) > maxDests {
+		cands = cands[:maxDests]
+	}
+	if d.Verdict == Allow && !t.Exfiltrating {
+		// A tool that doesn't send lists no destination on an allowed
+		// line: nothing vouched for them, and none was needed.
+		return d
+	}
+	d.Dests = cands
 	if d.Verdict == Allow {
 		for i, x := range d.Dests {
 			d.Dests[i].Vouch = how[x]
@@ -131,25 +146,140 @@ func (e *Engine) sinkGate(t *policy.Tool, schema map[string]any, args map[string
 // maxDests bounds the destinations a decision lists for the audit line.
 const maxDests = 16
 
-// checkedDests lists the destinations the sink gate checks in a call, for
-// the audit line (bouncer log shows them; policy suggest counts them).
-func checkedDests(t *policy.Tool, schema map[string]any, args map[string]any) []Destination {
-	names, _ := sinkNames(t, args)
-	props := properties(schema)
+// candidates lists the destinations the sink gate judges in a call, each
+// once, for the decision and the audit line (bouncer log shows them;
+// policy suggest counts them):
+//
+//   - in a tool that sends, each value of its sink arguments (names);
+//   - in a tool no pack or policy names, every value at any depth that is
+//     a destination by what it is (dest.IsDestination), whatever its key;
+//   - in a tool that sends, every destination a mail library would read
+//     in a header line after a CR or LF of any of its strings
+//     (dest.HeaderDestinations);
+//
+// and a value that is a list of addresses in one string is judged as its
+// addresses, where nodemailer and Python's getaddresses split it alike
+// (dest.AddressList); where they don't, as one value, which nothing can
+// vouch for.
+func candidates(t *policy.Tool, schema map[string]any, args map[string]any, names []string) []Destination {
 	var out []Destination
-	for _, param := range names {
-		for _, dest := range flatten(args[param], props[param], nil) {
-			if len(out) == maxDests {
-				return out
+	seen := map[Destination]bool{}
+	add := func(param, v string) {
+		parts, ok := dest.AddressList(v)
+		if !ok {
+			parts = []string{v}
+		}
+		for _, p := range parts {
+			d := Destination{Param: param, Value: p}
+			if !seen[d] {
+				seen[d] = true
+				out = append(out, d)
 			}
-			out = append(out, Destination{Param: param, Value: dest})
+		}
+	}
+	props := properties(schema)
+	if t.Exfiltrating {
+		for _, param := range names {
+			for _, v := range flatten(args[param], props[param], nil) {
+				add(param, v)
+			}
+		}
+	}
+	all := make([]string, 0, len(args))
+	for name := range args {
+		all = append(all, name)
+	}
+	sort.Strings(all)
+	for _, param := range all {
+		walkStrings(args[param], param, policy.IsPathName(param), false, func(_, s string, pathNamed, _ bool) bool {
+			if t.Fallback && dest.IsDestination(s) && !(pathNamed && hostOnly(s)) {
+				add(param, s)
+			}
+			if t.Exfiltrating {
+				for _, h := range dest.HeaderDestinations(s) {
+					add(param, h)
+				}
+			}
+			return true
+		})
+		if t.Fallback {
+			eachKey(args[param], func(k string) {
+				if dest.IsDestination(k) {
+					add(param, k)
+				}
+			})
 		}
 	}
 	return out
 }
 
-func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[string]any, how map[Destination]string) Decision {
-	names, every := sinkNames(t, args)
+// hostOnly reports whether s reads as a host, or a host and a path, with
+// no scheme: in a path-shaped argument such a value ("notes.md",
+// "docs.example/x") is a file name, as the path check reads it.
+func hostOnly(s string) bool {
+	d, err := dest.Parse(s)
+	return err == nil && (d.Kind == dest.Host || d.Kind == dest.URL && strings.HasPrefix(d.Canon, "//"))
+}
+
+// eachKey calls fn on each object key in v, at any depth: a recipient can
+// be a key ({"x@evil.example": "Bob"}).
+func eachKey(v any, fn func(string)) {
+	switch x := v.(type) {
+	case []any:
+		for _, el := range x {
+			eachKey(el, fn)
+		}
+	case map[string]any:
+		for k, el := range x {
+			fn(k)
+			eachKey(el, fn)
+		}
+	}
+}
+
+// valueDecision judges the destinations of a call to a tool that no pack
+// or policy names and whose name says it doesn't send: one that untrusted
+// output held, and that nothing winning over taint vouches for, is asked
+// about (a search for a tainted address costs a question and never
+// leaks); a human's yes to it holds for the session. Nothing else is
+// asked: a destination the agent brought from elsewhere, or a value that
+// is no destination at all ("Alice" in a relation), makes no call a send.
+func (e *Engine) valueDecision(t *policy.Tool, cands []Destination, how map[Destination]string) Decision {
+	var asks []Destination
+	var first Decision
+	for _, c := range cands {
+		wc := wayCheck{t: t, param: c.Param, dest: c.Value, session: e.vouched(c.Value)}
+		if way, _, ok := e.vouchFor(&wc, true); ok {
+			how[c] = way
+			continue
+		}
+		src, ok := e.taintedAny(c.Value)
+		if !ok {
+			continue
+		}
+		if e.approved(t.Name, c.Param, c.Value) {
+			how[c] = vouch.Approval
+			continue
+		}
+		if len(asks) == 0 {
+			first = Decision{Verdict: Ask, Rule: RuleSink,
+				Reason: fmt.Sprintf("destination %s=%s came from untrusted data (it appeared in %s), and %s says nothing of sending (no pack or policy names it), so a human must confirm this call",
+					c.Param, quote(c.Value), outputOf(src), quote(t.Name)),
+				Tainted: &Destination{Param: c.Param, Value: c.Value}, Source: src}
+		}
+		asks = append(asks, c)
+	}
+	if len(asks) == 0 {
+		return Decision{Verdict: Allow, Rule: RuleDefault}
+	}
+	if len(asks) > 1 {
+		first.Reason += fmt.Sprintf(" (and %d more)", len(asks)-1)
+	}
+	first.Asks = asks
+	return first
+}
+
+func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[string]any, names []string, every bool, cands []Destination, how map[Destination]string) Decision {
 	var (
 		asks           []Destination
 		approvedOne    string
@@ -170,24 +300,23 @@ func (e *Engine) sinkDecision(t *policy.Tool, schema map[string]any, args map[st
 			vouchedOne, vouchedHow = fmt.Sprintf("%s=%s", param, quote(dest)), why
 		}
 	}
-	for _, param := range names {
-		for _, dest := range flatten(args[param], props[param], nil) {
-			sawDestination = true
-			c := wayCheck{t: t, param: param, dest: dest, anchored: anchored[param], session: e.vouched(dest)}
-			if way, why, ok := e.vouchFor(&c, true); ok {
-				record(param, dest, way, why)
-				continue
-			}
-			if src, ok := e.tainted(dest); ok {
-				return Decision{Verdict: Deny, Rule: RuleSink, Reason: taintReason(param, dest, src),
-					Tainted: &Destination{Param: param, Value: dest}, Source: src}
-			}
-			if way, why, ok := e.vouchFor(&c, false); ok {
-				record(param, dest, way, why)
-				continue
-			}
-			asks = append(asks, Destination{Param: param, Value: dest})
+	for _, c := range cands {
+		param, dest := c.Param, c.Value
+		sawDestination = true
+		wc := wayCheck{t: t, param: param, dest: dest, anchored: anchored[param], session: e.vouched(dest)}
+		if way, why, ok := e.vouchFor(&wc, true); ok {
+			record(param, dest, way, why)
+			continue
 		}
+		if src, ok := e.taintedAny(dest); ok {
+			return Decision{Verdict: Deny, Rule: RuleSink, Reason: taintReason(param, dest, src),
+				Tainted: &Destination{Param: param, Value: dest}, Source: src}
+		}
+		if way, why, ok := e.vouchFor(&wc, false); ok {
+			record(param, dest, way, why)
+			continue
+		}
+		asks = append(asks, Destination{Param: param, Value: dest})
 	}
 	if t.Implicit == policy.ImplicitYes || (!sawDestination && !every && t.Implicit == policy.ImplicitUnstated) {
 		// The server picks a destination the arguments don't name. Only a
@@ -301,13 +430,17 @@ var wayChecks = map[string]func(e *Engine, c *wayCheck) (string, bool){
 // vouching for the attacker must take a person's own look (see
 // docs/approvals.md).
 func taintReason(param, dest, server string) string {
-	where := "this session's tool output"
-	if server != "" {
-		where = fmt.Sprintf("the output of server %s", quote(server))
-	}
 	return fmt.Sprintf("destination %s=%s came from untrusted data (it appeared in %s). "+
 		"If you, the human, know this recipient from elsewhere, review it in your own terminal with: bouncer trust add",
-		param, quote(dest), where)
+		param, quote(dest), outputOf(server))
+}
+
+// outputOf names the output a tainted destination appeared in.
+func outputOf(server string) string {
+	if server == "" {
+		return "this session's tool output"
+	}
+	return fmt.Sprintf("the output of server %s", quote(server))
 }
 
 // anchoredParams lists the arguments whose destinations, all together, are
@@ -362,6 +495,27 @@ func (e *Engine) tainted(d string) (string, bool) {
 		for _, form := range append([]string{d}, dest.Variants(d)...) {
 			if e.store.Seen(form) {
 				return "", true
+			}
+		}
+	}
+	return "", false
+}
+
+// taintedAny reports whether d appeared in untrusted output, or, when d
+// is a list in one string that can't be split as its receivers split it,
+// any element of it cut at its commas and semicolons (taint may over-match:
+// a match only denies or asks).
+func (e *Engine) taintedAny(d string) (string, bool) {
+	if src, ok := e.tainted(d); ok {
+		return src, true
+	}
+	if !strings.ContainsAny(d, ",;") {
+		return "", false
+	}
+	for _, p := range strings.FieldsFunc(d, func(r rune) bool { return r == ',' || r == ';' }) {
+		if p = strings.Trim(p, " \t"); p != "" {
+			if src, ok := e.tainted(p); ok {
+				return src, true
 			}
 		}
 	}

@@ -383,27 +383,31 @@ func (p *Policy) Lookup(tool string) (*Tool, bool) {
 }
 
 // For returns the entry for tool, or, for a tool no pack or file names, the
-// fallback derived from params (the pinned schema's property names and the
-// call's argument names): destination-shaped names become sinks, matched as
-// whole names, never by substring.
+// fallback derived from its name and params (the pinned schema's property
+// names): destination-shaped names become sinks of a tool whose name says
+// it sends, matched as whole names, never by substring.
 func (p *Policy) For(tool string, params []string) *Tool {
 	if t, ok := p.Lookup(tool); ok {
 		return t
 	}
-	return fallback(tool, params, nil)
+	return fallback(tool, "", params, nil, false)
 }
 
-// ForCall is For for one call: schemaParams are the pinned schema's
-// property names, args the call's arguments. For a tool no pack or file
-// names, an argument is a sink also when a key inside its value, at any
-// depth, is destination-shaped ({"hook": {"url": ...}}, {"settings":
-// {"forward_to": ...}}): the server reads that key as where to send.
-func (p *Policy) ForCall(tool string, schemaParams []string, args map[string]any) *Tool {
+// ForCall is For for one call: description is the pinned tool's
+// description, schemaParams its schema's property names, args the call's
+// arguments. For a tool no pack or file names, an argument is a sink also
+// when a key inside its value, at any depth, is destination-shaped
+// ({"hook": {"url": ...}}, {"settings": {"forward_to": ...}}): the server
+// reads that key as where to send. And a tool whose name says nothing of
+// reading sends when such an argument or key holds a value that is a
+// destination (dest.IsDestination): it registers where to send.
+func (p *Policy) ForCall(tool, description string, schemaParams []string, args map[string]any) *Tool {
 	if t, ok := p.Lookup(tool); ok {
 		return t
 	}
 	params := append([]string(nil), schemaParams...)
 	var nested []string
+	registers := false
 	for name, v := range args {
 		if !slices.Contains(schemaParams, name) {
 			params = append(params, name) // an argument the schema doesn't declare
@@ -411,9 +415,10 @@ func (p *Policy) ForCall(tool string, schemaParams []string, args map[string]any
 		if holdsDestinationKey(v) {
 			nested = append(nested, name)
 		}
+		registers = registers || (IsDestinationName(name) && holdsDestination(v)) || registersNested(v)
 	}
 	sort.Strings(params[len(schemaParams):])
-	return fallback(tool, params, nested)
+	return fallback(tool, description, params, nested, registers)
 }
 
 // holdsDestinationKey reports whether a key inside v, at any depth, is
@@ -429,6 +434,42 @@ func holdsDestinationKey(v any) bool {
 	case []any:
 		for _, e := range x {
 			if holdsDestinationKey(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// registersNested reports whether a destination-shaped key inside v, at
+// any depth, holds a value that is a destination.
+func registersNested(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if (IsDestinationName(k) && holdsDestination(e)) || registersNested(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if registersNested(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// holdsDestination reports whether v is, or lists, a value that is a
+// destination (dest.IsDestination).
+func holdsDestination(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return dest.IsDestination(x)
+	case []any:
+		for _, e := range x {
+			if holdsDestination(e) {
 				return true
 			}
 		}

@@ -289,7 +289,7 @@ notify_customer:
 		Exfiltrating:        true,
 		SinkParams:          []string{"to", "cc"},
 		TrustedDestinations: []string{" Boss@Corp.example "},
-		trusted:             map[string]bool{"address\x00Boss@corp.example": true},
+		trusted:             map[string]bool{"address\x00boss@corp.example": true},
 		WriteParams:         []string{"path", "out_file"},
 		AllowedPathPrefixes: []string{"/srv/out", "/base/out", "/base/tmp"},
 		MaxCalls:            intp(0),
@@ -304,7 +304,7 @@ notify_customer:
 	if len(pats) != 2 || pats[0].Arg != "mode" || pats[0].Pattern != "read|write" || pats[1].Arg != "count" {
 		t.Fatalf("patterns = %+v", pats)
 	}
-	if !got.Trusts("Boss@CORP.example") || got.Trusts("boss@corp.example") || got.Trusts("Boss@corp.ex\u0430mple") {
+	if !got.Trusts("Boss@CORP.example") || !got.Trusts("boss@corp.example") || got.Trusts("Boss@corp.ex\u0430mple") || got.Trusts("Boß@corp.example") {
 		t.Error("Trusts does not compare canonical forms exactly")
 	}
 	// Patterns match whole values only.
@@ -572,8 +572,25 @@ func TestFallback(t *testing.T) {
 		{"read_file", []string{"path"}, Tool{}},
 		{"transfer_funds", []string{"destination", "amount"},
 			Tool{Exfiltrating: true, SinkParams: []string{"destination"}}},
-		{"remove_member", []string{"email"},
-			Tool{Exfiltrating: true, SinkParams: []string{"email"}, MaxCalls: intp(2)}},
+		// A delete verb first names no send: the engine judges its
+		// values (a tainted address is asked about).
+		{"remove_member", []string{"email"}, Tool{MaxCalls: intp(2)}},
+		// Verbs of money, access and data-to-website send, read in the
+		// whole name, toolkit prefix and camel case included.
+		{"BankManagerPayBill", []string{"from_account_number", "payee_id", "amount"},
+			Tool{Exfiltrating: true, SinkParams: []string{"from_account_number", "payee_id"}}},
+		{"BankManagerTransferFunds", []string{"to_account_number", "amount"},
+			Tool{Exfiltrating: true, SinkParams: []string{"to_account_number"}}},
+		{"VenmoWithdrawMoney", []string{"amount", "account_id"}, Tool{Exfiltrating: true, SinkParams: []string{"account_id"}}},
+		{"AugustSmartLockGrantGuestAccess", []string{"guest_ids", "permanent"}, Tool{Exfiltrating: true, SinkParams: []string{"guest_ids"}}},
+		{"NortonIdentitySafeAutoFillPersonalInfo", []string{"website", "info_type"}, Tool{Exfiltrating: true, SinkParams: []string{"website"}}},
+		{"email_contact", []string{"contact", "body"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"message_user", []string{"user", "text"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"schedule_meeting", []string{"participants", "title"}, Tool{}},
+		{"TwitterManagerReadTweet", []string{"tweet_id"}, Tool{}},
+		{"GmailSearchEmails", []string{"keywords", "to", "from"}, Tool{}},
+		{"FedExShipManagerSearchShipment", []string{"search_term"}, Tool{}},
+		{"create_relations", []string{"relations"}, Tool{}},
 		// A name that says it sends, with no destination argument, sends
 		// to one its arguments don't name (a reply, a forward): every
 		// call asks. A read or delete verb first names no send.
@@ -832,7 +849,7 @@ func TestForCallNested(t *testing.T) {
 		{"configure", map[string]any{"settings": []any{map[string]any{"forward_to": "a@x.example"}}}, []string{"settings"}},
 		{"update_settings", map[string]any{"theme": map[string]any{"color": "red"}}, nil},
 	} {
-		got := pol.ForCall(tc.tool, nil, tc.args)
+		got := pol.ForCall(tc.tool, "", nil, tc.args)
 		if !reflect.DeepEqual(got.SinkParams, tc.sinks) || got.Exfiltrating != (tc.sinks != nil) {
 			t.Errorf("ForCall(%q, %v) = sinks %q exfiltrating %v, want %q", tc.tool, tc.args, got.SinkParams, got.Exfiltrating, tc.sinks)
 		}
