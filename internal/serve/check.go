@@ -201,4 +201,3 @@ func argValues(args json.RawMessage) map[string]any {
 	}
 	return m
 }
-
