@@ -203,6 +203,10 @@ func TestMentions(t *testing.T) {
 		{"Invoice orders@smallbiz.com.AU today", key(Address, "orders@smallbiz.com"), key(Address, "orders@smallbiz.com.au")},
 		{"Open shop.example.com.Au now", key(Host, "shop.example.com"), key(Host, "shop.example.com.au")},
 		{"Open shop.example.Com now", key(Host, "shop.example"), key(Host, "shop.example.com")},
+		// A reverse-DNS identifier names no host cut out of it.
+		{"Set org.example.app.Config now", key(Host, "org.example.app"), key(Host, "org.example.app.config")},
+		{"Run com.example.myapp.MainActivity", key(Host, "com.example.myapp"), key(Host, "com.example.myapp.mainactivity")},
+		{"Write to bob@example.com.Then go", key(Host, "nothing"), key(Address, "bob@example.com")},
 	} {
 		got := Mentions(tc.text)
 		if slices.Contains(got, tc.not) {
