@@ -523,20 +523,31 @@ func (e *Engine) taintedAny(d string) (string, bool) {
 }
 
 // ImplicitParam is the argument name under which a call's implicit
-// destination is asked about and approved (see implicitDest). No real
-// argument is named so: a tool's argument names are identifiers.
-const ImplicitParam = "(implicit)"
+// destination is asked about and approved (see implicitDest), and
+// CallParam the one under which a call of a tool whose policy says
+// approval: always is. No real argument is named so: a tool's argument
+// names are identifiers.
+const (
+	ImplicitParam = "(implicit)"
+	CallParam     = "(call)"
+)
 
-// implicitDest stands for the destination a call's server picks: the call's
-// arguments themselves, in the audit line's form (long strings as their
-// digests), so that an approval holds for this very call, and a reply to
-// another message asks again.
+// implicitDest stands for the destination a call's server picks: the call
+// itself (callValue), so that an approval holds for this very call, and a
+// reply to another message asks again.
 func implicitDest(args map[string]any) Destination {
+	return Destination{Param: ImplicitParam, Value: callValue(args)}
+}
+
+// callValue is a call's arguments in the audit line's form (long strings
+// as their digests): what a human approves when a yes must hold for this
+// very call.
+func callValue(args map[string]any) string {
 	b, err := encodeValue(nil, elide(args))
 	if err != nil {
 		b = []byte("(arguments that can't be shown)")
 	}
-	return Destination{Param: ImplicitParam, Value: string(b)}
+	return string(b)
 }
 
 // vouched asks the session which of its ways vouches for dest ("" for

@@ -88,6 +88,11 @@ type Tool struct {
 	// send their data as JSON text instead of structuredContent. The
 	// policy declares it: structure is never guessed from text.
 	AnchorText bool
+	// AlwaysAsk (approval: always) makes every call ask a human, bound to
+	// its exact arguments, even when every other check passes: an
+	// in-place action no argument check can judge (unlock a door, delete
+	// a repository, disable two-factor authentication).
+	AlwaysAsk bool
 	// Source says where the entry came from, for reasons and reports:
 	// "pack gmail", "/abs/bouncer.yaml:12", or "fallback".
 	Source string

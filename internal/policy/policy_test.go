@@ -20,10 +20,16 @@ func intp(n int) *int { return &n }
 // Every refusal names the file, the line and the key, in the exact form the
 // CLI prints.
 func TestParseErrors(t *testing.T) {
-	const keys = "exfiltrating, sink_params, trusted_destinations, implicit_destination, sink_kinds, write_params, allowed_path_prefixes, relative_paths, arg_patterns, max_calls, counts_as, trusted_output, directory, anchor_records"
+	const keys = "exfiltrating, sink_params, trusted_destinations, implicit_destination, sink_kinds, write_params, allowed_path_prefixes, relative_paths, arg_patterns, max_calls, counts_as, trusted_output, directory, anchor_records, approval"
 	tests := []struct {
 		name, doc, want string
 	}{
+		{"approval true", "unlock_door:\n  approval: true\n",
+			`p.yaml:2: unlock_door.approval: must be always (every call asks a human, bound to its exact arguments), got the boolean true`},
+		{"approval other word", "unlock_door:\n  max_calls: 3\n  approval: sometimes\n",
+			`p.yaml:3: unlock_door.approval: must be always (every call asks a human, bound to its exact arguments), got the string "sometimes"`},
+		{"approval list", "unlock_door:\n  approval: [always]\n",
+			`p.yaml:2: unlock_door.approval: must be always (every call asks a human, bound to its exact arguments), got a list`},
 		{"top-level list", "- a\n- b\n",
 			"p.yaml:1: the top level must be a mapping of tool name to entry, got a list"},
 		{"top-level scalar", "just text\n",

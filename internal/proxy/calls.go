@@ -542,7 +542,9 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		if p.cfg.Tape != nil {
 			p.cfg.Tape.Approve(c.tool, a.Param, a.Value)
 		}
-		if res.Content.Remember && p.cfg.Remember != nil && a.Value != "" {
+		// A yes to a call itself (an implicit destination, approval:
+		// always) holds for that call: there is no destination to remember.
+		if res.Content.Remember && p.cfg.Remember != nil && a.Value != "" && a.Param != engine.ImplicitParam && a.Param != engine.CallParam {
 			if err := p.cfg.Remember(a.Value); err != nil {
 				p.logf("could not remember %q for server %q: %v", a.Value, p.cfg.Server, err)
 			}
