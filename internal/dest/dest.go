@@ -452,8 +452,8 @@ func networkPath(s string) bool {
 
 // Variants returns the other spellings of s that taint may have recorded
 // it under: a host (alone, in an address or in a URL) both in punycode and
-// in Unicode, and an address as net/mail reads it (quotes and display name
-// taken off). Only the taint side asks for them: there a match denies, so
+// in Unicode, a host with and without a trailing dot, and an address as
+// net/mail reads it (quotes and display name taken off). Only the taint side asks for them: there a match denies, so
 // more spellings are safer; an allow never uses them.
 func Variants(s string) []string {
 	d, err := Parse(s)
@@ -479,10 +479,21 @@ func Variants(s string) []string {
 		}
 		return u
 	}
+	// The same host with and without a trailing dot: DNS resolves both
+	// alike, so a taint of one is a taint of the other.
+	dot := func(h string) string {
+		if strings.HasSuffix(h, ".") {
+			return strings.TrimSuffix(h, ".")
+		}
+		return h + "."
+	}
 	switch d.Kind {
 	case Host:
 		add(d.Canon)
 		add(uni(d.Canon))
+		if !strings.ContainsRune(d.Canon, ':') {
+			add(dot(d.Canon))
+		}
 	case Address:
 		at := strings.LastIndexByte(d.Canon, '@')
 		add(d.Canon)
@@ -503,6 +514,9 @@ func Variants(s string) []string {
 		}
 		add(d.Canon)
 		add(pre + uni(hostOnly) + host[len(hostOnly):] + tail)
+		if !strings.HasSuffix(hostOnly, "]") {
+			add(pre + dot(hostOnly) + host[len(hostOnly):] + tail)
+		}
 	}
 	return out
 }

@@ -230,6 +230,8 @@ func TestVariants(t *testing.T) {
 		"bücher.example":                    {"xn--bcher-kva.example"},
 		`"evil"@bücher.example`:             {"evil@xn--bcher-kva.example", "evil@bücher.example"},
 		"https://xn--bcher-kva.example/x?y": {"https://bücher.example/x?y"},
+		"https://evil.example./hook":        {"https://evil.example/hook"},
+		"evil.example.":                     {"evil.example"},
 	} {
 		got := Variants(in)
 		for _, w := range want {

@@ -58,6 +58,13 @@ const SharedSessionKey = "shared_session"
 // send that goes to them alone.
 const OwnKey = "own_destinations"
 
+// Reserved reports whether name is a reserved top-level key of a policy
+// file (sandbox, shared_session, own_destinations): no tool entry can be
+// written under it.
+func Reserved(name string) bool {
+	return name == SandboxKey || name == SharedSessionKey || name == OwnKey
+}
+
 const (
 	keyReadWrite  = "read_write"
 	keyReadOnly   = "read_only"

@@ -528,10 +528,10 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 	switch res.Action {
 	case "accept":
 	case "decline":
-		deny(d.Reason + "; the human declined")
+		deny(d.Reason + audit.DeclinedSuffix)
 		return
 	case "cancel":
-		deny(d.Reason + "; the human dismissed the question")
+		deny(d.Reason + audit.DismissedSuffix)
 		return
 	default:
 		deny(fmt.Sprintf("%s; the client's answer %q is not an approval", d.Reason, res.Action))

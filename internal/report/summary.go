@@ -173,7 +173,7 @@ func outcome(e audit.Entry) string {
 		return outcomeOrder[0]
 	case e.Code != "":
 		return outcomeOrder[2]
-	case strings.HasSuffix(r, "; the human declined") || strings.HasSuffix(r, "; the human dismissed the question"):
+	case e.Declined():
 		return outcomeOrder[3]
 	case strings.HasSuffix(r, "; the session ended before the human answered") ||
 		r == "the client cancelled the call while a human was being asked" || timedOut(r):
