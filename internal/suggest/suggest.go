@@ -127,10 +127,10 @@ type Tool struct {
 	Refused      []Refused     `json:"refused_destinations,omitempty"`
 	// Unproven are destinations asked about with no positive evidence,
 	// or declined by a human: not suggested.
-	Unproven     []Destination `json:"unproven_destinations,omitempty"`
-	Prefixes     []Prefix      `json:"allowed_path_prefixes,omitempty"`
-	Unplaced     []string      `json:"paths_not_suggested,omitempty"` // sensitive or unplaceable paths
-	Budget       *Budget       `json:"max_calls,omitempty"`
+	Unproven []Destination `json:"unproven_destinations,omitempty"`
+	Prefixes []Prefix      `json:"allowed_path_prefixes,omitempty"`
+	Unplaced []string      `json:"paths_not_suggested,omitempty"` // sensitive or unplaceable paths
+	Budget   *Budget       `json:"max_calls,omitempty"`
 
 	entry *policy.Tool
 }
