@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+)
 
 // The fallback reads names as words: a tool or argument name is split on
 // '_', '-', '.', spaces and camelCase boundaries ("deleteCustomer" →
@@ -90,7 +93,8 @@ var readVerbs = setOf("get", "list", "read", "search", "fetch", "find", "describ
 var otherVerbs = setOf("create", "update", "set", "manage", "modify", "edit", "change", "schedule", "move", "copy", "rename",
 	"write", "save", "make", "generate", "convert", "extract", "parse", "translate", "format", "leave", "join", "cancel",
 	"start", "stop", "run", "execute", "go", "place", "enable", "disable", "unlock", "lock", "give", "mark", "label",
-	"archive", "add", "install", "configure", "register", "book", "reserve", "open", "close", "play", "turn", "control")
+	"archive", "add", "install", "configure", "register", "book", "reserve", "open", "close", "play", "turn", "control",
+	"subscribe")
 
 // toolkitWords end a toolkit's name inside a tool's (FedExShipManager,
 // EmergencyDispatchSystem): the verb before one is the toolkit's, not the
@@ -158,7 +162,7 @@ func Sends(tool, description string) bool {
 		}
 	}
 	first, _, _ := strings.Cut(description, ". ")
-	dv := verbs(Words(strings.TrimSuffix(first, ".")))
+	dv := verbs(proseWords(first))
 	if len(dv) == 0 || readVerbs[dv[0]] || deleteVerbs[dv[0]] {
 		return false
 	}
@@ -170,11 +174,23 @@ func Sends(tool, description string) bool {
 	return false
 }
 
-// reads reports whether a tool's name says it reads or deletes (its first
-// verb is one): such a tool never sends, whatever its arguments hold.
-func reads(tool string) bool {
+// proseWords splits a description into lower-case words at everything
+// that is not a letter or a digit ("redirecting," is redirecting).
+func proseWords(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// registerVerbs, first among a name's verbs, set something up that the
+// server acts on later: a destination given there registers where it
+// will send (a webhook's URL, a profile's new address).
+var registerVerbs = setOf("create", "update", "set", "add", "configure", "register", "edit", "modify", "change",
+	"save", "put", "patch", "insert", "replace", "store", "subscribe")
+
+// registers reports whether a tool's name says it sets something up
+// (its first verb is one of registerVerbs).
+func registers(tool string) bool {
 	vs := verbs(Words(tool))
-	return len(vs) > 0 && (readVerbs[vs[0]] || deleteVerbs[vs[0]])
+	return len(vs) > 0 && registerVerbs[vs[0]]
 }
 
 // deleteVerbs in a tool's name give it the fallback budget.
@@ -303,23 +319,23 @@ func hasWord(name string, set map[string]bool) bool {
 // rather than a destination (copy_file's destination is a path).
 //
 // A tool sends (Exfiltrating) when its name or description says so
-// (Sends), or when its name says nothing of reading and a
-// destination-shaped argument, or a destination-shaped key inside one
-// (nested: {"hook": {"url": ...}}), holds a value that is a destination
-// (registers: a webhook's URL, a profile's new address, where the
-// server will send later). Its destination-shaped arguments are its
+// (Sends), or when its name says it sets something up (registers:
+// create_webhook, UpdateUserProfile) and a destination-shaped argument, or
+// a destination-shaped key inside one (nested: {"hook": {"url": ...}}),
+// holds a value that is a destination (holds): the server will send there
+// later. Its destination-shaped arguments are its
 // sinks; one that sends with none sends to a destination its arguments
 // don't name, so every call is asked about. Every other tool is judged by
 // the destinations its values are, whatever their keys (see package
 // engine): a tainted one is asked about, and nothing else is.
-func fallback(tool, description string, params, nested []string, registers bool) *Tool {
+func fallback(tool, description string, params, nested []string, holds bool) *Tool {
 	t := &Tool{Name: tool, Source: "fallback", Fallback: true}
 	writer := hasWord(tool, writeVerbs)
-	holds := map[string]bool{}
+	inside := map[string]bool{}
 	for _, n := range nested {
-		holds[n] = true
+		inside[n] = true
 	}
-	sends := Sends(tool, description) || (registers && !reads(tool))
+	sends := Sends(tool, description) || (holds && registers(tool))
 	seen := map[string]bool{}
 	for _, p := range params {
 		if seen[p] {
@@ -329,7 +345,7 @@ func fallback(tool, description string, params, nested []string, registers bool)
 		switch {
 		case writer && IsPathName(p):
 			t.WriteParams = append(t.WriteParams, p)
-		case sends && (IsDestinationName(p) || holds[p]):
+		case sends && (IsDestinationName(p) || inside[p]):
 			t.SinkParams = append(t.SinkParams, p)
 		}
 	}

@@ -403,16 +403,17 @@ func (p *Policy) For(tool string, params []string) *Tool {
 // arguments. For a tool no pack or file names, an argument is a sink also
 // when a key inside its value, at any depth, is destination-shaped
 // ({"hook": {"url": ...}}, {"settings": {"forward_to": ...}}): the server
-// reads that key as where to send. And a tool whose name says nothing of
-// reading sends when such an argument or key holds a value that is a
-// destination (dest.IsDestination): it registers where to send.
+// reads that key as where to send. And a tool whose name says it sets
+// something up (create, update, set, add, configure...) sends when such an
+// argument or key holds a value that is a destination
+// (dest.IsDestination): it registers where the server will send.
 func (p *Policy) ForCall(tool, description string, schemaParams []string, args map[string]any) *Tool {
 	if t, ok := p.Lookup(tool); ok {
 		return t
 	}
 	params := append([]string(nil), schemaParams...)
 	var nested []string
-	registers := false
+	holds := false
 	for name, v := range args {
 		if !slices.Contains(schemaParams, name) {
 			params = append(params, name) // an argument the schema doesn't declare
@@ -420,10 +421,10 @@ func (p *Policy) ForCall(tool, description string, schemaParams []string, args m
 		if holdsDestinationKey(v) {
 			nested = append(nested, name)
 		}
-		registers = registers || (IsDestinationName(name) && holdsDestination(v)) || registersNested(v)
+		holds = holds || (IsDestinationName(name) && holdsDestination(v)) || registersNested(v)
 	}
 	sort.Strings(params[len(schemaParams):])
-	return fallback(tool, description, params, nested, registers)
+	return fallback(tool, description, params, nested, holds)
 }
 
 // holdsDestinationKey reports whether a key inside v, at any depth, is

@@ -861,3 +861,30 @@ func TestForCallNested(t *testing.T) {
 		}
 	}
 }
+
+// Sends reads a tool's whole name, toolkit prefix and camel case, and
+// its description where the name says nothing.
+func TestSends(t *testing.T) {
+	for _, tc := range []struct {
+		name, desc string
+		want       bool
+	}{
+		{"FedExShipManagerManageShipment", "Manages shipments, including redirecting, rescheduling pickup, returning to sender, and cancelling.", true},
+		{"FedExShipManagerSearchShipment", "Searches for shipments, to redirect later.", false},
+		{"TwitterManagerReadTweet", "", false},
+		{"TwitterManagerPostTweet", "", true},
+		{"GmailSearchEmails", "Search for emails sent to a recipient.", false},
+		{"EmergencyDispatchSystemCreateDispatchRequest", "", true},
+		{"SlackLeaveChannel", "Leave a channel.", false},
+		{"frobnicate", "Sends the report to a webhook.", true},
+		{"frobnicate", "Retrieves messages posted and shared by a user.", false},
+		{"text_customer", "", true},
+		{"extract_text", "", false},
+		{"get_transfer_status", "", false},
+		{"AugustSmartLockUnlockDoor", "Unlocks the door.", false},
+	} {
+		if got := Sends(tc.name, tc.desc); got != tc.want {
+			t.Errorf("Sends(%q, %q) = %v, want %v", tc.name, tc.desc, got, tc.want)
+		}
+	}
+}
