@@ -430,36 +430,27 @@ func (p *Policy) ForCall(tool, description string, schemaParams []string, args m
 // holdsDestinationKey reports whether a key inside v, at any depth, is
 // destination-shaped (IsDestinationName).
 func holdsDestinationKey(v any) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			if IsDestinationName(k) || holdsDestinationKey(e) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if holdsDestinationKey(e) {
-				return true
-			}
-		}
-	}
-	return false
+	return eachDestinationKey(v, func(any) bool { return true })
 }
 
 // registersNested reports whether a destination-shaped key inside v, at
 // any depth, holds a value that is a destination.
-func registersNested(v any) bool {
+func registersNested(v any) bool { return eachDestinationKey(v, holdsDestination) }
+
+// eachDestinationKey calls fn on the value of each destination-shaped key
+// inside v, at any depth, until fn returns true, and reports whether one
+// did.
+func eachDestinationKey(v any, fn func(any) bool) bool {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if (IsDestinationName(k) && holdsDestination(e)) || registersNested(e) {
+			if (IsDestinationName(k) && fn(e)) || eachDestinationKey(e, fn) {
 				return true
 			}
 		}
 	case []any:
 		for _, e := range x {
-			if registersNested(e) {
+			if eachDestinationKey(e, fn) {
 				return true
 			}
 		}
