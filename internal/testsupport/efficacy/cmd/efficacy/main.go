@@ -41,12 +41,34 @@ func main() {
 	}
 }
 
+// runner makes a Runner over bin, or over ./cmd/bouncer built into a
+// temporary directory, with its home there; done removes it.
+func runner(bin string) (r *efficacy.Runner, root string, done func(), err error) {
+	root, err = efficacy.ModuleRoot()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	tmp, err := os.MkdirTemp("", "bouncer-efficacy")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	done = func() { os.RemoveAll(tmp) }
+	if bin == "" {
+		if bin, err = efficacy.Build(root, tmp); err != nil {
+			done()
+			return nil, "", nil, err
+		}
+	}
+	return &efficacy.Runner{Bouncer: bin, Home: filepath.Join(tmp, "home")}, root, done, nil
+}
+
 func run(dir, bin, mode, policy string, workers int) error {
 	ctx := context.Background()
-	root, err := efficacy.ModuleRoot()
+	r, root, done, err := runner(bin)
 	if err != nil {
 		return err
 	}
+	defer done()
 	if dir == "" {
 		dir = filepath.Join(root, "testdata", "agentdojo")
 	}
@@ -54,17 +76,7 @@ func run(dir, bin, mode, policy string, workers int) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "bouncer-efficacy")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	if bin == "" {
-		if bin, err = efficacy.Build(root, tmp); err != nil {
-			return err
-		}
-	}
-	r := &efficacy.Runner{Bouncer: bin, Home: filepath.Join(tmp, "home"), Dir: dir}
+	r.Dir = dir
 	var md efficacy.Mode
 	switch mode {
 	case "native":
@@ -119,25 +131,15 @@ func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
 // runInjecAgent replays InjecAgent's cases and prints what became of the
 // attack sends and of the direct-harm calls that act in place.
 func runInjecAgent(bin string, policies []string, workers int) error {
-	root, err := efficacy.ModuleRoot()
+	r, root, done, err := runner(bin)
 	if err != nil {
 		return err
 	}
+	defer done()
 	ia, err := efficacy.LoadInjecAgent(filepath.Join(root, "testdata", "injecagent"))
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "bouncer-efficacy")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	if bin == "" {
-		if bin, err = efficacy.Build(root, tmp); err != nil {
-			return err
-		}
-	}
-	r := &efficacy.Runner{Bouncer: bin, Home: filepath.Join(tmp, "home")}
 	out, err := r.ReplayInjecAgent(context.Background(), ia, policies, workers)
 	if err != nil {
 		return err
