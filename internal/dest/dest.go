@@ -6,12 +6,15 @@
 // An allow must under-match. So a destination is compared in one canonical
 // form, read the way the library that receives it reads it: a host through
 // UTS-46 (IDNA2008 lookup, as browsers, node's URL and mail libraries do),
-// an address through net/mail, a URL by its scheme and host with the rest
-// kept byte for byte, and anything else (a channel, a handle, a person's
-// or a hotel's name, an account number) exactly as written. Nothing is
-// folded: a dotless ı, a sharp ẞ, a final ς or a full-width letter stays
-// what it is, unless IDNA itself maps it inside a host, where every
-// receiver maps it the same way. A value with control, format or
+// an address through net/mail (its local part's ASCII case folded, as every
+// mail system a user meets folds it), a URL by its scheme and host with the
+// rest kept byte for byte, a phone or account number written as one by its
+// digits, an IBAN without its spaces, and anything else (a channel, a
+// handle, a person's or a hotel's name, a bare run of digits) exactly as
+// written. Nothing else is folded: a dotless ı, a sharp ẞ, a final ς, a
+// non-ASCII capital in a local part or a full-width letter stays what it
+// is, unless IDNA itself maps it inside a host, where every receiver maps
+// it the same way. A value with control, format or
 // bidirectional characters, a line break, an unusual space or invalid
 // UTF-8 has no canonical form: nothing vouches for it.
 //
