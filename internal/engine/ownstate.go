@@ -194,7 +194,12 @@ type ownValue struct {
 	// pathNamed says it sits under a path-shaped name (or is a join):
 	// judged as a path whatever it looks like.
 	pathNamed bool
-	write     bool
+	// shaped says it is joined onto the call's other path-shaped values:
+	// its name is path-shaped or a write parameter, it is one word that
+	// looks like a path, or it is a word of a command line. Prose that
+	// holds a "/" is judged alone.
+	shaped bool
+	write  bool
 	// anyDir says a command line may have changed to a directory the
 	// guard can't tell before this word: a pattern of wildcards only is
 	// then matched against every directory.
@@ -225,9 +230,9 @@ func (j *ownJudge) object(x map[string]any, where string, pathNamed, command, wr
 	sort.Strings(keys)
 	var here []ownValue
 	type kid struct {
-		v                         any
-		where                     string
-		pathNamed, command, write bool
+		v                                 any
+		where                             string
+		pathNamed, shaped, command, write bool
 	}
 	var kids []kid
 	for i, k := range keys {
@@ -239,22 +244,23 @@ func (j *ownJudge) object(x map[string]any, where string, pathNamed, command, wr
 			w = where + "." + k
 		}
 		// A write parameter is a path the policy names as one.
-		pn, cmd := pathNamed || policy.IsPathName(k) || (where == "" && wr), command || policy.IsCommandName(k)
+		shaped := policy.IsPathName(k) || (where == "" && wr)
+		pn, cmd := pathNamed || shaped, command || policy.IsCommandName(k)
 		if s, ok := x[k].(string); ok {
-			for _, v := range j.values(w, k, s, pn, cmd, wr) {
+			for _, v := range j.values(w, k, s, pn, shaped, cmd, wr) {
 				v.src = i
 				here = append(here, v)
 			}
 			continue
 		}
-		kids = append(kids, kid{x[k], w, pn, cmd, wr})
+		kids = append(kids, kid{x[k], w, pn, shaped, cmd, wr})
 	}
 	if !j.container(here, up, false) {
 		return false
 	}
 	up = append(up[:len(up):len(up)], here...)
 	for _, k := range kids {
-		if !j.nested(k.v, k.where, k.pathNamed, k.command, k.write, up) {
+		if !j.nested(k.v, k.where, k.pathNamed, k.shaped, k.command, k.write, up) {
 			return false
 		}
 	}
@@ -263,11 +269,11 @@ func (j *ownJudge) object(x map[string]any, where string, pathNamed, command, wr
 
 // list judges the strings of a list as object does, joining each with the
 // one before it rather than with all of them.
-func (j *ownJudge) list(x []any, where, name string, pathNamed, command, write bool, up []ownValue) bool {
+func (j *ownJudge) list(x []any, where, name string, pathNamed, shaped, command, write bool, up []ownValue) bool {
 	var here []ownValue
 	for i, el := range x {
 		if s, ok := el.(string); ok {
-			for _, v := range j.values(where+"["+strconv.Itoa(i)+"]", name, s, pathNamed, command, write) {
+			for _, v := range j.values(where+"["+strconv.Itoa(i)+"]", name, s, pathNamed, shaped, command, write) {
 				v.src = i
 				here = append(here, v)
 			}
@@ -278,7 +284,7 @@ func (j *ownJudge) list(x []any, where, name string, pathNamed, command, write b
 	}
 	for i, el := range x {
 		if _, ok := el.(string); !ok {
-			if !j.nested(el, where+"["+strconv.Itoa(i)+"]", pathNamed, command, write, up) {
+			if !j.nested(el, where+"["+strconv.Itoa(i)+"]", pathNamed, shaped, command, write, up) {
 				return false
 			}
 		}
@@ -286,7 +292,7 @@ func (j *ownJudge) list(x []any, where, name string, pathNamed, command, write b
 	return true
 }
 
-func (j *ownJudge) nested(v any, where string, pathNamed, command, write bool, up []ownValue) bool {
+func (j *ownJudge) nested(v any, where string, pathNamed, shaped, command, write bool, up []ownValue) bool {
 	switch x := v.(type) {
 	case map[string]any:
 		return j.object(x, where, pathNamed, command, write, up)
@@ -295,7 +301,7 @@ func (j *ownJudge) nested(v any, where string, pathNamed, command, write bool, u
 		if i := strings.LastIndexAny(where, ".]"); i >= 0 {
 			name = where[i+1:]
 		}
-		return j.list(x, where, name, pathNamed, command, write, up)
+		return j.list(x, where, name, pathNamed, shaped, command, write, up)
 	}
 	return true
 }
@@ -314,14 +320,19 @@ func (j *ownJudge) container(here, up []ownValue, consecutive bool) bool {
 	}
 	var pairs [][2]ownValue
 	for _, a := range here {
+		if !a.shaped {
+			continue
+		}
 		for _, b := range here {
-			if a.src == b.src || (consecutive && a.src+1 != b.src && b.src+1 != a.src) {
+			if !b.shaped || a.src == b.src || (consecutive && a.src+1 != b.src && b.src+1 != a.src) {
 				continue
 			}
 			pairs = append(pairs, [2]ownValue{a, b})
 		}
 		for _, u := range up {
-			pairs = append(pairs, [2]ownValue{a, u}, [2]ownValue{u, a})
+			if u.shaped {
+				pairs = append(pairs, [2]ownValue{a, u}, [2]ownValue{u, a})
+			}
 		}
 		if j.joins+len(pairs) > maxOwnJoins {
 			j.tooMany = fmt.Sprintf("its path-shaped values, each joined onto the others, make more than %d paths", maxOwnJoins)
@@ -345,6 +356,7 @@ func joinValues(a, b ownValue) ownValue {
 		read:      a.readText() + " joined with " + b.where + "=" + quote(b.readText()),
 		glob:      a.glob || b.glob,
 		pathNamed: true,
+		shaped:    true,
 		write:     a.write || b.write,
 		anyDir:    a.anyDir || b.anyDir,
 	}
@@ -385,17 +397,31 @@ func (j *ownJudge) judge(v ownValue) bool {
 }
 
 // values returns what of one string of the call may be read as a path:
-// the string itself, and in a command line or code, its words.
-func (j *ownJudge) values(where, name, s string, pathNamed, command, write bool) []ownValue {
+// the string itself, and in a command line or code, its words. shaped
+// says its own name is path-shaped (not only a name around it).
+func (j *ownJudge) values(where, name, s string, pathNamed, shaped, command, write bool) []ownValue {
 	var out []ownValue
-	base := ownValue{where: where, shown: s, pathNamed: pathNamed, write: write}
+	type key struct {
+		text         string
+		glob, anyDir bool
+	}
+	seen := map[key]bool{}
+	add := func(v ownValue) {
+		k := key{v.text, v.glob, v.anyDir}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, v)
+		}
+	}
+	shaped = shaped || (j.own.pathLike(s, false) && !strings.ContainsFunc(s, unicode.IsSpace))
+	base := ownValue{where: where, shown: s, pathNamed: pathNamed, shaped: shaped, write: write}
 	if len(s) <= maxOwnCandidate && j.own.pathLike(s, pathNamed) {
 		v := base
 		v.text = s
-		out = append(out, v)
+		add(v)
 		if hasGlob(s) {
 			v.text, v.glob = strings.ReplaceAll(s, `\`, "/"), true
-			out = append(out, v)
+			add(v)
 		}
 	}
 	if !command {
@@ -407,13 +433,13 @@ func (j *ownJudge) values(where, name, s string, pathNamed, command, write bool)
 			return
 		}
 		v := base
-		v.pathNamed, v.write = false, false
+		v.pathNamed, v.write, v.shaped = false, false, true
 		v.text, v.glob, v.anyDir = text, glob, anyDir
 		v.read = quote(text)
 		if glob {
 			v.read = quote(unescapeGlob(text))
 		}
-		out = append(out, v)
+		add(v)
 		if g, ok := varGlob(text, glob); ok {
 			word(g, true, anyDir)
 		}
@@ -693,19 +719,22 @@ func (e *Engine) ownTarget(own *ownSet, t *policy.Tool, s string, pathNamed, wri
 
 // ownLiteral judges one spelling of a path.
 func (e *Engine) ownLiteral(own *ownSet, t *policy.Tool, f string, write bool) (string, bool) {
-	p := compilePattern(escapeGlob(f))
 	if filepath.IsAbs(f) {
 		if w, ok := e.ownAbs(own, f, write); ok {
 			return w, true
 		}
-	} else {
-		if w, ok := own.tail(p); ok {
-			return w, true
+		if c := strings.ToLower(filepath.Clean(f)); !strings.HasPrefix(c, "/proc/") && !strings.HasPrefix(c, "/dev/") {
+			return "", false
 		}
-		for _, base := range e.relativeBases(t) {
-			if w, ok := e.ownAbs(own, strings.TrimSuffix(base, "/")+"/"+f, write); ok {
-				return w, true
-			}
+		return own.through(compilePattern(escapeGlob(f)))
+	}
+	p := compilePattern(escapeGlob(f))
+	if w, ok := own.tail(p); ok {
+		return w, true
+	}
+	for _, base := range e.relativeBases(t) {
+		if w, ok := e.ownAbs(own, strings.TrimSuffix(base, "/")+"/"+f, write); ok {
+			return w, true
 		}
 	}
 	return own.through(p)

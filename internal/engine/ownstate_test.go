@@ -226,7 +226,7 @@ func TestOwnStateTooMany(t *testing.T) {
 	e, _ := newEngine(t, "{}\n", Options{Own: OwnList{{Path: state, Dir: true}}})
 	var members []string
 	for i := 0; i < 100; i++ {
-		members = append(members, fmt.Sprintf(`"p%d":"/tmp/x%d"`, i, i))
+		members = append(members, fmt.Sprintf(`"x%d_path":"/tmp/x%d"`, i, i))
 	}
 	d := e.Decide(call("copy_many", "{"+strings.Join(members, ",")+"}"))
 	if d.Verdict != Deny || d.Rule != RulePath || !strings.Contains(d.Reason, "can't be judged whole") {
@@ -237,4 +237,39 @@ func TestOwnStateTooMany(t *testing.T) {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// BenchmarkOwnState is the own-state guard on calls a server gets every
+// minute: a write, a command line, a push of 20 files.
+func BenchmarkOwnState(b *testing.B) {
+	root := b.TempDir()
+	home := filepath.Join(root, "home")
+	state := filepath.Join(home, ".bouncer")
+	proj := filepath.Join(home, "proj")
+	for _, d := range []string{state, filepath.Join(proj, "src")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pol := filepath.Join(proj, "bouncer.yaml")
+	e, _ := newEngine(b, "write_file:\n  write_params: [path]\n  allowed_path_prefixes: ["+proj+"]\n", Options{
+		Own: OwnList{{Path: state, Dir: true}, {Path: pol}}, Home: home, WorkDir: proj, Resolve: fsresolve.Existing,
+	})
+	var files []string
+	for i := 0; i < 20; i++ {
+		files = append(files, fmt.Sprintf(`{"path":"%s/src/f%d.go","content":"package x // see a/b"}`, proj, i))
+	}
+	for _, c := range []struct{ name, tool, args string }{
+		{"write", "write_file", `{"path":"` + proj + `/notes.txt","content":"hello world"}`},
+		{"command", "execute_command", `{"command":"cd ` + proj + ` && grep -r foo src/ | head -n 5 && ls *.txt"}`},
+		{"files20", "push_files", `{"owner":"o","repo":"r","branch":"main","message":"m","files":[` + strings.Join(files, ",") + `]}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if d := e.Decide(call(c.tool, c.args)); d.Verdict == Deny {
+					b.Fatal(d.Reason)
+				}
+			}
+		})
+	}
 }
