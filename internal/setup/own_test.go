@@ -209,4 +209,24 @@ func TestClientSessionProtectsEachOthersFiles(t *testing.T) {
 	if d := decideWrite(t, mailEngine, filepath.Join(dir, "notes.txt")); d.Verdict == engine.Deny {
 		t.Errorf("a write beside them: %q", d.Reason)
 	}
+
+	// A server kept apart in its history (shared_session: false) is not
+	// kept apart from the others' files, nor they from its.
+	apartPol := write(t, filepath.Join(dir, "apart.yaml"), "shared_session: false\n")
+	apart, err := Load(Config{Sources: Sources{Policies: []string{apartPol}, StateDir: state}, WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apart.JoinClient(state, func(string) {})
+	if apart.Session.Shared() {
+		t.Fatal("shared_session: false joined the client's history")
+	}
+	apartEngine := apart.Engine("apart")
+	apartEngine.PinAll()
+	if d := decideWrite(t, apartEngine, mailPol); d.Verdict != engine.Deny {
+		t.Errorf("the server kept apart wrote mail's policy: %s %q", d.Verdict, d.Reason)
+	}
+	if d := decideWrite(t, fsEngine, apartPol); d.Verdict != engine.Deny {
+		t.Errorf("fs wrote the policy of the server kept apart: %s %q", d.Verdict, d.Reason)
+	}
 }

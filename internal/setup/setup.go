@@ -64,22 +64,27 @@ type Decider struct {
 // the MCP client that started this process (see session.Join), with the
 // destinations humans remembered in stateDir, unless the policy opts the
 // server out (shared_session: false). A session that can't be joined is
-// said once through log, and this process keeps its own history.
+// said once through log, and this process keeps its own history. Either
+// way the proxy tells the client's other proxies which files are its own,
+// and protects theirs (ownState): a server kept apart in its history is
+// not kept apart from their policies.
 func (d *Decider) JoinClient(stateDir string, log func(string)) {
+	s, err := session.Join(stateDir, log)
 	if d.Policy.Isolated {
 		log("shared_session: false: this server keeps its own history, apart from the client's other servers")
 	} else {
-		s, err := session.Join(stateDir, log)
 		if err != nil {
 			log(fmt.Sprintf("%v; this proxy keeps its own history, so a destination another server's output held is asked about, not denied", err))
 		}
 		d.Session = s
+	}
+	if err == nil {
 		if err := d.own.join(s); err != nil {
 			log(err.Error())
 		}
-		own, _ := d.own.OwnPaths()
-		d.Own = ownPathList(own)
 	}
+	own, _ := d.own.OwnPaths()
+	d.Own = ownPathList(own)
 	d.Session.SetRemembered(session.OpenRemembered(stateDir))
 }
 
