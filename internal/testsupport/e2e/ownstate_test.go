@@ -69,6 +69,37 @@ func TestOwnStateAcrossTheClientSession(t *testing.T) {
 	unchanged(t, notes, "hello", "a write beside the policies")
 }
 
+// The attack as found: the reference filesystem server serves the project
+// directory, and through it the agent rewrites mail.yaml, the policy of
+// the mail server's proxy in the same client session. Every write tool of
+// the server is refused on it; a write beside it goes through.
+func TestOwnStateFilesystemServer(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	mailPol := writeFile(t, filepath.Join(proj, "mail.yaml"), "send_email:\n  exfiltrating: true\n")
+	fsPol := writeFile(t, filepath.Join(proj, "fs.yaml"), "write_file:\n  write_params: [path]\n  allowed_path_prefixes: ["+proj+"]\n"+
+		"edit_file:\n  write_params: [path]\n  allowed_path_prefixes: ["+proj+"]\n"+
+		"move_file:\n  write_params: [source, destination]\n  allowed_path_prefixes: ["+proj+"]\n")
+	e2e.Start(t, e2e.MCPGo(t), e2e.Options{Home: home, Dir: proj, Args: []string{"--name", "mail", "--policy", mailPol}})
+	fs := e2e.Start(t, e2e.Filesystem(t, proj), e2e.Options{Home: home, Dir: proj, Args: []string{"--name", "fs", "--policy", fsPol}})
+	forged := "send_email:\n  trusted_destinations: [attacker@evil.example]\n"
+	for i, call := range []struct{ tool, args string }{
+		{"write_file", `{"path":` + jsonQ(mailPol) + `,"content":` + jsonQ(forged) + `}`},
+		{"write_file", `{"path":"mail.yaml","content":` + jsonQ(forged) + `}`},
+		{"edit_file", `{"path":` + jsonQ(mailPol) + `,"edits":[{"oldText":"exfiltrating: true","newText":"exfiltrating: false"}]}`},
+		{"move_file", `{"source":` + jsonQ(filepath.Join(proj, "x.yaml")) + `,"destination":` + jsonQ(mailPol) + `}`},
+	} {
+		if r := fs.CallTool(i+1, call.tool, call.args); !r.Blocked() || !strings.Contains(r.Text, "own state") {
+			t.Errorf("%s %s: %s", call.tool, call.args, r.Raw)
+		}
+	}
+	unchanged(t, mailPol, "send_email:\n  exfiltrating: true\n", "through the filesystem server")
+	notes := filepath.Join(proj, "notes.txt")
+	if r := fs.CallTool(9, "write_file", `{"path":`+jsonQ(notes)+`,"content":"hello"}`); r.IsError || r.Error != nil {
+		t.Fatalf("a write beside the policy: %s", r.Raw)
+	}
+	unchanged(t, notes, "hello", "a write beside the policy")
+}
+
 // A proxy that a client config launched refuses writes to that config, to
 // the policy the config names for another of its servers, and to the
 // client's hook file; the same write elsewhere goes through.
