@@ -191,6 +191,8 @@ type ownValue struct {
 	read  string // what was judged, quoted, when it is not shown itself
 	text  string // the string; with glob, an escaped glob text
 	glob  bool
+	// joined says it is two values joined (read names both).
+	joined bool
 	// pathNamed says it sits under a path-shaped name (or is a join):
 	// judged as a path whatever it looks like.
 	pathNamed bool
@@ -211,7 +213,7 @@ type ownValue struct {
 func (v ownValue) judged() string {
 	s := v.where + "=" + quote(v.shown)
 	switch {
-	case strings.Contains(v.read, " joined with "):
+	case v.joined:
 		s = v.where + "=" + v.read
 	case v.read != "" && v.read != quote(v.shown):
 		s += " (read as " + v.read + ")"
@@ -355,6 +357,7 @@ func joinValues(a, b ownValue) ownValue {
 		shown:     a.shown,
 		read:      a.readText() + " joined with " + b.where + "=" + quote(b.readText()),
 		glob:      a.glob || b.glob,
+		joined:    true,
 		pathNamed: true,
 		shaped:    true,
 		write:     a.write || b.write,
