@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // cmdAudit runs an audit subcommand: verify or ship.
@@ -174,7 +175,7 @@ func verifyOne(path, after, noHeadWhy string, pins []string) (*audit.Report, err
 // file (--no-head, or a log rotated away), its first line continuing
 // after ("" for the genesis value).
 func verifyChainOnly(path, after string, pins []string) (*audit.Report, error) {
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}

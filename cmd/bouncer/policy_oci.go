@@ -14,6 +14,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // This file is `bouncer policy push` and `bouncer policy pull` (policy as an
@@ -73,12 +74,12 @@ func policyPush(args []string) error {
 	}
 	var signer *bundle.Signer
 	if *keyFile != "" {
-		pemData, err := os.ReadFile(*keyFile)
+		pemData, err := statefile.ReadFile(*keyFile, maxKeyFile)
 		if err != nil {
 			return badInput(fmt.Errorf("policy push: key: %v", err))
 		}
 		if signer, err = bundle.ParsePrivateKey(pemData); err != nil {
-			return badInput(fmt.Errorf("policy push: key %s: %v", *keyFile, err))
+			return badInput(fmt.Errorf("policy push: key: %v", err))
 		}
 	}
 	dir, err := stateDir(*home)
@@ -135,7 +136,7 @@ func policyPush(args []string) error {
 		}
 		errorf("signed the set: %d file(s), version %s, for %s", len(files), distribute.FormatVersion(ver), repo)
 	default:
-		if setJSON, err = readSmall(*setBundle, distribute.MaxBundleSize); err != nil {
+		if setJSON, err = statefile.ReadFile(*setBundle, distribute.MaxBundleSize); err != nil {
 			return badInput(fmt.Errorf("policy push: --set-bundle %s: %v", *setBundle, err))
 		}
 		raw, err := bundle.PeekStatement(setJSON)
@@ -273,21 +274,6 @@ func policyPull(args []string) error {
 	}
 	fmt.Fprintf(os.Stdout, "installed %s\n", what)
 	return nil
-}
-
-// readSmall reads a regular file of at most limit bytes.
-func readSmall(path string, limit int64) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return os.ReadFile(path)
 }
 
 // policySetStatus is doctor's view of an install directory.

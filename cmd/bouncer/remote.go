@@ -18,8 +18,8 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/envexpand"
 	"github.com/bouncer-mcp/bouncer/internal/oauth"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 	"github.com/bouncer-mcp/bouncer/internal/transport"
-	"github.com/bouncer-mcp/bouncer/internal/unixshim"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
@@ -200,21 +200,19 @@ const headerFileMax = 64 << 10
 // addHeaderFile adds the headers of a --header-file to h: one "Name:
 // value" a line; blank lines and lines starting with # are skipped. The
 // values are taken as written (no ${VAR}: the file is where the secret
-// lives). The file must be a regular file of this user that nobody else
-// may read or write (mode 0600 or stricter), as ssh asks of a private
-// key: it holds credentials. Errors name the file and line, never a value.
+// lives). The file must be a regular file (a FIFO is refused at once, not
+// waited on) of this user that nobody else may read or write (mode 0600
+// or stricter), as ssh asks of a private key: it holds credentials
+// (statefile.CheckPrivate, the audit log's check). Errors name the file
+// and line, never a value.
 func addHeaderFile(h http.Header, path string) error {
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if err != nil {
-		return fmt.Errorf("--header-file: %v", err)
+		return fmt.Errorf("--header-file: %w", err)
 	}
 	defer f.Close()
-	var st unixshim.Stat_t
-	if err := unixshim.Fstat(int(f.Fd()), &st); err != nil {
-		return fmt.Errorf("--header-file %s: %v", path, err)
-	}
-	if err := secretFileMode(path, uint32(st.Mode), int(st.Uid), os.Geteuid()); err != nil {
-		return err
+	if err := statefile.CheckPrivate(f); err != nil {
+		return fmt.Errorf("--header-file %s: %w", path, err)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, headerFileMax+1))
 	if err != nil {
@@ -237,20 +235,6 @@ func addHeaderFile(h http.Header, path string) error {
 			return fmt.Errorf("%s:%d (%s): the value has a control character", path, n+1, name)
 		}
 		h.Add(name, strings.TrimSpace(value))
-	}
-	return nil
-}
-
-// secretFileMode refuses a file that is not a regular file owned by uid
-// me, or that its group or others may read or write.
-func secretFileMode(path string, mode uint32, owner, me int) error {
-	switch {
-	case mode&unixshim.S_IFMT != unixshim.S_IFREG:
-		return fmt.Errorf("--header-file %s: not a regular file", path)
-	case owner != me:
-		return fmt.Errorf("--header-file %s: owned by uid %d, not by this user (uid %d); it holds credentials, so it must be yours", path, owner, me)
-	case mode&0o077 != 0:
-		return fmt.Errorf("--header-file %s: mode %04o lets others read or write it; it holds credentials: chmod 600 %s", path, mode&0o777, path)
 	}
 	return nil
 }

@@ -283,7 +283,7 @@ func (l *Log) Sync() error {
 // (statefile.CheckPrivate). The log is appended to, never replaced, so it
 // keeps its own open: O_APPEND, and a symbolic link is followed.
 func openFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	f, err := statefile.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
@@ -758,7 +758,7 @@ func eachLine(r io.Reader, fn func(n int, line []byte, noNewline bool) error) er
 // ReadFile reads every line of an audit file. A malformed line is an error
 // naming its line number.
 func ReadFile(path string) ([]Entry, error) {
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
@@ -1029,7 +1029,7 @@ func VerifyFileAfter(path, after string, pins ...string) (*Report, error) {
 // verifyFile is VerifyFileReport; after, if not "", is the last hash of
 // the log this one continues.
 func verifyFile(path, after string, pins []string) (*Report, error) {
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/statefile"
-	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
 // The head file anchors the chain outside the log. A chain alone can't show
@@ -335,7 +334,7 @@ func readHead(f *os.File, buf []byte) (*Head, error) {
 // and no error when there is none, or when it is empty (created, not yet
 // written).
 func ReadHead(path string) (*Head, error) {
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -353,7 +352,7 @@ func ReadHead(path string) (*Head, error) {
 // openHead opens (creating 0600) the head file, under the same rules as
 // the log: a head file others can write anchors nothing.
 func openHead(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	f, err := statefile.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit head %s: %w", path, err)
 	}

@@ -20,7 +20,6 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -34,6 +33,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bouncer-mcp/bouncer/internal/filepos"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 	"github.com/bouncer-mcp/bouncer/internal/yamlstrict"
 )
 
@@ -233,28 +233,10 @@ func loadLayer(path string) (*layer, error) {
 	return cfg.load(filepath.Dir(path))
 }
 
-// readCapped reads a regular file of at most limit bytes.
+// readCapped reads a regular file of at most limit bytes
+// (statefile.ReadFile: a FIFO or a device is refused, never waited on).
 func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return data, nil
+	return statefile.ReadFile(path, limit)
 }
 
 // trustConfig is a parsed but not yet loaded trust file; each value keeps

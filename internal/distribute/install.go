@@ -38,8 +38,10 @@ import (
 // not bring its version along: a reader refuses a set older than the mark.
 // A pull raises the mark after the swap, and a reader reads the mark before
 // it resolves DIR/current, so a reader never sees a new mark with the old
-// link. Whoever can write DIR can lower the mark as well; that limit is
-// docs/signed-policy.md's to state.
+// link. Whoever can write DIR can lower the mark as well, so DIR, the
+// directories above it and the mark must be this user's or root's and
+// closed to other users' writes (statefile.CheckShared): a reader and a
+// pull refuse them otherwise.
 const (
 	currentLink   = "current"
 	setPrefix     = "set-"
@@ -122,6 +124,21 @@ func CheckVersion(version, now time.Time) error {
 	return nil
 }
 
+// ErrOpenToOthers is wrapped when an install directory, a directory above
+// it, a set in it or its high-water mark could be changed by another
+// user: they could point it at an older signed set and lower the mark,
+// which no signature check sees.
+var ErrOpenToOthers = errors.New("open to other users")
+
+// checkDir refuses an install directory that another user could change
+// (statefile.CheckShared).
+func checkDir(dir string) error {
+	if err := statefile.CheckShared(dir); err != nil {
+		return fmt.Errorf("%w: %w", ErrOpenToOthers, err)
+	}
+	return nil
+}
+
 // ErrNotAsPulled is wrapped when an installed set no longer matches its
 // signed statement.
 var ErrNotAsPulled = errors.New("the installed set does not match what was pulled")
@@ -172,11 +189,17 @@ func VerifyInstalled(dir string, verify Verifier) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
 	// The mark first, then the link: see the layout's note.
 	hw, hwErr := readHighWater(dir)
 	set, err := ReadInstalled(dir)
 	if err != nil {
 		return nil, err
+	}
+	if err := statefile.CheckShared(set.Dir); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrOpenToOthers, err)
 	}
 	if set.Record.Statement == "" {
 		return nil, fmt.Errorf("%w: %s was installed by a bouncer from before sets were signed whole, and has no signed statement", ErrNotAsPulled, set.Dir)
@@ -216,6 +239,8 @@ func VerifyInstalled(dir string, verify Verifier) (*Set, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNotAsPulled, set.Dir, err)
 	}
 	switch {
+	case errors.Is(hwErr, ErrOpenToOthers):
+		return nil, hwErr
 	case errors.Is(hwErr, os.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s is missing, so whether this is the newest set pulled can't be told", ErrNotAsPulled, filepath.Join(dir, highWaterName))
 	case hwErr != nil:
@@ -245,6 +270,9 @@ func readHighWater(dir string) (*highWater, error) {
 	data, err := readCapped(p, maxRecordSize)
 	if err != nil {
 		return nil, err
+	}
+	if err := statefile.CheckShared(p); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrOpenToOthers, err)
 	}
 	var hw highWater
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -363,6 +391,9 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
 	fileMode := 0o600 | st.Mode().Perm()&0o044
 	dirMode := 0o700 | st.Mode().Perm()&0o055
 
@@ -395,7 +426,7 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 			floor = &highWater{Version: cur.Version, Statement: cur.Record.Statement}
 		}
 	case err != nil && !o.AllowDowngrade:
-		return nil, fmt.Errorf("%w: the newest version installed can't be read: %v", ErrRollback, err)
+		return nil, fmt.Errorf("%w: the newest version installed can't be read: %w", ErrRollback, err)
 	}
 	lower := false
 	if floor != nil {

@@ -413,3 +413,86 @@ func TestReadInstalledRefuses(t *testing.T) {
 		})
 	}
 }
+
+// An install directory another user could change is refused by a reader
+// and by a pull, whatever the sets in it say: the red team's 0777
+// directory let another user point current back at the older signed set
+// and write the mark down to it, which verifies as a set never pulled past.
+func TestOpenToOthersRefused(t *testing.T) {
+	k := newKey(t)
+	old := artifact(t, k, "old", 1, baseYAML, "a.yaml")
+	cur := artifact(t, k, "cur", 2, teamYAML, "a.yaml")
+	setup := func(t *testing.T) (string, string) {
+		base := t.TempDir()
+		dir := filepath.Join(base, "policy")
+		for _, a := range []*Artifact{old, cur} {
+			if _, err := Install(dir, a, opts(false)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := VerifyInstalled(dir, k.verifier()); err != nil {
+			t.Fatalf("as pulled: %v", err)
+		}
+		return base, dir
+	}
+	// rollBack does what the other user did: current at the older set,
+	// and the mark lowered to it.
+	rollBack := func(t *testing.T, dir string) {
+		sets, _ := filepath.Glob(filepath.Join(dir, setPrefix+"*"))
+		s, _ := ReadInstalled(dir)
+		for _, p := range sets {
+			if p != s.Dir {
+				os.Remove(filepath.Join(dir, currentLink))
+				os.Symlink(filepath.Base(p), filepath.Join(dir, currentLink))
+			}
+		}
+		hw, _ := json.Marshal(highWater{Version: old.Statement.Version, Statement: old.Statement.Digest})
+		p := filepath.Join(dir, highWaterName)
+		os.Remove(p)
+		if err := os.WriteFile(p, hw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		open func(t *testing.T, base, dir string) string // what is open; its fix
+	}{
+		{"the directory 0777", func(t *testing.T, base, dir string) string {
+			os.Chmod(dir, 0o777)
+			return dir + ": mode 0777 lets other users write in it, so they could replace what Bouncer reads from it (an older set, a lower high-water mark); run: chmod go-w " + dir
+		}},
+		{"a directory above it 0777", func(t *testing.T, base, dir string) string {
+			os.Chmod(base, 0o777)
+			return base + ", a directory above " + dir + ": mode 0777 lets other users write in it"
+		}},
+		{"the mark group-writable", func(t *testing.T, base, dir string) string {
+			os.Chmod(filepath.Join(dir, highWaterName), 0o664)
+			return filepath.Join(dir, highWaterName) + ": mode 0664 lets other users write it"
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base, dir := setup(t)
+			rollBack(t, dir)
+			want := c.open(t, base, dir)
+			if _, err := VerifyInstalled(dir, k.verifier()); !errors.Is(err, ErrOpenToOthers) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("VerifyInstalled: %v\nwant %q", err, want)
+			}
+			if _, err := Install(dir, cur, opts(false)); !errors.Is(err, ErrOpenToOthers) {
+				t.Fatalf("Install: %v", err)
+			}
+		})
+	}
+	if os.Geteuid() == 0 {
+		t.Run("the mark another user's", func(t *testing.T) {
+			_, dir := setup(t)
+			rollBack(t, dir)
+			p := filepath.Join(dir, highWaterName)
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := VerifyInstalled(dir, k.verifier()); !errors.Is(err, ErrOpenToOthers) || !strings.Contains(err.Error(), p+": owned by uid 65534, neither by this user (uid 0) nor by root") {
+				t.Fatalf("VerifyInstalled: %v", err)
+			}
+		})
+	}
+}
