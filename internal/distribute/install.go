@@ -178,10 +178,11 @@ func ReadInstalled(dir string) (*Set, error) {
 // trust configuration, as at pull), its statement names exactly the files
 // installed.json lists, in that order, with the digests of the files
 // there now, and installed.json's statement digest, version and
-// repository are the statement's; and the set is not older than the newest
-// set installed in DIR. The returned set's Statement holds each file's
+// repository are the statement's; the set is not older than the newest
+// set installed in DIR; and it is fresh (not past its expiry, or fresh's
+// max_age: ErrExpired). The returned set's Statement holds each file's
 // digest, for a reader to check the bytes it goes on to parse.
-func VerifyInstalled(dir string, verify Verifier) (*Set, error) {
+func VerifyInstalled(dir string, verify Verifier, fresh Freshness) (*Set, error) {
 	if verify == nil {
 		return nil, errors.New("no verifier: an installed set is never used unverified")
 	}
@@ -248,6 +249,9 @@ func VerifyInstalled(dir string, verify Verifier) (*Set, error) {
 	}
 	if err := hw.admits(st); err != nil {
 		return nil, fmt.Errorf("%w: %s is %v (%s was pointed at an older set)", ErrRollback, set.Dir, err, filepath.Join(dir, currentLink))
+	}
+	if err := fresh.Check(st); err != nil {
+		return nil, fmt.Errorf("%w. Install a newer set: bouncer policy pull %s. If the registry still serves this one, it is not being updated (or serves an old set on purpose): ask the set's signers to push a new one", err, set.Ref)
 	}
 	set.Statement = st
 	return set, nil
@@ -343,6 +347,11 @@ type InstallOptions struct {
 	// AllowDowngrade installs a set older than the newest one installed
 	// before, and lowers the high-water mark to it.
 	AllowDowngrade bool
+	// MaxAge and MaxAgeSource are the trust configuration's max_age, and
+	// where it is set: a set older than that past its version is not
+	// installed (see Freshness), nor one past its own expiry.
+	MaxAge       time.Duration
+	MaxAgeSource string
 }
 
 // Install makes a's files the current set in dir. dir is created if it is
@@ -351,7 +360,8 @@ type InstallOptions struct {
 // directory is readable by the users who run Bouncer. A set older than the
 // newest one installed in dir (a lower version, or the same version with
 // another statement) is refused with ErrRollback unless o.AllowDowngrade,
-// and one whose version is more than MaxFuture past o.Now with ErrFuture.
+// one whose version is more than MaxFuture past o.Now with ErrFuture, and
+// one already expired at o.Now with ErrExpired.
 // On any error the current set is left as it was.
 //
 // a must come from Fetch, which verified its set; Install checks again
@@ -372,6 +382,9 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 	}
 	if err := CheckVersion(a.Statement.Version, now); err != nil {
 		return nil, err
+	}
+	if err := (Freshness{Now: now, MaxAge: o.MaxAge, Source: o.MaxAgeSource}).Check(a.Statement); err != nil {
+		return nil, fmt.Errorf("%w: the registry serves a set that is no longer to be used; if it is the newest, it is not being updated (or serves an old set on purpose): ask the set's signers to push a new one", err)
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {

@@ -118,7 +118,7 @@ func TestReadersNeverSeeAMix(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				s, err := VerifyInstalled(dir, k.verifier())
+				s, err := VerifyInstalled(dir, k.verifier(), Freshness{})
 				if errors.Is(err, os.ErrNotExist) {
 					// The set was pruned between resolving and reading
 					// (two pulls went by): the read fails, it never mixes.
@@ -250,7 +250,7 @@ func TestInstallNeverGoesBack(t *testing.T) {
 	if _, err := Install(dir, v1, o); err != nil {
 		t.Fatal(err)
 	}
-	s, err := VerifyInstalled(dir, k.verifier())
+	s, err := VerifyInstalled(dir, k.verifier(), Freshness{})
 	if err != nil || s.Digest != v1.Digest {
 		t.Fatalf("after the downgrade: %+v, %v", s, err)
 	}
@@ -279,7 +279,7 @@ func TestVerifyInstalled(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		s, err := VerifyInstalled(dir, k.verifier())
+		s, err := VerifyInstalled(dir, k.verifier(), Freshness{})
 		if err != nil {
 			t.Fatalf("as pulled: %v", err)
 		}
@@ -341,7 +341,7 @@ func TestVerifyInstalled(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir, s := setup(t)
 			c.edit(t, dir, s)
-			_, err := VerifyInstalled(dir, k.verifier())
+			_, err := VerifyInstalled(dir, k.verifier(), Freshness{})
 			want := strings.ReplaceAll(c.want, "DIR", dir)
 			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("VerifyInstalled: %v\nwant %v and %q", err, c.is, want)
@@ -349,7 +349,7 @@ func TestVerifyInstalled(t *testing.T) {
 		})
 	}
 	t.Run("not installed", func(t *testing.T) {
-		if _, err := VerifyInstalled(t.TempDir(), k.verifier()); !errors.Is(err, ErrNotInstalled) {
+		if _, err := VerifyInstalled(t.TempDir(), k.verifier(), Freshness{}); !errors.Is(err, ErrNotInstalled) {
 			t.Fatalf("VerifyInstalled of an empty directory: %v", err)
 		}
 	})
@@ -383,7 +383,7 @@ func TestInstallCleansUpAfterACrash(t *testing.T) {
 	if _, err := Install(dir, artifact(t, k, "two", 2, baseYAML, "a.yaml"), opts(true)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := VerifyInstalled(dir, k.verifier()); err != nil {
+	if _, err := VerifyInstalled(dir, k.verifier(), Freshness{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -430,7 +430,7 @@ func TestOpenToOthersRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := VerifyInstalled(dir, k.verifier()); err != nil {
+		if _, err := VerifyInstalled(dir, k.verifier(), Freshness{}); err != nil {
 			t.Fatalf("as pulled: %v", err)
 		}
 		return base, dir
@@ -474,7 +474,7 @@ func TestOpenToOthersRefused(t *testing.T) {
 			base, dir := setup(t)
 			rollBack(t, dir)
 			want := c.open(t, base, dir)
-			if _, err := VerifyInstalled(dir, k.verifier()); !errors.Is(err, ErrOpenToOthers) || !strings.Contains(err.Error(), want) {
+			if _, err := VerifyInstalled(dir, k.verifier(), Freshness{}); !errors.Is(err, ErrOpenToOthers) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("VerifyInstalled: %v\nwant %q", err, want)
 			}
 			if _, err := Install(dir, cur, opts(false)); !errors.Is(err, ErrOpenToOthers) {
@@ -490,7 +490,7 @@ func TestOpenToOthersRefused(t *testing.T) {
 			if err := os.Chown(p, 65534, 65534); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := VerifyInstalled(dir, k.verifier()); !errors.Is(err, ErrOpenToOthers) || !strings.Contains(err.Error(), p+": owned by uid 65534, neither by this user (uid 0) nor by root") {
+			if _, err := VerifyInstalled(dir, k.verifier(), Freshness{}); !errors.Is(err, ErrOpenToOthers) || !strings.Contains(err.Error(), p+": owned by uid 65534, neither by this user (uid 0) nor by root") {
 				t.Fatalf("VerifyInstalled: %v", err)
 			}
 		})
