@@ -568,7 +568,7 @@ func sameSet(cur *Set, a *Artifact) bool {
 		return false
 	}
 	holds := func(path string, want []byte) bool {
-		got, err := os.ReadFile(path)
+		got, err := readCapped(path, max(MaxFileSize, MaxBundleSize))
 		return err == nil && bytes.Equal(got, want)
 	}
 	for i, f := range a.Files {
