@@ -268,7 +268,7 @@ func loadLayerIfExists(path string) (*layer, error) {
 }
 
 func loadLayer(path string) (*layer, error) {
-	data, err := readCapped(path, maxTrustFileSize)
+	data, err := statefile.ReadFile(path, maxTrustFileSize)
 	if err != nil {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
@@ -277,12 +277,6 @@ func loadLayer(path string) (*layer, error) {
 		return nil, err
 	}
 	return cfg.load(filepath.Dir(path))
-}
-
-// readCapped reads a regular file of at most limit bytes
-// (statefile.ReadFile: a FIFO or a device is refused, never waited on).
-func readCapped(path string, limit int64) ([]byte, error) {
-	return statefile.ReadFile(path, limit)
 }
 
 // trustConfig is a parsed but not yet loaded trust file; each value keeps
@@ -508,7 +502,7 @@ func (c *trustConfig) load(dir string) (*layer, error) {
 	}
 	if c.trustedRoot.val != "" {
 		p := rel(c.trustedRoot.val)
-		data, err := readCapped(p, 16<<20)
+		data, err := statefile.ReadFile(p, 16<<20)
 		if err != nil {
 			return nil, &Error{File: c.file, Line: c.trustedRoot.line, Key: "trusted_root", Msg: fmt.Sprintf("%s: %v", c.trustedRoot.val, err)}
 		}
@@ -531,7 +525,7 @@ func (c *trustConfig) load(dir string) (*layer, error) {
 
 // loadPublicKey reads one PEM public key and makes a verifier for it.
 func loadPublicKey(path string) (signature.Verifier, error) {
-	data, err := readCapped(path, 64<<10)
+	data, err := statefile.ReadFile(path, 64<<10)
 	if err != nil {
 		return nil, err
 	}
