@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,13 +131,18 @@ func CheckVersion(version, now time.Time) error {
 // which no signature check sees.
 var ErrOpenToOthers = errors.New("open to other users")
 
-// checkDir refuses an install directory that another user could change
-// (statefile.CheckShared).
-func checkDir(dir string) error {
-	if err := statefile.CheckShared(dir); err != nil {
+// checkShared refuses a path of an install directory (the directory, a
+// set, the mark) that another user could change (statefile.CheckShared).
+// A path that isn't there is left to the read that follows to report.
+func checkShared(path string) error {
+	err := statefile.CheckShared(path)
+	switch {
+	case err == nil || errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, statefile.ErrUntrusted):
 		return fmt.Errorf("%w: %w", ErrOpenToOthers, err)
 	}
-	return nil
+	return err
 }
 
 // ErrNotAsPulled is wrapped when an installed set no longer matches its
@@ -190,7 +196,7 @@ func VerifyInstalled(dir string, verify Verifier, fresh Freshness) (*Set, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDir(dir); err != nil {
+	if err := checkShared(dir); err != nil {
 		return nil, err
 	}
 	// The mark first, then the link: see the layout's note.
@@ -199,8 +205,8 @@ func VerifyInstalled(dir string, verify Verifier, fresh Freshness) (*Set, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := statefile.CheckShared(set.Dir); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrOpenToOthers, err)
+	if err := checkShared(set.Dir); err != nil {
+		return nil, err
 	}
 	if set.Record.Statement == "" {
 		return nil, fmt.Errorf("%w: %s was installed by a bouncer from before sets were signed whole, and has no signed statement", ErrNotAsPulled, set.Dir)
@@ -275,8 +281,8 @@ func readHighWater(dir string) (*highWater, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := statefile.CheckShared(p); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrOpenToOthers, err)
+	if err := checkShared(p); err != nil {
+		return nil, err
 	}
 	var hw highWater
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -404,7 +410,7 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
-	if err := checkDir(dir); err != nil {
+	if err := checkShared(dir); err != nil {
 		return nil, err
 	}
 	fileMode := 0o600 | st.Mode().Perm()&0o044

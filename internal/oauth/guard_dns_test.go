@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,23 +71,7 @@ func dnsServer(t *testing.T, answers map[string][]string) *net.Resolver {
 // answers loopback alone is a server on loopback, and reaches it. The
 // lookups go to a real DNS server on loopback.
 func TestGuardMixedAnswers(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	port, accepted := countingListener(t)
 	r := dnsServer(t, map[string][]string{
 		"mixed.test":   {"203.0.113.7", "127.0.0.1"},
 		"mixed6.test":  {"203.0.113.7", "::1", "127.0.0.1"},
