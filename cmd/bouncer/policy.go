@@ -21,7 +21,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
-const policySynopsis = `bouncer policy push (--key PRIVATE.pem | --set-bundle BUNDLE | --print-statement) [--version TIME] [--trust FILE] [--plain-http] FILE... REF
+const policySynopsis = `bouncer policy push (--key PRIVATE.pem | --set-bundle BUNDLE | --print-statement) [--version TIME] [--expires DURATION|TIME] [--trust FILE] [--plain-http] FILE... REF
        bouncer policy pull [--trust FILE] [--dir DIR] [--allow-downgrade] [--plain-http] [REF]
        bouncer policy digest [--policy FILE]... [--policy-dir DIR] [--trust FILE]
        bouncer policy suggest [--audit FILE] [--since DURATION|DATE] [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--json]
@@ -31,7 +31,8 @@ digests, REF's repository and a version, by default the time of the push) as one
 at REF (REGISTRY/REPOSITORY:TAG). pull resolves REF (default: policy_artifact in the trust
 file) to a digest, fetches the artifact by it, verifies the set's signature under the trust
 configuration and that the files are exactly the set it names, refuses a set older than the
-one installed (unless --allow-downgrade), and only then installs the set atomically into DIR
+one installed (unless --allow-downgrade) and an expired one (--expires, or the trust file's
+max_age past its version), and only then installs the set atomically into DIR
 (default $BOUNCER_HOME/policy). A failed pull changes nothing and exits 1. bouncer run
 --policy-dir DIR loads the installed set, checked again.
 digest prints the digest of the effective policy set, the value every audit line carries as
@@ -255,7 +256,10 @@ func cmdPolicySuggest(args []string) error {
 	if h, err := os.UserHomeDir(); err == nil {
 		homes = append(homes, h)
 	}
-	own := append(setup.OwnPaths(dir, append(append(append([]string(nil), inForce.Policy.Files...), inForce.Trust.AllFiles()...), vouch.Files(dir)...)), configs...)
+	var own []string
+	for _, o := range setup.OwnPaths(setup.OwnSources{StateDir: dir, InForce: inForce.OwnFiles(), Vouch: vouch.Files(dir), Launch: configs}) {
+		own = append(own, o.Path)
+	}
 	res := suggest.Suggest(inForce.Policy, in, suggest.Options{Resolve: fsresolve.Existing, Homes: homes, Own: own})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)

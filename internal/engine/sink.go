@@ -191,7 +191,7 @@ func candidates(t *policy.Tool, schema map[string]any, args map[string]any, name
 	}
 	sort.Strings(all)
 	for _, param := range all {
-		walkStrings(args[param], param, policy.IsPathName(param), false, func(_, s string, pathNamed, _ bool) bool {
+		eachString(args[param], policy.IsPathName(param), func(s string, pathNamed bool) {
 			if t.Fallback && dest.IsDestination(s) && !(pathNamed && hostOnly(s)) {
 				add(param, s)
 			}
@@ -200,7 +200,6 @@ func candidates(t *policy.Tool, schema map[string]any, args map[string]any, name
 					add(param, h)
 				}
 			}
-			return true
 		})
 		if t.Fallback {
 			eachKey(args[param], func(k string) {
@@ -211,6 +210,29 @@ func candidates(t *policy.Tool, schema map[string]any, args map[string]any, name
 		}
 	}
 	return out
+}
+
+// eachString calls fn on each string in v (list elements and object
+// values, at any depth, objects in key order), with whether it sits under
+// a path-shaped argument or key.
+func eachString(v any, pathNamed bool, fn func(s string, pathNamed bool)) {
+	switch x := v.(type) {
+	case string:
+		fn(x, pathNamed)
+	case []any:
+		for _, el := range x {
+			eachString(el, pathNamed, fn)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			eachString(x[k], pathNamed || policy.IsPathName(k), fn)
+		}
+	}
 }
 
 // hostOnly reports whether s reads as a host, or a host and a path, with
