@@ -223,8 +223,10 @@ type Confinement struct {
 type Policy struct {
 	tools map[string]*Tool // the user files' entries
 	// pack is the built-in pack of the server the policy is for (see
-	// ForServer); "" for none.
-	pack string
+	// ForServer); "" for none. packEntries are its entries by tool name,
+	// found once by ForServer, since every call looks a tool up.
+	pack        string
+	packEntries map[string]*Tool
 	// Sandbox is the upstream confinement from the last user file that set
 	// one, or nil.
 	Sandbox *Confinement
@@ -402,7 +404,7 @@ func (p *Policy) ForServer(pack string) (*Policy, error) {
 		}
 	}
 	v := *p
-	v.pack = pack
+	v.pack, v.packEntries = pack, packTools(pack)
 	return &v, nil
 }
 
@@ -425,7 +427,7 @@ func (p *Policy) Lookup(tool string) (*Tool, bool) {
 	if t, ok := p.tools[tool]; ok {
 		return t, ok
 	}
-	t, ok := packTools(p.pack)[tool]
+	t, ok := p.packEntries[tool]
 	return t, ok
 }
 
@@ -435,7 +437,7 @@ func (p *Policy) replaced(tool string, t *Tool) *Tool {
 	if t.Replaced != nil {
 		return t.Replaced
 	}
-	return packTools(p.pack)[tool]
+	return p.packEntries[tool]
 }
 
 // For returns the entry for tool, or, for a tool no pack or file names, the
@@ -537,7 +539,7 @@ func (p *Policy) Names() []string {
 		seen[n] = true
 		names = append(names, n)
 	}
-	for n := range packTools(p.pack) {
+	for n := range p.packEntries {
 		if !seen[n] {
 			names = append(names, n)
 		}
