@@ -37,7 +37,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
-const runSynopsis = `bouncer run [--policy FILE]... [--policy-dir DIR] [--name NAME] [--sandbox auto|strict|off] [--trust FILE] [--observe] [--record FILE] -- COMMAND [ARG]...
+const runSynopsis = `bouncer run [--policy FILE]... [--policy-dir DIR] [--name NAME] [--pack PACK] [--sandbox auto|strict|off] [--trust FILE] [--observe] [--record FILE] -- COMMAND [ARG]...
        bouncer run [--policy FILE]... [--name NAME] --url URL [--header-file FILE] [--header 'Name: value']... [--transport auto|streamable|sse]
        bouncer run --config FILE --server NAME [--policy FILE]... [other flags]`
 
