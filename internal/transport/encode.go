@@ -34,9 +34,6 @@ func appendMessage(buf []byte, m jsonrpc.Message) ([]byte, error) {
 	return appendFrom(buf, m, rawInline)
 }
 
-// encodeMessage is appendMessage into a new slice.
-func encodeMessage(m jsonrpc.Message) ([]byte, error) { return appendMessage(nil, m) }
-
 // appendFrom is appendMessage with the size from which a raw value is
 // written as it is (tests take every size).
 func appendFrom(buf []byte, m jsonrpc.Message, inline int) ([]byte, error) {

@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// encodeMessage must write what jsonrpc.EncodeMessage writes, save for
+// appendMessage must write what jsonrpc.EncodeMessage writes, save for
 // whitespace, and never a line end (it would end the message on stdio).
 func checkEncode(t *testing.T, m jsonrpc.Message, inline int) {
 	t.Helper()
@@ -72,7 +72,7 @@ func TestEncodeMessage(t *testing.T) {
 	}
 }
 
-// FuzzEncodeMessage compares encodeMessage with jsonrpc.EncodeMessage on
+// FuzzEncodeMessage compares appendMessage with jsonrpc.EncodeMessage on
 // every message the stdio reader accepts, splicing every raw value
 // whatever its size.
 func FuzzEncodeMessage(f *testing.F) {
