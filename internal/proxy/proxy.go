@@ -115,6 +115,9 @@ const MaxProtocolVersion = "2025-11-25"
 // the line was not written and the call it describes must be denied.
 type Auditor interface {
 	Append(audit.Entry) error
+	// AppendAll writes several lines, in order, as one commit; an error
+	// denies every call they describe.
+	AppendAll([]audit.Entry) error
 }
 
 // Recorder records a tool's result (a CallToolResult's JSON).
@@ -213,6 +216,18 @@ type Proxy struct {
 	// routes says where each message in flight is owed (lifecycle.go).
 	routes *routes
 
+	// The client's read loop's own: the calls it decided and has not
+	// committed (calls.go), whether it commits them only when it has read
+	// all the client sent (batching: the client's side tells it, see
+	// transport.Conn.OnIdle), and whether it holds the upstream's side
+	// corked meanwhile.
+	staged   staged
+	batching bool
+	upCorked bool
+	// The upstream's read loop's own: whether it holds the client's side
+	// corked while it has the upstream's messages in hand.
+	downCorked bool
+
 	mu sync.Mutex
 	// stage is where the session is in its life; advanceLocked moves it
 	// (lifecycle.go).
@@ -293,6 +308,17 @@ func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up transport.Upstr
 	p.ctx, p.down, p.up = ctx, down, up
 	if r, ok := up.(transport.Resumer); ok {
 		r.SetRepinner(repinner{p})
+	}
+	// Each read loop learns when the side it reads has nothing more in
+	// hand: the client's commits the calls it decided and lets the
+	// upstream's side write what piled up, the upstream's lets the
+	// client's side write.
+	if d, ok := down.(idler); ok {
+		d.OnIdle(p.clientIdle)
+		p.batching = true
+	}
+	if u, ok := up.(idler); ok {
+		u.OnIdle(p.upstreamIdle)
 	}
 
 	upErr := make(chan error, 1)
@@ -464,9 +490,44 @@ func ours(id jsonrpc.ID) bool {
 	return ok && strings.HasPrefix(s, transport.IDPrefix)
 }
 
+// idler is implemented by the stdio connections (*transport.Conn, and
+// *transport.Process for a server's): OnIdle's function runs in the
+// reading goroutine when what the peer sent is used up.
+type idler interface{ OnIdle(func()) }
+
+// corker is implemented by the stdio connections: what is written between
+// Cork and Uncork leaves in one write.
+type corker interface {
+	Cork()
+	Uncork()
+}
+
+// clientIdle runs in the client's read loop when it has handled all the
+// client sent: the calls decided meanwhile are committed, and what they
+// and the other messages sent upstream leaves in one write.
+func (p *Proxy) clientIdle() {
+	p.commit()
+	if p.upCorked {
+		p.upCorked = false
+		p.up.(corker).Uncork()
+	}
+}
+
+// upstreamIdle runs in the upstream's read loop when it has handled all
+// the upstream sent: what was written to the client meanwhile leaves.
+func (p *Proxy) upstreamIdle() {
+	if p.downCorked {
+		p.downCorked = false
+		p.down.(corker).Uncork()
+	}
+}
+
 // ---- client → upstream ----
 
 func (p *Proxy) downLoop(ctx context.Context) error {
+	defer p.clientIdle()
+	_, cork := p.up.(corker)
+	cork = cork && p.batching
 	for {
 		msg, err := p.down.Read(ctx)
 		var refused *transport.RefusedError
@@ -477,10 +538,18 @@ func (p *Proxy) downLoop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if cork && !p.upCorked {
+			p.upCorked = true
+			p.up.(corker).Cork()
+		}
 		switch m := msg.(type) {
 		case *jsonrpc.Response:
+			p.commit()
 			p.fromClientResponse(m)
 		case *jsonrpc.Request:
+			if m.Method != "tools/call" {
+				p.commit()
+			}
 			if err := p.fromClientRequest(m); err != nil {
 				return err
 			}
@@ -772,6 +841,10 @@ func (p *Proxy) unhold(c *call) { p.routes.unhold(c) }
 // ---- upstream → client ----
 
 func (p *Proxy) upLoop(ctx context.Context) error {
+	defer p.upstreamIdle()
+	_, idles := p.up.(idler)
+	_, cork := p.down.(corker)
+	cork = cork && idles
 	for {
 		msg, err := p.up.Read(ctx)
 		var refused *transport.RefusedError
@@ -781,6 +854,10 @@ func (p *Proxy) upLoop(ctx context.Context) error {
 		}
 		if err != nil {
 			return err
+		}
+		if cork && !p.downCorked {
+			p.downCorked = true
+			p.down.(corker).Cork()
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Response:
