@@ -3,6 +3,7 @@ package testserver
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,7 +18,8 @@ import (
 //
 //	echo   text → text
 //	blob   n:int → n bytes of ASCII prose, the same text every call
-//	fresh  n:int → n bytes of ASCII prose that differ on every call
+//	fresh  n:int → the same, but its first 8 bytes are the number of calls
+//	       served: a text that differs on every call
 //
 // With dir set, the id of every tools/call it reads is appended to
 // dir/calls.txt, one a line, before it is answered: what reached the
@@ -77,16 +79,22 @@ func Fast(dir string) error {
 					`{"name":"fresh","description":"Return n bytes of new text","inputSchema":{"type":"object","properties":{"n":{"type":"integer"}}}}]}`...)
 			case "tools/call":
 				served++
-				text := msg.Params.Arguments.Text
-				switch msg.Params.Name {
-				case "blob":
-					text = Prose(msg.Params.Arguments.N, 0)
-				case "fresh":
-					text = Prose(msg.Params.Arguments.N, served)
-				}
-				t, _ := json.Marshal(text)
 				buf = append(buf, `{"content":[{"type":"text","text":`...)
-				buf = append(buf, t...)
+				switch n := msg.Params.Arguments.N; msg.Params.Name {
+				case "blob":
+					buf = append(buf, blob(n)...)
+				case "fresh":
+					// The blob with its first line changed: a new text.
+					b := blob(n)
+					at := len(buf)
+					buf = append(buf, b...)
+					if len(b) > 10 {
+						copy(buf[at+1:at+9], fmt.Sprintf("%08d", served%1e8))
+					}
+				default:
+					t, _ := json.Marshal(msg.Params.Arguments.Text)
+					buf = append(buf, t...)
+				}
 				buf = append(buf, `}]}`...)
 				if calls != nil {
 					seen = append(append(seen, msg.ID...), '\n')
@@ -117,6 +125,18 @@ func Fast(dir string) error {
 			return nil
 		}
 	}
+}
+
+// blobs are the JSON strings of Prose(n, 0), by n, made once.
+var blobs = map[int][]byte{}
+
+func blob(n int) []byte {
+	b, ok := blobs[n]
+	if !ok {
+		b, _ = json.Marshal(Prose(n, 0))
+		blobs[n] = b
+	}
+	return b
 }
 
 // proseWords are the words Prose writes.
