@@ -872,6 +872,9 @@ func (p *Proxy) upLoop(ctx context.Context) error {
 // on it (tool: the tool whose call it answers, if any). The tape gets it
 // first: a call decided meanwhile then replays after it, with its taint.
 func (p *Proxy) record(doc json.RawMessage, tool string) {
+	if slowRecord != nil {
+		slowRecord()
+	}
 	if len(doc) > 0 && p.cfg.Tape != nil {
 		p.cfg.Tape.Output(doc, tool)
 	}
@@ -895,7 +898,7 @@ func (p *Proxy) recordResponse(m *jsonrpc.Response, tool string) {
 // the write to the client instead of before it.
 const parallelRecord = 64 << 10
 
-// slowRecord, set only by tests, delays parallel recording so that a test
+// slowRecord, set only by tests, delays every recording so that a test
 // can show no decision overtakes it.
 var slowRecord func()
 
@@ -942,9 +945,6 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 		p.recording.RLock()
 		go func() {
 			defer p.recording.RUnlock()
-			if slowRecord != nil {
-				slowRecord()
-			}
 			p.record(m.Result, a.tool)
 		}()
 	} else {
