@@ -123,7 +123,13 @@ const TimeFormat = "2006-01-02T15:04:05.000000000Z"
 // the form used by prev.
 func Hash(line []byte) string {
 	sum := sha256.Sum256(line)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	var b strings.Builder
+	b.Grow(len("sha256:") + 2*len(sum))
+	b.WriteString("sha256:")
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	b.Write(h[:])
+	return b.String()
 }
 
 // Log appends to one audit file. It is safe for concurrent use, and several

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -14,8 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/engine"
+	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 // The throughput harness (issue 31). A client that keeps calls in flight
@@ -201,6 +208,13 @@ func startFlight(b *testing.B, srv flightServer, via string) *flightSession {
 			<-done
 		}
 	})
+	s.handshake(in, out)
+	return s
+}
+
+// handshake initializes the session over in and out and makes one call.
+func (s *flightSession) handshake(in io.Writer, out io.Reader) {
+	b := s.b
 	s.w = bufio.NewWriterSize(in, 64<<10)
 	s.r = bufio.NewReaderSize(out, 1<<20)
 	s.w.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}` + "\n")
@@ -212,7 +226,6 @@ func startFlight(b *testing.B, srv flightServer, via string) *flightSession {
 	s.w.Flush()
 	s.next = 1
 	s.calls(1, 1)
-	return s
 }
 
 // answer reads lines until the next answer (a line with a result or an
@@ -293,6 +306,9 @@ func answerID(line []byte) int {
 // the proxy, not the server) has used so far, from the scheduler's
 // per-thread figures (nanoseconds, not clock ticks).
 func (s *flightSession) cpu() time.Duration {
+	if s.cmd == nil {
+		return 0
+	}
 	dir := fmt.Sprintf("/proc/%d/task", s.cmd.Process.Pid)
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
@@ -390,4 +406,58 @@ func BenchmarkLatency(b *testing.B) {
 		b.ReportMetric(p50[i+1]/p50[0], via+"-x")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkPumpInProcess is BenchmarkInflight's trivial call through a
+// proxy running in the benchmark's own process (the fast Go server is a
+// process of its own, as always), so that allocs/op counts what the pump
+// allocates per call (and the raw client's few). One op is one call.
+//
+//	go test -run '^$' -bench PumpInProcess -benchtime 20000x -count 6 ./internal/proxy
+func BenchmarkPumpInProcess(b *testing.B) {
+	dir := b.TempDir()
+	pol, err := policy.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	log, err := audit.Open(filepath.Join(benchHome(b, dir), "audit.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { log.Close() })
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := transport.Command{Path: exe, Env: append(os.Environ(), testserver.EnvServer+"=fast"), Name: "fast"}
+	up, err := transport.Start(cmd, io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sess := session.New()
+	store := sess.Output("fast")
+	p := New(Config{
+		Server:  "fast",
+		Engine:  engine.New(pol, store, engine.Options{Resolve: fsresolve.Existing, WorkDir: dir, Session: sess, Server: "fast"}),
+		Store:   store,
+		Audit:   log,
+		Session: "bench",
+	})
+	c2pR, c2pW := io.Pipe()
+	p2cR, p2cW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, transport.NewConn(c2pR, p2cW), up) }()
+	b.Cleanup(func() {
+		cancel()
+		c2pW.Close()
+		_ = up.Stop(time.Second)
+		<-done
+	})
+	s := &flightSession{b: b, srv: fastServer(b, "echo", `{"text":"hello"}`), err: &syncBuffer{}}
+	s.handshake(c2pW, p2cR)
+	s.calls(2000, 32)
+	b.ReportAllocs()
+	b.ResetTimer()
+	s.calls(b.N, 32)
 }

@@ -530,12 +530,12 @@ func (p *Proxy) downLoop(ctx context.Context) error {
 	cork = cork && p.batching
 	for {
 		msg, err := p.down.Read(ctx)
-		var refused *transport.RefusedError
-		if errors.As(err, &refused) {
-			p.logf("from the client: %v", err)
-			continue
-		}
 		if err != nil {
+			var refused *transport.RefusedError
+			if errors.As(err, &refused) {
+				p.logf("from the client: %v", err)
+				continue
+			}
 			return err
 		}
 		if cork && !p.upCorked {
@@ -847,12 +847,12 @@ func (p *Proxy) upLoop(ctx context.Context) error {
 	cork = cork && idles
 	for {
 		msg, err := p.up.Read(ctx)
-		var refused *transport.RefusedError
-		if errors.As(err, &refused) {
-			p.logf("from the upstream: %v", err)
-			continue
-		}
 		if err != nil {
+			var refused *transport.RefusedError
+			if errors.As(err, &refused) {
+				p.logf("from the upstream: %v", err)
+				continue
+			}
 			return err
 		}
 		if cork && !p.downCorked {
@@ -902,6 +902,13 @@ const parallelRecord = 64 << 10
 // can show no decision overtakes it.
 var slowRecord func()
 
+// recordHeld records a result whose recording holds p.recording's read
+// side, and releases it.
+func (p *Proxy) recordHeld(doc json.RawMessage, tool string) {
+	defer p.recording.RUnlock()
+	p.record(doc, tool)
+}
+
 // settled waits until every result the client may have seen is recorded.
 func (p *Proxy) settled() {
 	p.recording.Lock()
@@ -943,10 +950,7 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 		// result, so a call it sends after seeing it waits in settled()
 		// until the result is recorded.
 		p.recording.RLock()
-		go func() {
-			defer p.recording.RUnlock()
-			p.record(m.Result, a.tool)
-		}()
+		go p.recordHeld(m.Result, a.tool)
 	} else {
 		p.recordResponse(m, a.tool)
 	}

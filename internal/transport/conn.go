@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/bouncer-mcp/bouncer/internal/jsontext"
 )
 
 // maxDepth is the deepest nesting a frame may have, the go-sdk's limit.
@@ -330,15 +332,15 @@ func (c *Conn) readMessage(frame []byte) (jsonrpc.Message, error) {
 		return c.readBatch(frame)
 	}
 	m, err := decodeMessage(frame)
-	var bad *badIDError
-	if errors.As(err, &bad) {
-		if bad.request {
-			c.refuse(false, []refusal{{reason: bad.reason}})
-			return nil, &RefusedError{"refused a request: " + bad.reason}
-		}
-		return nil, &RefusedError{"dropped a response: " + bad.reason}
-	}
 	if err != nil {
+		var bad *badIDError
+		if errors.As(err, &bad) {
+			if bad.request {
+				c.refuse(false, []refusal{{reason: bad.reason}})
+				return nil, &RefusedError{"refused a request: " + bad.reason}
+			}
+			return nil, &RefusedError{"dropped a response: " + bad.reason}
+		}
 		return nil, err
 	}
 	if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
@@ -930,8 +932,8 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	}
 	id, idErr := ParseID(w.ID)
 	if len(w.Method) > 0 {
-		var method string
-		if err := parseJSON(w.Method, &method); err != nil {
+		method, err := methodOf(w.Method)
+		if err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 		if idErr != nil {
@@ -950,6 +952,20 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 		resp.Error = w.Error
 	}
 	return resp, nil
+}
+
+// methodOf decodes a message's method (raw, as written, already parsed
+// once with the message). A method of plain ASCII, as every MCP method is,
+// is its own text; anything else is decoded by the parser.
+func methodOf(raw json.RawMessage) (string, error) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		if inner := []byte(raw[1 : n-1]); jsontext.RunOf(inner, true) == len(inner) {
+			return string(inner), nil
+		}
+	}
+	var method string
+	err := parseJSON(raw, &method)
+	return method, err
 }
 
 // maxExactID is the largest integer id the go-sdk's jsonrpc.ID holds
