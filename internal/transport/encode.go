@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 
@@ -110,14 +111,10 @@ func appendRaw(buf []byte, raw json.RawMessage, inline int) []byte {
 	return appendCompact(buf, raw)
 }
 
-// hasLineEnd reports whether b holds '\n' or '\r'.
+// hasLineEnd reports whether b holds '\n' or '\r' (two vectorized
+// searches: b is a large value).
 func hasLineEnd(b []byte) bool {
-	for _, c := range b {
-		if c == '\n' || c == '\r' {
-			return true
-		}
-	}
-	return false
+	return bytes.IndexByte(b, '\n') >= 0 || bytes.IndexByte(b, '\r') >= 0
 }
 
 // appendCompact appends the valid JSON text src without its insignificant
