@@ -633,18 +633,36 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 	}
 	var (
 		parts [][]byte // the pieces of a frame longer than the buffer
-		size  int
-		sc    = scanner{lines: c.noise != nil}
+		size  int      // their length
+		// held is how much of the frame is scanned and still in the
+		// reader's buffer: a frame that fits the buffer stays there
+		// until it is whole, and is copied out once.
+		held int
+		sc   = scanner{lines: c.noise != nil}
 	)
 	for {
-		if c.r.Buffered() == 0 {
-			if _, err := c.r.Peek(1); err != nil {
+		if c.r.Buffered() == held {
+			if held == c.r.Size() {
+				// The buffer is full of the frame: a long frame is kept
+				// as pieces and joined once, at its exact size
+				// (appending would copy it again at every doubling).
+				piece, _ := c.r.Peek(held)
+				parts = append(parts, bytes.Clone(piece))
+				size += held
+				_, _ = c.r.Discard(held)
+				held = 0
+			}
+			// Read more, after what is held.
+			if _, err := c.r.Peek(held + 1); err != nil {
 				if errors.Is(err, io.EOF) {
+					pending, _ := c.r.Peek(held)
 					if sc.scalar {
-						return join(parts, size), false, 0, nil // a bare scalar ends the stream
+						return join(append(parts, pending), size+held), false, 0, nil // a bare scalar ends the stream
 					}
 					if c.noise != nil {
-						return shownOf(parts, nil), true, size, nil // the last line, cut short
+						shown := shownOf(parts, pending)
+						_, _ = c.r.Discard(held)
+						return shown, true, size + held, nil // the last line, cut short
 					}
 					return nil, false, 0, io.ErrUnexpectedEOF
 				}
@@ -652,7 +670,8 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 			}
 		}
 		buf, _ := c.r.Peek(c.r.Buffered())
-		end, done, err := sc.feed(buf)
+		end, done, err := sc.feed(buf[held:])
+		end += held
 		if err != nil {
 			if c.noise == nil {
 				return nil, false, 0, err
@@ -662,21 +681,16 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 			_, _ = c.r.Discard(end)
 			return frame, true, size + end, nil
 		}
-		if !done || parts != nil {
-			// A long frame is kept as pieces and joined once, at its
-			// exact size: appending would copy it again at every doubling.
-			parts = append(parts, bytes.Clone(buf[:end]))
-			size += end
+		if !done {
+			held = end
+			continue
+		}
+		if parts != nil {
+			frame = join(append(parts, buf[:end]), size+end)
 		} else {
 			frame = append([]byte(nil), buf[:end]...)
 		}
 		_, _ = c.r.Discard(end)
-		if !done {
-			continue
-		}
-		if parts != nil {
-			frame = join(parts, size)
-		}
 		if c.noise != nil {
 			// The line must end after the value, as the clients' line
 			// readers see it: spaces may come before its end, nothing
