@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -14,7 +13,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/engine"
-	"github.com/bouncer-mcp/bouncer/internal/jsontext"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
 // BlockedPrefix starts the first text block of every refused call's result.
@@ -347,7 +346,7 @@ func (p *Proxy) entry(c *call, v engine.Verdict, reason string, rule engine.Rule
 	}
 	var id json.RawMessage
 	if c.req.IsCall() {
-		id = appendID(nil, c.req.ID)
+		id = transport.AppendID(nil, c.req.ID)
 	}
 	args := c.args
 	if len(args) == 0 {
@@ -372,17 +371,6 @@ func (p *Proxy) entry(c *call, v engine.Verdict, reason string, rule engine.Rule
 		Policy:   p.cfg.Policy,
 		Enforced: enforced,
 	}
-}
-
-// appendID appends id as JSON, as json.Marshal writes its value.
-func appendID(buf []byte, id jsonrpc.ID) []byte {
-	switch v := id.Raw().(type) {
-	case int64:
-		return strconv.AppendInt(buf, v, 10)
-	case string:
-		return jsontext.AppendQuoted(buf, v)
-	}
-	return append(buf, "null"...)
 }
 
 // forward sends an allowed call upstream, unless the client withdrew it.

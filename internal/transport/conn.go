@@ -1097,12 +1097,19 @@ func exactString(b []byte) bool {
 }
 
 // IDText is an id as JSON, for messages.
-func IDText(id jsonrpc.ID) string {
-	b, err := json.Marshal(id.Raw())
-	if err != nil {
-		return fmt.Sprint(id.Raw())
+func IDText(id jsonrpc.ID) string { return string(AppendID(nil, id)) }
+
+// AppendID appends id as JSON, as json.Marshal writes its value (null for
+// no id): the one way the pump writes an id, on the wire and in an audit
+// line.
+func AppendID(buf []byte, id jsonrpc.ID) []byte {
+	switch v := id.Raw().(type) {
+	case int64:
+		return strconv.AppendInt(buf, v, 10)
+	case string:
+		return jsontext.AppendQuoted(buf, v)
 	}
-	return string(b)
+	return append(buf, "null"...)
 }
 
 // Stdio returns the Conn to the client on the process's stdin and stdout.

@@ -91,15 +91,10 @@ func appendEncoded(buf []byte, m jsonrpc.Message) ([]byte, error) {
 
 // appendID appends the id member, if the message has an id.
 func appendID(buf []byte, id jsonrpc.ID) []byte {
-	switch v := id.Raw().(type) {
-	case int64:
-		buf = append(buf, `,"id":`...)
-		return strconv.AppendInt(buf, v, 10)
-	case string:
-		buf = append(buf, `,"id":`...)
-		return jsontext.AppendQuoted(buf, v)
+	if !id.IsValid() {
+		return buf
 	}
-	return buf
+	return AppendID(append(buf, `,"id":`...), id)
 }
 
 // appendRaw appends a raw JSON value: compacted when it is smaller than
