@@ -95,6 +95,11 @@ func cmdInit(args []string) error {
 		in.sum.Write(os.Stdout)
 	}
 	in.sum.WriteOthers(os.Stdout, *undo)
+	if !*undo && in.sum.WriteLast(os.Stdout) > 0 {
+		// A server left as it was runs with nothing enforced: never a
+		// quiet success (docs/clients.md).
+		in.fail(exitFail)
+	}
 	if in.status != exitOK {
 		return silently(in.status) // each problem was said as it came
 	}
@@ -162,6 +167,7 @@ func (in *initRun) do(t mcpconfig.Found) int {
 		}
 		errorf("%v", err)
 		in.fail(exitUsage)
+		in.sum.Unread(t, "not read")
 		return exitUsage
 	}
 	if t.Project != "" {
@@ -192,7 +198,7 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 	if err != nil {
 		errorf("%s: nothing written: %v", in.show(t.Path), err)
 		in.fail(exitFail)
-		in.sum.Done(t, cfg)
+		in.sum.Unread(t, "nothing written: see the error above")
 		return exitFail
 	}
 	relaunch := func(cur string) bool { return in.bin.Relaunch(t, cur, command) }
@@ -200,9 +206,11 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 	if err != nil {
 		errorf("%v", err)
 		in.fail(exitUsage)
+		in.sum.Unread(t, "not wrapped: see the error above")
 		return exitUsage
 	}
 	in.sum.KeptOut(t, w.KeptOut)
+	in.sum.Left(t, w.Changes, "")
 	polFile, pe := w.PolicyFile, w.Policy
 	if w.Rewrite && in.single {
 		os.Stdout.Write(w.Out)
@@ -246,29 +254,31 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 		case w.WritePolicy:
 			q = "Write " + in.show(polFile)
 		}
-		if in.ask(q + "?") {
-			// The policy first: a wrapped entry must never name a file
-			// that is not there yet.
-			if w.WritePolicy {
-				if err := initplan.Write(polFile, pe.Old, pe.New, t.Workspace == ""); err != nil {
-					errorf("%v", err)
-					in.fail(exitFail)
-					return exitFail
-				}
-				fmt.Printf("  Wrote %s.\n", in.show(polFile))
-			}
-			if w.Rewrite {
-				if err := cfg.Write(w.Out); err != nil {
-					errorf("%v", err)
-					in.fail(exitFail)
-					return exitFail
-				}
-				fmt.Printf("  Wrote %s (the previous version is in %s.bak). Restart your client.\n", in.show(t.Path), in.show(t.Path))
-			}
-		} else {
-			fmt.Println("Not written.")
+		notWritten := func(why string) int {
 			in.fail(exitFail)
+			in.sum.Left(t, w.Changes, why)
+			in.sum.Done(t, cfg)
 			return exitFail
+		}
+		if !in.ask(q + "?") {
+			fmt.Println("Not written.")
+			return notWritten("you answered no")
+		}
+		// The policy first: a wrapped entry must never name a file that
+		// is not there yet.
+		if w.WritePolicy {
+			if err := initplan.Write(polFile, pe.Old, pe.New, t.Workspace == ""); err != nil {
+				errorf("%v", err)
+				return notWritten("not written: see the error above")
+			}
+			fmt.Printf("  Wrote %s.\n", in.show(polFile))
+		}
+		if w.Rewrite {
+			if err := cfg.Write(w.Out); err != nil {
+				errorf("%v", err)
+				return notWritten("not written: see the error above")
+			}
+			fmt.Printf("  Wrote %s (the previous version is in %s.bak). Restart your client.\n", in.show(t.Path), in.show(t.Path))
 		}
 	}
 	in.offerHook(t, command)

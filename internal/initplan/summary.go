@@ -37,6 +37,16 @@ type Summary struct {
 	// keptOut is, per config and server, what of its directories its
 	// writes are kept from, as Confined.KeptOut has it.
 	keptOut map[[2]string][]string
+	// why is, per config and server, why init left it unwrapped (an
+	// entry it can't wrap, a file not written), as Left has it.
+	why map[[2]string]string
+	// unread are the configs init could not read or plan, with why.
+	unread []string
+	// unprotected are the servers Write found not proxied, each with its
+	// file and why: what the last line names; described counts the
+	// servers Write described.
+	unprotected []string
+	described   int
 }
 
 type done struct {
@@ -60,6 +70,33 @@ func (s *Summary) KeptOut(t mcpconfig.Found, kept map[string][]string) {
 		key := [2]string{t.Path, server}
 		s.keptOut[key] = append(s.keptOut[key], paths...)
 	}
+}
+
+// Left records why servers of config t are left unwrapped: each change
+// that left an entry alone, with its reason, and with declined set (the
+// user answered no, or the write failed), each that was to be wrapped.
+func (s *Summary) Left(t mcpconfig.Found, changes []mcpconfig.Change, declined string) {
+	for _, c := range changes {
+		why := ""
+		switch {
+		case c.Status == mcpconfig.Skipped:
+			why = c.Reason
+		case c.Status == mcpconfig.Wrapped && declined != "":
+			why = declined
+		default:
+			continue
+		}
+		if s.why == nil {
+			s.why = map[[2]string]string{}
+		}
+		s.why[[2]string{t.Path, c.Server}] = why
+	}
+}
+
+// Unread records a config init could not read or wrap (the error was
+// said): its servers are left as they were.
+func (s *Summary) Unread(t mcpconfig.Found, why string) {
+	s.unread = append(s.unread, fmt.Sprintf("every server of %s (%s)", s.Plan.Show(t.Path), why))
 }
 
 // Others records the servers of ~/.claude.json's other projects (t.Project
@@ -144,9 +181,15 @@ func (s *Summary) describe(t mcpconfig.Found, cfg *mcpconfig.Config, shared map[
 			name += " (this project's)"
 		}
 		line := name + ": "
+		s.described++
 		switch {
 		case !srv.Wrapped:
 			line += "not proxied; nothing enforced"
+			why := s.why[[2]string{t.Path, srv.Name}]
+			if why == "" {
+				why = "not wrapped"
+			}
+			s.unprotected = append(s.unprotected, fmt.Sprintf("%s (%s: %s)", srv.Name, s.Plan.Show(t.Path), why))
 		default:
 			args := make([]string, len(srv.Args))
 			for i, a := range srv.Args {
@@ -186,6 +229,25 @@ func (s *Summary) describe(t mcpconfig.Found, cfg *mcpconfig.Config, shared map[
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// WriteLast writes the summary's last line, after Write: every server of
+// the configs init went through that is left unprotected, or that none
+// is. It returns how many are: init's exit status says so too, since a
+// server left as it was runs with nothing enforced and the user may not
+// read up to that line.
+func (s *Summary) WriteLast(w io.Writer) int {
+	left := append(append([]string(nil), s.unprotected...), s.unread...)
+	if len(left) == 0 {
+		if s.described > 0 {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "Every server init went through is wrapped.")
+		}
+		return 0
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Left unprotected, with nothing enforced: %s.\n", strings.Join(left, "; "))
+	return len(left)
 }
 
 // LaunchedBy is the command the config's wrapped entries launch, when

@@ -57,6 +57,14 @@ func TestSummaryWrite(t *testing.T) {
 		s.Done(f, nil)
 	}
 	s.KeptOut(mcpconfig.FoundAt(filepath.Join(proj, ".mcp.json"), mcpconfig.Where{}), map[string][]string{"fs": {"src/.mcp.json"}})
+	// The last line names what is left unprotected, with why: the reason
+	// Left recorded, else that it is not wrapped; and the configs init
+	// could not read.
+	s.Left(mcpconfig.FoundAt(filepath.Join(proj, ".mcp.json"), mcpconfig.Where{}), []mcpconfig.Change{
+		{Server: "plain", Status: mcpconfig.Skipped, Reason: "env.T: ${input:t} is filled in by VS Code itself"},
+		{Server: "fs", Status: mcpconfig.AlreadyWrapped},
+	}, "you answered no")
+	s.Unread(mcpconfig.FoundAt(filepath.Join(proj, ".vscode", "mcp.json"), mcpconfig.Where{}), "not read")
 	var out bytes.Buffer
 	s.Write(&out)
 	got := out.String()
@@ -74,6 +82,11 @@ func TestSummaryWrite(t *testing.T) {
 	}
 	if strings.Contains(got, "missing.yaml is one policy") {
 		t.Errorf("a policy that does not load is said to be shared:\n%s", got)
+	}
+
+	var last bytes.Buffer
+	if n := s.WriteLast(&last); n != 2 || last.String() != "\nLeft unprotected, with nothing enforced: plain (.mcp.json: env.T: ${input:t} is filled in by VS Code itself); every server of .vscode/mcp.json (not read).\n" {
+		t.Errorf("last line (%d): %q", n, last.String())
 	}
 
 	var none bytes.Buffer

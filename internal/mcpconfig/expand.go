@@ -2,6 +2,7 @@ package mcpconfig
 
 import (
 	"fmt"
+	"os/user"
 	"path/filepath"
 	"strings"
 )
@@ -92,6 +93,19 @@ type Expander struct {
 	Getenv func(name string) (value string, ok bool)
 }
 
+// UserHome is the home directory an editor expands ${userHome} to, as
+// Node's os.homedir() finds it: $HOME, else the user database's entry for
+// this user; "" when neither has one.
+func UserHome(getenv func(string) (string, bool)) string {
+	if h, ok := getenv("HOME"); ok && h != "" {
+		return h
+	}
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
+	}
+	return ""
+}
+
 // VarError is a variable an Expander could not expand.
 type VarError struct {
 	Var    string // as written, e.g. "${input:token}"
@@ -171,7 +185,7 @@ func (x Expander) editor(inner string) (string, error) {
 	switch inner {
 	case "userHome":
 		if x.Home == "" {
-			return "", &VarError{Var: "${userHome}", Reason: "can't be expanded: HOME is not set"}
+			return "", &VarError{Var: "${userHome}", Reason: "can't be expanded: neither HOME nor the user database gives bouncer a home directory"}
 		}
 		return x.Home, nil
 	case "pathSeparator", "/":

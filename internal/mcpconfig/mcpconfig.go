@@ -459,8 +459,11 @@ func (c *Config) unwrappable(e *jsonc.Node, opts WrapOptions) string {
 
 // variablesProblem says which ${...} of the entry's launch keys bouncer run
 // could not expand the way the client does, or "" when it can expand all.
+// It asks only whether each variable has a rule: the values are those of
+// the environment the client will give bouncer run, not init's, so every
+// variable counts as set and ${userHome} as known (Resolve reads it then).
 func (c *Config) variablesProblem(e *jsonc.Node, workspace string) string {
-	x := Expander{Client: c.Client, Workspace: workspace, Getenv: func(string) (string, bool) { return "", true }}
+	x := Expander{Client: c.Client, Workspace: workspace, Home: string(filepath.Separator), Getenv: func(string) (string, bool) { return "", true }}
 	var problem string
 	eachLaunchString(e, func(where, s string, at *jsonc.Node) bool {
 		if _, err := x.Expand(s); err != nil {

@@ -271,7 +271,7 @@ func Resolve(l Lookup) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
-	home, _ := l.Getenv("HOME")
+	home := UserHome(l.Getenv)
 	x := Expander{Client: c.Client, Workspace: Workspace(file, home), Home: home, Getenv: l.Getenv}
 	var verr error
 	expand := func(where, s string, at *jsonc.Node) string {
