@@ -160,7 +160,7 @@ func (in *initRun) ask(q string) bool {
 
 // do wraps or unwraps one config file and its hook file.
 func (in *initRun) do(t mcpconfig.Found) int {
-	cfg, err := mcpconfig.Load(t.Path)
+	cfg, err := mcpconfig.Load(t.Path, in.plan.Kept())
 	if err != nil {
 		if _, statErr := os.Lstat(t.Path); errors.Is(statErr, fs.ErrNotExist) {
 			err = fmt.Errorf("%s does not exist; name the MCP client config that lists your servers, or run bouncer init without --config to find them", in.show(t.Path))
@@ -183,6 +183,11 @@ func (in *initRun) do(t mcpconfig.Found) int {
 		return in.doUndo(t, cfg)
 	}
 	return in.doWrap(t, cfg)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func readIfExists(p string) ([]byte, error) {
@@ -274,6 +279,12 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 			fmt.Printf("  Wrote %s.\n", in.show(polFile))
 		}
 		if w.Rewrite {
+			// The originals a Strict client's entries can't hold, before
+			// the entries that need them.
+			if err := in.plan.Kept().Record(t.Path, w.Changes); err != nil {
+				errorf("%v", err)
+				return notWritten("not written: see the error above")
+			}
 			if err := cfg.Write(w.Out); err != nil {
 				errorf("%v", err)
 				return notWritten("not written: see the error above")
@@ -376,8 +387,14 @@ func (in *initRun) doUndo(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 			in.fail(exitFail)
 			return exitFail
 		}
+		if err := in.plan.Kept().Record(t.Path, changes); err != nil {
+			// The file is back as it was; what is kept only goes unused.
+			errorf("%v (the original entries it kept for %s stay there, unused)", err, in.show(t.Path))
+		}
 		fmt.Printf("  Wrote %s (the previous version is in %s.bak). Restart your client.\n", in.show(t.Path), in.show(t.Path))
-		fmt.Printf("  %s is left in place: it holds rules you may still want.\n", in.show(in.plan.PolicyFile(t)))
+		if pf := in.plan.PolicyFile(t); fileExists(pf) {
+			fmt.Printf("  %s is left in place: it holds rules you may still want.\n", in.show(pf))
+		}
 	} else {
 		fmt.Println("Not written.")
 		in.fail(exitFail)

@@ -37,6 +37,10 @@ type Plan struct {
 	Servers []string
 }
 
+// Kept is where the original entries of a Strict client's wrapped servers
+// are kept: in the state directory.
+func (p *Plan) Kept() mcpconfig.Kept { return mcpconfig.Kept{State: p.State} }
+
 // Show names a path as the user would type it: relative to the working
 // directory when below it, ~/... when below the home directory.
 func (p *Plan) Show(path string) string {

@@ -122,7 +122,7 @@ func (s *Summary) Write(w io.Writer) {
 	var sections []section
 	for _, d := range s.done {
 		t, cfg := d.t, d.cfg
-		if c, err := mcpconfig.Load(t.Path); err == nil {
+		if c, err := mcpconfig.Load(t.Path, s.Plan.Kept()); err == nil {
 			cfg = c
 		}
 		lines := s.describe(t, cfg, shared)

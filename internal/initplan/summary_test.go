@@ -108,7 +108,7 @@ func TestSummaryWriteOthers(t *testing.T) {
 	  "`+theirs+`": {"mcpServers": {"time": {"command": "uvx"}, "two": {"command": "bouncer", "args": ["run"], "x-bouncer-upstream": {"command": "y"}}}},
 	  "/gone/project": {"mcpServers": {"old": {"command": "z"}}}
 	}}`)
-	cfg, err := mcpconfig.Load(claude)
+	cfg, err := mcpconfig.Load(claude, mcpconfig.Kept{})
 	if err != nil {
 		t.Fatal(err)
 	}

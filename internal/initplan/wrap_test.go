@@ -25,7 +25,7 @@ func TestWrap(t *testing.T) {
 	never := func(string) bool { return false }
 
 	f := mcpconfig.FoundAt(filepath.Join(proj, ".mcp.json"), where)
-	cfg, err := mcpconfig.Load(f.Path)
+	cfg, err := mcpconfig.Load(f.Path, mcpconfig.Kept{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestWrap(t *testing.T) {
 	}
 
 	u := mcpconfig.FoundAt(user, where)
-	cfg, err = mcpconfig.Load(user)
+	cfg, err = mcpconfig.Load(user, mcpconfig.Kept{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,15 @@ func (c Client) Desktop() bool {
 	return c == ClaudeDesktop || c == Cursor || c == VSCode
 }
 
+// Strict reports whether the client refuses a server entry with a key it
+// does not know, so that a wrapped entry can't hold its original under
+// x-bouncer-upstream: Gemini CLI ("Unrecognized key(s) in object" on
+// every start; its settings schema gives a server entry
+// additionalProperties: false). Such a client's originals are kept in the
+// state directory (Kept). Claude Code, Cursor, VS Code and Claude Desktop
+// keep a key they don't know, and their wrapped entries carry it.
+func (c Client) Strict() bool { return c == Gemini }
+
 // ClientOf tells which client reads the config at path, by the file's name
 // and the directory it sits in: .mcp.json and .claude.json are Claude
 // Code's, claude_desktop_config.json Claude Desktop's, mcp.json in .cursor

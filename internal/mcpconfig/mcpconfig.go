@@ -54,15 +54,31 @@ type Config struct {
 	root   *jsonc.Node
 	nl     string // the file's line ending
 	indent string // the file's indentation unit
+	// kept are the original entries kept for a Strict client's file in
+	// the state directory (Kept), by block and server; keptIn names
+	// that state file.
+	kept   map[string]map[string]keptEntry
+	keptIn string
 }
 
-// Load reads and parses a config file.
-func Load(path string) (*Config, error) {
+// Load reads and parses a config file. A Strict client's wrapped entries
+// find their originals in k (Kept); the zero Kept finds none.
+func Load(path string, k Kept) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
-	return Parse(path, data)
+	c, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if c.Client.Strict() {
+		c.keptIn = k.Path()
+		if c.kept, err = k.of(path); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // Parse parses config text; path is used in messages and to tell the
@@ -258,6 +274,11 @@ type Change struct {
 	Remote bool
 	// Text is the new entry, for a Wrapped or Restored change.
 	Text string
+	// Kept is, in a Strict client's file, the original entry as written:
+	// for a Wrapped change, to be kept in the state directory (Kept.Record)
+	// since the wrapped entry can't hold it; for a Restored one, what was
+	// kept there and is to be forgotten.
+	Kept string
 }
 
 func (ch Change) String() string {
@@ -373,8 +394,12 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 		e := m.Val
 		remote := isRemote(e)
 		ch.Remote = remote
+		orig, err := c.originalOf(block, m)
+		if err != nil {
+			return err
+		}
 		switch reason := c.unwrappable(e, opts); {
-		case e.Kind == jsonc.Object && e.Has(UpstreamKey):
+		case orig != nil:
 			ch.Status = AlreadyWrapped
 			if cmd, ok := e.Get("command"); ok && cmd.Kind == jsonc.String && cmd.Str != command && opts.Relaunch != nil && opts.Relaunch(cmd.Str) {
 				ch.Status, ch.Reason = CommandUpdated, "was "+jsonc.Quote(cmd.Str)
@@ -395,6 +420,9 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 			}
 			args = append(args, "--server", m.Key)
 			args = append(args, opts.ExtraArgs...)
+			if c.Client.Strict() {
+				ch.Kept = string(c.data[e.Start:e.End])
+			}
 			ch.Text = c.wrapped(e, c.lineIndent(m.KeyStart), command, args, remote)
 			edits = append(edits, jsonc.Splice{Start: e.Start, End: e.End, Text: ch.Text})
 		}
@@ -549,8 +577,9 @@ func stringValues(n *jsonc.Node) bool {
 
 // wrapped renders the replacement for entry e: the client's own members as
 // written, then command and args, then the original entry under
-// x-bouncer-upstream. A remote entry's "type" (http, sse) becomes "stdio",
-// since the client now starts a process.
+// x-bouncer-upstream, except in a Strict client's file, whose original is
+// kept in the state directory. A remote entry's "type" (http, sse) becomes
+// "stdio", since the client now starts a process.
 func (c *Config) wrapped(e *jsonc.Node, base, command string, args []string, remote bool) string {
 	in := base + c.indent
 	var b strings.Builder
@@ -577,9 +606,12 @@ func (c *Config) wrapped(e *jsonc.Node, base, command string, args []string, rem
 		}
 		b.WriteString(jsonc.Quote(a))
 	}
-	b.WriteString("]," + c.nl)
-	b.WriteString(in + jsonc.Quote(UpstreamKey) + ": ")
-	b.WriteString(reindent(string(c.data[e.Start:e.End]), c.indent))
+	b.WriteString("]")
+	if !c.Client.Strict() {
+		b.WriteString("," + c.nl)
+		b.WriteString(in + jsonc.Quote(UpstreamKey) + ": ")
+		b.WriteString(reindent(string(c.data[e.Start:e.End]), c.indent))
+	}
 	b.WriteString(c.nl + base + "}")
 	return b.String()
 }
@@ -614,27 +646,28 @@ func unindent(text, add string) string {
 }
 
 // Undo returns the config text with each selected wrapped entry replaced by
-// its x-bouncer-upstream entry, as it was written before wrapping. Entries
-// that were never wrapped are listed and left alone.
+// its original entry (x-bouncer-upstream, or the one kept in the state
+// directory), as it was written before wrapping. Entries that were never
+// wrapped are listed and left alone. Restored changes of a Strict client
+// carry Kept, for Kept.Record to forget once the file is written.
 func (c *Config) Undo(project string, servers []string) ([]byte, []Change, error) {
 	var changes []Change
 	var edits []jsonc.Splice
 	err := c.entries(project, servers, func(block string, m jsonc.Member) error {
 		ch := Change{Block: block, Server: m.Key}
-		up, ok := m.Val.Get(UpstreamKey)
+		o, err := c.originalOf(block, m)
 		switch {
-		case !ok:
+		case err != nil:
+			return err
+		case o == nil:
 			ch.Status = NotWrapped
-		case up.Kind != jsonc.Object:
-			return c.errAt(up.Start, fmt.Sprintf("server %q: %s is not an object; restore it by hand (or from the .bak file)", m.Key, UpstreamKey))
 		default:
 			ch.Status = Restored
-			ch.Remote = isRemote(up)
-			// Wrap indented the entry by the difference between the
-			// wrapped entry's line and its x-bouncer-upstream line.
-			base := c.lineIndent(m.KeyStart)
-			add := strings.TrimPrefix(c.lineIndent(c.memberKeyStart(m.Val, UpstreamKey)), base)
-			ch.Text = unindent(string(c.data[up.Start:up.End]), add)
+			ch.Remote = isRemote(o.n)
+			ch.Text = c.text(o, m)
+			if o.kept {
+				ch.Kept = ch.Text
+			}
 			edits = append(edits, jsonc.Splice{Start: m.Val.Start, End: m.Val.End, Text: ch.Text})
 		}
 		changes = append(changes, ch)

@@ -55,20 +55,23 @@ func (c *Config) Servers(project string) ([]Server, error) {
 	for _, b := range bl {
 		for _, m := range b.n.Members {
 			s := Server{Block: b.label, Name: m.Key}
-			e := m.Val
-			if up, ok := e.Get(UpstreamKey); ok {
+			o, err := c.originalOf(b.label, m)
+			if err != nil || o != nil {
 				s.Wrapped = true
-				if c, ok := e.Get("command"); ok && c.Kind == jsonc.String {
+				if c, ok := m.Val.Get("command"); ok && c.Kind == jsonc.String {
 					s.Command = c.Str
 				}
-				if a, ok := e.Get("args"); ok && allStrings(a) {
+				if a, ok := m.Val.Get("args"); ok && allStrings(a) {
 					s.Args = strs(a)
 				}
-				e = up
 			}
-			if e.Kind == jsonc.Object {
-				s.Launch, _ = c.launch(e, m.Key)
-				s.Remote = isRemote(e)
+			switch {
+			case o != nil:
+				s.Launch, _ = c.launch(o, m.Key)
+				s.Remote = isRemote(o.n)
+			case err == nil && m.Val.Kind == jsonc.Object:
+				s.Launch, _ = c.launch(&original{n: m.Val, data: c.data}, m.Key)
+				s.Remote = isRemote(m.Val)
 			}
 			out = append(out, s)
 		}
@@ -84,11 +87,13 @@ func strs(n *jsonc.Node) []string {
 	return out
 }
 
-// launch reads an entry's launch keys, checking their types.
-func (c *Config) launch(up *jsonc.Node, server string) (Launch, error) {
+// launch reads the launch keys of a wrapped entry's original o, checking
+// their types.
+func (c *Config) launch(o *original, server string) (Launch, error) {
 	var l Launch
+	up := o.n
 	bad := func(n *jsonc.Node, key, want string) error {
-		return c.errAt(n.Start, fmt.Sprintf("server %q: %s.%s must be %s", server, UpstreamKey, key, want))
+		return c.origErr(o, n, server, key, " must be "+want)
 	}
 	if t, ok := up.Get("type"); ok && t.Kind == jsonc.String {
 		l.Type = t.Str
@@ -139,7 +144,7 @@ func (c *Config) launch(up *jsonc.Node, server string) (Launch, error) {
 		l.Cwd = cwd.Str
 	}
 	if l.Command == "" && l.URL == "" {
-		return l, c.errAt(up.Start, fmt.Sprintf("server %q: %s.command must be a non-empty string", server, UpstreamKey))
+		return l, c.origErr(o, up, server, "command", " must be a non-empty string")
 	}
 	return l, nil
 }
@@ -179,6 +184,9 @@ type Lookup struct {
 	// Getenv is bouncer's own environment (os.LookupEnv), which the
 	// client's variables are expanded from.
 	Getenv func(string) (string, bool)
+	// Kept is where a Strict client's original entries are kept: the
+	// state directory of bouncer run.
+	Kept Kept
 }
 
 // Resolved is a found entry and where it was found.
@@ -227,7 +235,7 @@ func Resolve(l Lookup) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
-	c, err := Load(file)
+	c, err := Load(file, l.Kept)
 	if err != nil {
 		return Resolved{}, err
 	}
@@ -260,17 +268,20 @@ func Resolve(l Lookup) (Resolved, error) {
 		return Resolved{}, c.errAt(found[1].KeyStart, fmt.Sprintf("server %q is in both %s and %s; rename one", l.Server, foundIn[0], foundIn[1]))
 	}
 	m := found[0]
-	up, ok := m.Val.Get(UpstreamKey)
-	if !ok {
+	o, err := c.originalOf(foundIn[0], m)
+	switch {
+	case err != nil:
+		return Resolved{}, err
+	case o == nil && c.Client.Strict():
+		return Resolved{}, c.errAt(m.KeyStart, fmt.Sprintf("server %q has no original entry kept for it in %s (%s keeps no %s in its entries, so bouncer init keeps them there): it was wrapped with another state directory (pass its --home), or on another machine; put the original entry back and run bouncer init", l.Server, c.keptIn, c.Client, UpstreamKey))
+	case o == nil:
 		return Resolved{}, c.errAt(m.KeyStart, fmt.Sprintf("server %q was never wrapped (no %s); run bouncer init first", l.Server, UpstreamKey))
 	}
-	if up.Kind != jsonc.Object {
-		return Resolved{}, c.errAt(up.Start, fmt.Sprintf("server %q: %s is not an object", l.Server, UpstreamKey))
-	}
-	la, err := c.launch(up, l.Server)
+	la, err := c.launch(o, l.Server)
 	if err != nil {
 		return Resolved{}, err
 	}
+	up := o.n
 	home := UserHome(l.Getenv)
 	x := Expander{Client: c.Client, Workspace: Workspace(file, home), Home: home, Getenv: l.Getenv}
 	var verr error
@@ -280,7 +291,7 @@ func Resolve(l Lookup) (Resolved, error) {
 		}
 		v, err := x.Expand(s)
 		if err != nil {
-			verr = c.errAt(at.Start, fmt.Sprintf("server %q: %s.%s: %v", l.Server, UpstreamKey, where, err))
+			verr = c.origErr(o, at, l.Server, where, ": "+err.Error())
 		}
 		return v
 	}
