@@ -130,7 +130,13 @@ cd "$proj"
 step "bouncer init, no flags, answering y to each file"
 ys | "$bouncer" init >"$work/init.out" 2>&1 || { cat "$work/init.out"; fail "init failed"; }
 for f in "${configs[@]}"; do
-  grep -q x-bouncer-upstream "$f" || { cat "$work/init.out"; fail "init did not wrap $f"; }
+  case $f in
+  */.gemini/settings.json)
+    # Gemini CLI refuses the key: the original is kept in the state directory.
+    ! grep -q x-bouncer-upstream "$f" || fail "$f holds x-bouncer-upstream, which Gemini CLI refuses"
+    grep -qF "\"$f\"" "$home/.bouncer/upstreams.json" || { cat "$work/init.out"; fail "init did not keep the original entries of $f"; } ;;
+  *) grep -q x-bouncer-upstream "$f" || { cat "$work/init.out"; fail "init did not wrap $f"; } ;;
+  esac
   # bouncer is not on PATH: every file names the binary by its absolute path.
   grep -q "\"command\": \"$bouncer\"" "$f" || { cat "$work/init.out" "$f"; fail "$f does not name $bouncer by its absolute path"; }
 done
