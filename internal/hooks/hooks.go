@@ -14,6 +14,7 @@ package hooks
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/jsonc"
@@ -170,6 +171,17 @@ type Added struct {
 	// init replaced with Command, the command the file held, as a JSON
 	// string as written there: undo puts it back.
 	Was string `json:"was,omitempty"`
+	// Before is, for a file that existed, its text before init's first
+	// edit, and After its text after init's last one, as long as nothing
+	// else changed it in between: undo of a file that still holds After
+	// writes Before, byte for byte. Otherwise undo takes out what init
+	// added, piece by piece, and the objects and lists it made (Made)
+	// when they are left empty.
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
+	// Made are the keys init created to hold what it added, each a path
+	// from the top ("permissions", "deny").
+	Made [][]string `json:"made,omitempty"`
 }
 
 // Empty reports whether nothing was added.
@@ -178,6 +190,7 @@ func (a Added) Empty() bool { return !a.Hook && len(a.Deny) == 0 && a.Created ==
 // Merge adds to a, what init recorded adding to a hook file before, what
 // the edit h of that file adds once written: undo then removes both.
 func (a *Added) Merge(h Edit) {
+	first := a.Empty() && a.Before == ""
 	a.Hook = a.Hook || h.Added.Hook
 	switch {
 	case h.Added.Command != "" || h.Replaced != "" && a.Hook:
@@ -190,10 +203,23 @@ func (a *Added) Merge(h Edit) {
 		}
 		a.Command = h.Command
 	}
-	if h.Replaced != "" && a.Created == string(h.Old) {
+	switch {
+	case a.Created != "" && a.Created == string(h.Old):
 		a.Created = string(h.New) // still all init's
+	case h.Old == nil || a.Created != "":
+	case first:
+		a.Before, a.After = string(h.Old), string(h.New)
+	case a.Before != "" && a.After == string(h.Old):
+		a.After = string(h.New)
+	default:
+		// Changed by someone else since init's last edit: no longer a
+		// snapshot to go back to.
+		a.Before, a.After = "", ""
 	}
 	a.Deny = append(a.Deny, h.Added.Deny...)
+	if h.Old != nil {
+		a.Made = append(a.Made, h.Added.Made...)
+	}
 	if h.Added.Created != "" {
 		a.Created = h.Added.Created
 	}
@@ -284,7 +310,7 @@ func Plan(path string, client mcpconfig.Client, old []byte, command string, stal
 		has = true
 	}
 	if !has {
-		if err := d.Append(hookValue, hookAt...); err != nil {
+		if err := h.appendTo(d, hookValue, hookAt...); err != nil {
 			return h, err
 		}
 		h.Added.Hook, h.Added.Command = true, command
@@ -302,7 +328,7 @@ func Plan(path string, client mcpconfig.Client, old []byte, command string, stal
 		}
 		for _, r := range DenyRules {
 			if !present[r] {
-				if err := d.Append(jsonc.Quote(r), "permissions", "deny"); err != nil {
+				if err := h.appendTo(d, jsonc.Quote(r), "permissions", "deny"); err != nil {
 					return h, err
 				}
 				h.Added.Deny = append(h.Added.Deny, r)
@@ -318,9 +344,31 @@ func Plan(path string, client mcpconfig.Client, old []byte, command string, stal
 	return h, nil
 }
 
-// Undo returns the hook file's text without what a records (only what
-// is still there, in the form init wrote it), and what it removed.
+// appendTo appends value to the list at keys (jsonc.Doc.Append), and
+// records in h.Added.Made the keys the append created.
+func (h *Edit) appendTo(d *jsonc.Doc, value string, keys ...string) error {
+	var made [][]string
+	for i := range keys {
+		if d.At(keys[:i+1]...) == nil {
+			made = append(made, append([]string(nil), keys[:i+1]...))
+		}
+	}
+	if err := d.Append(value, keys...); err != nil {
+		return err
+	}
+	h.Added.Made = append(h.Added.Made, made...)
+	return nil
+}
+
+// Undo returns the hook file's text without what a records, and what it
+// removed: the file as it was before init's first edit when it holds what
+// init's last edit left (Added.Before); else only what is still there, in
+// the form init wrote it, and the keys init made for it once they are
+// empty.
 func Undo(path string, client mcpconfig.Client, text []byte, a Added) ([]byte, Added, error) {
+	if a.Before != "" && string(text) == a.After {
+		return []byte(a.Before), Added{Hook: a.Hook, Deny: a.Deny, Was: a.Was}, nil
+	}
 	var removed Added
 	d, err := jsonc.ParseDoc(path, text)
 	if err != nil {
@@ -385,5 +433,23 @@ func Undo(path string, client mcpconfig.Client, text []byte, a Added) ([]byte, A
 			}
 		}
 	}
+	// The keys init made, deepest first, where nothing is left in them.
+	made := append([][]string(nil), a.Made...)
+	sort.SliceStable(made, func(i, j int) bool { return len(made[i]) > len(made[j]) })
+	for _, keys := range made {
+		n := d.At(keys...)
+		if n == nil || len(n.Members) > 0 || len(n.Elems) > 0 || (n.Kind != jsonc.Object && n.Kind != jsonc.Array) || hasComment(d.Bytes()[n.Start:n.End]) {
+			continue
+		}
+		if err := d.RemoveMember(d.At(keys[:len(keys)-1]...), keys[len(keys)-1]); err != nil {
+			return nil, removed, err
+		}
+	}
 	return d.Bytes(), removed, nil
+}
+
+// hasComment reports whether the text of an empty object or list holds
+// anything but its brackets and whitespace: a comment someone wrote.
+func hasComment(text []byte) bool {
+	return len(strings.TrimSpace(string(text[1:len(text)-1]))) > 0
 }

@@ -222,9 +222,13 @@ func TestMerge(t *testing.T) {
 		{"init's own hook pointed at another bouncer", Added{}, []Edit{created, replacedOwn},
 			Added{Hook: true, Command: newCmd, Deny: DenyRules, Created: string(replacedOwn.New)}},
 		{"the user's hook pointed at this bouncer", Added{}, []Edit{replacedUsers},
-			Added{Command: newCmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules}},
+			Added{Command: newCmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules,
+				Before: string(users), After: string(replacedUsers.New), Made: [][]string{{"permissions"}, {"permissions", "deny"}}}},
 		{"the user's hook pointed twice: what the user had is kept", Added{}, []Edit{replacedUsers, again},
-			Added{Command: cmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules}},
+			Added{Command: cmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules,
+				Before: string(users), After: string(again.New), Made: [][]string{{"permissions"}, {"permissions", "deny"}}}},
+		{"edited by someone else in between: no snapshot", Added{}, []Edit{replacedUsers, plan([]byte(strings.Replace(string(replacedUsers.New), "{", `{"model": "x", `, 1)), cmd)},
+			Added{Command: cmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules, Made: [][]string{{"permissions"}, {"permissions", "deny"}}}},
 	} {
 		a := c.had
 		for _, h := range c.edits {
@@ -233,5 +237,42 @@ func TestMerge(t *testing.T) {
 		if !reflect.DeepEqual(a, c.want) {
 			t.Errorf("%s: recorded %+v, want %+v", c.name, a, c.want)
 		}
+	}
+}
+
+// Undo of a file that existed gives it back byte for byte: from the
+// snapshot while nothing else changed it, and otherwise by taking out
+// what init added and the keys it made for that, once empty, so no
+// "deny": [] or "UserPromptSubmit": [] is left behind.
+func TestUndoExisting(t *testing.T) {
+	for _, tt := range []struct {
+		name, before string
+	}{
+		{"one key", "{\n  \"theme\": \"dark\"\n}\n"},
+		{"comments and a deny list of the user's", "{\n  // mine\n  \"theme\": \"dark\",\n  \"permissions\": {\"deny\": [\"Read(.env)\"]},\n  \"hooks\": {}\n}\n"},
+		{"one line", `{"theme": "dark"}`},
+		{"empty", "{}\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := Plan("/h/.claude/settings.json", mcpconfig.ClaudeCode, []byte(tt.before), "bouncer hook prompt", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a Added
+			a.Merge(h)
+			undone, removed, err := Undo("/h/.claude/settings.json", mcpconfig.ClaudeCode, h.New, a)
+			if err != nil || string(undone) != tt.before || !removed.Hook || len(removed.Deny) != len(DenyRules) {
+				t.Errorf("from the snapshot: %q, %+v, %v", undone, removed, err)
+			}
+			// The user changed the theme since: piece by piece.
+			edited := strings.Replace(string(h.New), `"dark"`, `"light"`, 1)
+			undone, removed, err = Undo("/h/.claude/settings.json", mcpconfig.ClaudeCode, []byte(edited), a)
+			if want := strings.Replace(tt.before, `"dark"`, `"light"`, 1); err != nil || string(undone) != want {
+				t.Errorf("piece by piece:\n%s\nwant:\n%s\n(%v)", undone, want, err)
+			}
+			if !removed.Hook || len(removed.Deny) != len(DenyRules) {
+				t.Errorf("removed %+v", removed)
+			}
+		})
 	}
 }
