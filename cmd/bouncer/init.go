@@ -15,6 +15,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
 const initSynopsis = `bouncer init [--config FILE] [--server NAME]... [--policy FILE] [--yes]
@@ -82,6 +83,9 @@ func cmdInit(args []string) error {
 			fmt.Printf("  %s\n", plan.Label(t))
 		}
 	}
+	if !*undo {
+		plan.FindPolicies(targets, runPolicy)
+	}
 	for _, t := range targets {
 		if !in.single {
 			fmt.Println()
@@ -122,11 +126,16 @@ type initRun struct {
 
 // runPolicy is the policy `bouncer run` would load with the wrapped
 // entry's args (initplan.Loader): run's own flags, through the one policy
-// loader (setup.LoadPolicy).
+// loader (setup.LoadPolicy). A policy that does not load still names its
+// --policy files: they are another server's policy all the same.
 func runPolicy(args []string, base string) (*policy.Policy, []string, error) {
-	in, err := runArgsPolicy(args, base)
+	src, err := runArgsSources(args, base)
 	if err != nil {
 		return nil, nil, err
+	}
+	in, err := setup.LoadPolicy(src)
+	if err != nil {
+		return nil, src.Policies, err
 	}
 	return in.Policy, in.Files, nil
 }

@@ -35,6 +35,10 @@ type Plan struct {
 	Policy string
 	// Servers is --server: only these servers; empty for all.
 	Servers []string
+	// Policies are the policy files of every config init found
+	// (FindPolicies): no filesystem server may be given a prefix that
+	// holds one but its own (Guarded).
+	Policies []string
 }
 
 // Kept is where the original entries of a Strict client's wrapped servers

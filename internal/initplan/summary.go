@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -170,7 +171,6 @@ func (s *Summary) describe(t mcpconfig.Found, cfg *mcpconfig.Config, shared map[
 	if err != nil {
 		return nil
 	}
-	x := mcpconfig.Expander{Client: cfg.Client, Workspace: t.Workspace, Home: s.Plan.Home, Getenv: os.LookupEnv}
 	var lines []string
 	for _, srv := range servers {
 		if !s.Plan.selected(srv.Name) {
@@ -191,18 +191,7 @@ func (s *Summary) describe(t mcpconfig.Found, cfg *mcpconfig.Config, shared map[
 			}
 			s.unprotected = append(s.unprotected, fmt.Sprintf("%s (%s: %s)", srv.Name, s.Plan.Show(t.Path), why))
 		default:
-			args := make([]string, len(srv.Args))
-			for i, a := range srv.Args {
-				if p, err := x.Expand(a); err == nil {
-					args[i] = p
-				} else {
-					args[i] = a
-				}
-			}
-			base := t.Workspace
-			if base == "" {
-				base = s.Plan.Cwd
-			}
+			args, base := s.Plan.runArgs(t, cfg, srv)
 			pol, inForce, err := s.Load(args, base)
 			if err != nil {
 				line += fmt.Sprintf("its policy does not load (%v): bouncer run will refuse to start it", err)
@@ -217,8 +206,17 @@ func (s *Summary) describe(t mcpconfig.Found, cfg *mcpconfig.Config, shared map[
 			}
 			pack, _, _ := protect.Recognize(srv.Launch)
 			line += protect.Describe(pol, pack, t.Workspace)
+			if reach := protect.Reaches(pol, others(s.Plan.Policies, files)); len(reach) > 0 && len(files) > 0 {
+				var names []string
+				for _, r := range reach {
+					names = append(names, s.Plan.Show(r))
+				}
+				why := fmt.Sprintf("its writes reach %s, another server's policy: take it out of allowed_path_prefixes in %s", strings.Join(names, ", "), s.Plan.Show(files[len(files)-1]))
+				line += "; " + why
+				s.unprotected = append(s.unprotected, fmt.Sprintf("%s (%s: %s)", srv.Name, s.Plan.Show(t.Path), why))
+			}
 			if kept := s.keptOut[[2]string{t.Path, srv.Name}]; len(kept) > 0 {
-				line += "; kept from its writes: " + strings.Join(kept, ", ") + " (Bouncer's own files and the MCP clients' configs)"
+				line += "; kept from its writes: " + strings.Join(kept, ", ") + " (another server's policy, Bouncer's state directory)"
 			}
 			if pack == protect.FilesystemPack {
 				for _, f := range files {
@@ -248,6 +246,17 @@ func (s *Summary) WriteLast(w io.Writer) int {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Left unprotected, with nothing enforced: %s.\n", strings.Join(left, "; "))
 	return len(left)
+}
+
+// others are the policy files among all that are not among own.
+func others(all, own []string) []string {
+	var out []string
+	for _, f := range all {
+		if !slices.ContainsFunc(own, func(o string) bool { return o == f || samePath(o, f) }) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // LaunchedBy is the command the config's wrapped entries launch, when

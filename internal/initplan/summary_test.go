@@ -70,7 +70,7 @@ func TestSummaryWrite(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"\nWhat is enforced:\n  .mcp.json (Claude Code, project; its servers launch bouncer):\n    fs: ",
-		"; kept from its writes: src/.mcp.json (Bouncer's own files and the MCP clients' configs)\n    plain: not proxied; nothing enforced\n",
+		"; kept from its writes: src/.mcp.json (another server's policy, Bouncer's state directory)\n    plain: not proxied; nothing enforced\n",
 		"  .cursor/mcp.json (Cursor, project; its servers launch /opt/bouncer):\n    fs: ",
 		"    bad: its policy does not load (",
 		"): bouncer run will refuse to start it\n",

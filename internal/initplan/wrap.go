@@ -52,7 +52,7 @@ func (p *Plan) Wrap(t mcpconfig.Found, cfg *mcpconfig.Config, command string, re
 	if err != nil {
 		return nil, err
 	}
-	c := p.Confine(t, cfg, servers, w.PolicyFile, p.Guarded(t, w.PolicyFile))
+	c := p.Confine(t, cfg, servers, w.PolicyFile, p.Guarded(w.PolicyFile))
 	w.Notes, w.KeptOut = c.Notes, c.KeptOut
 	oldPol, err := os.ReadFile(w.PolicyFile)
 	if errors.Is(err, fs.ErrNotExist) {
