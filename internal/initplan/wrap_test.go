@@ -79,11 +79,11 @@ func TestFindPolicies(t *testing.T) {
 	plan := &Plan{Cwd: proj, Home: home, State: filepath.Join(home, ".bouncer")}
 	plan.FindPolicies(nil, loadPolicyArgs)
 	want := map[string]bool{
-		filepath.Join(proj, "bouncer.yaml"):             true, // the project's files', to write
-		filepath.Join(proj, "team.yaml"):                true,
+		filepath.Join(proj, "bouncer.yaml"):            true, // the project's files', to write
+		filepath.Join(proj, "team.yaml"):               true,
 		filepath.Join(home, ".bouncer", "policy.yaml"): true, // the user's file's, to write
-		"/etc/mine.yaml":                                true,
-		filepath.Join(proj, "rel.yaml"):                 true, // a user's file: relative to where init runs
+		"/etc/mine.yaml":                               true,
+		filepath.Join(proj, "rel.yaml"):                true, // a user's file: relative to where init runs
 	}
 	if len(plan.Policies) != len(want) {
 		t.Errorf("policies %q", plan.Policies)
