@@ -332,7 +332,15 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 		return
 	}
 	stale := func(p string) bool { return in.bin.Relaunch(t, p, program) }
-	h, err := hooks.Plan(path, client, old, command, stale)
+	var edit []string
+	if hooks.HasEditRules(client) {
+		var skipped []string
+		edit, skipped = hooks.EditRules(path, in.plan.Home, in.plan.Keep())
+		for _, s := range skipped {
+			fmt.Printf("  %s: no permissions.deny rule for %s: its name has a character Claude Code's rules would read as a pattern\n", in.show(path), s)
+		}
+	}
+	h, err := hooks.Plan(path, client, old, command, stale, edit)
 	if err != nil {
 		errorf("%v", err)
 		in.fail(exitUsage)
@@ -348,8 +356,19 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 	if h.Added.Hook {
 		fmt.Printf("    add the prompt hook (%s runs `%s`): a destination you type is then yours to send to, even if a server's output holds it too\n", hooks.Event(client), command)
 	}
-	if len(h.Added.Deny) > 0 {
-		fmt.Printf("    add permissions.deny %s: an agent with a shell could otherwise approve its own blocked calls, trust an address, or forge a prompt that vouches for one\n", strings.Join(h.Added.Deny, ", "))
+	var bash, files []string
+	for _, r := range h.Added.Deny {
+		if strings.HasPrefix(r, "Bash(") {
+			bash = append(bash, r)
+		} else {
+			files = append(files, r)
+		}
+	}
+	if len(bash) > 0 {
+		fmt.Printf("    add permissions.deny %s: an agent with a shell could otherwise approve its own blocked calls, trust an address, or forge a prompt that vouches for one\n", strings.Join(bash, ", "))
+	}
+	if len(files) > 0 {
+		fmt.Printf("    add permissions.deny %s: the agent's own Edit, Write and NotebookEdit tools could otherwise change a policy, what Bouncer remembers, an MCP config or these rules\n", strings.Join(files, ", "))
 	}
 	if !in.ask(fmt.Sprintf("Change %s?", in.show(path))) {
 		fmt.Println("Not written.")

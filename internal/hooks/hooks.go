@@ -27,6 +27,87 @@ import (
 // an attacker's address.
 var DenyRules = []string{"Bash(bouncer approve:*)", "Bash(bouncer trust:*)", "Bash(bouncer hook:*)"}
 
+// Keep is a path the client's own file tools must not change: one of
+// Bouncer's (its state directory, a policy file) or one that makes the
+// client run Bouncer (an MCP config, a hook file). Dir keeps everything
+// in it.
+type Keep struct {
+	Path string
+	Dir  bool
+}
+
+// HasEditRules reports whether the client has rules init can write that
+// keep its agent's own file tools off given paths (EditRules): Claude
+// Code's permissions.deny. Cursor, VS Code, Gemini CLI (whose policy rules
+// match a tool's arguments as text, not the file it writes), Claude
+// Desktop and the rest have none.
+func HasEditRules(c mcpconfig.Client) bool { return c == mcpconfig.ClaudeCode }
+
+// EditRules are Claude Code's permissions.deny rules that keep its file
+// tools off each of keep, spelled for the settings file at settings
+// (Claude Code's rule syntax, checked against Claude Code 2.1.197): an
+// Edit(...) rule covers every built-in tool that edits files (Edit,
+// Write, NotebookEdit), while a Write(...) path rule is not consulted;
+// the path is a gitignore pattern, "//x" the absolute /x, "~/x" below the
+// home directory, and "/x" below the project of a project's
+// .claude/settings.json, which a team commits and so names no path of one
+// person's machine where it can help it. A path with a character the
+// pattern would read as a wildcard or an escape is left out, and listed
+// in skipped: a rule that matched something else would be worse than
+// none.
+func EditRules(settings, home string, keep []Keep) (rules, skipped []string) {
+	project := filepath.Dir(filepath.Dir(settings))
+	if home != "" && samePath(project, home) {
+		project = "" // the user's own settings
+	}
+	seen := map[string]bool{}
+	for _, k := range keep {
+		p := filepath.Clean(k.Path)
+		if !filepath.IsAbs(p) || strings.ContainsAny(p, "*?[]\\()\n\r") || strings.TrimSpace(p) != p {
+			skipped = append(skipped, k.Path)
+			continue
+		}
+		var pat string
+		if r, ok := below(p, project); ok && project != "" {
+			pat = "/" + r
+		} else if r, ok := below(p, home); ok && home != "" {
+			pat = "~/" + r
+		} else {
+			pat = "/" + p
+		}
+		if k.Dir {
+			pat += "/**"
+		}
+		r := "Edit(" + pat + ")"
+		if !seen[r] {
+			seen[r] = true
+			rules = append(rules, r)
+		}
+	}
+	return rules, skipped
+}
+
+// below returns p relative to dir, slash-separated, when p is in dir.
+func below(p, dir string) (string, bool) {
+	if dir == "" {
+		return "", false
+	}
+	r, err := filepath.Rel(dir, p)
+	if err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(r), true
+}
+
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}
+
 // File returns the file where the client that reads config keeps its
 // prompt-submit hook (Claude Code's settings.json, Cursor's hooks.json),
 // beside the config: the project's for a project file, the user's for a
@@ -248,11 +329,12 @@ func promptCommands(client mcpconfig.Client, elems []*jsonc.Node) []*jsonc.Node 
 }
 
 // Plan returns the edit that adds the prompt hook running command (and,
-// for Claude Code, DenyRules) to the hook file at path, which holds old
-// (nil when missing). What is there already is not added again, except
-// that a prompt hook whose program stale says is to be replaced (one that
-// no longer starts this bouncer; nil: none) runs command instead.
-func Plan(path string, client mcpconfig.Client, old []byte, command string, stale func(program string) bool) (Edit, error) {
+// for Claude Code, DenyRules and then the rules of extra: EditRules) to
+// the hook file at path, which holds old (nil when missing). What is
+// there already is not added again, except that a prompt hook whose
+// program stale says is to be replaced (one that no longer starts this
+// bouncer; nil: none) runs command instead.
+func Plan(path string, client mcpconfig.Client, old []byte, command string, stale func(program string) bool, extra []string) (Edit, error) {
 	h := Edit{Path: path, Client: client, Command: command, Old: old}
 	text := old
 	if old == nil {
@@ -326,8 +408,9 @@ func Plan(path string, client mcpconfig.Client, old []byte, command string, stal
 				present[x.Str] = true
 			}
 		}
-		for _, r := range DenyRules {
+		for _, r := range append(append([]string(nil), DenyRules...), extra...) {
 			if !present[r] {
+				present[r] = true
 				if err := h.appendTo(d, jsonc.Quote(r), "permissions", "deny"); err != nil {
 					return h, err
 				}

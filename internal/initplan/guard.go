@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/bouncer-mcp/bouncer/internal/hooks"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/protect"
@@ -49,6 +50,7 @@ func (p *Plan) Guarded(polFile string) []string {
 // flags), and those init is to write for them (PolicyFile), absolute.
 // configs are those init found, and those of this user and project it
 // could find besides: a policy any of them names is another server's.
+// p.Configs are all of those configs.
 func (p *Plan) FindPolicies(configs []mcpconfig.Found, load Loader) {
 	seen := map[string]bool{}
 	add := func(f string) {
@@ -59,6 +61,7 @@ func (p *Plan) FindPolicies(configs []mcpconfig.Found, load Loader) {
 	}
 	configs = append(configs, mcpconfig.Discover(mcpconfig.Where{Home: p.Home, Dir: p.Cwd, GOOS: runtime.GOOS, ConfigHome: os.Getenv("XDG_CONFIG_HOME")})...)
 	for _, t := range configs {
+		p.Configs = append(p.Configs, t.Path)
 		cfg, err := mcpconfig.Load(t.Path, p.Kept())
 		if err != nil {
 			continue // said when init comes to it
@@ -82,6 +85,29 @@ func (p *Plan) FindPolicies(configs []mcpconfig.Found, load Loader) {
 			}
 		}
 	}
+}
+
+// Keep is what a client's own file tools are to be kept off, where the
+// client has rules for that (hooks.EditRules): the state directory,
+// every policy file (Policies), every MCP config of this user and project
+// (Configs) and each one's hook file. An agent that could edit those
+// could loosen a policy, forge what Bouncer remembers, unwrap a server, or
+// take these very rules out.
+func (p *Plan) Keep() []hooks.Keep {
+	keep := []hooks.Keep{{Path: p.State, Dir: true}}
+	for _, f := range p.Policies {
+		keep = append(keep, hooks.Keep{Path: f})
+	}
+	for _, c := range p.Configs {
+		if abs, err := filepath.Abs(c); err == nil {
+			c = abs
+		}
+		keep = append(keep, hooks.Keep{Path: c})
+		if h, _, ok := hooks.File(c, p.Home); ok {
+			keep = append(keep, hooks.Keep{Path: h})
+		}
+	}
+	return keep
 }
 
 // runArgs are the wrapped entry's arguments as the client passes them to

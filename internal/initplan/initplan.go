@@ -37,8 +37,8 @@ type Plan struct {
 	Servers []string
 	// Policies are the policy files of every config init found
 	// (FindPolicies): no filesystem server may be given a prefix that
-	// holds one but its own (Guarded).
-	Policies []string
+	// holds one but its own (Guarded). Configs are those configs.
+	Policies, Configs []string
 }
 
 // Kept is where the original entries of a Strict client's wrapped servers

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bouncer-mcp/bouncer/internal/hooks"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/protect"
@@ -159,6 +160,23 @@ func (s *Summary) Write(w io.Writer) {
 	for _, f := range files {
 		fmt.Fprintf(w, "  %s is one policy for the filesystem servers %s: Bouncer lets each write in the directories of all of them (docs/clients.md: one policy per server).\n",
 			s.Plan.Show(f), strings.Join(shared[f], ", "))
+	}
+	// The clients' own file tools, which no proxy sees.
+	var kept, open []string
+	for _, d := range s.done {
+		name, _ := kind(d.t)
+		switch {
+		case hooks.HasEditRules(d.t.Client) && !slices.Contains(kept, name):
+			kept = append(kept, name)
+		case !hooks.HasEditRules(d.t.Client) && !slices.Contains(open, name):
+			open = append(open, name)
+		}
+	}
+	if len(kept) > 0 {
+		fmt.Fprintf(w, "  %s: its own Edit, Write and NotebookEdit tools are kept off Bouncer's files and the MCP configs by permissions.deny rules.\n", strings.Join(kept, ", "))
+	}
+	if len(open) > 0 {
+		fmt.Fprintf(w, "  %s: no rules keep the agent's own file tools off Bouncer's files and the MCP configs, so it can still change them; review its edits to those files (docs/clients.md).\n", strings.Join(open, ", "))
 	}
 }
 
