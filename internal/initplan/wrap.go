@@ -75,7 +75,7 @@ func (p *Plan) Wrap(t mcpconfig.Found, cfg *mcpconfig.Config, command string, re
 		// that the client can't find, launch this one now.
 		Relaunch: relaunch,
 	}
-	if cfg.Client.Strict() && t.Workspace == "" && filepath.Clean(p.State) != filepath.Join(p.Home, ".bouncer") {
+	if cfg.Client.KeepsOriginal() && t.Workspace == "" && filepath.Clean(p.State) != filepath.Join(p.Home, ".bouncer") {
 		// The originals are kept in this state directory, which bouncer
 		// run started by the client would not look in by default. A
 		// project's file, which a team shares, names no path of this

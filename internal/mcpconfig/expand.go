@@ -7,74 +7,6 @@ import (
 	"strings"
 )
 
-// Client is an MCP client whose config format and ${...} variables this
-// package knows.
-type Client string
-
-// The clients, by the names their users know them by.
-const (
-	UnknownClient Client = ""
-	ClaudeCode    Client = "Claude Code"
-	ClaudeDesktop Client = "Claude Desktop"
-	Cursor        Client = "Cursor"
-	VSCode        Client = "VS Code"
-	Gemini        Client = "Gemini CLI"
-)
-
-// Desktop reports whether the client is an app, which when started from
-// the Dock or a desktop menu starts its servers with the environment the
-// desktop session gave it, not the user's shell's: a command found on the
-// shell's PATH may not be found there. Claude Desktop has launchd's PATH
-// on macOS (/usr/bin:/bin:/usr/sbin:/sbin). VS Code and Cursor (a fork of
-// VS Code) read the login shell's environment at startup, but give up on
-// a slow or unusual shell and never see a PATH set in one terminal, so
-// they count as apps too. Claude Code and Gemini CLI run in the shell.
-func (c Client) Desktop() bool {
-	return c == ClaudeDesktop || c == Cursor || c == VSCode
-}
-
-// Strict reports whether the client refuses a server entry with a key it
-// does not know, so that a wrapped entry can't hold its original under
-// x-bouncer-upstream: Gemini CLI ("Unrecognized key(s) in object" on
-// every start; its settings schema gives a server entry
-// additionalProperties: false). Such a client's originals are kept in the
-// state directory (Kept). Claude Code, Cursor, VS Code and Claude Desktop
-// keep a key they don't know, and their wrapped entries carry it.
-func (c Client) Strict() bool { return c == Gemini }
-
-// ClientOf tells which client reads the config at path, by the file's name
-// and the directory it sits in: .mcp.json and .claude.json are Claude
-// Code's, claude_desktop_config.json Claude Desktop's, mcp.json in .cursor
-// Cursor's, mcp.json in .vscode or in a VS Code user directory (User, or a
-// profile under User/profiles) VS Code's, settings.json in .gemini Gemini
-// CLI's. Any other file is UnknownClient, whose variables are not expanded.
-func ClientOf(path string) Client {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
-	base := filepath.Base(abs)
-	dir := filepath.Dir(abs)
-	parent := filepath.Base(dir)
-	switch {
-	case base == ".mcp.json" || base == ".claude.json":
-		return ClaudeCode
-	case base == "claude_desktop_config.json":
-		return ClaudeDesktop
-	case base == "mcp.json" && parent == ".cursor":
-		return Cursor
-	case base == "mcp.json" && parent == ".vscode":
-		return VSCode
-	case base == "mcp.json" && parent == "User":
-		return VSCode
-	case base == "mcp.json" && filepath.Base(filepath.Dir(dir)) == "profiles" && filepath.Base(filepath.Dir(filepath.Dir(dir))) == "User":
-		return VSCode
-	case base == "settings.json" && parent == ".gemini":
-		return Gemini
-	}
-	return UnknownClient
-}
-
 // Expander expands the ${...} variables of a config string the way Client
 // does when it starts a server, from Getenv (bouncer's own environment,
 // which the client gave it: the same one the client expanded from).
@@ -90,7 +22,14 @@ func ClientOf(path string) Client {
 //     the rest are the editor's to fill in and are an error here.
 //   - Gemini CLI: $NAME and ${NAME}; an unset variable stays as written, as
 //     Gemini CLI leaves it.
-//   - Claude Desktop and files of no known client: nothing is expanded.
+//   - Windsurf and Roo Code: ${env:NAME}. Unset is an error: their
+//     documentation does not say what they send instead, and bouncer
+//     would not guess a credential. Any other ${...} is theirs to fill in.
+//   - Claude Desktop: nothing is expanded, as Claude Desktop expands none.
+//   - Zed, Cline, Kiro, LM Studio, Amazon Q Developer, and files of no
+//     known client: a ${ is an error, since their rule is not known here
+//     (the entry is left unwrapped, and said so); the rest is taken as
+//     written.
 type Expander struct {
 	Client Client
 	// Workspace is the project directory of a project's own file, "" for a
@@ -132,12 +71,34 @@ func (x Expander) Expand(s string) (string, error) {
 		return x.braces(s, x.editor)
 	case Gemini:
 		return x.gemini(s), nil
+	case Windsurf, RooCode:
+		return x.braces(s, x.envOnly)
+	case ClaudeDesktop:
+		return s, nil
 	case UnknownClient:
 		if strings.Contains(s, "${") {
-			return "", &VarError{Var: firstVar(s), Reason: "is in a file bouncer can't tell the client of, so not how the client expands it (it knows .mcp.json, .claude.json, .cursor/mcp.json, .vscode/mcp.json, claude_desktop_config.json and .gemini/settings.json)"}
+			return "", &VarError{Var: firstVar(s), Reason: "is in a file bouncer can't tell the client of, so not how the client expands it (docs/clients.md lists the files it knows)"}
+		}
+	default:
+		if strings.Contains(s, "${") {
+			return "", &VarError{Var: firstVar(s), Reason: fmt.Sprintf("is in a file of %s, whose variables bouncer does not know how to expand; wrap it by hand (docs/clients.md)", x.Client)}
 		}
 	}
 	return s, nil
+}
+
+// envOnly expands ${env:NAME}, refusing it unset, and refuses every other
+// ${...}.
+func (x Expander) envOnly(inner string) (string, error) {
+	name, ok := strings.CutPrefix(inner, "env:")
+	if !ok {
+		return "", &VarError{Var: "${" + inner + "}", Reason: fmt.Sprintf("is filled in by %s itself, which bouncer can't do; wrap it by hand (docs/clients.md)", x.Client)}
+	}
+	v, set := x.Getenv(name)
+	if !set {
+		return "", &VarError{Var: "${" + inner + "}", Reason: fmt.Sprintf("is not set in the environment the client started bouncer with: set %s where you start %s", name, x.Client)}
+	}
+	return v, nil
 }
 
 func firstVar(s string) string {

@@ -42,7 +42,7 @@ func TestKeptStrictClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Client != Gemini || !c.Client.Strict() {
+	if c.Client != Gemini || !c.Client.KeepsOriginal() {
 		t.Fatalf("client %q", c.Client)
 	}
 	out, changes, err := c.Wrap(WrapOptions{ConfigArg: ".gemini/settings.json", Remote: true})

@@ -40,8 +40,6 @@ type Error = jsonc.Error
 // UpstreamKey is the member of a wrapped entry that holds the original entry.
 const UpstreamKey = "x-bouncer-upstream"
 
-// Blocks are the top-level keys that hold server entries, in lookup order.
-var Blocks = []string{"mcpServers", "servers"}
 
 // Config is one parsed client config file.
 type Config struct {
@@ -72,7 +70,7 @@ func Load(path string, k Kept) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Client.Strict() {
+	if c.Client.KeepsOriginal() {
 		c.keptIn = k.Path()
 		if c.kept, err = k.of(path); err != nil {
 			return nil, err
@@ -94,7 +92,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	if root.Kind != jsonc.Object {
 		return nil, c.errAt(root.Start, "the top level is not a JSON object")
 	}
-	for _, b := range Blocks {
+	for _, b := range c.Client.blocks() {
 		if _, err := c.checkedBlock(c.root, b, b, "the top level"); err != nil {
 			return nil, err
 		}
@@ -136,7 +134,7 @@ type block struct {
 // other projects are not this project's business.
 func (c *Config) blocks(project string) ([]block, error) {
 	var out []block
-	for _, b := range Blocks {
+	for _, b := range c.Client.blocks() {
 		n, err := c.checkedBlock(c.root, b, b, "the top level")
 		if err != nil {
 			return nil, err
@@ -239,11 +237,19 @@ func (c *Config) HasServers(project string) bool {
 }
 
 func (c *Config) noBlocks(project string) error {
-	msg := `no "mcpServers" (Claude Code, Cursor, Claude Desktop, Gemini CLI) or "servers" (VS Code) object at the top level`
-	if project != "" {
-		msg = fmt.Sprintf(`no "mcpServers" (Claude Code, Cursor, Claude Desktop, Gemini CLI) or "servers" (VS Code) object at the top level, and none in projects[%s]`, project)
+	var want string
+	if c.Client == UnknownClient {
+		want = `no "mcpServers" (Claude Code, Cursor, Claude Desktop, Gemini CLI and most others) or "servers" (VS Code) object at the top level`
+	} else {
+		want = fmt.Sprintf("no %s object at the top level, where %s keeps its servers", quoteList(c.Client.blocks()[:1]), c.Client)
+		if c.Client == VSCode {
+			want = `no "servers" object at the top level, where VS Code keeps its servers`
+		}
 	}
-	return &Error{File: c.Path, Msg: msg}
+	if project != "" {
+		want += fmt.Sprintf(", and none in projects[%s]", project)
+	}
+	return &Error{File: c.Path, Msg: want}
 }
 
 // Status says what a rewrite did, or why it left an entry alone.
@@ -420,7 +426,7 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 			}
 			args = append(args, "--server", m.Key)
 			args = append(args, opts.ExtraArgs...)
-			if c.Client.Strict() {
+			if c.Client.KeepsOriginal() {
 				ch.Kept = string(c.data[e.Start:e.End])
 			}
 			ch.Text = c.wrapped(e, c.lineIndent(m.KeyStart), command, args, remote)
@@ -435,13 +441,22 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 	return c.apply(edits), changes, nil
 }
 
-// isRemote reports whether an entry names a remote server (url, or Gemini
-// CLI's httpUrl) instead of a command.
+// urlKeys are the members that name a remote server's address: url,
+// Gemini CLI's httpUrl, Windsurf's serverUrl.
+var urlKeys = []string{"url", "httpUrl", "serverUrl"}
+
+// isRemote reports whether an entry names a remote server (urlKeys)
+// instead of a command.
 func isRemote(e *jsonc.Node) bool {
 	if e.Kind != jsonc.Object || e.Has("command") {
 		return false
 	}
-	return e.Has("url") || e.Has("httpUrl")
+	for _, k := range urlKeys {
+		if e.Has(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // unwrappable says why an entry can't be proxied, or "" when it can.
@@ -460,7 +475,7 @@ func (c *Config) unwrappable(e *jsonc.Node, opts WrapOptions) string {
 		if !opts.Remote {
 			return RemoteNotYet
 		}
-		for _, k := range []string{"url", "httpUrl"} {
+		for _, k := range urlKeys {
 			if u, ok := e.Get(k); ok && (u.Kind != jsonc.String || u.Str == "") {
 				return k + " is not a non-empty string"
 			}
@@ -508,10 +523,10 @@ func (c *Config) variablesProblem(e *jsonc.Node, workspace string) string {
 // timeout, trust, includeTools, envFile, ...) is the client's own business
 // and stays on the wrapped entry too. envFile stays because the client
 // loads it into bouncer's environment, which the upstream inherits.
-var launchKeys = map[string]bool{"command": true, "args": true, "env": true, "cwd": true, "url": true, "httpUrl": true, "headers": true}
+var launchKeys = map[string]bool{"command": true, "args": true, "env": true, "cwd": true, "url": true, "httpUrl": true, "serverUrl": true, "headers": true}
 
 // eachLaunchString calls fn with every string of an entry's launch keys
-// (command, args, env values, cwd, url, httpUrl, header values), saying
+// (command, args, env values, cwd, urlKeys, header values), saying
 // where it is, until fn returns false.
 func eachLaunchString(e *jsonc.Node, fn func(where, s string, at *jsonc.Node) bool) {
 	for _, m := range e.Members {
@@ -607,7 +622,7 @@ func (c *Config) wrapped(e *jsonc.Node, base, command string, args []string, rem
 		b.WriteString(jsonc.Quote(a))
 	}
 	b.WriteString("]")
-	if !c.Client.Strict() {
+	if !c.Client.KeepsOriginal() {
 		b.WriteString("," + c.nl)
 		b.WriteString(in + jsonc.Quote(UpstreamKey) + ": ")
 		b.WriteString(reindent(string(c.data[e.Start:e.End]), c.indent))

@@ -100,7 +100,7 @@ func TestWrap(t *testing.T) {
 		{"only named", claudeCode, WrapOptions{Servers: []string{"git"}}, "mcpServers", []string{"git: wrapped"}},
 		{"vscode servers", vscode, WrapOptions{}, "servers", []string{"github: wrapped"}},
 		{"unknown client's variables", `{"servers": {"gh": {"command": "x", "env": {"T": "${input:tok}"}}}}`, WrapOptions{}, "servers",
-			[]string{"gh: left alone (env.T: ${input:tok} is in a file bouncer can't tell the client of, so not how the client expands it (it knows .mcp.json, .claude.json, .cursor/mcp.json, .vscode/mcp.json, claude_desktop_config.json and .gemini/settings.json))"}},
+			[]string{"gh: left alone (env.T: ${input:tok} is in a file bouncer can't tell the client of, so not how the client expands it (docs/clients.md lists the files it knows))"}},
 		{"not an object", `{"mcpServers": {"a": 3}}`, WrapOptions{}, "mcpServers", []string{"a: left alone (not an object)"}},
 		{"bad args", `{"mcpServers": {"a": {"command": "x", "args": "y"}}}`, WrapOptions{}, "mcpServers", []string{"a: left alone (args is not a list of strings)"}},
 		{"hand-wrapped", `{"mcpServers": {"a": {"command": "/usr/local/bin/bouncer", "args": ["run", "--", "x"]}, "b": {"command": "bouncer", "args": ["serve"]}}}`, WrapOptions{}, "mcpServers",

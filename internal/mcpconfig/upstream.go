@@ -20,7 +20,8 @@ type Launch struct {
 	// EnvOrder is Env's keys in file order.
 	EnvOrder []string
 	Cwd      string
-	// URL is a remote server's address (url, or Gemini CLI's httpUrl).
+	// URL is a remote server's address (url, Gemini CLI's httpUrl,
+	// Windsurf's serverUrl).
 	URL     string
 	Headers map[string]string
 	// Type is the entry's "type" ("stdio", "http", "sse"), if any.
@@ -104,7 +105,7 @@ func (c *Config) launch(o *original, server string) (Launch, error) {
 		}
 		l.Command = cmd.Str
 	}
-	for _, k := range []string{"url", "httpUrl"} {
+	for _, k := range urlKeys {
 		if u, ok := up.Get(k); ok && l.URL == "" {
 			if u.Kind != jsonc.String || u.Str == "" {
 				return l, bad(u, k, "a non-empty string")
@@ -272,7 +273,7 @@ func Resolve(l Lookup) (Resolved, error) {
 	switch {
 	case err != nil:
 		return Resolved{}, err
-	case o == nil && c.Client.Strict():
+	case o == nil && c.Client.KeepsOriginal():
 		return Resolved{}, c.errAt(m.KeyStart, fmt.Sprintf("server %q has no original entry kept for it in %s (%s keeps no %s in its entries, so bouncer init keeps them there): it was wrapped with another state directory (pass its --home), or on another machine; put the original entry back and run bouncer init", l.Server, c.keptIn, c.Client, UpstreamKey))
 	case o == nil:
 		return Resolved{}, c.errAt(m.KeyStart, fmt.Sprintf("server %q was never wrapped (no %s); run bouncer init first", l.Server, UpstreamKey))
@@ -300,7 +301,7 @@ func Resolve(l Lookup) (Resolved, error) {
 	if cmd, ok := up.Get("command"); ok {
 		e.Command = expand("command", cmd.Str, cmd)
 	}
-	for _, k := range []string{"url", "httpUrl"} {
+	for _, k := range urlKeys {
 		if u, ok := up.Get(k); ok && e.URL == "" {
 			e.URL = expand(k, u.Str, u)
 		}
@@ -333,32 +334,6 @@ func Resolve(l Lookup) (Resolved, error) {
 		return Resolved{}, verr
 	}
 	return Resolved{Entry: e, File: file, Base: base}, nil
-}
-
-// Workspace is the project directory of a project's own config file (the
-// directory holding .mcp.json, or .vscode, .cursor or .gemini), or "" for a
-// user's file. ~/.cursor/mcp.json and ~/.gemini/settings.json are the
-// user's own files, not those of a project at home.
-func Workspace(file, home string) string {
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return ""
-	}
-	dir := filepath.Dir(abs)
-	parent := filepath.Dir(dir)
-	switch base := filepath.Base(abs); {
-	case base == ".mcp.json":
-		return dir
-	case base == "mcp.json" && filepath.Base(dir) == ".vscode":
-		return parent
-	case base == "mcp.json" && filepath.Base(dir) == ".cursor",
-		base == "settings.json" && filepath.Base(dir) == ".gemini":
-		if home != "" && samePath(parent, home) {
-			return ""
-		}
-		return parent
-	}
-	return ""
 }
 
 func samePath(a, b string) bool {
