@@ -14,6 +14,7 @@ package hooks
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -61,8 +62,17 @@ func EditRules(settings, home string, keep []Keep) (rules, skipped []string) {
 		project = "" // the user's own settings
 	}
 	seen := map[string]bool{}
+	var dirs []string
+	for _, k := range keep {
+		if k.Dir {
+			dirs = append(dirs, filepath.Clean(k.Path))
+		}
+	}
 	for _, k := range keep {
 		p := filepath.Clean(k.Path)
+		if !k.Dir && slices.ContainsFunc(dirs, func(d string) bool { _, in := below(p, d); return in }) {
+			continue // its directory's rule covers it
+		}
 		if !filepath.IsAbs(p) || strings.ContainsAny(p, "*?[]\\()\n\r") || strings.TrimSpace(p) != p {
 			skipped = append(skipped, k.Path)
 			continue
@@ -326,6 +336,45 @@ func promptCommands(client mcpconfig.Client, elems []*jsonc.Node) []*jsonc.Node 
 		}
 	}
 	return out
+}
+
+// State is what a client's hook file holds of Bouncer's, as `bouncer
+// status` reports it.
+type State struct {
+	// Hook is the prompt hook's command, "" when there is none.
+	Hook string `json:"hook,omitempty"`
+	// Deny are the permissions.deny rules it has (Claude Code).
+	Deny []string `json:"deny,omitempty"`
+}
+
+// Inspect reads the hook file at path (its text data; nil when it does
+// not exist): the prompt hook that runs `bouncer hook prompt`, and the
+// deny rules.
+func Inspect(path string, client mcpconfig.Client, data []byte) (State, error) {
+	var st State
+	if data == nil {
+		return st, nil
+	}
+	d, err := jsonc.ParseDoc(path, data)
+	if err != nil {
+		return st, err
+	}
+	if arr := d.At("hooks", Event(client)); arr != nil && arr.Kind == jsonc.Array {
+		for _, c := range promptCommands(client, arr.Elems) {
+			if IsPrompt(c.Str) {
+				st.Hook = c.Str
+				break
+			}
+		}
+	}
+	if arr := d.At("permissions", "deny"); arr != nil && arr.Kind == jsonc.Array {
+		for _, x := range arr.Elems {
+			if x.Kind == jsonc.String {
+				st.Deny = append(st.Deny, x.Str)
+			}
+		}
+	}
+	return st, nil
 }
 
 // Plan returns the edit that adds the prompt hook running command (and,

@@ -180,66 +180,123 @@ func (s *Summary) Write(w io.Writer) {
 	}
 }
 
+// ServerState is what holds for one server of a config, as init's summary
+// and `bouncer status` say it.
+type ServerState struct {
+	Name  string `json:"name"`
+	Block string `json:"block"`
+	// Wrapped: the entry launches bouncer run in front of its server.
+	Wrapped bool `json:"wrapped"`
+	// Original says where the wrapped entry's original is: "file"
+	// (x-bouncer-upstream), "state" (the state directory), "command line"
+	// (wrapped by hand); "" when not wrapped.
+	Original string `json:"original,omitempty"`
+	// Launches is what the wrapped entry starts: bouncer, by name or path.
+	Launches string `json:"launches,omitempty"`
+	// Policy are the policy files bouncer run loads for it, absolute, in
+	// load order; PolicyError why that policy does not load (bouncer run
+	// then refuses to start it).
+	Policy      []string `json:"policy,omitempty"`
+	PolicyError string   `json:"policy_error,omitempty"`
+	// Enforced says in one line what is enforced on it.
+	Enforced string `json:"enforced"`
+	// Unprotected says why it runs with nothing enforced, or what of
+	// Bouncer's its writes reach; "" when neither.
+	Unprotected string `json:"unprotected,omitempty"`
+
+	pack string // the pack written for it
+}
+
+// States returns the state of each server of config t, read as cfg (those
+// --server selects): whether it is wrapped and where its original is,
+// which policy it loads (by s.Load: run's own flags) and what that
+// enforces, and what is left unprotected.
+func (s *Summary) States(t mcpconfig.Found, cfg *mcpconfig.Config) ([]ServerState, error) {
+	servers, err := cfg.Servers(t.Project)
+	if err != nil {
+		return nil, err
+	}
+	var out []ServerState
+	for _, srv := range servers {
+		if !s.Plan.selected(srv.Name) {
+			continue
+		}
+		st := ServerState{Name: srv.Name, Block: srv.Block, Wrapped: srv.Wrapped}
+		switch {
+		case srv.Lost:
+			st.Enforced = "not started: bouncer run finds its original entry nowhere"
+			st.Unprotected = fmt.Sprintf("wrapped, but its original entry is in neither the file nor %s: bouncer run refuses to start it; put the original back and run bouncer init", s.Plan.Show(s.Plan.Kept().Path()))
+		case !srv.Wrapped:
+			st.Enforced = "not proxied; nothing enforced"
+			st.Unprotected = s.why[[2]string{t.Path, srv.Name}]
+			if st.Unprotected == "" {
+				st.Unprotected = "not wrapped"
+			}
+		default:
+			st.Launches = srv.Command
+			switch {
+			case srv.HandWrapped:
+				st.Original = "command line"
+			case srv.Kept:
+				st.Original = "state"
+			default:
+				st.Original = "file"
+			}
+			args, base := s.Plan.runArgs(t, cfg, srv)
+			pol, inForce, err := s.Load(args, base)
+			for _, f := range inForce {
+				if !filepath.IsAbs(f) {
+					f = filepath.Join(base, f)
+				}
+				st.Policy = append(st.Policy, f)
+			}
+			if err != nil {
+				st.PolicyError = err.Error()
+				st.Enforced = fmt.Sprintf("its policy does not load (%v): bouncer run will refuse to start it", err)
+				break
+			}
+			st.pack, _, _ = protect.Recognize(srv.Launch)
+			st.Enforced = protect.Describe(pol, st.pack, t.Workspace)
+			if reach := protect.Reaches(pol, others(s.Plan.Policies, st.Policy)); len(reach) > 0 && len(st.Policy) > 0 {
+				var names []string
+				for _, r := range reach {
+					names = append(names, s.Plan.Show(r))
+				}
+				st.Unprotected = fmt.Sprintf("its writes reach %s, another server's policy: take it out of allowed_path_prefixes in %s", strings.Join(names, ", "), s.Plan.Show(st.Policy[len(st.Policy)-1]))
+				st.Enforced += "; " + st.Unprotected
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
 // describe returns one summary line per server of the config: what the
 // policy its wrapped entry loads enforces, from the packs and the policy
 // files as bouncer run will load them. It adds each filesystem server
 // that loads a policy file to shared, by file.
 func (s *Summary) describe(t mcpconfig.Found, cfg *mcpconfig.Config, shared map[string][]string) []string {
-	servers, err := cfg.Servers(t.Project)
+	states, err := s.States(t, cfg)
 	if err != nil {
 		return nil
 	}
 	var lines []string
-	for _, srv := range servers {
-		if !s.Plan.selected(srv.Name) {
-			continue
-		}
-		name := srv.Name
-		if strings.HasPrefix(srv.Block, "projects[") {
+	for _, st := range states {
+		name := st.Name
+		if strings.HasPrefix(st.Block, "projects[") {
 			name += " (this project's)"
 		}
-		line := name + ": "
+		line := name + ": " + st.Enforced
 		s.described++
-		switch {
-		case !srv.Wrapped:
-			line += "not proxied; nothing enforced"
-			why := s.why[[2]string{t.Path, srv.Name}]
-			if why == "" {
-				why = "not wrapped"
-			}
-			s.unprotected = append(s.unprotected, fmt.Sprintf("%s (%s: %s)", srv.Name, s.Plan.Show(t.Path), why))
-		default:
-			args, base := s.Plan.runArgs(t, cfg, srv)
-			pol, inForce, err := s.Load(args, base)
-			if err != nil {
-				line += fmt.Sprintf("its policy does not load (%v): bouncer run will refuse to start it", err)
-				break
-			}
-			var files []string
-			for _, f := range inForce {
-				if !filepath.IsAbs(f) {
-					f = filepath.Join(base, f)
-				}
-				files = append(files, f)
-			}
-			pack, _, _ := protect.Recognize(srv.Launch)
-			line += protect.Describe(pol, pack, t.Workspace)
-			if reach := protect.Reaches(pol, others(s.Plan.Policies, files)); len(reach) > 0 && len(files) > 0 {
-				var names []string
-				for _, r := range reach {
-					names = append(names, s.Plan.Show(r))
-				}
-				why := fmt.Sprintf("its writes reach %s, another server's policy: take it out of allowed_path_prefixes in %s", strings.Join(names, ", "), s.Plan.Show(files[len(files)-1]))
-				line += "; " + why
-				s.unprotected = append(s.unprotected, fmt.Sprintf("%s (%s: %s)", srv.Name, s.Plan.Show(t.Path), why))
-			}
-			if kept := s.keptOut[[2]string{t.Path, srv.Name}]; len(kept) > 0 {
-				line += "; kept from its writes: " + strings.Join(kept, ", ") + " (another server's policy, Bouncer's state directory)"
-			}
-			if pack == protect.FilesystemPack {
-				for _, f := range files {
-					shared[f] = append(shared[f], fmt.Sprintf("%s (%s)", srv.Name, s.Plan.Show(t.Path)))
-				}
+		if st.Unprotected != "" {
+			s.unprotected = append(s.unprotected, fmt.Sprintf("%s (%s: %s)", st.Name, s.Plan.Show(t.Path), st.Unprotected))
+		}
+		if kept := s.keptOut[[2]string{t.Path, st.Name}]; len(kept) > 0 {
+			line += "; kept from its writes: " + strings.Join(kept, ", ") + " (another server's policy, Bouncer's state directory)"
+		}
+		if st.pack == protect.FilesystemPack && st.PolicyError == "" {
+			for _, f := range st.Policy {
+				shared[f] = append(shared[f], fmt.Sprintf("%s (%s)", st.Name, s.Plan.Show(t.Path)))
 			}
 		}
 		lines = append(lines, line)

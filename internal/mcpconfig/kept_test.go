@@ -145,8 +145,11 @@ func TestKeptStrictClient(t *testing.T) {
 	if c.kept, err = k.of(path); err != nil {
 		t.Fatal(err)
 	}
-	if servers, _ := c.Servers(""); servers[0].Wrapped {
-		t.Errorf("an entry that no longer launches its own --server counts as wrapped")
+	if servers, _ := c.Servers(""); servers[0].Kept || !servers[0].HandWrapped {
+		t.Errorf("an entry that no longer launches its own --server has its kept original: %+v", servers[0])
+	}
+	if _, ch, err := c.Undo("", []string{"desk"}); err != nil || ch[0].Status != NotWrapped {
+		t.Errorf("undo restored the kept original over an entry the user replaced: %v %+v", err, ch)
 	}
 }
 

@@ -40,7 +40,6 @@ type Error = jsonc.Error
 // UpstreamKey is the member of a wrapped entry that holds the original entry.
 const UpstreamKey = "x-bouncer-upstream"
 
-
 // Config is one parsed client config file.
 type Config struct {
 	// Path is the file's name as given.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/jsonc"
@@ -28,15 +29,26 @@ type Launch struct {
 	Type string
 }
 
-// Server is one entry of a config as init reports it.
+// Server is one entry of a config as init and status report it.
 type Server struct {
 	Block, Name string
-	// Wrapped is true when the entry has x-bouncer-upstream.
-	Wrapped bool
-	// Launch is the original entry: the x-bouncer-upstream one when
-	// wrapped. Its zero value when the entry is not an object.
+	// Wrapped is true when the entry launches bouncer run in front of its
+	// server: wrapped by init (its original found), or by hand (`bouncer
+	// run ... -- COMMAND`, HandWrapped).
+	Wrapped, HandWrapped bool
+	// Kept is true when the original entry is kept in the state directory
+	// (Client.KeepsOriginal), not under x-bouncer-upstream.
+	Kept bool
+	// Lost is true for an entry that launches `bouncer run --config ...
+	// --server NAME` as init writes it, but whose original is found
+	// nowhere (not in the file, not in the state directory): bouncer run
+	// refuses to start it.
+	Lost bool
+	// Launch is the original entry: the x-bouncer-upstream one (or the one
+	// kept) when wrapped by init, what follows -- when wrapped by hand.
+	// Its zero value when the entry is not an object.
 	Launch Launch
-	// Command and Args are what the wrapped entry itself launches (bouncer,
+	// Command and Args are what a wrapped entry itself launches (bouncer,
 	// by name or path, and its flags); empty when the entry is not wrapped.
 	Command string
 	Args    []string
@@ -57,8 +69,9 @@ func (c *Config) Servers(project string) ([]Server, error) {
 		for _, m := range b.n.Members {
 			s := Server{Block: b.label, Name: m.Key}
 			o, err := c.originalOf(b.label, m)
-			if err != nil || o != nil {
-				s.Wrapped = true
+			hand := err == nil && o == nil && runsBouncer(m.Val) && !launchesConfig(m.Val, m.Key)
+			if err != nil || o != nil || hand {
+				s.Wrapped, s.HandWrapped = true, hand
 				if c, ok := m.Val.Get("command"); ok && c.Kind == jsonc.String {
 					s.Command = c.Str
 				}
@@ -68,9 +81,15 @@ func (c *Config) Servers(project string) ([]Server, error) {
 			}
 			switch {
 			case o != nil:
+				s.Kept = o.kept
 				s.Launch, _ = c.launch(o, m.Key)
 				s.Remote = isRemote(o.n)
+			case hand:
+				if i := slices.Index(s.Args, "--"); i >= 0 && i+1 < len(s.Args) {
+					s.Launch = Launch{Command: s.Args[i+1], Args: s.Args[i+2:]}
+				}
 			case err == nil && m.Val.Kind == jsonc.Object:
+				s.Lost = launchesConfig(m.Val, m.Key)
 				s.Launch, _ = c.launch(&original{n: m.Val, data: c.data}, m.Key)
 				s.Remote = isRemote(m.Val)
 			}
