@@ -20,6 +20,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/jsonc"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 )
 
 // DenyRules are the Claude Code permissions.deny rules init adds: an agent
@@ -58,7 +59,7 @@ func HasEditRules(c mcpconfig.Client) bool { return c == mcpconfig.ClaudeCode }
 // none.
 func EditRules(settings, home string, keep []Keep) (rules, skipped []string) {
 	project := filepath.Dir(filepath.Dir(settings))
-	if home != "" && samePath(project, home) {
+	if home != "" && mcpconfig.SamePath(project, home) {
 		project = "" // the user's own settings
 	}
 	seen := map[string]bool{}
@@ -70,7 +71,7 @@ func EditRules(settings, home string, keep []Keep) (rules, skipped []string) {
 	}
 	for _, k := range keep {
 		p := filepath.Clean(k.Path)
-		if !k.Dir && slices.ContainsFunc(dirs, func(d string) bool { _, in := below(p, d); return in }) {
+		if !k.Dir && slices.ContainsFunc(dirs, func(d string) bool { r, in := pathtree.Below(p, d); return in && r != "." }) {
 			continue // its directory's rule covers it
 		}
 		if !filepath.IsAbs(p) || strings.ContainsAny(p, "*?[]\\()\n\r") || strings.TrimSpace(p) != p {
@@ -78,10 +79,10 @@ func EditRules(settings, home string, keep []Keep) (rules, skipped []string) {
 			continue
 		}
 		var pat string
-		if r, ok := below(p, project); ok && project != "" {
-			pat = "/" + r
-		} else if r, ok := below(p, home); ok && home != "" {
-			pat = "~/" + r
+		if r, ok := pathtree.Below(p, project); ok && r != "." {
+			pat = "/" + filepath.ToSlash(r)
+		} else if r, ok := pathtree.Below(p, home); ok && r != "." {
+			pat = "~/" + filepath.ToSlash(r)
 		} else {
 			pat = "/" + p
 		}
@@ -95,27 +96,6 @@ func EditRules(settings, home string, keep []Keep) (rules, skipped []string) {
 		}
 	}
 	return rules, skipped
-}
-
-// below returns p relative to dir, slash-separated, when p is in dir.
-func below(p, dir string) (string, bool) {
-	if dir == "" {
-		return "", false
-	}
-	r, err := filepath.Rel(dir, p)
-	if err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-		return "", false
-	}
-	return filepath.ToSlash(r), true
-}
-
-func samePath(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	ra, err1 := filepath.EvalSymlinks(a)
-	rb, err2 := filepath.EvalSymlinks(b)
-	return err1 == nil && err2 == nil && ra == rb
 }
 
 // File returns the file where the client that reads config keeps its

@@ -36,7 +36,7 @@ func (p *Plan) Guarded(polFile string) []string {
 		if abs, err := filepath.Abs(f); err == nil {
 			f = abs // a relative --home, against the working directory
 		}
-		if f == own || samePath(f, own) || seen[f] {
+		if mcpconfig.SamePath(f, own) || seen[f] {
 			continue
 		}
 		seen[f] = true
@@ -129,12 +129,6 @@ func (p *Plan) runArgs(t mcpconfig.Found, cfg *mcpconfig.Config, srv mcpconfig.S
 		base = p.Cwd
 	}
 	return args, base
-}
-
-func samePath(a, b string) bool {
-	ra, err1 := filepath.EvalSymlinks(a)
-	rb, err2 := filepath.EvalSymlinks(b)
-	return err1 == nil && err2 == nil && ra == rb
 }
 
 // Confined is what confines a config's filesystem servers (Plan.Confine).

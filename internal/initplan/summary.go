@@ -327,7 +327,7 @@ func (s *Summary) WriteLast(w io.Writer) int {
 func others(all, own []string) []string {
 	var out []string
 	for _, f := range all {
-		if !slices.ContainsFunc(own, func(o string) bool { return o == f || samePath(o, f) }) {
+		if !slices.ContainsFunc(own, func(o string) bool { return mcpconfig.SamePath(o, f) }) {
 			out = append(out, f)
 		}
 	}

@@ -167,7 +167,7 @@ func Workspace(file, home string) string {
 	for i := 0; i < f.project; i++ {
 		ws = filepath.Dir(ws)
 	}
-	if !f.atHome && home != "" && samePath(ws, home) {
+	if !f.atHome && home != "" && SamePath(ws, home) {
 		return ""
 	}
 	return ws

@@ -184,7 +184,7 @@ func (c *Config) OtherProjects(project string) []ProjectServers {
 		return nil
 	}
 	for _, p := range projects.Members {
-		if p.Val.Kind != jsonc.Object || (project != "" && samePath(p.Key, project)) {
+		if p.Val.Kind != jsonc.Object || (project != "" && SamePath(p.Key, project)) {
 			continue
 		}
 		servers, ok := p.Val.Get("mcpServers")

@@ -355,7 +355,9 @@ func Resolve(l Lookup) (Resolved, error) {
 	return Resolved{Entry: e, File: file, Base: base}, nil
 }
 
-func samePath(a, b string) bool {
+// SamePath reports whether a and b name one file: equal once cleaned, or
+// once their links are resolved.
+func SamePath(a, b string) bool {
 	if filepath.Clean(a) == filepath.Clean(b) {
 		return true
 	}
