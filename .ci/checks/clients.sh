@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The real MCP clients against what `bouncer init` wrote, in a scratch HOME,
-# offline: Claude Code and Gemini CLI from npm, at the versions
+# offline: Claude Code, Gemini CLI and Codex CLI from npm, at the versions
 # testdata/clients/package-lock.json pins.
 #
 # - Each lists every server init wrapped (stdio and remote, project and user
@@ -9,6 +9,10 @@
 # - Gemini CLI prints no configuration error: it refuses a server entry with
 #   a key it doesn't know, so init keeps its originals in the state
 #   directory.
+# - Codex CLI reads the config.toml init spliced (`codex mcp get --json`):
+#   each server launches bouncer run, with BOUNCER_HOME and its bearer
+#   token's variable handed on (env_vars). It starts servers only in a
+#   session, which needs its API, so the check stops there.
 # - Claude Code's own file tools are refused on Bouncer's files by the
 #   permissions.deny rules init wrote: Claude Code runs a scripted turn from
 #   a loopback stand-in for its model API (no network, no account), and
@@ -34,7 +38,8 @@ if ! cmp -s "$clients/package-lock.json" "$clients/node_modules/.ci-clients-inst
 fi
 claude=$clients/node_modules/.bin/claude
 gemini=$clients/node_modules/.bin/gemini
-step "$("$claude" --version), Gemini CLI $("$gemini" --version)"
+codex=$clients/node_modules/.bin/codex
+step "$("$claude" --version), Gemini CLI $("$gemini" --version), $("$codex" --version 2>/dev/null)"
 
 work=$(mktemp -d /tmp/bouncer-clients.XXXXXX)
 pids=()
@@ -62,7 +67,7 @@ listening() {
 }
 
 home=$work/home proj=$work/home/proj data=$work/data
-mkdir -p "$proj/src" "$home/.gemini" "$proj/.gemini" "$data"
+mkdir -p "$proj/src" "$home/.gemini" "$proj/.gemini" "$home/.codex" "$data"
 echo '[]' >"$data/tickets.json"
 echo '[]' >"$data/customers.json"
 hport=$(port)
@@ -103,6 +108,19 @@ EOF
 cat >"$home/.gemini/settings.json" <<EOF
 {"mcpServers": {"user-gdesk": {$desk}}}
 EOF
+cat >"$home/.codex/config.toml" <<EOF
+# Codex CLI's settings: comments, and keys of its own.
+model = "gpt-5-codex"
+
+[mcp_servers.cdesk]
+command = "$work/bin/helpdesk"
+args = ["--data", "$data", "--root", "$work"]
+startup_timeout_sec = 20
+
+[mcp_servers.cremote]
+url = "http://127.0.0.1:$hport/mcp"
+bearer_token_env_var = "CDESK_TOKEN"
+EOF
 # Gemini CLI starts no server of a folder the user has not trusted.
 echo "{\"$proj\": \"TRUST_FOLDER\"}" >"$home/.gemini/trustedFolders.json"
 
@@ -133,6 +151,20 @@ done
 if grep -qi 'invalid configuration\|unrecognized key\|fix the configuration' "$work/gemini.out"; then
   fail "Gemini CLI reports a configuration error"
 fi
+
+step "codex mcp get"
+for s in cdesk cremote; do
+  "$codex" mcp get "$s" --json </dev/null >"$work/codex-$s.json" 2>"$work/codex.err" || { cat "$work/codex.err"; fail "codex mcp get $s failed"; }
+  python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["transport"]
+assert t["type"] == "stdio" and t["command"] == sys.argv[2], t
+assert t["args"][:2] == ["run", "--config"] and t["args"][3:5] == ["--server", sys.argv[3]], t
+assert "BOUNCER_HOME" in t["env_vars"], t
+assert sys.argv[3] != "cremote" or "CDESK_TOKEN" in t["env_vars"], t
+' "$work/codex-$s.json" "$bouncer" "$s" || { cat "$work/codex-$s.json"; fail "Codex CLI does not read $s as init wrapped it"; }
+done
+echo "     cdesk, cremote: $bouncer run --config ~/.codex/config.toml --server NAME, env_vars handed on"
 
 step "Claude Code's own Write tool on Bouncer's files, from a loopback stand-in for its API"
 # The stand-in answers each request of the turn with the next tool call of

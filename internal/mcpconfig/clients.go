@@ -24,6 +24,7 @@ const (
 	Kiro          Client = "Kiro"
 	LMStudio      Client = "LM Studio"
 	AmazonQ       Client = "Amazon Q Developer"
+	Codex         Client = "Codex CLI"
 )
 
 // Desktop reports whether the client is an app, which when started from
@@ -37,7 +38,7 @@ const (
 // as apps too, as do Zed, LM Studio and Amazon Q's IDE plugins. Claude
 // Code and Gemini CLI run in the shell.
 func (c Client) Desktop() bool {
-	return c != ClaudeCode && c != Gemini && c != UnknownClient
+	return c != ClaudeCode && c != Gemini && c != Codex && c != UnknownClient
 }
 
 // KeepsOriginal reports whether the original entry of a wrapped server is
@@ -69,8 +70,11 @@ func (c Client) KeepsOriginal() bool {
 // blocks are the top-level keys of the client's file that hold server
 // entries, in lookup order.
 func (c Client) blocks() []string {
-	if c == Zed {
+	switch c {
+	case Zed:
 		return []string{"context_servers"}
+	case Codex:
+		return []string{codexBlock}
 	}
 	return []string{"mcpServers", "servers"}
 }
@@ -114,6 +118,7 @@ var clientFiles = []clientFile{
 	{LMStudio, "mcp.json", []string{".lmstudio"}, 0, false},
 	{AmazonQ, "mcp.json", []string{"amazonq", ".aws"}, 0, false},
 	{AmazonQ, "mcp.json", []string{".amazonq"}, 2, false},
+	{Codex, "config.toml", []string{".codex"}, 2, false},
 }
 
 // match reports whether abs is a file of this kind.

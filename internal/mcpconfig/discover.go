@@ -67,6 +67,8 @@ func FoundAt(path string, w Where) Found {
 //   - LM Studio: ~/.lmstudio/mcp.json.
 //   - Amazon Q Developer: .amazonq/mcp.json in the project,
 //     ~/.aws/amazonq/mcp.json.
+//   - Codex CLI: ~/.codex/config.toml (TOML, codex.go), and a trusted
+//     project's .codex/config.toml. $CODEX_HOME is not searched.
 func Candidates(w Where) []Found {
 	var out []Found
 	for _, rel := range projectFiles() {
@@ -107,6 +109,7 @@ func Candidates(w Where) []Found {
 		filepath.Join(w.Home, ".kiro", "settings", "mcp.json"),
 		filepath.Join(w.Home, ".lmstudio", "mcp.json"),
 		filepath.Join(w.Home, ".aws", "amazonq", "mcp.json"),
+		filepath.Join(w.Home, ".codex", "config.toml"),
 	)
 	for _, p := range user {
 		f := Found{Path: p, Client: ClientOf(p)}

@@ -25,7 +25,9 @@ import (
 //   - Windsurf and Roo Code: ${env:NAME}. Unset is an error: their
 //     documentation does not say what they send instead, and bouncer
 //     would not guess a credential. Any other ${...} is theirs to fill in.
-//   - Claude Desktop: nothing is expanded, as Claude Desktop expands none.
+//   - Claude Desktop and Codex CLI: nothing is expanded, as they expand
+//     none (Codex's env_http_headers and bearer_token_env_var name
+//     variables instead, which Resolve reads).
 //   - Zed, Cline, Kiro, LM Studio, Amazon Q Developer, and files of no
 //     known client: a ${ is an error, since their rule is not known here
 //     (the entry is left unwrapped, and said so); the rest is taken as
@@ -73,7 +75,7 @@ func (x Expander) Expand(s string) (string, error) {
 		return x.gemini(s), nil
 	case Windsurf, RooCode:
 		return x.braces(s, x.envOnly)
-	case ClaudeDesktop:
+	case ClaudeDesktop, Codex:
 		return s, nil
 	case UnknownClient:
 		if strings.Contains(s, "${") {

@@ -56,6 +56,9 @@ type Config struct {
 	// that state file.
 	kept   map[string]map[string]keptEntry
 	keptIn string
+	// toml is a Codex config.toml as read (codex.go); nil for the JSON
+	// files of every other client, which root holds.
+	toml *tomlDoc
 }
 
 // Load reads and parses a config file. A Strict client's wrapped entries
@@ -83,6 +86,13 @@ func Load(path string, k Kept) (*Config, error) {
 // or a block named twice, is refused because clients disagree on which one
 // wins and wrapping one would leave the other running unguarded.
 func Parse(path string, data []byte) (*Config, error) {
+	if ClientOf(path) == Codex {
+		d, err := parseTOML(path, data)
+		if err != nil {
+			return nil, err
+		}
+		return &Config{Path: path, Client: Codex, data: data, toml: d}, nil
+	}
 	root, err := jsonc.Parse(path, data)
 	if err != nil {
 		return nil, err
@@ -178,6 +188,9 @@ type ProjectServers struct {
 // that directory). It reads what it can and passes over what it can't: a
 // wrap or undo of project reads those blocks strictly, this only reports.
 func (c *Config) OtherProjects(project string) []ProjectServers {
+	if c.toml != nil {
+		return nil
+	}
 	var out []ProjectServers
 	projects, ok := c.root.Get("projects")
 	if !ok || projects.Kind != jsonc.Object {
@@ -231,6 +244,9 @@ func (c *Config) objectMember(parent *jsonc.Node, key, label, parentLabel string
 // counting projects[project].mcpServers), so a search of a user's files
 // can pass over settings files that configure no server.
 func (c *Config) HasServers(project string) bool {
+	if c.toml != nil {
+		return len(c.toml.servers) > 0
+	}
 	bl, err := c.blocks(project)
 	return err == nil && len(bl) > 0
 }
@@ -391,6 +407,9 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 	command := opts.Command
 	if command == "" {
 		command = "bouncer"
+	}
+	if c.toml != nil {
+		return c.wrapTOML(opts, cfgArg, command)
 	}
 	var changes []Change
 	var edits []jsonc.Splice
@@ -665,6 +684,9 @@ func unindent(text, add string) string {
 // wrapped are listed and left alone. Restored changes of a Strict client
 // carry Kept, for Kept.Record to forget once the file is written.
 func (c *Config) Undo(project string, servers []string) ([]byte, []Change, error) {
+	if c.toml != nil {
+		return c.undoTOML(servers)
+	}
 	var changes []Change
 	var edits []jsonc.Splice
 	err := c.entries(project, servers, func(block string, m jsonc.Member) error {

@@ -60,6 +60,9 @@ type Server struct {
 // projects[project].mcpServers too), in file order. An entry whose shape is
 // wrong is listed with what could be read of it.
 func (c *Config) Servers(project string) ([]Server, error) {
+	if c.toml != nil {
+		return c.serversTOML(), nil
+	}
 	bl, err := c.blocks(project)
 	if err != nil {
 		return nil, err
@@ -258,6 +261,9 @@ func Resolve(l Lookup) (Resolved, error) {
 	c, err := Load(file, l.Kept)
 	if err != nil {
 		return Resolved{}, err
+	}
+	if c.toml != nil {
+		return c.resolveTOML(l, file, base)
 	}
 	bl, err := c.blocks(l.Project)
 	if err != nil {
