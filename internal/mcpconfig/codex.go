@@ -56,8 +56,8 @@ type tomlServer struct {
 	header  string
 	own     []ownLine
 	ownSubs []string
-	command      [2]int
-	envVars      bool // it has env_vars
+	command [2]int
+	envVars bool // it has env_vars
 	// vals is the table as go-toml decodes it.
 	vals map[string]any
 	// problem says why init can't rewrite it ("" when it can).
