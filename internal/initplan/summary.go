@@ -161,19 +161,32 @@ func (s *Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, "  %s is one policy for the filesystem servers %s: Bouncer lets each write in the directories of all of them (docs/clients.md: one policy per server).\n",
 			s.Plan.Show(f), strings.Join(shared[f], ", "))
 	}
-	// The clients' own file tools, which no proxy sees.
-	var kept, open []string
+	// The clients' own file tools, which no proxy sees: said as the hook
+	// files now are (a change the user declined is not in).
+	var kept, open, lacking []string
+	seen := map[string]bool{}
 	for _, d := range s.done {
 		name, _ := kind(d.t)
+		path, client, ok := hooks.File(d.t.Path, s.Plan.Home)
 		switch {
-		case hooks.HasEditRules(d.t.Client) && !slices.Contains(kept, name):
-			kept = append(kept, name)
-		case !hooks.HasEditRules(d.t.Client) && !slices.Contains(open, name):
-			open = append(open, name)
+		case !hooks.HasEditRules(d.t.Client):
+			if !slices.Contains(open, name) {
+				open = append(open, name)
+			}
+		case ok && !seen[path]:
+			seen[path] = true
+			if h := s.hookState(path, client); h.Error == "" && len(h.MissingDeny) == 0 {
+				kept = append(kept, s.Plan.Show(path))
+			} else {
+				lacking = append(lacking, s.Plan.Show(path))
+			}
 		}
 	}
 	if len(kept) > 0 {
-		fmt.Fprintf(w, "  %s: its own Edit, Write and NotebookEdit tools are kept off Bouncer's files and the MCP configs by permissions.deny rules.\n", strings.Join(kept, ", "))
+		fmt.Fprintf(w, "  Claude Code's own Edit, Write and NotebookEdit tools are kept off Bouncer's files and the MCP configs by the permissions.deny rules of %s.\n", strings.Join(kept, ", "))
+	}
+	if len(lacking) > 0 {
+		fmt.Fprintf(w, "  %s lacks permissions.deny rules init would write, so Claude Code's own tools can still change Bouncer's files (bouncer status lists them; run bouncer init again and answer yes).\n", strings.Join(lacking, ", "))
 	}
 	if len(open) > 0 {
 		fmt.Fprintf(w, "  %s: no rules keep the agent's own file tools off Bouncer's files and the MCP configs, so it can still change them; review its edits to those files (docs/clients.md).\n", strings.Join(open, ", "))
