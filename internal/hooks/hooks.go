@@ -1,7 +1,9 @@
 // Package hooks installs (and removes) Bouncer's prompt hook in the file
 // where an MCP client keeps its hooks: Claude Code's settings.json (with
 // the permissions.deny rules that keep an agent's shell from running
-// `bouncer approve`, `trust` or `hook`), Cursor's hooks.json. The hook
+// `bouncer approve`, `trust` or `hook`, and its own file tools off
+// Bouncer's files: EditRules), Cursor's hooks.json; and says what such a
+// file holds (Inspect). The hook
 // runs `bouncer hook prompt`, which vouches for the destinations a person
 // types. An edit adds only what is missing and records what it added
 // (Added), so that an undo removes that and nothing the user had.

@@ -238,7 +238,7 @@ func (s *Summary) States(t mcpconfig.Found, cfg *mcpconfig.Config) ([]ServerStat
 		switch {
 		case srv.Lost:
 			st.Enforced = "not started: bouncer run finds its original entry nowhere"
-			st.Unprotected = fmt.Sprintf("wrapped, but its original entry is in neither the file nor %s: bouncer run refuses to start it; put the original back and run bouncer init", s.Plan.Show(s.Plan.Kept().Path()))
+			st.Unprotected = "wrapped, but bouncer run refuses to start it: " + cfg.LostOriginal()
 		case !srv.Wrapped:
 			st.Enforced = "not proxied; nothing enforced"
 			st.Unprotected = s.why[[2]string{t.Path, srv.Name}]

@@ -537,6 +537,9 @@ func (c *Config) undoTOML(servers []string) ([]byte, []Change, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		if _, asInit := codexRunsBouncer(s.vals, s.name); orig == "" && asInit && s.problem == "" {
+			ch.Status, ch.Reason = Skipped, c.LostOriginal()
+		}
 		if orig != "" {
 			l, _, _, _, _ := launchOf(vals)
 			ch.Status, ch.Text, ch.Kept = Restored, orig, orig

@@ -1,26 +1,24 @@
 // Package mcpconfig reads and rewrites MCP client configuration files: the
-// `mcpServers` block of Claude Code's .mcp.json and ~/.claude.json (and the
-// `projects[DIR].mcpServers` blocks where `claude mcp add` keeps a
-// project's servers), Cursor's mcp.json, Claude Desktop's config and Gemini
-// CLI's settings.json, and the `servers` block of VS Code's mcp.json.
+// JSON (and JSONC) of Claude Code, Cursor, VS Code, Gemini CLI, Claude
+// Desktop, Windsurf, Zed, Cline, Roo Code, Kiro, LM Studio and Amazon Q
+// Developer, and Codex CLI's TOML (codex.go).
 //
-// It is the model of the clients: which clients there are and where each
-// keeps its servers (Candidates, Discover, ClientOf), the shape of a
-// server entry, how an entry is wrapped to launch `bouncer run` and
-// unwrapped again, the x-bouncer-upstream record `bouncer run --config`
-// starts the real server from (Resolve), and each client's own ${...}
-// rule (Expander). Writing a client's file keeps its mode, owner and
-// symbolic link (Replace).
+// It is the model of the clients: which clients there are, which files
+// each reads and where (clientFiles, Candidates, Discover, ClientOf), the
+// shape of a server entry, how an entry is wrapped to launch `bouncer run`
+// and unwrapped again, where the original entry is kept (under
+// x-bouncer-upstream in the file, or, for a client that may refuse or drop
+// a key it doesn't know, in the state directory: Kept), how `bouncer run
+// --config` finds the real server from it (Resolve), and each client's own
+// ${...} rule (Expander). Writing a client's file keeps its mode, owner
+// and symbolic link (Replace).
 //
-// Files may hold comments and trailing commas (JSONC, which VS Code, Cursor
-// and Gemini CLI accept), read by internal/jsonc. A rewrite replaces only
-// the byte ranges of the server entries it changes; every other byte of
-// the file (comments, unknown keys, their order, the author's formatting)
-// stays as it was. The original entry is kept under "x-bouncer-upstream"
-// byte for byte, only indented one level deeper, which is both how
-// `bouncer run --config` finds the real server and how Undo puts it back
-// exactly. The prompt hook init installs beside a config is
-// internal/hooks'.
+// A rewrite replaces only the byte ranges of the server entries it
+// changes; every other byte of the file (comments, unknown keys, their
+// order, the author's formatting) stays as it was. JSON files are read by
+// internal/jsonc. The original entry is kept byte for byte, which is how
+// Undo puts it back exactly. The prompt hook init installs beside a config
+// is internal/hooks'.
 package mcpconfig
 
 import (
@@ -695,6 +693,8 @@ func (c *Config) Undo(project string, servers []string) ([]byte, []Change, error
 		switch {
 		case err != nil:
 			return err
+		case o == nil && launchesConfig(m.Val, m.Key):
+			ch.Status, ch.Reason = Skipped, c.LostOriginal()
 		case o == nil:
 			ch.Status = NotWrapped
 		default:
@@ -713,6 +713,16 @@ func (c *Config) Undo(project string, servers []string) ([]byte, []Change, error
 		return nil, nil, err
 	}
 	return c.apply(edits), changes, nil
+}
+
+// LostOriginal says why an entry that launches `bouncer run --config ...
+// --server NAME`, as init writes it, has no original (Server.Lost):
+// bouncer run refuses to start it, and undo can't restore it.
+func (c *Config) LostOriginal() string {
+	if c.Client.KeepsOriginal() {
+		return fmt.Sprintf("its original entry is in neither the file nor %s (wrapped with another state directory, or on another machine); put it back by hand, or from the .bak file", c.keptIn)
+	}
+	return fmt.Sprintf("it has no %s; put the original entry back by hand, or from the .bak file", UpstreamKey)
 }
 
 func (c *Config) memberKeyStart(n *jsonc.Node, key string) int {
