@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 
 	"github.com/bouncer-mcp/bouncer/internal/hooks"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // Report is what `bouncer status` says: per client config found, its
@@ -85,7 +85,7 @@ func (s *Summary) Status(configs []mcpconfig.Found) Report {
 
 func (s *Summary) hookState(path string, client mcpconfig.Client) *HookState {
 	h := &HookState{File: path}
-	data, err := os.ReadFile(path)
+	data, err := statefile.ReadFile(path, maxRecord)
 	if errors.Is(err, fs.ErrNotExist) {
 		data, err = nil, nil
 	}

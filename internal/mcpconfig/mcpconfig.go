@@ -23,12 +23,12 @@ package mcpconfig
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/jsonc"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // Error is a problem with a config file, at a place in it where it has
@@ -59,10 +59,16 @@ type Config struct {
 	toml *tomlDoc
 }
 
-// Load reads and parses a config file. A Strict client's wrapped entries
-// find their originals in k (Kept); the zero Kept finds none.
+// maxFileSize bounds a config file read: a client's config can hold its
+// history too (~/.claude.json), so the bound is generous.
+const maxFileSize = 256 << 20
+
+// Load reads and parses a config file (a regular file: a FIFO is refused,
+// never waited on). A wrapped entry of a client that keeps its originals
+// in the state directory (Client.KeepsOriginal) finds its original in k;
+// the zero Kept finds none.
 func Load(path string, k Kept) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := statefile.ReadFile(path, maxFileSize)
 	if err != nil {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
