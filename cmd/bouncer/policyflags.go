@@ -64,8 +64,9 @@ func runArgsPolicy(args []string, base string) (*setup.InForce, error) {
 	return setup.LoadPolicy(src)
 }
 
-// runArgsSources is what runArgsPolicy loads: the policy flags of `bouncer
-// ARGS`, as run's own flag set reads them.
+// runArgsSources reads `bouncer ARGS` with run's own flags and returns the
+// policy sources that run would load, as runArgsPolicy describes (and
+// setup.Launch.Sources takes them).
 func runArgsSources(args []string, base string) (setup.Sources, error) {
 	if len(args) == 0 || args[0] != "run" {
 		return setup.Sources{}, errors.New("not a bouncer run command")

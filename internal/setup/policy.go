@@ -49,13 +49,15 @@ type InForce struct {
 	Set *distribute.Set
 }
 
-// policyDir is the install directory of the set in force (--policy-dir,
-// absolute), as a list for OwnPaths: none without --policy-dir.
-func (in *InForce) policyDir() []string {
-	if in == nil || in.Set == nil {
-		return nil
+// OwnFiles are the files of the policy in force that are Bouncer's own
+// (OwnSources.InForce): the policy files, the trust files and their keys,
+// and the install directory of the set in force (--policy-dir), whole.
+func (in *InForce) OwnFiles() []string {
+	files := append(append([]string(nil), in.Policy.Files...), in.Trust.AllFiles()...)
+	if in.Set != nil {
+		files = append(files, filepath.Dir(in.Set.Dir))
 	}
-	return []string{filepath.Dir(in.Set.Dir)}
+	return files
 }
 
 // LoadPolicy is the one place that decides which policy is in force: the
