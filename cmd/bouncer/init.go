@@ -301,9 +301,30 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 			fmt.Printf("  Wrote %s (the previous version is in %s.bak). Restart your client.\n", in.show(t.Path), in.show(t.Path))
 		}
 	}
+	in.recordWrapped(t)
 	in.offerHook(t, command)
 	in.sum.Done(t, cfg)
 	return exitOK
+}
+
+// recordWrapped records in init's record whether config t (as it is now)
+// has wrapped servers: every proxy then counts it as Bouncer's own, so a
+// server of another config can't unwrap these (setup.LaunchFiles).
+func (in *initRun) recordWrapped(t mcpconfig.Found) {
+	abs, err := filepath.Abs(t.Path)
+	if err != nil {
+		return
+	}
+	wrapped := false
+	if cfg, err := mcpconfig.Load(t.Path, in.plan.Kept()); err == nil {
+		servers, _ := cfg.Servers(t.Project)
+		for _, s := range servers {
+			wrapped = wrapped || s.Wrapped && !s.HandWrapped
+		}
+	}
+	if err := in.rec.Wrapped(abs, wrapped); err != nil {
+		errorf("%v (the other servers' proxies won't count %s as Bouncer's own)", err, in.show(t.Path))
+	}
 }
 
 // offerHook adds Bouncer's prompt hook (and, for Claude Code, the deny
@@ -419,6 +440,7 @@ func (in *initRun) doUndo(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 			// The file is back as it was; what is kept only goes unused.
 			errorf("%v (the original entries it kept for %s stay there, unused)", err, in.show(t.Path))
 		}
+		in.recordWrapped(t)
 		fmt.Printf("  Wrote %s (the previous version is in %s.bak). Restart your client.\n", in.show(t.Path), in.show(t.Path))
 		if pf := in.plan.PolicyFile(t); fileExists(pf) {
 			fmt.Printf("  %s is left in place: it holds rules you may still want.\n", in.show(pf))

@@ -255,6 +255,10 @@ type Added struct {
 	// Made are the keys init created to hold what it added, each a path
 	// from the top ("permissions", "deny").
 	Made [][]string `json:"made,omitempty"`
+	// Config marks, instead of a hook file, an MCP config whose servers
+	// init wrapped: the record lists it (initplan.Record.Files), so that
+	// every proxy counts it as Bouncer's own, whichever config launched it.
+	Config bool `json:"config,omitempty"`
 }
 
 // Empty reports whether nothing was added.
