@@ -43,7 +43,7 @@ type Plan struct {
 	Policies, Configs []string
 }
 
-// Kept is where the original entries of a Strict client's wrapped servers
+// Kept is where the original entries of a KeepsOriginal client's wrapped servers
 // are kept: in the state directory.
 func (p *Plan) Kept() mcpconfig.Kept { return mcpconfig.Kept{State: p.State} }
 

@@ -15,7 +15,7 @@ import (
 
 // KeptFile is the state file, in Bouncer's state directory, that holds the
 // original entries of the clients that refuse a key they don't know in a
-// server entry (Client.Strict): a JSON object from a config file's path
+// server entry (Client.KeepsOriginal): a JSON object from a config file's path
 // (absolute, links resolved) to its blocks, each from a server's name to
 // {"entry": TEXT}, the entry as the file had it, byte for byte.
 const KeptFile = "upstreams.json"
@@ -23,7 +23,7 @@ const KeptFile = "upstreams.json"
 // maxKept bounds what is read of KeptFile: a few entries per config.
 const maxKept = 16 << 20
 
-// Kept is where the original entries of a Strict client's files are kept:
+// Kept is where the original entries of a KeepsOriginal client's files are kept:
 // KeptFile in the state directory State. Gemini CLI, for one, refuses to
 // load a settings file with x-bouncer-upstream in a server entry, so
 // there the wrapped entry holds only what the client knows, and `bouncer
@@ -158,7 +158,7 @@ type original struct {
 
 // originalOf returns the original entry of the wrapped entry m of block,
 // or nil when m is not wrapped: the x-bouncer-upstream member, or, in a
-// Strict client's file, the entry kept for it, provided m still launches
+// file of a client that keeps its originals in the state directory, the entry kept for it, provided m still launches
 // `bouncer run --config ... --server NAME` as init wrote it (an entry the
 // user replaced since is theirs, whatever is kept).
 func (c *Config) originalOf(block string, m jsonc.Member) (*original, error) {

@@ -25,10 +25,10 @@ const geminiSettings = `{
 }
 `
 
-// In a Strict client's file the wrapped entry holds only what the client
+// In a KeepsOriginal client's file the wrapped entry holds only what the client
 // knows; the original is kept in the state directory, where Resolve,
 // Servers and Undo find it, and Undo puts the file back byte for byte.
-func TestKeptStrictClient(t *testing.T) {
+func TestKeptOriginals(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, ".gemini", "settings.json")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

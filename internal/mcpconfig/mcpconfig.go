@@ -49,7 +49,7 @@ type Config struct {
 	root   *jsonc.Node
 	nl     string // the file's line ending
 	indent string // the file's indentation unit
-	// kept are the original entries kept for a Strict client's file in
+	// kept are the original entries kept for a KeepsOriginal client's file in
 	// the state directory (Kept), by block and server; keptIn names
 	// that state file.
 	kept   map[string]map[string]keptEntry
@@ -299,7 +299,7 @@ type Change struct {
 	Remote bool
 	// Text is the new entry, for a Wrapped or Restored change.
 	Text string
-	// Kept is, in a Strict client's file, the original entry as written:
+	// Kept is, in a KeepsOriginal client's file, the original entry as written:
 	// for a Wrapped change, to be kept in the state directory (Kept.Record)
 	// since the wrapped entry can't hold it; for a Restored one, what was
 	// kept there and is to be forgotten.
@@ -614,7 +614,7 @@ func stringValues(n *jsonc.Node) bool {
 
 // wrapped renders the replacement for entry e: the client's own members as
 // written, then command and args, then the original entry under
-// x-bouncer-upstream, except in a Strict client's file, whose original is
+// x-bouncer-upstream, except in a KeepsOriginal client's file, whose original is
 // kept in the state directory. A remote entry's "type" (http, sse) becomes
 // "stdio", since the client now starts a process.
 func (c *Config) wrapped(e *jsonc.Node, base, command string, args []string, remote bool) string {
@@ -685,7 +685,7 @@ func unindent(text, add string) string {
 // Undo returns the config text with each selected wrapped entry replaced by
 // its original entry (x-bouncer-upstream, or the one kept in the state
 // directory), as it was written before wrapping. Entries that were never
-// wrapped are listed and left alone. Restored changes of a Strict client
+// wrapped are listed and left alone. Restored changes of a KeepsOriginal client
 // carry Kept, for Kept.Record to forget once the file is written.
 func (c *Config) Undo(project string, servers []string) ([]byte, []Change, error) {
 	if c.toml != nil {

@@ -396,7 +396,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s), true, true)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, remote, strict bool) {
-		// A Strict client's file (Gemini CLI's) keeps its originals out
+		// A KeepsOriginal client's file (Gemini CLI's) keeps its originals out
 		// of the file, here in memory as Kept.Record would.
 		name := "f.json"
 		if strict {

@@ -207,7 +207,7 @@ type Lookup struct {
 	// Getenv is bouncer's own environment (os.LookupEnv), which the
 	// client's variables are expanded from.
 	Getenv func(string) (string, bool)
-	// Kept is where a Strict client's original entries are kept: the
+	// Kept is where a KeepsOriginal client's original entries are kept: the
 	// state directory of bouncer run.
 	Kept Kept
 }
