@@ -67,6 +67,15 @@ func (c Client) KeepsOriginal() bool {
 	return true
 }
 
+// regionFormat is the format of the client's file when init rewrites its
+// entries whole (regions.go), nil for JSON.
+func (c Client) regionFormat() regionFormat {
+	if c == Codex {
+		return codexFormat{}
+	}
+	return nil
+}
+
 // blocks are the top-level keys of the client's file that hold server
 // entries, in lookup order.
 func (c Client) blocks() []string {

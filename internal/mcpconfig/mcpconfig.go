@@ -54,9 +54,9 @@ type Config struct {
 	// that state file.
 	kept   map[string]map[string]keptEntry
 	keptIn string
-	// toml is a Codex config.toml as read (codex.go); nil for the JSON
-	// files of every other client, which root holds.
-	toml *tomlDoc
+	// regions is a config whose entries init rewrites whole (Codex's
+	// TOML, regions.go); nil for the JSON files root holds.
+	regions *regionDoc
 }
 
 // maxFileSize bounds a config file read: a client's config can hold its
@@ -90,12 +90,12 @@ func Load(path string, k Kept) (*Config, error) {
 // or a block named twice, is refused because clients disagree on which one
 // wins and wrapping one would leave the other running unguarded.
 func Parse(path string, data []byte) (*Config, error) {
-	if ClientOf(path) == Codex {
-		d, err := parseTOML(path, data)
+	if f := ClientOf(path).regionFormat(); f != nil {
+		d, err := f.parse(path, data)
 		if err != nil {
 			return nil, err
 		}
-		return &Config{Path: path, Client: Codex, data: data, toml: d}, nil
+		return &Config{Path: path, Client: ClientOf(path), data: data, regions: d}, nil
 	}
 	root, err := jsonc.Parse(path, data)
 	if err != nil {
@@ -192,7 +192,7 @@ type ProjectServers struct {
 // that directory). It reads what it can and passes over what it can't: a
 // wrap or undo of project reads those blocks strictly, this only reports.
 func (c *Config) OtherProjects(project string) []ProjectServers {
-	if c.toml != nil {
+	if c.regions != nil {
 		return nil
 	}
 	var out []ProjectServers
@@ -248,8 +248,8 @@ func (c *Config) objectMember(parent *jsonc.Node, key, label, parentLabel string
 // counting projects[project].mcpServers), so a search of a user's files
 // can pass over settings files that configure no server.
 func (c *Config) HasServers(project string) bool {
-	if c.toml != nil {
-		return len(c.toml.servers) > 0
+	if c.regions != nil {
+		return len(c.regions.servers) > 0
 	}
 	bl, err := c.blocks(project)
 	return err == nil && len(bl) > 0
@@ -412,8 +412,8 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 	if command == "" {
 		command = "bouncer"
 	}
-	if c.toml != nil {
-		return c.wrapTOML(opts, cfgArg, command)
+	if c.regions != nil {
+		return c.wrapRegions(opts, cfgArg, command)
 	}
 	var changes []Change
 	var edits []jsonc.Splice
@@ -688,8 +688,8 @@ func unindent(text, add string) string {
 // wrapped are listed and left alone. Restored changes of a KeepsOriginal client
 // carry Kept, for Kept.Record to forget once the file is written.
 func (c *Config) Undo(project string, servers []string) ([]byte, []Change, error) {
-	if c.toml != nil {
-		return c.undoTOML(servers)
+	if c.regions != nil {
+		return c.undoRegions(servers)
 	}
 	var changes []Change
 	var edits []jsonc.Splice

@@ -60,8 +60,8 @@ type Server struct {
 // projects[project].mcpServers too), in file order. An entry whose shape is
 // wrong is listed with what could be read of it.
 func (c *Config) Servers(project string) ([]Server, error) {
-	if c.toml != nil {
-		return c.serversTOML(), nil
+	if c.regions != nil {
+		return c.serversRegions(), nil
 	}
 	bl, err := c.blocks(project)
 	if err != nil {
@@ -262,8 +262,8 @@ func Resolve(l Lookup) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
-	if c.toml != nil {
-		return c.resolveTOML(l, file, base)
+	if c.regions != nil {
+		return c.resolveRegions(l, file, base)
 	}
 	bl, err := c.blocks(l.Project)
 	if err != nil {
