@@ -25,6 +25,7 @@ const (
 	LMStudio      Client = "LM Studio"
 	AmazonQ       Client = "Amazon Q Developer"
 	Codex         Client = "Codex CLI"
+	Continue      Client = "Continue"
 )
 
 // Desktop reports whether the client is an app, which when started from
@@ -70,8 +71,11 @@ func (c Client) KeepsOriginal() bool {
 // regionFormat is the format of the client's file when init rewrites its
 // entries whole (regions.go), nil for JSON.
 func (c Client) regionFormat() regionFormat {
-	if c == Codex {
+	switch c {
+	case Codex:
 		return codexFormat{}
+	case Continue:
+		return continueFormat{}
 	}
 	return nil
 }
@@ -84,6 +88,8 @@ func (c Client) blocks() []string {
 		return []string{"context_servers"}
 	case Codex:
 		return []string{codexBlock}
+	case Continue:
+		return []string{continueBlock}
 	}
 	return []string{"mcpServers", "servers"}
 }
@@ -128,11 +134,14 @@ var clientFiles = []clientFile{
 	{AmazonQ, "mcp.json", []string{"amazonq", ".aws"}, 0, false},
 	{AmazonQ, "mcp.json", []string{".amazonq"}, 2, false},
 	{Codex, "config.toml", []string{".codex"}, 2, false},
+	{Continue, "config.yaml", []string{".continue"}, 0, false},
+	{Continue, "*.yaml", []string{"mcpServers", ".continue"}, 3, false},
 }
 
-// match reports whether abs is a file of this kind.
+// match reports whether abs is a file of this kind (name may be a
+// pattern: Continue reads every block file of its directory).
 func (f clientFile) match(abs string) bool {
-	if filepath.Base(abs) != f.name {
+	if ok, _ := filepath.Match(f.name, filepath.Base(abs)); !ok {
 		return false
 	}
 	d := filepath.Dir(abs)
@@ -188,7 +197,7 @@ func Workspace(file, home string) string {
 }
 
 // projectFiles are the project's own config files, relative to it, in the
-// order Candidates lists them.
+// order Candidates lists them; a name may be a pattern (filepath.Glob).
 func projectFiles() []string {
 	var out []string
 	for _, f := range clientFiles {

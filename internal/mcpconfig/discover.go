@@ -3,6 +3,7 @@ package mcpconfig
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Where says whose configs Discover looks for.
@@ -69,12 +70,19 @@ func FoundAt(path string, w Where) Found {
 //     ~/.aws/amazonq/mcp.json.
 //   - Codex CLI: ~/.codex/config.toml (TOML, codex.go), and a trusted
 //     project's .codex/config.toml. $CODEX_HOME is not searched.
+//   - Continue: ~/.continue/config.yaml, and the block files of a
+//     project's .continue/mcpServers/*.yaml (YAML, continue.go).
 func Candidates(w Where) []Found {
 	var out []Found
 	for _, rel := range projectFiles() {
-		p := filepath.Join(w.Dir, filepath.FromSlash(rel))
-		if ws := Workspace(p, w.Home); ws != "" {
-			out = append(out, Found{Path: p, Client: ClientOf(p), Workspace: ws})
+		paths := []string{filepath.Join(w.Dir, filepath.FromSlash(rel))}
+		if strings.ContainsAny(rel, "*?[") {
+			paths, _ = filepath.Glob(paths[0])
+		}
+		for _, p := range paths {
+			if ws := Workspace(p, w.Home); ws != "" {
+				out = append(out, Found{Path: p, Client: ClientOf(p), Workspace: ws})
+			}
 		}
 	}
 	if w.Home == "" {
@@ -110,6 +118,7 @@ func Candidates(w Where) []Found {
 		filepath.Join(w.Home, ".lmstudio", "mcp.json"),
 		filepath.Join(w.Home, ".aws", "amazonq", "mcp.json"),
 		filepath.Join(w.Home, ".codex", "config.toml"),
+		filepath.Join(w.Home, ".continue", "config.yaml"),
 	)
 	for _, p := range user {
 		f := Found{Path: p, Client: ClientOf(p)}

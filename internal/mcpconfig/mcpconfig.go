@@ -1,7 +1,7 @@
 // Package mcpconfig reads and rewrites MCP client configuration files: the
 // JSON (and JSONC) of Claude Code, Cursor, VS Code, Gemini CLI, Claude
 // Desktop, Windsurf, Zed, Cline, Roo Code, Kiro, LM Studio and Amazon Q
-// Developer, and Codex CLI's TOML (codex.go).
+// Developer, Codex CLI's TOML (codex.go) and Continue's YAML (continue.go).
 //
 // It is the model of the clients: which clients there are, which files
 // each reads and where (clientFiles, Candidates, Discover, ClientOf), the
