@@ -234,10 +234,12 @@ for m in last.get("messages", []):
 EOF
 sed 's/^/     /' "$work/results.txt"
 [ "$(wc -l <"$work/results.txt")" = $((${#targets[@]} + ${#controls[@]})) ] || fail "the turn did not make every write"
-if head -n "${#targets[@]}" "$work/results.txt" | grep -qv 'denied by your permission settings'; then
+# (Here-strings, not pipes: grep -q may stop reading early, and pipefail
+# would then turn a match into a failure of the pipe.)
+if grep -qv 'denied by your permission settings' <<<"$(head -n "${#targets[@]}" "$work/results.txt")"; then
   fail "a write to one of Bouncer's files was not refused by the rules init wrote"
 fi
-if tail -n "${#controls[@]}" "$work/results.txt" | grep -qv 'created successfully'; then
+if grep -qv 'created successfully' <<<"$(tail -n "${#controls[@]}" "$work/results.txt")"; then
   fail "a control write did not go through: the refusals prove nothing"
 fi
 for t in "${targets[@]}"; do

