@@ -79,15 +79,29 @@ type Entry struct {
 type Dest struct {
 	Param string `json:"param"`
 	Value string `json:"value"`
-	// Vouch says what vouched for it on an allowed call (allowlist,
-	// prompt, human, trusted_output, directory, approval); empty
-	// otherwise.
+	// Vouch names the way that vouched for it on an allowed call, as the
+	// table of ways (package vouch) names it; empty otherwise.
 	Vouch string `json:"vouch,omitempty"`
 }
 
 // Observed reports whether the line was written in observe mode: decided,
 // not enforced.
 func (e Entry) Observed() bool { return e.Enforced != nil && !*e.Enforced }
+
+// Declined reports whether the line ends an ask with a human's no: they
+// declined the client's question or dismissed it (the proxy's reasons end
+// so).
+func (e Entry) Declined() bool {
+	return e.Verdict == "deny" && e.Rule == "approval" &&
+		(strings.HasSuffix(e.Reason, DeclinedSuffix) || strings.HasSuffix(e.Reason, DismissedSuffix))
+}
+
+// The ends of the reason of a line whose ask a human said no to, as the
+// proxy writes them.
+const (
+	DeclinedSuffix  = "; the human declined"
+	DismissedSuffix = "; the human dismissed the question"
+)
 
 // Taint is the destination of a taint deny.
 type Taint struct {

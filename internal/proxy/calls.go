@@ -13,6 +13,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/engine"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // BlockedPrefix starts the first text block of every refused call's result.
@@ -527,10 +528,10 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 	switch res.Action {
 	case "accept":
 	case "decline":
-		deny(d.Reason + "; the human declined")
+		deny(d.Reason + audit.DeclinedSuffix)
 		return
 	case "cancel":
-		deny(d.Reason + "; the human dismissed the question")
+		deny(d.Reason + audit.DismissedSuffix)
 		return
 	default:
 		deny(fmt.Sprintf("%s; the client's answer %q is not an approval", d.Reason, res.Action))
@@ -541,7 +542,9 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		if p.cfg.Tape != nil {
 			p.cfg.Tape.Approve(c.tool, a.Param, a.Value)
 		}
-		if res.Content.Remember && p.cfg.Remember != nil && a.Value != "" {
+		// A yes to a call itself (an implicit destination, approval:
+		// always) holds for that call: there is no destination to remember.
+		if res.Content.Remember && p.cfg.Remember != nil && a.Value != "" && a.Param != engine.ImplicitParam && a.Param != engine.CallParam {
 			if err := p.cfg.Remember(a.Value); err != nil {
 				p.logf("could not remember %q for server %q: %v", a.Value, p.cfg.Server, err)
 			}
@@ -582,7 +585,7 @@ func approvedDests(d engine.Decision) []engine.Destination {
 	for i := range ds {
 		for _, a := range d.Asks {
 			if ds[i].Param == a.Param && ds[i].Value == a.Value {
-				ds[i].Vouch = engine.VouchApproval
+				ds[i].Vouch = vouch.Approval
 			}
 		}
 	}

@@ -135,19 +135,21 @@ func (s *Store) scanner(record bool) *scanner {
 		sc.store = s
 	}
 	sc.hashes = sc.hashes[:0]
+	sc.all = sc.all[:0]
 	sc.collect = nil
 	return sc
 }
 
 func putScanner(sc *scanner) {
 	for _, b := range [...][]byte{sc.lower, sc.f.a, sc.f.b, sc.pf.a, sc.pf.b, sc.phr.a, sc.phr.b,
-		sc.dec[0], sc.dec[1], sc.dec[2], sc.cat, sc.jbuf, sc.plus} {
+		sc.dec[0], sc.dec[1], sc.dec[2], sc.cat, sc.jbuf, sc.plus, sc.pair} {
 		if cap(b) > maxPooled {
 			return
 		}
 	}
 	sc.store = nil
 	sc.collect = nil
+	sc.prev = nil // a slice of the text last recorded
 	scanners.Put(sc)
 }
 
@@ -280,12 +282,26 @@ func (s *Store) Seen(dest string) bool {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for _, h := range sc.hashes {
+	return s.hasAny(sc.hashes, sc.all)
+}
+
+// hasAny reports whether s holds any of hashes, or every one of all (the
+// pairs of a run of short words), under s.mu.
+func (s *Store) hasAny(hashes, all []uint64) bool {
+	for _, h := range hashes {
 		if s.has(h) {
 			return true
 		}
 	}
-	return false
+	if len(all) == 0 {
+		return false
+	}
+	for _, h := range all {
+		if !s.has(h) {
+			return false
+		}
+	}
+	return true
 }
 
 // Match is Seen that also says which form of dest was found (for a verdict's
@@ -305,6 +321,9 @@ func (s *Store) Match(dest string) (form string, ok bool) {
 		if s.has(h) {
 			return forms[i], true
 		}
+	}
+	if s.hasAny(nil, sc.all) {
+		return dest, true
 	}
 	return "", false
 }
@@ -345,6 +364,7 @@ func dedupe(in []string) []string {
 // be asked without folding and hashing the destination again.
 type Probe struct {
 	hashes []uint64
+	all    []uint64 // the pairs of a run of short words, all of which must be seen
 }
 
 // Probe computes dest's lookup hashes under s's key. A destination shorter
@@ -355,21 +375,16 @@ func (s *Store) Probe(dest string) Probe {
 	if !sc.destHashes([]byte(dest)) {
 		return Probe{}
 	}
-	return Probe{hashes: append([]uint64(nil), sc.hashes...)}
+	return Probe{hashes: append([]uint64(nil), sc.hashes...), all: append([]uint64(nil), sc.all...)}
 }
 
 // Has reports whether s recorded any form of the probed destination. The
 // Probe must come from a store with the same key.
 func (s *Store) Has(p Probe) bool {
-	if len(p.hashes) == 0 {
+	if len(p.hashes) == 0 && len(p.all) == 0 {
 		return false
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for _, h := range p.hashes {
-		if s.has(h) {
-			return true
-		}
-	}
-	return false
+	return s.hasAny(p.hashes, p.all)
 }
