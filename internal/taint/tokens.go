@@ -51,6 +51,9 @@ type scanner struct {
 	seed    keyed
 	min     int // the shortest form recorded or looked up, in runes
 	hashes  []uint64
+	texts   []digest  // long pieces and documents read whole (recordedText)
+	dsum    digest    // the digest being made
+	nonce   [12]byte  // its domain
 	collect *[]string // when set, forms are also kept as text (Tokens)
 
 	lower []byte // lower-cased copy of an ASCII word
@@ -82,7 +85,7 @@ func (sc *scanner) emit(t []byte) {
 	}
 	sc.hashes = append(sc.hashes, fixHash(sc.seed.sum(t)))
 	if len(sc.hashes) >= batchSize && sc.store != nil {
-		sc.store.recorded(sc.hashes)
+		sc.store.recorded(sc.hashes, nil)
 		sc.hashes = sc.hashes[:0]
 	}
 }
