@@ -175,14 +175,48 @@ func IsDestination(s string) bool {
 }
 
 // holdsAt reports whether s has an '@' between two characters that are not
-// white space: the shape of an address, however it is dressed.
+// white space: the shape of an address, however it is dressed. An '@'
+// before a version ("lodash@4.17.21", "@scope/pkg@^1.2.0") is a package's,
+// not an address's: a domain whose last label is a number, and that is no
+// IPv4 address, names no mail host (canonHost refuses it too).
 func holdsAt(s string) bool {
 	for i := 1; i+1 < len(s); i++ {
-		if s[i] == '@' && !strings.ContainsRune(" \t\r\n", rune(s[i-1])) && !strings.ContainsRune(" \t\r\n", rune(s[i+1])) {
+		if s[i] == '@' && !strings.ContainsRune(" \t\r\n", rune(s[i-1])) && !strings.ContainsRune(" \t\r\n", rune(s[i+1])) && !version(s[i+1:]) {
 			return true
 		}
 	}
 	return false
+}
+
+// version reports whether s starts with a version or a version range and
+// nothing else up to white space or the end: digits and dots, perhaps
+// after a range operator ("4.17.21", "^1.2.0", "~2.0", ">=1.0.0").
+func version(s string) bool {
+	if i := strings.IndexAny(s, " \t\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimLeft(s, "^~<>=v")
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c == '.' || c == 'x' || c == '*') {
+			return false
+		}
+	}
+	return true
+}
+
+// MayBeFileName reports whether s, a destination by value, is a bare name
+// of two labels with no scheme, port, path or trailing dot ("README.md",
+// "setup.py", "notes.md", "evil.com"): read alone, a file or an entity is
+// named so as often as a host. It stays a destination (a tainted one is
+// asked about); it is only no evidence that a tool registers where it
+// sends.
+func MayBeFileName(s string) bool {
+	d, err := Parse(s)
+	return err == nil && d.Kind == Host && strings.Count(d.Canon, ".") == 1 && !strings.ContainsAny(d.Canon, ":[")
 }
 
 // hostOf is the host of host[:port]/rest.
