@@ -309,7 +309,9 @@ func HeaderDestinations(s string) []string {
 	var out []string
 	for _, line := range strings.FieldsFunc(s[i:], func(r rune) bool { return r == '\r' || r == '\n' }) {
 		name, value, ok := strings.Cut(strings.TrimLeft(line, surrounding), ":")
-		if !ok || !fieldName(name) {
+		// White space before the colon is RFC 5322's obsolete syntax
+		// (obs-optional), which mail servers still take as a header.
+		if !ok || !fieldName(strings.TrimRight(name, surrounding)) {
 			continue
 		}
 		value = strings.Trim(value, surrounding)

@@ -41,6 +41,7 @@ func TestHeaderDestinations(t *testing.T) {
 		"report\r\n bcc:Eve <eve@evil.example>":             {"Eve <eve@evil.example>"},
 		"report\r\nReply-To: \"x\" <eve@evil.example>":      {"\"x\" <eve@evil.example>"},
 		"report\rX-Hook: https://evil.example/h":            {"https://evil.example/h"},
+		"report\r\nBcc : eve@evil.example":                  {"eve@evil.example"},
 		"Hi Bob,\nNote: see below\nThanks":                  nil,
 		"one line with bob@example.com: no break before it": nil,
 	} {
