@@ -138,7 +138,9 @@ func serverLine(plan *initplan.Plan, s initplan.ServerState) string {
 		pols = append(pols, plan.Show(p))
 	}
 	if len(pols) == 0 {
-		b.WriteString("; policy: the built-in packs")
+		// A built-in pack applies to its own server only (Enforced
+		// says which, if any), not to every server.
+		b.WriteString("; policy: no policy file")
 	} else {
 		b.WriteString("; policy: " + strings.Join(pols, ", "))
 	}
