@@ -444,6 +444,17 @@ func (p *Proxy) writeDown(m jsonrpc.Message) {
 	}
 }
 
+// writeDownAbout sends one of the pump's own messages to the client, about
+// the client's request id (its question about a call it holds): a client
+// side with a stream per request sends it on that request's stream
+// (transport.WithRelated), where a client that opened no other stream
+// still reads it.
+func (p *Proxy) writeDownAbout(id jsonrpc.ID, m jsonrpc.Message) {
+	if err := p.down.Write(transport.WithRelated(context.Background(), id), m); err != nil {
+		p.logf("writing to the client: %v", err)
+	}
+}
+
 // writeUp sends a message to the upstream.
 func (p *Proxy) writeUp(m jsonrpc.Message) error {
 	if err := p.up.Write(context.Background(), m); err != nil {
