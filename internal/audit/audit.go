@@ -50,8 +50,14 @@ type Entry struct {
 	Verdict  string `json:"verdict"`
 	Reason   string `json:"reason"`
 	Rule     string `json:"rule"`
-	// Session identifies one proxy process's session.
+	// Session identifies one proxy process's session (bouncer listen: the
+	// MCP session's id).
 	Session string `json:"session,omitempty"`
+	// User and Replica name, on a line of bouncer listen, who signed in
+	// and which replica judged the call (each replica keeps its own
+	// chain).
+	User    string `json:"user,omitempty"`
+	Replica string `json:"replica,omitempty"`
 	// ID is the JSON-RPC id of the tools/call, as sent.
 	ID json.RawMessage `json:"id,omitempty"`
 	// Code is the one-time approval code issued or redeemed, if any.
@@ -518,6 +524,8 @@ type wireEntry struct {
 	Reason   string          `json:"reason"`
 	Rule     string          `json:"rule"`
 	Session  string          `json:"session,omitempty"`
+	User     string          `json:"user,omitempty"`
+	Replica  string          `json:"replica,omitempty"`
 	ID       json.RawMessage `json:"id,omitempty"`
 	Code     string          `json:"code,omitempty"`
 	Taint    *Taint          `json:"taint,omitempty"`
@@ -551,7 +559,7 @@ func Marshal(e Entry) ([]byte, error) {
 	w := wireEntry{
 		TS: e.TS.UTC().Format(TimeFormat), Server: e.Server, Tool: e.Tool,
 		Args: e.Args, ArgsForm: e.ArgsForm, Verdict: e.Verdict, Reason: e.Reason, Rule: e.Rule,
-		Session: e.Session, ID: e.ID, Code: e.Code, Taint: e.Taint, Dests: e.Dests, Policy: e.Policy, Enforced: e.Enforced, Prev: e.Prev,
+		Session: e.Session, User: e.User, Replica: e.Replica, ID: e.ID, Code: e.Code, Taint: e.Taint, Dests: e.Dests, Policy: e.Policy, Enforced: e.Enforced, Prev: e.Prev,
 	}
 	if len(w.Args) == 0 {
 		w.Args = json.RawMessage("null")

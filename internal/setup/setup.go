@@ -49,7 +49,11 @@ type Decider struct {
 	Session *session.Session
 	// Own is Bouncer's own state as the engines protect it (see
 	// OwnPaths).
-	Own     []string
+	Own []string
+	// Budget, when set, is counted against by every engine Engine makes,
+	// besides its own count (engine.Options.Budget): bouncer listen's
+	// budget of one user across sessions.
+	Budget  engine.Budget
 	workDir string
 	home    string
 }
@@ -78,7 +82,7 @@ func (d *Decider) JoinClient(stateDir string, log func(string)) {
 func (d *Decider) Engine(server string) *engine.Engine {
 	return engine.New(d.Policy, d.Session.Output(server), engine.Options{
 		Resolve: fsresolve.Existing, WorkDir: d.workDir, Session: d.Session, Server: server,
-		Own: d.Own, Home: d.home,
+		Own: d.Own, Home: d.home, Budget: d.Budget,
 	})
 }
 
