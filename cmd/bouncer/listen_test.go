@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,6 +55,36 @@ func newListenTest(t *testing.T, extra string) *listenTest {
 func newListenTestServers(t *testing.T, servers map[string]any, extra string) *listenTest {
 	t.Helper()
 	lt := &listenTest{t: t, home: t.TempDir(), dir: t.TempDir(), tokens: map[string]string{}}
+	cfgFile, pol := lt.writeConfig(servers, extra)
+	f := &listenFlags{home: lt.home, config: cfgFile, addr: "127.0.0.1:0", sandbox: "off"}
+	f.policies = multiFlag{pol}
+	l, _, closeLog, err := buildListener(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt.l = l
+	l.Start()
+	lt.srv = httptest.NewServer(l.Handler())
+	t.Cleanup(func() {
+		lt.srv.Close()
+		l.Close()
+		closeLog()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for !l.Pinned() {
+		if time.Now().After(deadline) {
+			t.Fatal("the helpdesk's tool list was not pinned within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return lt
+}
+
+// writeConfig writes the listener's config file (the helpdesk on stdio
+// unless servers says otherwise; token auth for alice and bob; replica r1;
+// extra's members added to x-bouncer-listen) and the policy file.
+func (lt *listenTest) writeConfig(servers map[string]any, extra string) (cfgFile, pol string) {
+	t := lt.t
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -86,36 +119,15 @@ func newListenTestServers(t *testing.T, servers map[string]any, extra string) *l
 	}
 	cfg[listen.ConfigKey] = lobj
 	data, _ := json.MarshalIndent(cfg, "", "  ")
-	cfgFile := filepath.Join(cfgDir, "mcp.json")
+	cfgFile = filepath.Join(cfgDir, "mcp.json")
 	if err := os.WriteFile(cfgFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pol := filepath.Join(cfgDir, "policy.yaml")
+	pol = filepath.Join(cfgDir, "policy.yaml")
 	if err := os.WriteFile(pol, []byte(listenPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f := &listenFlags{home: lt.home, config: cfgFile, addr: "127.0.0.1:0", sandbox: "off"}
-	f.policies = multiFlag{pol}
-	l, _, closeLog, err := buildListener(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lt.l = l
-	l.Start()
-	lt.srv = httptest.NewServer(l.Handler())
-	t.Cleanup(func() {
-		lt.srv.Close()
-		l.Close()
-		closeLog()
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !l.Pinned() {
-		if time.Now().After(deadline) {
-			t.Fatal("the helpdesk's tool list was not pinned within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return lt
+	return cfgFile, pol
 }
 
 // bearerTransport adds a bearer token (and, for the tests that check it
@@ -408,4 +420,198 @@ func (c cookieTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Cookie", "session=alice-cookie")
 	r.Header.Set("Proxy-Authorization", "Basic YWxpY2U6c2VjcmV0")
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// raw posts body to the endpoint as user with extra headers, and returns
+// the status and body.
+func (lt *listenTest) raw(user, method, body string, hdr map[string]string) (int, string, http.Header) {
+	lt.t.Helper()
+	req, _ := http.NewRequest(method, lt.srv.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := (&http.Client{Transport: bearerTransport{lt.tokens[user]}}).Do(req)
+	if err != nil {
+		lt.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// The HTTP edge: a later protocol's discovery falls back to initialize,
+// unknown and foreign session ids are 404, a foreign Host or Origin is
+// 403, no token is 401, an oversized body is 413.
+func TestListenEdge(t *testing.T) {
+	lt := newListenTest(t, `{"limits": {"max_body": 65536}, "origins": ["http://app.example"], "hosts": ["localhost", "127.0.0.1"]}`)
+	// A 2026-07-28 client asks server/discover first; the answer makes it
+	// initialize (the go-sdk client does so by default: see client()).
+	st, body, _ := lt.raw("alice", "POST", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		map[string]string{"Mcp-Protocol-Version": "2026-07-28"})
+	if st != http.StatusBadRequest || !strings.Contains(body, `"code":-32022`) || !strings.Contains(body, "2025-11-25") {
+		t.Fatalf("server/discover: %d %s", st, body)
+	}
+	cs := lt.client("alice", nil)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Fatalf("a default go-sdk client negotiated %q", v)
+	}
+	// alice's session id, as the listener minted it.
+	st, _, h := lt.raw("alice", "POST", initBody, nil)
+	sid := h.Get("Mcp-Session-Id")
+	if st != http.StatusOK || !regexp.MustCompile(`^r1\.[a-z2-7]{39}$`).MatchString(sid) {
+		t.Fatalf("initialize: %d, session id %q; want r1. and 192 random bits", st, sid)
+	}
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	if st, _, _ := lt.raw("alice", "POST", ping, map[string]string{"Mcp-Session-Id": sid}); st != http.StatusOK {
+		t.Fatalf("alice's ping in her session: %d", st)
+	}
+	near := sid[:len(sid)-1] + string("ab"[strings.IndexByte("ab", sid[len(sid)-1])+1&1])
+	for name, c := range map[string]struct{ user, id string }{
+		"bob with alice's id":  {"bob", sid},
+		"a near miss":          {"alice", near},
+		"an id never minted":   {"alice", "r1.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
+		"another replica's id": {"alice", "r2" + sid[2:]},
+	} {
+		if st, _, _ := lt.raw(c.user, "POST", ping, map[string]string{"Mcp-Session-Id": c.id}); st != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", name, st)
+		}
+	}
+	for name, c := range map[string]struct {
+		hdr  map[string]string
+		want int
+	}{
+		"a foreign Host":   {map[string]string{"Host": "evil.example"}, http.StatusForbidden},
+		"a foreign Origin": {map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
+		"another port":     {map[string]string{"Origin": "http://app.example:8080"}, http.StatusForbidden},
+		"a listed Origin":  {map[string]string{"Origin": "http://app.example"}, http.StatusOK},
+	} {
+		if st, body, _ := lt.raw("alice", "POST", initBody, c.hdr); st != c.want {
+			t.Errorf("%s: %d %s, want %d", name, st, body, c.want)
+		}
+	}
+	if st, _, _ := lt.raw("nobody", "POST", initBody, nil); st != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", st)
+	}
+	big := `{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"` + strings.Repeat("x", 70000) + `"}}`
+	if st, _, _ := lt.raw("alice", "POST", big, map[string]string{"Mcp-Session-Id": sid}); st != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 70 KB body over a 64 KiB limit: %d, want 413", st)
+	}
+	if st, _, _ := lt.raw("alice", "DELETE", "", map[string]string{"Mcp-Session-Id": sid}); st != http.StatusNoContent {
+		t.Errorf("DELETE: %d", st)
+	}
+	if st, _, _ := lt.raw("alice", "POST", ping, map[string]string{"Mcp-Session-Id": sid}); st != http.StatusNotFound {
+		t.Errorf("the deleted session: %d, want 404", st)
+	}
+}
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// SIGTERM drains the real bouncer listen process: /readyz fails at once
+// (well within 1 s), a call in flight finishes and gets its answer, the
+// metrics count what happened, and the process exits 0.
+func TestListenSIGTERMDrains(t *testing.T) {
+	lt := &listenTest{t: t, home: t.TempDir(), dir: t.TempDir(), tokens: map[string]string{}}
+	cfgFile, pol := lt.writeConfig(nil, "")
+	addr, maddr := freeAddr(t), freeAddr(t)
+	cmd := exec.Command("bouncer", "listen", "--config", cfgFile, "--policy", pol, "--home", lt.home, "--sandbox", "off",
+		"--addr", addr, "--metrics-addr", maddr)
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+	}()
+	ready := func() int {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for deadline := time.Now().Add(30 * time.Second); ready() != 200; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never ready:\n%s", stderr.String())
+		}
+	}
+	lt.srv = &httptest.Server{URL: "http://" + addr}
+	cs := lt.client("alice", nil)
+	slow := make(chan string, 1)
+	go func() {
+		text, _ := call(t, cs, "slow", map[string]any{"ms": 1500})
+		slow <- text
+	}()
+	time.Sleep(300 * time.Millisecond) // the call is in flight
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for ready() == 200 {
+		if time.Since(start) > time.Second {
+			t.Fatal("/readyz still 200 a second after SIGTERM")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, err := http.Get("http://" + maddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"\nbouncer_draining 1\n", "\nbouncer_sessions 1\n", "\nbouncer_upstream_starts_total 2\n", "\n" + `bouncer_verdicts_total{verdict="allow",rule="default"} 1` + "\n"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics)
+		}
+	}
+	if text := <-slow; text != "slept" {
+		t.Fatalf("the call in flight at SIGTERM: %q; want its answer", text)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("bouncer listen after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("bouncer listen did not exit after draining:\n%s", stderr.String())
+	}
+}
+
+// syncBuf is a bytes.Buffer for a process's stderr, read while written.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -301,7 +301,10 @@ func (l *Listener) servePOST(w http.ResponseWriter, r *http.Request, user string
 		http.Error(w, "Not Acceptable: accept both application/json and text/event-stream", http.StatusNotAcceptable)
 		return
 	}
-	if !versionOK(w, r) {
+	hasSession := len(r.Header.Values(sessionHeader)) > 0
+	if hasSession && !versionOK(w, r) {
+		// Before a session there is no version yet: a later protocol's
+		// first request is answered by initialize below.
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.opts.Edge.MaxBody))
@@ -320,7 +323,7 @@ func (l *Listener) servePOST(w http.ResponseWriter, r *http.Request, user string
 		return
 	}
 	var sess *Session
-	if len(r.Header.Values(sessionHeader)) > 0 {
+	if hasSession {
 		if sess = l.session(w, r, user, b); sess == nil {
 			return
 		}
@@ -329,6 +332,13 @@ func (l *Listener) servePOST(w http.ResponseWriter, r *http.Request, user string
 		if sess == nil {
 			return
 		}
+	}
+	if hasSession && hasCall(msgs) && l.draining.Load() {
+		// Calls in flight finish; new ones go to another replica (the
+		// client initializes again there). Answers and notifications
+		// (a human's yes to a held call among them) are still taken.
+		http.Error(w, "Not Found: this replica is shutting down; initialize a new session", http.StatusNotFound)
+		return
 	}
 	if batch {
 		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v >= "2025-06-18" {
@@ -340,7 +350,7 @@ func (l *Listener) servePOST(w http.ResponseWriter, r *http.Request, user string
 	defer sess.conn.leave()
 	start := time.Now()
 	sid := ""
-	if len(r.Header.Values(sessionHeader)) == 0 {
+	if !hasSession {
 		sid = sess.id
 	}
 	err = sess.conn.post(r.Context(), w, msgs, sid)

@@ -217,6 +217,7 @@ func New(opts Options) (*Listener, error) {
 		sessions: map[[32]byte]*Session{},
 		perUser:  map[string]int{},
 	}
+	l.metrics.draining = l.draining.Load
 	l.log = func(format string, a ...any) { fmt.Fprintf(opts.Log, "bouncer: "+format+"\n", a...) }
 	l.users = newUsers(opts.StateDir, opts.Limits.BudgetWindow, opts.Now)
 	l.limiter = newLimiter(opts.Limits, opts.Now)

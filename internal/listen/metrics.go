@@ -21,7 +21,8 @@ type Metrics struct {
 	upstreamFailures atomic.Int64
 	upstreamRespawns atomic.Int64
 	refused          atomic.Int64 // sessions refused by a limit
-	draining         atomic.Bool
+	// draining is the listener's own flag.
+	draining func() bool
 
 	mu       sync.Mutex
 	verdicts map[[2]string]int64 // (verdict, rule)
@@ -88,7 +89,7 @@ func (m *Metrics) write(w io.Writer) {
 	counter("bouncer_upstream_start_failures_total", "Upstreams that failed to start.", m.upstreamFailures.Load())
 	counter("bouncer_upstream_respawns_total", "Upstreams started again after a crash.", m.upstreamRespawns.Load())
 	d := int64(0)
-	if m.draining.Load() {
+	if m.draining != nil && m.draining() {
 		d = 1
 	}
 	gauge("bouncer_draining", "1 once SIGTERM was received.", d)

@@ -70,8 +70,10 @@ func (l *Listener) takePin(ctx context.Context, b *backend) error {
 	defer cancel()
 	up, err := b.Start(ctx)
 	if err != nil {
+		l.metrics.upstreamFailures.Add(1)
 		return err
 	}
+	l.metrics.upstreamStarts.Add(1)
 	defer closeUpstream(up)
 	pinned := make(chan string, 1)
 	judge, err := l.opts.NewJudge(SessionSpec{
