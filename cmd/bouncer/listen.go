@@ -99,7 +99,7 @@ func buildListener(f *listenFlags) (l *listen.Listener, replica string, closeLog
 	if err != nil {
 		return nil, "", nil, err
 	}
-	edge.MaxBody = lc.MaxBody
+	edge.MaxBody, edge.ReadHeaderTimeout, edge.ReadTimeout = lc.MaxBody, lc.HeaderTimeout, lc.ReadTimeout
 	dec, err := setup.Load(setup.Config{Sources: f.sources(dir, ""), WorkDir: filepath.Dir(cfgFile)})
 	if err != nil {
 		return nil, "", nil, badInput(err)
@@ -146,7 +146,7 @@ func serveListener(l *listen.Listener, f *listenFlags, replica string) error {
 	if err != nil {
 		return failed(fmt.Errorf("--addr %s: %v", f.addr, err))
 	}
-	srv := listen.NewHTTPServer(l.Handler())
+	srv := l.HTTPServer()
 	var msrv *http.Server
 	if f.metricsAddr != "" {
 		mln, err := net.Listen("tcp", f.metricsAddr)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -64,7 +67,9 @@ func newListenTestServers(t *testing.T, servers map[string]any, extra string) *l
 	}
 	lt.l = l
 	l.Start()
-	lt.srv = httptest.NewServer(l.Handler())
+	lt.srv = httptest.NewUnstartedServer(nil)
+	lt.srv.Config = l.HTTPServer()
+	lt.srv.Start()
 	t.Cleanup(func() {
 		lt.srv.Close()
 		l.Close()
@@ -614,4 +619,160 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Random and near-miss session ids all get 404, through the whole handler
+// (Host, token, lookup), while alice's own session keeps answering. The
+// million ids are TestLookupMillionIDs' in internal/listen (the table
+// alone: through the handler they take 40 µs each, too long for a run
+// under the race detector), and that a known id of another user and an id
+// never minted take the same time is BenchmarkLookup's: a timing claim is
+// a benchmark's.
+func TestListenSessionIDs(t *testing.T) {
+	lt := newListenTest(t, "")
+	st, _, h := lt.raw("alice", "POST", initBody, nil)
+	sid := h.Get("Mcp-Session-Id")
+	if st != 200 || sid == "" {
+		t.Fatalf("initialize: %d", st)
+	}
+	n := 20_000
+	if testing.Short() {
+		n = 2_000
+	}
+	handler := lt.l.Handler()
+	ping := []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	alphabet := "abcdefghijklmnopqrstuvwxyz234567"
+	rnd := rand.New(rand.NewPCG(1, 2))
+	id := []byte(sid)
+	for i := range n {
+		var try string
+		switch i % 4 {
+		case 0: // one character of alice's id changed
+			b := append([]byte(nil), id...)
+			j := 3 + rnd.IntN(len(b)-3)
+			b[j] = alphabet[(strings.IndexByte(alphabet, b[j])+1+rnd.IntN(31))%32]
+			try = string(b)
+		case 1: // alice's id, one character longer or shorter
+			if i%8 == 1 {
+				try = sid + "a"
+			} else {
+				try = sid[:len(sid)-1]
+			}
+		case 2: // random, in the id's form
+			b := make([]byte, 39)
+			for k := range b {
+				b[k] = alphabet[rnd.IntN(32)]
+			}
+			try = "r1." + string(b)
+		default: // alice's own id, sent by bob
+			try = sid
+		}
+		user := "alice"
+		if i%4 == 3 {
+			user = "bob"
+		}
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", bytes.NewReader(ping))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+lt.tokens[user])
+		req.Header.Set("Mcp-Session-Id", try)
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusNotFound {
+			t.Fatalf("id %q from %s: %d, want 404", try, user, rec.Code)
+		}
+	}
+	if st, body, _ := lt.raw("alice", "POST", string(ping), map[string]string{"Mcp-Session-Id": sid}); st != 200 || !strings.Contains(body, `"result":{}`) {
+		t.Fatalf("alice's own session after the flood: %d %s", st, body)
+	}
+}
+
+// Hostile clients meanwhile: slowloris connections are dropped at the
+// header timeout, a flood of initializes is held to the user's session
+// limit (429), oversized bodies get 413, and bob's well-behaved session
+// answers every call throughout. (How its latency holds is
+// BenchmarkListen's to say; here, that it is never refused or cut.)
+func TestListenHostileClients(t *testing.T) {
+	lt := newListenTest(t, `{"limits": {"header_timeout": "1s", "sessions_per_user": 5, "max_body": 65536}}`)
+	bob := lt.client("bob", nil)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var calls atomic.Int32
+	wg.Add(1)
+	go func() { // the well-behaved session
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if text, isErr := call(t, bob, "echo", map[string]any{"text": "hi"}); isErr || text != "hi" {
+				t.Errorf("bob's echo during the attack: %q", text)
+				return
+			}
+			calls.Add(1)
+		}
+	}()
+	host := strings.TrimPrefix(lt.srv.URL, "http://")
+	// Slowloris: headers dripped, never finished.
+	var slow []net.Conn
+	for range 20 {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow = append(slow, c)
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nX-Drip: ", host)
+	}
+	// A flood of initializes from alice: five sessions, then 429.
+	var ok, limited atomic.Int32
+	var fw sync.WaitGroup
+	for range 40 {
+		fw.Add(1)
+		go func() {
+			defer fw.Done()
+			switch st, _, _ := lt.raw("alice", "POST", initBody, nil); st {
+			case http.StatusOK:
+				ok.Add(1)
+			case http.StatusTooManyRequests:
+				limited.Add(1)
+			default:
+				t.Errorf("a flooding initialize: %d", st)
+			}
+		}()
+	}
+	// Oversized bodies.
+	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 100000) + `"}}`
+	for range 10 {
+		if st, _, _ := lt.raw("alice", "POST", big, nil); st != http.StatusRequestEntityTooLarge {
+			t.Errorf("an oversized body: %d", st)
+		}
+	}
+	fw.Wait()
+	if ok.Load() != 5 || limited.Load() != 35 {
+		t.Errorf("the flood: %d sessions, %d refused with 429; want 5 and 35", ok.Load(), limited.Load())
+	}
+	// The slowloris connections are closed by the server after the header
+	// timeout.
+	for i, c := range slow {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 512)
+		for {
+			_, err := c.Read(buf)
+			if err == nil {
+				continue // a 408 answer, then the close
+			}
+			if ne, isNet := err.(net.Error); isNet && ne.Timeout() {
+				t.Fatalf("slowloris connection %d still open after 5 s", i)
+			}
+			break
+		}
+		c.Close()
+	}
+	close(stop)
+	wg.Wait()
+	if calls.Load() < 5 {
+		t.Fatalf("bob's session made %d calls during the attack", calls.Load())
+	}
 }

@@ -24,7 +24,8 @@ const ConfigKey = "x-bouncer-listen"
 //	  "replica": "bouncer-0",
 //	  "limits": {"sessions": 1000, "sessions_per_user": 20, "processes_per_user": 20,
 //	             "spawn_rate": 25, "spawn_burst": 50, "idle": "30m", "respawns": 3,
-//	             "budget_window": "24h", "warm": 0, "max_body": 4194304}
+//	             "budget_window": "24h", "warm": 0, "max_body": 4194304,
+//	             "header_timeout": "10s", "read_timeout": "60s"}
 //	}
 //
 // Every key is optional; an unknown key is an error naming its line.
@@ -38,6 +39,8 @@ type FileConfig struct {
 	Replica  string
 	Limits   Limits
 	MaxBody  int64
+	// HeaderTimeout and ReadTimeout are Edge's.
+	HeaderTimeout, ReadTimeout time.Duration
 }
 
 // OAuthConfig is x-bouncer-listen.oauth.
@@ -258,12 +261,16 @@ func (r reader) limits(n *jsonc.Node, key string, fc *FileConfig) error {
 			l.BudgetWindow, err = r.duration(v, k)
 		case "warm":
 			l.Warm, err = r.count(v, k)
+		case "header_timeout":
+			fc.HeaderTimeout, err = r.duration(v, k)
+		case "read_timeout":
+			fc.ReadTimeout, err = r.duration(v, k)
 		case "max_body":
 			var b int
 			b, err = r.count(v, k)
 			fc.MaxBody = int64(b)
 		default:
-			return r.atKey(m, "%s: unknown key (sessions, sessions_per_user, processes_per_user, spawn_rate, spawn_burst, idle, respawns, budget_window, warm, max_body)", k)
+			return r.atKey(m, "%s: unknown key (sessions, sessions_per_user, processes_per_user, spawn_rate, spawn_burst, idle, respawns, budget_window, warm, max_body, header_timeout, read_timeout)", k)
 		}
 		if err != nil {
 			return err

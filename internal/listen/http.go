@@ -36,12 +36,17 @@ type Edge struct {
 	MaxBody int64
 	// WriteTimeout bounds each write of an event to a client.
 	WriteTimeout time.Duration
+	// ReadHeaderTimeout bounds the wait for a request's headers, and
+	// ReadTimeout for a whole request (headers and body).
+	ReadHeaderTimeout, ReadTimeout time.Duration
 }
 
 // Defaults of Edge.
 const (
-	DefaultMaxBody      = 4 << 20
-	DefaultWriteTimeout = 30 * time.Second
+	DefaultMaxBody           = 4 << 20
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
 )
 
 func (e *Edge) defaults() {
@@ -50,6 +55,12 @@ func (e *Edge) defaults() {
 	}
 	if e.WriteTimeout <= 0 {
 		e.WriteTimeout = DefaultWriteTimeout
+	}
+	if e.ReadHeaderTimeout <= 0 {
+		e.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if e.ReadTimeout <= 0 {
+		e.ReadTimeout = DefaultReadTimeout
 	}
 }
 
@@ -521,16 +532,17 @@ func (l *Listener) serveDELETE(w http.ResponseWriter, r *http.Request, user stri
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// NewHTTPServer is the HTTP server for h with the edge's timeouts: headers
-// must come within 10 s (slowloris), a body within 60 s, an idle
-// keep-alive connection is closed after 2 min, and headers are bounded.
-// There is no write timeout for the whole response (a stream lasts as
-// long as the session); each event's write has its own (Edge.WriteTimeout).
-func NewHTTPServer(h http.Handler) *http.Server {
+// HTTPServer is the HTTP server for the listener's handler, with the
+// edge's timeouts: headers must come within Edge.ReadHeaderTimeout
+// (slowloris), a whole request within Edge.ReadTimeout, an idle keep-alive
+// connection is closed after 2 minutes, and headers are bounded to 64 KiB.
+// There is no write timeout for a whole response (a stream lasts as long
+// as its session); each event's write has its own (Edge.WriteTimeout).
+func (l *Listener) HTTPServer() *http.Server {
 	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
+		Handler:           l.Handler(),
+		ReadHeaderTimeout: l.opts.Edge.ReadHeaderTimeout,
+		ReadTimeout:       l.opts.Edge.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
