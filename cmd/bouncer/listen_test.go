@@ -478,7 +478,11 @@ func TestListenEdge(t *testing.T) {
 	if st, _, _ := lt.raw("alice", "POST", ping, map[string]string{"Mcp-Session-Id": sid}); st != http.StatusOK {
 		t.Fatalf("alice's ping in her session: %d", st)
 	}
-	near := sid[:len(sid)-1] + string("ab"[strings.IndexByte("ab", sid[len(sid)-1])+1&1])
+	last := byte('a')
+	if sid[len(sid)-1] == 'a' {
+		last = 'b'
+	}
+	near := sid[:len(sid)-1] + string(last)
 	for name, c := range map[string]struct{ user, id string }{
 		"bob with alice's id":  {"bob", sid},
 		"a near miss":          {"alice", near},
