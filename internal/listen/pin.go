@@ -145,6 +145,19 @@ func (l *Listener) Start() {
 			}
 		}()
 	}
+	for _, b := range l.backends {
+		if b.warm != nil {
+			l.wg.Add(1)
+			go func() {
+				defer l.wg.Done()
+				select { // the pool fills once the server is pinned
+				case <-b.pin.ready:
+					l.keepWarm(b)
+				case <-l.ctx.Done():
+				}
+			}()
+		}
+	}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
