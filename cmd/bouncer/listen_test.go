@@ -119,7 +119,11 @@ func (lt *listenTest) writeConfig(servers map[string]any, extra string) (cfgFile
 			t.Fatal(err)
 		}
 		for k, v := range more {
-			lobj[k] = v
+			if v == nil {
+				delete(lobj, k) // null: leave the default
+			} else {
+				lobj[k] = v
+			}
 		}
 	}
 	cfg[listen.ConfigKey] = lobj

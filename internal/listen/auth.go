@@ -83,13 +83,19 @@ func readSecret(path string) (string, error) {
 	if err := unixshim.Fstat(int(f.Fd()), &st); err != nil {
 		return "", fmt.Errorf("token file %s: %v", path, err)
 	}
+	mode := uint32(st.Mode)
+	// The listener's own file, 0600 or stricter; or, as a Kubernetes
+	// Secret is mounted (defaultMode 0440, fsGroup), root's file that only
+	// the listener's group may read, and nobody write.
+	own := int(st.Uid) == os.Geteuid() && mode&0o077 == 0
+	mounted := st.Uid == 0 && int(st.Gid) == os.Getegid() && mode&0o337 == 0
 	switch {
-	case uint32(st.Mode)&unixshim.S_IFMT != unixshim.S_IFREG:
+	case mode&unixshim.S_IFMT != unixshim.S_IFREG:
 		return "", fmt.Errorf("token file %s: not a regular file", path)
-	case int(st.Uid) != os.Geteuid():
+	case !own && !mounted && int(st.Uid) != os.Geteuid() && st.Uid != 0:
 		return "", fmt.Errorf("token file %s: owned by uid %d, not by this user (uid %d); it holds a credential, so it must be the listener's", path, st.Uid, os.Geteuid())
-	case uint32(st.Mode)&0o077 != 0:
-		return "", fmt.Errorf("token file %s: mode %04o lets others read or write it; it holds a credential: chmod 600 %s", path, uint32(st.Mode)&0o777, path)
+	case !own && !mounted:
+		return "", fmt.Errorf("token file %s: mode %04o lets others read or write it; it holds a credential: chmod 600 %s", path, mode&0o777, path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
 	if err != nil {
