@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -285,50 +284,14 @@ func listenBackends(file, sandboxMode string, dec *setup.Decider, dir string) ([
 		if strings.ContainsAny(s.Name, "/?#%") || s.Name == "" {
 			return nil, badInput(fmt.Errorf("%s: server %q: a name served at /servers/NAME/mcp can't hold / ? # or %%", file, s.Name))
 		}
-		la := s.Launch
-		exp := func(what, v string) (string, error) {
-			out, err := x.Expand(v)
-			if err != nil {
-				return "", badInput(fmt.Errorf("%s: server %q: %s: %v", file, s.Name, what, err))
-			}
-			return out, nil
+		e, err := expandLaunch(file, s.Name, s.Launch, x)
+		if err != nil {
+			return nil, err
 		}
+		cmd, rc := entryUpstream(e)
 		switch {
-		case la.Command != "":
-			cmd := transport.Command{Name: s.Name}
-			if cmd.Path, err = exp("command", la.Command); err != nil {
-				return nil, err
-			}
-			for i, a := range la.Args {
-				v, err := exp(fmt.Sprintf("args[%d]", i), a)
-				if err != nil {
-					return nil, err
-				}
-				cmd.Args = append(cmd.Args, v)
-			}
-			if la.Cwd != "" {
-				if cmd.Dir, err = exp("cwd", la.Cwd); err != nil {
-					return nil, err
-				}
-				if !filepath.IsAbs(cmd.Dir) {
-					cmd.Dir = filepath.Join(filepath.Dir(file), cmd.Dir)
-				}
-			}
-			if len(la.Env) > 0 {
-				cmd.Env = os.Environ()
-				keys := make([]string, 0, len(la.Env))
-				for k := range la.Env {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
-				for _, k := range keys {
-					v, err := exp("env."+k, la.Env[k])
-					if err != nil {
-						return nil, err
-					}
-					cmd.Env = append(cmd.Env, k+"="+v)
-				}
-			}
+		case rc == nil:
+			cmd.Name = s.Name
 			up := &upstreamSpec{cmd: cmd}
 			if _, err := prepareUpstream(sandboxMode, dec.Policy, dir, dec.Own, up); err != nil {
 				return nil, err
@@ -337,38 +300,69 @@ func listenBackends(file, sandboxMode string, dec *setup.Decider, dir string) ([
 			out = append(out, listen.Backend{Name: s.Name, Process: true, Start: func(context.Context) (transport.Upstream, error) {
 				return transport.Start(prepared, os.Stderr)
 			}})
-		case la.URL != "":
-			raw, err := exp("url", la.URL)
-			if err != nil {
-				return nil, err
-			}
-			u, err := url.Parse(raw)
+		default:
+			u, err := url.Parse(rc.URL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return nil, badInput(fmt.Errorf("%s: server %q: url must be an http:// or https:// URL", file, s.Name))
-			}
-			headers := http.Header{}
-			for k, v := range la.Headers {
-				ev, err := exp("headers."+k, v)
-				if err != nil {
-					return nil, err
-				}
-				headers.Add(k, ev)
 			}
 			pins := transport.NewPins()
 			if err := pins.Add(context.Background(), originHostPort(u)); err != nil {
 				return nil, failed(fmt.Errorf("server %q: %v", s.Name, err))
 			}
-			typ := transportOf(la.Type)
 			out = append(out, listen.Backend{Name: s.Name, Start: func(context.Context) (transport.Upstream, error) {
 				// Only the entry's headers: the client's Authorization,
 				// Cookie and the rest never reach the upstream.
-				return transport.DialRemote(transport.RemoteConfig{URL: raw, Headers: headers.Clone(), Transport: typ, Dial: pins.Dial, Log: os.Stderr})
+				cfg := *rc
+				cfg.Headers, cfg.Dial, cfg.Log = rc.Headers.Clone(), pins.Dial, os.Stderr
+				return transport.DialRemote(cfg)
 			}})
-		default:
-			return nil, badInput(fmt.Errorf("%s: server %q: give a command (a stdio server) or a url (a remote one)", file, s.Name))
 		}
 	}
 	return out, nil
+}
+
+// expandLaunch expands the client's ${...} variables in a config entry,
+// as bouncer run --config does, into the entry it starts: a stdio
+// server's (with a relative cwd taken from the file's directory) or a
+// remote one's.
+func expandLaunch(file, name string, la mcpconfig.Launch, x mcpconfig.Expander) (mcpconfig.Entry, error) {
+	var err error
+	exp := func(what, v string) string {
+		if err != nil {
+			return ""
+		}
+		out, xerr := x.Expand(v)
+		if xerr != nil {
+			err = badInput(fmt.Errorf("%s: server %q: %s: %v", file, name, what, xerr))
+		}
+		return out
+	}
+	if la.Command == "" && la.URL == "" {
+		return mcpconfig.Entry{}, badInput(fmt.Errorf("%s: server %q: give a command (a stdio server) or a url (a remote one)", file, name))
+	}
+	e := mcpconfig.Entry{Type: la.Type, Command: exp("command", la.Command), URL: exp("url", la.URL), Cwd: exp("cwd", la.Cwd)}
+	if la.Command != "" {
+		e.URL = ""
+	}
+	for i, a := range la.Args {
+		e.Args = append(e.Args, exp(fmt.Sprintf("args[%d]", i), a))
+	}
+	if len(la.Env) > 0 {
+		e.Env = map[string]string{}
+		for k, v := range la.Env {
+			e.Env[k] = exp("env."+k, v)
+		}
+	}
+	if len(la.Headers) > 0 {
+		e.Headers = map[string]string{}
+		for k, v := range la.Headers {
+			e.Headers[k] = exp("headers."+k, v)
+		}
+	}
+	if e.Cwd != "" && !filepath.IsAbs(e.Cwd) {
+		e.Cwd = filepath.Join(filepath.Dir(file), e.Cwd)
+	}
+	return e, err
 }
 
 // listenJudge judges one listen session: one engine, one history, one

@@ -471,13 +471,21 @@ func upstreamFromConfig(file, project, name string) (c transport.Command, rc *tr
 	if err != nil {
 		return transport.Command{}, nil, "", err
 	}
-	e := r.Entry
+	c, rc = entryUpstream(r.Entry)
+	return c, rc, r.Base, nil
+}
+
+// entryUpstream is the upstream of an expanded config entry: a stdio
+// server's command and args, its env laid over ours (as the client would
+// have done) and its cwd; or, for an entry with a url and no command, a
+// remote server's url, headers and transport (rc is then set).
+func entryUpstream(e mcpconfig.Entry) (c transport.Command, rc *transport.RemoteConfig) {
 	if e.Command == "" {
 		rc = &transport.RemoteConfig{URL: e.URL, Headers: http.Header{}, Transport: transportOf(e.Type)}
 		for k, v := range e.Headers {
 			rc.Headers.Add(k, v)
 		}
-		return transport.Command{}, rc, r.Base, nil
+		return transport.Command{}, rc
 	}
 	c = transport.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
 	if len(e.Env) > 0 {
@@ -491,7 +499,7 @@ func upstreamFromConfig(file, project, name string) (c transport.Command, rc *tr
 			c.Env = append(c.Env, k+"="+e.Env[k]) // exec keeps the last of duplicate keys
 		}
 	}
-	return c, nil, r.Base, nil
+	return c, nil
 }
 
 // toolNames lists the names in a tools/list result's tools.
