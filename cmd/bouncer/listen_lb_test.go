@@ -75,7 +75,7 @@ func recipe(t *testing.T, path string, rs []*replica, front string) string {
 // sessions (not an error of the balancer's) and initialize again on the
 // other replica, and the other replica's sessions never see an error.
 func TestListenBehindNginx(t *testing.T) {
-	nginx := need.Program(t, "nginx", "apt-get install nginx")
+	nginx := need.Program(t, "nginx", "apt-get install nginx", "/usr/sbin/nginx")
 	lt := &listenTest{t: t, home: t.TempDir(), dir: t.TempDir(), tokens: map[string]string{}}
 	rs := startReplicas(t, lt)
 	front := freeAddr(t)
@@ -96,7 +96,7 @@ func TestListenBehindNginx(t *testing.T) {
 }
 
 func TestListenBehindHAProxy(t *testing.T) {
-	haproxy := need.Program(t, "haproxy", "apt-get install haproxy")
+	haproxy := need.Program(t, "haproxy", "apt-get install haproxy", "/usr/sbin/haproxy")
 	lt := &listenTest{t: t, home: t.TempDir(), dir: t.TempDir(), tokens: map[string]string{}}
 	rs := startReplicas(t, lt)
 	front := freeAddr(t)
