@@ -32,7 +32,7 @@ buildGo126Module {
   pname = "bouncer";
   inherit version src;
 
-  vendorHash = "sha256-s/clgDEf1ZCzJMNCchnTBP3egXj+8jHR4CE4aMeUJfE=";
+  vendorHash = "sha256-/Qek4g46rIrehYfoqUmZq2pSf2L7gE5Onou8KbeyV94=";
 
   subPackages = [ "cmd/bouncer" ];
 
