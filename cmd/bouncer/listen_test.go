@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -454,6 +455,40 @@ func (lt *listenTest) raw(user, method, body string, hdr map[string]string) (int
 	return resp.StatusCode, string(b), resp.Header
 }
 
+// oversized posts a body over the limit as user (in session sid, if
+// given) on a connection of its own, written whole before the answer is
+// read, and returns the status. The server answers once it has read past
+// the limit (and reads the rest before it writes, keeping the connection);
+// through net/http's client, which reads an answer while it still writes,
+// an answer before the body is written races the client's own teardown of
+// the connection, and on a loaded machine the client returns its write
+// error instead of the 413.
+func (lt *listenTest) oversized(user, body, sid string) int {
+	lt.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, lt.srv.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+lt.tokens[user])
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	c, err := net.Dial("tcp", req.URL.Host)
+	if err != nil {
+		lt.t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := req.Write(c); err != nil {
+		lt.t.Fatalf("writing an oversized body: %v", err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), req)
+	if err != nil {
+		lt.t.Fatalf("the answer to an oversized body: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 
 // The HTTP edge: a later protocol's discovery falls back to initialize,
@@ -514,7 +549,7 @@ func TestListenEdge(t *testing.T) {
 		t.Errorf("no token: %d, want 401", st)
 	}
 	big := `{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"` + strings.Repeat("x", 70000) + `"}}`
-	if st, _, _ := lt.raw("alice", "POST", big, map[string]string{"Mcp-Session-Id": sid}); st != http.StatusRequestEntityTooLarge {
+	if st := lt.oversized("alice", big, sid); st != http.StatusRequestEntityTooLarge {
 		t.Errorf("a 70 KB body over a 64 KiB limit: %d, want 413", st)
 	}
 	if st, _, _ := lt.raw("alice", "DELETE", "", map[string]string{"Mcp-Session-Id": sid}); st != http.StatusNoContent {
@@ -701,7 +736,7 @@ func TestListenSessionIDs(t *testing.T) {
 // answers every call throughout. (How its latency holds is
 // BenchmarkListen's to say; here, that it is never refused or cut.)
 func TestListenHostileClients(t *testing.T) {
-	lt := newListenTest(t, `{"limits": {"header_timeout": "1s", "sessions_per_user": 5, "max_body": 65536}}`)
+	lt := newListenTest(t, `{"limits": {"header_timeout": "3s", "sessions_per_user": 5, "max_body": 65536}}`)
 	bob := lt.client("bob", nil)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -753,7 +788,7 @@ func TestListenHostileClients(t *testing.T) {
 	// Oversized bodies.
 	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 100000) + `"}}`
 	for range 10 {
-		if st, _, _ := lt.raw("alice", "POST", big, nil); st != http.StatusRequestEntityTooLarge {
+		if st := lt.oversized("alice", big, ""); st != http.StatusRequestEntityTooLarge {
 			t.Errorf("an oversized body: %d", st)
 		}
 	}
@@ -764,7 +799,7 @@ func TestListenHostileClients(t *testing.T) {
 	// The slowloris connections are closed by the server after the header
 	// timeout.
 	for i, c := range slow {
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		c.SetReadDeadline(time.Now().Add(15 * time.Second))
 		buf := make([]byte, 512)
 		for {
 			_, err := c.Read(buf)
@@ -772,7 +807,7 @@ func TestListenHostileClients(t *testing.T) {
 				continue // a 408 answer, then the close
 			}
 			if ne, isNet := err.(net.Error); isNet && ne.Timeout() {
-				t.Fatalf("slowloris connection %d still open after 5 s", i)
+				t.Fatalf("slowloris connection %d still open after 15 s", i)
 			}
 			break
 		}

@@ -206,6 +206,11 @@ func (s *stream) end() {
 type view struct {
 	c      *conn
 	closed bool // guarded by c.mu
+	// upGone is set (guarded by c.mu) once the upstream under this view's
+	// pump has ended: the client's messages from then on are left for the
+	// next view, over the upstream started in its place, instead of
+	// reaching a pump that can only answer that its upstream is gone.
+	upGone bool
 	replay []jsonrpc.Message
 	// initID is the id of the replayed initialize; its answer goes to
 	// reinit, not to the client.
@@ -267,15 +272,25 @@ func (v *view) Read(ctx context.Context) (jsonrpc.Message, error) {
 			v.replay = v.replay[1:]
 			c.mu.Unlock()
 			return m, nil
+		case c.closed && (v.upGone || len(c.queue) == 0):
+			c.mu.Unlock()
+			return nil, io.EOF
+		case v.upGone:
+			// Nothing more for this pump: it ends as its upstream did
+			// (its context is cancelled then).
+			c.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-c.done:
+				return nil, io.EOF
+			}
 		case len(c.queue) > 0:
 			m := c.queue[0]
 			c.queue[0] = nil
 			c.queue = c.queue[1:]
 			c.mu.Unlock()
 			return m, nil
-		case c.closed:
-			c.mu.Unlock()
-			return nil, io.EOF
 		}
 		c.mu.Unlock()
 		select {
@@ -302,6 +317,14 @@ func (v *view) Write(ctx context.Context, m jsonrpc.Message) error {
 		return nil
 	}
 	return v.c.write(ctx, m)
+}
+
+// upstreamEnded says the upstream under this view's pump has ended (see
+// upGone).
+func (v *view) upstreamEnded() {
+	v.c.mu.Lock()
+	v.upGone = true
+	v.c.mu.Unlock()
 }
 
 // Close ends this view (the pump over it is done); the session goes on.

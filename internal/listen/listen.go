@@ -509,6 +509,32 @@ func (c *counted) Close() error {
 	return err
 }
 
+// watched is a session's upstream as its pump sees it: when its output
+// ends, the session's view is told (view.upstreamEnded), so that what the
+// client sends from then on waits for the upstream started in its place.
+type watched struct {
+	transport.Upstream
+	ended func()
+}
+
+func (w watched) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := w.Upstream.Read(ctx)
+	var refused *transport.RefusedError
+	if err != nil && !errors.As(err, &refused) {
+		w.ended() // a refused message is dropped, and reading goes on
+	}
+	return m, err
+}
+
+// SetRepinner passes the pump's side to a remote upstream that can resume
+// a session the server forgot (transport.Resumer); other upstreams have no
+// use for it.
+func (w watched) SetRepinner(p transport.Repinner) {
+	if r, ok := w.Upstream.(transport.Resumer); ok {
+		r.SetRepinner(p)
+	}
+}
+
 // stopper is an upstream that can be stopped with a grace period
 // (*transport.Process).
 type stopper interface{ Stop(time.Duration) error }
@@ -540,7 +566,7 @@ func (l *Listener) run(ctx context.Context, s *Session, b *backend, up transport
 			closeUpstream(up)
 			return
 		}
-		runErr := s.judge.Pump().Run(ctx, v, up)
+		runErr := s.judge.Pump().Run(ctx, v, watched{up, v.upstreamEnded})
 		closeUpstream(up)
 		if s.conn.isClosed() || ctx.Err() != nil || runErr == nil {
 			return
