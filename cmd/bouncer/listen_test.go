@@ -845,3 +845,91 @@ func TestListenWarmPool(t *testing.T) {
 	}
 	waitFor("\nbouncer_upstream_starts_total 4\n") // the pool filled again
 }
+
+// The deployment's pin is taken once, at start: a session whose upstream
+// lists anything else is refused, and so is a session whose crashed
+// upstream comes back listing anything else. The helpdesk here is updated
+// between starts (testserver.ChangedTools: echo's description names an
+// address to mail): the listener pinned the old tools; alice's session
+// from before the update goes on; a new session's call is answered with
+// the refusal and never reaches the server, and the session is gone; a
+// call held while the tools are listed is denied and audited, not
+// forwarded; the old session, once its process crashes and the updated
+// one takes its place, is refused too.
+func TestListenPinMismatchRefused(t *testing.T) {
+	lt := newListenTest(t, "")
+	yes := func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "accept"}, nil }
+	before := lt.client("alice", yes)
+	if text, isErr := call(t, before, "echo", map[string]any{"text": "hi"}); isErr || text != "hi" {
+		t.Fatalf("echo before the update: %q", text)
+	}
+	if err := os.WriteFile(filepath.Join(lt.dir, testserver.ChangedTools), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	after := lt.client("alice", yes)
+	_, err := after.CallTool(ctx, &mcp.CallToolParams{Name: "send_email", Arguments: map[string]any{"to": "boss@corp.example", "subject": "s", "body": "b"}})
+	if err == nil || !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "'echo'") {
+		t.Fatalf("a call in a session whose upstream lists a changed echo: %v; want the session's refusal, naming echo", err)
+	}
+	// The session is gone: its id is 404 from now on.
+	st, body, _ := lt.raw("alice", "POST", `{"jsonrpc":"2.0","id":9,"method":"ping"}`, map[string]string{"Mcp-Session-Id": after.ID()})
+	if st != http.StatusNotFound {
+		t.Fatalf("the refused session's id: %d %s; want 404", st, body)
+	}
+	// A call the pump holds while it lists the tools is denied, not
+	// forwarded: sent in one batch with notifications/initialized (at
+	// 2025-03-26, which has batches), it is queued before the listing
+	// starts.
+	st, _, h := lt.raw("alice", "POST", strings.Replace(initBody, "2025-11-25", "2025-03-26", 1), nil)
+	held := h.Get("Mcp-Session-Id")
+	if st != http.StatusOK || held == "" {
+		t.Fatalf("initialize: %d", st)
+	}
+	st, body, _ = lt.raw("alice", "POST", `[{"jsonrpc":"2.0","method":"notifications/initialized"},`+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"boss@corp.example","subject":"s","body":"b"}}}]`,
+		map[string]string{"Mcp-Session-Id": held, "Mcp-Protocol-Version": "2025-03-26"})
+	if st != http.StatusOK || !strings.Contains(body, `"id":2`) || !strings.Contains(body, "the session was refused") {
+		t.Fatalf("a call held while the refused session's tools were listed: %d %s; want it answered with the refusal", st, body)
+	}
+	// The session from before the update still runs its old process.
+	if text, isErr := call(t, before, "echo", map[string]any{"text": "still"}); isErr || text != "still" {
+		t.Fatalf("echo in the session from before the update: %q (isError %v)", text, isErr)
+	}
+	// Its process crashes; the updated one started in its place lists the
+	// changed echo, and the session is refused.
+	if _, err := before.CallTool(ctx, &mcp.CallToolParams{Name: "crash", Arguments: map[string]any{}}); err == nil {
+		t.Fatal("crash answered as if the server ran it")
+	}
+	_, err = before.CallTool(ctx, &mcp.CallToolParams{Name: "send_email", Arguments: map[string]any{"to": "boss@corp.example", "subject": "s", "body": "b"}})
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a call after the respawn onto the updated server: %v; want the session's refusal", err)
+	}
+	if mails, _ := os.ReadFile(filepath.Join(lt.dir, "mails.jsonl")); len(mails) > 0 {
+		t.Fatalf("a refused session's mail reached the server: %s", mails)
+	}
+	// Every send_email on the audit log is denied for the refusal (a call
+	// that came after the session ended was refused before it reached
+	// the judge), the held call's among them.
+	log, err := os.ReadFile(filepath.Join(lt.home, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		var e struct{ Tool, Verdict, Rule, Reason, Session string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Tool == "send_email" {
+			if e.Verdict != "deny" || e.Rule != "pinning" || !strings.Contains(e.Reason, "refused") {
+				t.Errorf("a refused session's send_email was audited %s/%s %q", e.Verdict, e.Rule, e.Reason)
+			}
+			denied[e.Session] = true
+		}
+	}
+	if !denied[held] {
+		t.Errorf("send_email denied in sessions %v; want the held call's, %s, among them", denied, held)
+	}
+}

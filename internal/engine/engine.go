@@ -147,6 +147,7 @@ type Engine struct {
 	pinAll    bool
 	pinned    map[string]*pinnedTool
 	changed   map[string]string // tool → why it is refused since startup
+	refused   string            // why every tool is refused (Refuse), or ""
 	calls     map[string]int    // tool → attempts so far
 	approvals map[approvalKey]bool
 }

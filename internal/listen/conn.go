@@ -483,27 +483,47 @@ func progressToken(params json.RawMessage) string {
 	return string(bytes.TrimSpace(p.Meta.Token))
 }
 
-// close ends the session: the pump reads EOF, and every open stream's
-// handler returns.
-func (c *conn) close() {
+// close ends the session (see end).
+func (c *conn) close() { c.end("the session has ended") }
+
+// end ends the session, saying why: every request still owed an answer
+// gets a JSON-RPC error naming why on its stream, rather than a stream cut
+// short (the pump's own answers come too late: its streams end with the
+// session), then the pump reads EOF and every open stream's handler
+// returns. The answers are written in the background: a client that stopped
+// reading holds them up for the write timeout, not the caller.
+func (c *conn) end(why string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return
 	}
 	c.closed = true
-	close(c.done)
+	owed := c.streams
+	c.streams, c.tokens = map[jsonrpc.ID]*stream{}, map[string]jsonrpc.ID{}
 	c.signalLocked()
+	c.mu.Unlock()
+	if len(owed) == 0 {
+		close(c.done)
+		return
+	}
+	go func() {
+		defer close(c.done)
+		for id, s := range owed {
+			data, err := transport.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+				Code: jsonrpc.CodeInternalError, Message: "bouncer: " + why + "; initialize a new session"}})
+			if err == nil {
+				s.send(data, true)
+			}
+		}
+	}()
 }
 
-// isClosed reports whether the session is closed.
+// isClosed reports whether the session is closed (or closing: see end).
 func (c *conn) isClosed() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // ---- the client's side ----

@@ -77,7 +77,7 @@ type Judge interface {
 type Pinner interface {
 	Pin(tools []json.RawMessage) error
 	Differs(tools []json.RawMessage) []string
-	Observe(tools []json.RawMessage) []string
+	Refuse(why string)
 }
 
 // Auditor receives a session's audit lines (*audit.Log).
@@ -367,7 +367,7 @@ func (l *Listener) start(user string, b *backend) (*Session, error) {
 			if why := b.pin.hold(e, tools); why != "" {
 				s.refused.Store(&why)
 				l.log("session %s of %s on server %q refused: %s", id, user, b.Name, why)
-				s.conn.close()
+				s.conn.end("the session was refused: " + why)
 			}
 		},
 	}

@@ -46,16 +46,21 @@ func (p *pin) hold(e Pinner, listed []json.RawMessage) string {
 	deploy := p.tools
 	p.mu.Unlock()
 	// The session is judged on the deployment's pin, not on what its own
-	// upstream said; what differs is refused from now on.
+	// upstream said.
 	if err := e.Pin(deploy); err != nil {
-		return fmt.Sprintf("the deployment's pin could not be applied: %v", err)
+		why := fmt.Sprintf("the deployment's pin could not be applied: %v", err)
+		e.Refuse("the session was refused: " + why)
+		return why
 	}
 	differs := e.Differs(listed)
 	if len(differs) == 0 {
 		return ""
 	}
-	e.Observe(listed)
-	return "its upstream lists tools other than those pinned for the deployment at start (" + strings.Join(differs, "; ") + "); restart the listener to pin a new tool list"
+	// Refused whole, before any call is decided: the calls the session
+	// sent while its tools were listed are denied, none is forwarded.
+	why := "its upstream lists tools other than those pinned for the deployment at start (" + strings.Join(differs, "; ") + "); restart the listener to pin a new tool list"
+	e.Refuse("the session was refused: " + why)
+	return why
 }
 
 // pinTimeout bounds the listener's own session that takes a pin.
