@@ -419,7 +419,7 @@ func newJudge(dec *setup.Decider, dir string) func(listen.SessionSpec) (listen.J
 		}
 		if spec.Scope != nil {
 			cfg.Remember = func(dest string) error {
-				return spec.Scope.Remembered.Add(spec.Server, dest, "client", time.Now())
+				return spec.Scope.Remember(spec.Server, dest, time.Now())
 			}
 		}
 		return &listenJudge{cfg: cfg, leave: leave}, nil

@@ -933,3 +933,52 @@ func TestListenPinMismatchRefused(t *testing.T) {
 		t.Errorf("send_email denied in sessions %v; want the held call's, %s, among them", denied, held)
 	}
 }
+
+// A user's scope is forgotten once their last session has ended and their
+// budget window has passed, so the listener's memory does not grow with
+// the number of users it has seen; what a user chose to remember is in
+// their own file, and holds again in their next session.
+func TestListenUserScopes(t *testing.T) {
+	lt := newListenTest(t, `{"limits": {"budget_window": "1s"}}`)
+	waitUsers := func(n int) {
+		t.Helper()
+		want := fmt.Sprintf("\nbouncer_users %d\n", n)
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			rec := httptest.NewRecorder()
+			lt.l.Metrics().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+			if strings.Contains(rec.Body.String(), want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("metrics never had %q:\n%s", want, rec.Body.String())
+			}
+		}
+	}
+	var asked atomic.Int32
+	remember := func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"remember": true}}, nil
+	}
+	send := map[string]any{"to": "carol@partner.example", "subject": "s", "body": "b"}
+	alice, bob := lt.client("alice", remember), lt.client("bob", remember)
+	if text, _ := call(t, alice, "send_email", send); text != "sent" || asked.Load() != 1 {
+		t.Fatalf("alice's send: %q, asked %d times", text, asked.Load())
+	}
+	call(t, bob, "echo", map[string]any{"text": "hi"})
+	waitUsers(2)
+	// Bob made no call a budget counts: his scope goes with his session.
+	bob.Close()
+	waitUsers(1)
+	// Alice's send counted against send_email's max_calls: her scope stays
+	// until her window has passed, then goes with her last session.
+	time.Sleep(1100 * time.Millisecond)
+	alice.Close()
+	waitUsers(0)
+	// Her next session remembers carol, from her own file; bob's does not.
+	if text, _ := call(t, lt.client("alice", remember), "send_email", send); text != "sent" || asked.Load() != 1 {
+		t.Fatalf("alice's send in a new session: %q, asked %d times; want it sent unasked", text, asked.Load())
+	}
+	if text, _ := call(t, lt.client("bob", remember), "send_email", send); text != "sent" || asked.Load() != 2 {
+		t.Fatalf("bob's send: %q, asked %d times; want him asked", text, asked.Load())
+	}
+}

@@ -159,7 +159,6 @@ type Listener struct {
 
 	mu       sync.Mutex
 	sessions map[[32]byte]*Session
-	perUser  map[string]int
 
 	draining atomic.Bool
 	wg       sync.WaitGroup // sessions' goroutines
@@ -180,6 +179,7 @@ type backend struct {
 // Session is one MCP session.
 type Session struct {
 	id, user, server string
+	scope            *Scope
 	conn             *conn
 	judge            Judge
 	approvals        *approval.Store
@@ -219,11 +219,11 @@ func New(opts Options) (*Listener, error) {
 		backends: map[string]*backend{},
 		metrics:  newMetrics(),
 		sessions: map[[32]byte]*Session{},
-		perUser:  map[string]int{},
 	}
 	l.metrics.draining = l.draining.Load
 	l.log = func(format string, a ...any) { fmt.Fprintf(opts.Log, "bouncer: "+format+"\n", a...) }
 	l.users = newUsers(opts.StateDir, opts.Limits.BudgetWindow, opts.Now)
+	l.metrics.users = l.users.count
 	l.limiter = newLimiter(opts.Limits, opts.Now)
 	if _, err := rand.Read(l.key[:]); err != nil {
 		return nil, err
@@ -326,38 +326,31 @@ func (l *Listener) open(user string, b *backend) (*Session, error) {
 	}
 	lim := l.opts.Limits
 	l.mu.Lock()
-	switch {
-	case len(l.sessions) >= lim.Sessions:
-		l.mu.Unlock()
+	full := len(l.sessions) >= lim.Sessions
+	l.mu.Unlock()
+	if full {
 		return nil, &errLimit{status: http.StatusServiceUnavailable, msg: fmt.Sprintf("this replica has %d sessions, its limit", lim.Sessions), retry: 5 * time.Second}
-	case l.perUser[user] >= lim.SessionsPerUser:
-		l.mu.Unlock()
+	}
+	scope := l.users.acquire(user, lim.SessionsPerUser) // given back if the session does not start
+	if scope == nil {
 		return nil, &errLimit{status: http.StatusTooManyRequests, msg: fmt.Sprintf("you have %d sessions open on this replica, the limit; end one (DELETE) or let it expire", lim.SessionsPerUser), retry: 5 * time.Second}
 	}
-	l.perUser[user]++ // reserved; given back if the session does not start
-	l.mu.Unlock()
-	s, err := l.start(user, b)
+	s, err := l.start(user, scope, b)
 	if err != nil {
-		l.mu.Lock()
-		l.perUser[user]--
-		if l.perUser[user] == 0 {
-			delete(l.perUser, user)
-		}
-		l.mu.Unlock()
+		l.users.release(scope)
 		return nil, err
 	}
 	return s, nil
 }
 
 // start makes the session: its judge, its first upstream, its pump.
-func (l *Listener) start(user string, b *backend) (*Session, error) {
+func (l *Listener) start(user string, scope *Scope, b *backend) (*Session, error) {
 	id := l.newSessionID()
-	scope := l.users.get(user)
 	dir := filepath.Join(l.opts.StateDir, "sessions", strings.ReplaceAll(id, ".", "-"))
 	if err := ensureDir(dir); err != nil {
 		return nil, fmt.Errorf("the session's directory: %w", err)
 	}
-	s := &Session{id: id, user: user, server: b.Name, conn: newConn(id, l.opts.Edge.WriteTimeout), dir: dir, done: make(chan struct{})}
+	s := &Session{id: id, user: user, server: b.Name, scope: scope, conn: newConn(id, l.opts.Edge.WriteTimeout), dir: dir, done: make(chan struct{})}
 	s.approvals = approval.Open(filepath.Join(dir, "pending.json"), nil)
 	spec := SessionSpec{
 		Server: b.Name, ID: id, User: user, Scope: scope,
@@ -594,12 +587,9 @@ func (l *Listener) end(s *Session) {
 	s.judge.Close()
 	l.mu.Lock()
 	delete(l.sessions, l.tableKey(s.user, s.id))
-	l.perUser[s.user]--
-	if l.perUser[s.user] <= 0 {
-		delete(l.perUser, s.user)
-	}
 	n := len(l.sessions)
 	l.mu.Unlock()
+	l.users.release(s.scope)
 	l.metrics.sessionsOpen.Store(int64(n))
 	removeDir(s.dir)
 	close(s.done)
@@ -656,8 +646,10 @@ func (l *Listener) inFlight() int {
 	return n
 }
 
-// reap ends sessions idle for longer than Limits.Idle.
+// reap ends sessions idle for longer than Limits.Idle, and forgets the
+// scopes of users with no session left whose budget window has passed.
 func (l *Listener) reap() {
+	l.users.prune()
 	cut := l.opts.Now().Add(-l.opts.Limits.Idle)
 	l.mu.Lock()
 	var idle []*Session

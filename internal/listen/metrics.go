@@ -21,8 +21,10 @@ type Metrics struct {
 	upstreamFailures atomic.Int64
 	upstreamRespawns atomic.Int64
 	refused          atomic.Int64 // sessions refused by a limit
-	// draining is the listener's own flag.
+	// draining is the listener's own flag; users counts the user scopes
+	// it holds.
 	draining func() bool
+	users    func() int
 
 	mu       sync.Mutex
 	verdicts map[[2]string]int64 // (verdict, rule)
@@ -93,6 +95,9 @@ func (m *Metrics) write(w io.Writer) {
 		d = 1
 	}
 	gauge("bouncer_draining", "1 once SIGTERM was received.", d)
+	if m.users != nil {
+		gauge("bouncer_users", "Users whose scope this replica holds: a live session, or calls in the budget window.", int64(m.users()))
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -30,9 +30,29 @@ type Scope struct {
 	// Budget counts the user's calls of each tool in the budget window,
 	// across sessions (engine.Options.Budget).
 	Budget *Budget
+
+	// sessions counts the user's live sessions here (guarded by users.mu).
+	sessions int
+	dir      string // UserDir: made when the user first remembers a destination
 }
 
-// users keeps the scope of each user seen on this replica.
+// Remember keeps a destination the user vouched for with "remember"
+// ticked (proxy.Config.Remember), in the user's own file.
+func (s *Scope) Remember(server, dest string, now time.Time) error {
+	if err := ensureDir(filepath.Dir(s.dir)); err != nil {
+		return err
+	}
+	if err := ensureDir(s.dir); err != nil {
+		return err
+	}
+	return s.Remembered.Add(server, dest, "client", now)
+}
+
+// users keeps the scope of each user with a live session on this replica,
+// or with calls in the budget window: a scope holds nothing else (the
+// taint union is of live sessions; remembered destinations are on disk),
+// so one that has neither is forgotten (prune) and the memory the
+// listener holds does not grow with the number of users it has seen.
 type users struct {
 	dir    string
 	window time.Duration
@@ -46,24 +66,61 @@ func newUsers(stateDir string, window time.Duration, now func() time.Time) *user
 	return &users{dir: stateDir, window: window, now: now, m: map[string]*Scope{}}
 }
 
-// get returns user's scope, making it on first use.
-func (u *users) get(user string) *Scope {
+// acquire counts one more live session of user's and returns their scope,
+// made on first use (or again after it was pruned); it returns nil when
+// the user has max live sessions already. Each scope acquire returns is
+// given back with release when its session ends.
+func (u *users) acquire(user string, max int) *Scope {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if s := u.m[user]; s != nil {
-		return s
+	s := u.m[user]
+	if s == nil {
+		dir := UserDir(u.dir, user)
+		s = &Scope{
+			User:       user,
+			dir:        dir,
+			Taint:      session.NewGroup(),
+			Remembered: session.OpenRemembered(dir),
+			Budget:     &Budget{window: u.window, now: u.now, calls: map[string][]time.Time{}},
+		}
+		u.m[user] = s
 	}
-	dir := UserDir(u.dir, user)
-	_ = ensureDir(filepath.Dir(dir))
-	_ = ensureDir(dir)
-	s := &Scope{
-		User:       user,
-		Taint:      session.NewGroup(),
-		Remembered: session.OpenRemembered(dir),
-		Budget:     &Budget{window: u.window, now: u.now, calls: map[string][]time.Time{}},
+	if s.sessions >= max {
+		return nil
 	}
-	u.m[user] = s
+	s.sessions++
 	return s
+}
+
+// release ends one of the scope's sessions; the scope goes at once if that
+// was its last and its budget window holds no call.
+func (u *users) release(s *Scope) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s.sessions--
+	if s.sessions <= 0 && s.Budget.idle() && u.m[s.User] == s {
+		delete(u.m, s.User)
+	}
+}
+
+// prune forgets every scope with no live session whose budget window has
+// passed since its last call, and returns how many scopes are left.
+func (u *users) prune() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for user, s := range u.m {
+		if s.sessions <= 0 && s.Budget.idle() {
+			delete(u.m, user)
+		}
+	}
+	return len(u.m)
+}
+
+// count returns how many scopes are held.
+func (u *users) count() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.m)
 }
 
 // UserDir is a user's directory in the state directory, named by a hash of
@@ -113,6 +170,19 @@ func (b *Budget) Take(tool string, count bool) int {
 		b.calls[tool] = ts
 	}
 	return len(ts)
+}
+
+// idle reports whether no call of any tool is in the window any more.
+func (b *Budget) idle() bool {
+	cut := b.now().Add(-b.window)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ts := range b.calls {
+		if len(ts) > 0 && ts[len(ts)-1].After(cut) {
+			return false
+		}
+	}
+	return true
 }
 
 // ensureDir makes a directory of Bouncer's own state (0700, this user's).
