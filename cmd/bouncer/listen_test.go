@@ -42,7 +42,7 @@ send_email:
 // binary, re-executed: testserver) on loopback, with token auth for
 // alice and bob.
 type listenTest struct {
-	t      *testing.T
+	t      testing.TB
 	home   string
 	dir    string // the helpdesk's side effects
 	l      *listen.Listener
@@ -50,13 +50,13 @@ type listenTest struct {
 	tokens map[string]string
 }
 
-func newListenTest(t *testing.T, extra string) *listenTest {
+func newListenTest(t testing.TB, extra string) *listenTest {
 	return newListenTestServers(t, nil, extra)
 }
 
 // newListenTestServers is newListenTest with the config's mcpServers
 // given (nil: the helpdesk on stdio, as "helpdesk").
-func newListenTestServers(t *testing.T, servers map[string]any, extra string) *listenTest {
+func newListenTestServers(t testing.TB, servers map[string]any, extra string) *listenTest {
 	t.Helper()
 	lt := &listenTest{t: t, home: t.TempDir(), dir: t.TempDir(), tokens: map[string]string{}}
 	cfgFile, pol := lt.writeConfig(servers, extra)
@@ -177,7 +177,7 @@ func (lt *listenTest) client(user string, elicit func(*mcp.ElicitRequest) (*mcp.
 }
 
 // call calls a tool and returns the first text block and isError.
-func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
+func call(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -561,7 +561,7 @@ func TestListenEdge(t *testing.T) {
 }
 
 // freeAddr returns a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
