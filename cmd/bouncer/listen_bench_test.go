@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -30,6 +31,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -524,5 +526,89 @@ func BenchmarkListenReadyAfterSIGTERM(b *testing.B) {
 		if err := cmd.Wait(); err != nil {
 			b.Fatalf("bouncer listen after SIGTERM: %v\n%s", err, stderr.String())
 		}
+	}
+}
+
+// BenchmarkListenUnderAttack times a well-behaved session's trivial call
+// (one after another) with nobody else there (impl=quiet), and while
+// hostile clients run (impl=attack): 200 slowloris connections dripping
+// their headers a byte every 100 ms (and opened again when the header
+// timeout closes them), and four clients of another user posting
+// initializes past their session limit (429) and oversized bodies (413)
+// as fast as they are answered. It reports how many hostile requests were
+// answered meanwhile (hostile/s).
+func BenchmarkListenUnderAttack(b *testing.B) {
+	for _, attack := range []bool{false, true} {
+		name := "impl=quiet"
+		if attack {
+			name = "impl=attack"
+		}
+		b.Run(name, func(b *testing.B) {
+			lt := newListenTest(b, `{"limits": {"sessions_per_user": 5, "max_body": 65536}}`)
+			cs := benchConnect(b, lt.srv.URL+"/mcp", benchHTTP(lt.tokens["bob"]))
+			defer cs.Close()
+			echo := map[string]any{"text": "hi"}
+			benchCall(b, cs, "echo", echo)
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			var hostile atomic.Int64
+			if attack {
+				host := strings.TrimPrefix(lt.srv.URL, "http://")
+				for range 200 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for ctx.Err() == nil {
+							c, err := net.Dial("tcp", host)
+							if err != nil {
+								return
+							}
+							fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nX-Drip: ", host)
+							for ctx.Err() == nil {
+								time.Sleep(100 * time.Millisecond)
+								if _, err := c.Write([]byte("a")); err != nil {
+									break // closed at the header timeout
+								}
+							}
+							c.Close()
+						}
+					}()
+				}
+				hc := benchHTTP(lt.tokens["alice"])
+				big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 100000) + `"}}`
+				for i := range 4 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for ctx.Err() == nil {
+							body := initBody
+							if i%2 == 1 {
+								body = big
+							}
+							req, _ := http.NewRequestWithContext(ctx, http.MethodPost, lt.srv.URL+"/mcp", strings.NewReader(body))
+							req.Header.Set("Content-Type", "application/json")
+							req.Header.Set("Accept", "application/json, text/event-stream")
+							resp, err := hc.Do(req)
+							if err != nil {
+								continue
+							}
+							io.Copy(io.Discard, resp.Body)
+							resp.Body.Close()
+							hostile.Add(1)
+						}
+					}()
+				}
+				time.Sleep(time.Second) // the attack is under way
+			}
+			start := hostile.Load()
+			b.ResetTimer()
+			for b.Loop() {
+				benchCall(b, cs, "echo", echo)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(hostile.Load()-start)/b.Elapsed().Seconds(), "hostile/s")
+			cancel()
+			wg.Wait()
+		})
 	}
 }
