@@ -309,11 +309,18 @@ func listenBackends(file, sandboxMode string, dec *setup.Decider, dir string) ([
 			if err := pins.Add(context.Background(), originHostPort(u)); err != nil {
 				return nil, failed(fmt.Errorf("server %q: %v", s.Name, err))
 			}
+			// One pool of connections for all the server's sessions: a
+			// session starts on a connection already open, and an idle
+			// one holds none of its own.
+			pool, err := transport.NewRemotePool(rc.URL, pins.Dial, nil)
+			if err != nil {
+				return nil, badInput(fmt.Errorf("%s: server %q: %v", file, s.Name, err))
+			}
 			out = append(out, listen.Backend{Name: s.Name, Start: func(context.Context) (transport.Upstream, error) {
 				// Only the entry's headers: the client's Authorization,
 				// Cookie and the rest never reach the upstream.
 				cfg := *rc
-				cfg.Headers, cfg.Dial, cfg.Log = rc.Headers.Clone(), pins.Dial, os.Stderr
+				cfg.Headers, cfg.Pool, cfg.Log = rc.Headers.Clone(), pool, os.Stderr
 				return transport.DialRemote(cfg)
 			}})
 		}
