@@ -982,3 +982,55 @@ func TestListenUserScopes(t *testing.T) {
 		t.Fatalf("bob's send: %q, asked %d times; want him asked", text, asked.Load())
 	}
 }
+
+// A batch of requests a stdio server sends its client, one of which it
+// then cancels, is answered whole, as one array: the cancelled request by
+// Bouncer, the other by the client (internal/proxy's
+// TestUpstreamBatchAnswered, through the listener, whose wrappers of the
+// server's process must pass its book of batches on to the pump).
+func TestListenUpstreamBatchAnswered(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lt := newListenTestServers(t, map[string]any{"raw": map[string]any{"command": exe,
+		"env": map[string]string{testserver.EnvServer: "raw-upbatch", testserver.EnvDir: dir}}}, "")
+	st, _, h := lt.raw("alice", "POST", strings.Replace(initBody, "2025-11-25", "2025-03-26", 1), nil)
+	sid := h.Get("Mcp-Session-Id")
+	if st != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d", st)
+	}
+	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-03-26"}
+	if st, body, _ := lt.raw("alice", "POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr); st != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", st, body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, lt.srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"batch","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := (&http.Client{Transport: bearerTransport{lt.tokens["alice"]}, Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	stream, _ := io.ReadAll(resp.Body) // the call's stream: the server's batch, its cancellation, the answer
+	if !strings.Contains(string(stream), `"id":42,"method":"ping"`) || !strings.Contains(string(stream), `"id":1,"result"`) {
+		t.Fatalf("the call's stream: %s", stream)
+	}
+	if st, body, _ := lt.raw("alice", "POST", `{"jsonrpc":"2.0","id":42,"result":{}}`, hdr); st != http.StatusAccepted {
+		t.Fatalf("the answer to ping 42: %d %s", st, body)
+	}
+	want := `[{"jsonrpc":"2.0","id":41,"error":{"code":-32800,"message":"bouncer: the request was cancelled"}},{"jsonrpc":"2.0","id":42,"result":{}}]`
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, _ := os.ReadFile(filepath.Join(dir, "received.jsonl"))
+		if strings.Contains(string(got), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never got its batch answered as %s; it got:\n%s", want, got)
+		}
+	}
+}

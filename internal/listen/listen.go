@@ -502,6 +502,29 @@ func (c *counted) Close() error {
 	return err
 }
 
+func (c *counted) InBatch(id jsonrpc.ID) bool { return inBatch(c.Upstream, id) }
+func (c *counted) Release(id jsonrpc.ID) bool { return release(c.Upstream, id) }
+
+// batchBook is an upstream's book of the batches of requests it sent the
+// client (*transport.Process keeps one): the pump asks it when the
+// upstream cancels a request of a batch, which the pump then answers for
+// the client. The wrappers here pass it on; an upstream without one
+// answers as one that sent no batch.
+type batchBook interface {
+	InBatch(jsonrpc.ID) bool
+	Release(jsonrpc.ID) (inBatch bool)
+}
+
+func inBatch(up transport.Upstream, id jsonrpc.ID) bool {
+	b, ok := up.(batchBook)
+	return ok && b.InBatch(id)
+}
+
+func release(up transport.Upstream, id jsonrpc.ID) bool {
+	b, ok := up.(batchBook)
+	return ok && b.Release(id)
+}
+
 // watched is a session's upstream as its pump sees it: when its output
 // ends, the session's view is told (view.upstreamEnded), so that what the
 // client sends from then on waits for the upstream started in its place.
@@ -518,6 +541,9 @@ func (w watched) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	return m, err
 }
+
+func (w watched) InBatch(id jsonrpc.ID) bool { return inBatch(w.Upstream, id) }
+func (w watched) Release(id jsonrpc.ID) bool { return release(w.Upstream, id) }
 
 // SetRepinner passes the pump's side to a remote upstream that can resume
 // a session the server forgot (transport.Resumer); other upstreams have no
