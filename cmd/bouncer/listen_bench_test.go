@@ -549,19 +549,18 @@ func BenchmarkListenReadyAfterSIGTERM(b *testing.B) {
 
 // BenchmarkListenUnderAttack times a well-behaved session's trivial call
 // (one after another) with nobody else there (impl=quiet), and while
-// hostile clients run (impl=attack): 200 slowloris connections dripping
-// their headers a byte every 100 ms (and opened again when the header
-// timeout closes them), and four clients of another user posting
-// initializes past their session limit (429) and oversized bodies (413)
-// as fast as they are answered. It reports how many hostile requests were
-// answered meanwhile (hostile/s).
+// hostile clients run, each kind alone and all together (impl=attack):
+// slowloris, 200 connections dripping their headers a byte every 100 ms
+// (opened again when the header timeout closes them); flood, two clients
+// of another user posting initializes past their session limit (429) as
+// fast as they are answered; oversized, two more posting 100 KB bodies
+// (413). The hostile clients run in this process, on the same two cores
+// as the listener and the well-behaved client, as an attacker's traffic
+// would reach a small replica. hostile/s is how many hostile requests were
+// answered meanwhile.
 func BenchmarkListenUnderAttack(b *testing.B) {
-	for _, attack := range []bool{false, true} {
-		name := "impl=quiet"
-		if attack {
-			name = "impl=attack"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, mode := range []string{"quiet", "slowloris", "flood", "oversized", "attack"} {
+		b.Run("impl="+mode, func(b *testing.B) {
 			lt := newListenTest(b, `{"limits": {"sessions_per_user": 5, "max_body": 65536}}`)
 			cs := benchConnect(b, lt.srv.URL+"/mcp", benchHTTP(lt.tokens["bob"]))
 			defer cs.Close()
@@ -570,7 +569,7 @@ func BenchmarkListenUnderAttack(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			var hostile atomic.Int64
-			if attack {
+			if mode == "slowloris" || mode == "attack" {
 				host := strings.TrimPrefix(lt.srv.URL, "http://")
 				for range 200 {
 					wg.Add(1)
@@ -592,30 +591,35 @@ func BenchmarkListenUnderAttack(b *testing.B) {
 						}
 					}()
 				}
-				hc := benchHTTP(lt.tokens["alice"])
-				big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 100000) + `"}}`
-				for i := range 4 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for ctx.Err() == nil {
-							body := initBody
-							if i%2 == 1 {
-								body = big
-							}
-							req, _ := http.NewRequestWithContext(ctx, http.MethodPost, lt.srv.URL+"/mcp", strings.NewReader(body))
-							req.Header.Set("Content-Type", "application/json")
-							req.Header.Set("Accept", "application/json, text/event-stream")
-							resp, err := hc.Do(req)
-							if err != nil {
-								continue
-							}
-							io.Copy(io.Discard, resp.Body)
-							resp.Body.Close()
-							hostile.Add(1)
-						}
-					}()
+			}
+			hc := benchHTTP(lt.tokens["alice"])
+			big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 100000) + `"}}`
+			post := func(body string) {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, lt.srv.URL+"/mcp", strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					resp, err := hc.Do(req)
+					if err != nil {
+						continue
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					hostile.Add(1)
 				}
+			}
+			for range 2 {
+				if mode == "flood" || mode == "attack" {
+					wg.Add(1)
+					go post(initBody)
+				}
+				if mode == "oversized" || mode == "attack" {
+					wg.Add(1)
+					go post(big)
+				}
+			}
+			if mode != "quiet" {
 				time.Sleep(time.Second) // the attack is under way
 			}
 			start := hostile.Load()

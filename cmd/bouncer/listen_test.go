@@ -457,8 +457,8 @@ func (lt *listenTest) raw(user, method, body string, hdr map[string]string) (int
 
 // oversized posts a body over the limit as user (in session sid, if
 // given) on a connection of its own, written whole before the answer is
-// read, and returns the status. The server answers once it has read past
-// the limit (and reads the rest before it writes, keeping the connection);
+// read, and returns the status. The server answers from the
+// Content-Length, before it reads the body, and closes the connection;
 // through net/http's client, which reads an answer while it still writes,
 // an answer before the body is written races the client's own teardown of
 // the connection, and on a loaded machine the client returns its write

@@ -318,11 +318,21 @@ func (l *Listener) servePOST(w http.ResponseWriter, r *http.Request, user string
 		// first request is answered by initialize below.
 		return
 	}
+	tooLarge := func() {
+		// The connection is closed after the answer rather than kept by
+		// reading the rest of the body: that is the sender's to pay for.
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("Request Entity Too Large: a message may be at most %d bytes here", l.opts.Edge.MaxBody), http.StatusRequestEntityTooLarge)
+	}
+	if r.ContentLength > l.opts.Edge.MaxBody {
+		tooLarge() // said so up front: nothing of it is read
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.opts.Edge.MaxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			http.Error(w, fmt.Sprintf("Request Entity Too Large: a message may be at most %d bytes here", mbe.Limit), http.StatusRequestEntityTooLarge)
+			tooLarge()
 			return
 		}
 		http.Error(w, "Bad Request: the body could not be read", http.StatusBadRequest)
