@@ -32,7 +32,7 @@ buildGo126Module {
   pname = "bouncer";
   inherit version src;
 
-  vendorHash = "sha256-/Qek4g46rIrehYfoqUmZq2pSf2L7gE5Onou8KbeyV94=";
+  vendorHash = "sha256-iKZ/JBjx/ZAs3uUWa7tckFdSgbrosK76YE1beERUvUw=";
 
   subPackages = [ "cmd/bouncer" ];
 

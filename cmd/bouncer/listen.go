@@ -266,7 +266,7 @@ func hostname() string {
 // remote one is dialed anew for each session, with the entry's own
 // headers and nothing of the client's.
 func listenBackends(file, sandboxMode string, dec *setup.Decider, dir string) ([]listen.Backend, error) {
-	c, err := mcpconfig.Load(file)
+	c, err := mcpconfig.Load(file, mcpconfig.Kept{State: dir})
 	if err != nil {
 		return nil, badInput(err)
 	}

@@ -55,6 +55,9 @@ type runFlags struct {
 	// --policy is resolved against (policyFlags.sources); "" without
 	// --config.
 	base string
+	// launch is the config --config names, for setup: its files are
+	// Bouncer's own; nil without --config.
+	launch *setup.Launch
 }
 
 // cmdRun proxies one MCP server on stdio, enforcing the policy.
@@ -215,10 +218,16 @@ func (f *runFlags) upstream() (*upstreamSpec, error) {
 		if len(f.rest) > 0 || f.remoteURL != "" {
 			return nil, usageErr("give one of --config/--server, --url or -- COMMAND")
 		}
-		c, rc, base, err := upstreamFromConfig(f.configFile, f.project, f.serverName)
+		state, err := stateDir(f.home)
 		if err != nil {
 			return nil, badInput(err)
 		}
+		c, rc, r, err := upstreamFromConfig(f.configFile, f.project, f.serverName, state)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		base := r.Base
+		f.launch = &setup.Launch{File: r.File, Project: f.project, Base: base, Sources: runArgsSources}
 		up.cmd, up.remote = c, rc
 		if rc == nil && (len(f.headers) > 0 || len(f.headerFiles) > 0 || f.transport != "") {
 			return nil, usageErr("--header, --header-file and --transport go with a remote server; %q in %s has a command", f.serverName, f.configFile)
@@ -291,7 +300,7 @@ func (f *runFlags) loadPolicy(dir string, up *upstreamSpec) (*setup.Decider, err
 	if workDir == "" {
 		workDir, _ = os.Getwd()
 	}
-	dec, err := setup.Load(setup.Config{Sources: f.sources(dir, f.base), WorkDir: workDir})
+	dec, err := setup.Load(setup.Config{Sources: f.sources(dir, f.base), WorkDir: workDir, Launch: f.launch})
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -458,21 +467,24 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// upstreamFromConfig returns the upstream of the x-bouncer-upstream entry
-// of server name in a client config (in its projects[project] block when
-// project is set), with the client's ${...} variables expanded from our
+// upstreamFromConfig returns the upstream of the original entry of server
+// name in a client config (in its projects[project] block when project is
+// set): its x-bouncer-upstream member, or the entry init kept in the state
+// directory state for a client that refuses that key, with the client's ${...} variables expanded from our
 // environment, which is the one the client gave us: for a stdio server its
 // command and args, its env laid over ours (as the client would have done)
 // and its cwd; for a remote one (an entry with a url) its url, headers and
-// transport (rc is then set). base is the directory relative --policy
-// files are resolved against.
-func upstreamFromConfig(file, project, name string) (c transport.Command, rc *transport.RemoteConfig, base string, err error) {
-	r, err := mcpconfig.Resolve(mcpconfig.Lookup{File: file, Project: project, Server: name, Getenv: os.LookupEnv})
+// transport (rc is then set). r says where the config was found: its
+// Base is the directory relative --policy files are resolved against. A
+// client that keeps its originals in the state directory state has them
+// found there (mcpconfig.Kept).
+func upstreamFromConfig(file, project, name, state string) (c transport.Command, rc *transport.RemoteConfig, r mcpconfig.Resolved, err error) {
+	r, err = mcpconfig.Resolve(mcpconfig.Lookup{File: file, Project: project, Server: name, Getenv: os.LookupEnv, Kept: mcpconfig.Kept{State: state}})
 	if err != nil {
-		return transport.Command{}, nil, "", err
+		return transport.Command{}, nil, r, err
 	}
 	c, rc = entryUpstream(r.Entry)
-	return c, rc, r.Base, nil
+	return c, rc, r, nil
 }
 
 // entryUpstream is the upstream of an expanded config entry: a stdio

@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,15 +86,29 @@ type Entry struct {
 type Dest struct {
 	Param string `json:"param"`
 	Value string `json:"value"`
-	// Vouch says what vouched for it on an allowed call (allowlist,
-	// prompt, human, trusted_output, directory, approval); empty
-	// otherwise.
+	// Vouch names the way that vouched for it on an allowed call, as the
+	// table of ways (package vouch) names it; empty otherwise.
 	Vouch string `json:"vouch,omitempty"`
 }
 
 // Observed reports whether the line was written in observe mode: decided,
 // not enforced.
 func (e Entry) Observed() bool { return e.Enforced != nil && !*e.Enforced }
+
+// Declined reports whether the line ends an ask with a human's no: they
+// declined the client's question or dismissed it (the proxy's reasons end
+// so).
+func (e Entry) Declined() bool {
+	return e.Verdict == "deny" && e.Rule == "approval" &&
+		(strings.HasSuffix(e.Reason, DeclinedSuffix) || strings.HasSuffix(e.Reason, DismissedSuffix))
+}
+
+// The ends of the reason of a line whose ask a human said no to, as the
+// proxy writes them.
+const (
+	DeclinedSuffix  = "; the human declined"
+	DismissedSuffix = "; the human dismissed the question"
+)
 
 // Taint is the destination of a taint deny.
 type Taint struct {
@@ -128,7 +143,13 @@ const TimeFormat = "2006-01-02T15:04:05.000000000Z"
 // the form used by prev.
 func Hash(line []byte) string {
 	sum := sha256.Sum256(line)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	var b strings.Builder
+	b.Grow(len("sha256:") + 2*len(sum))
+	b.WriteString("sha256:")
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	b.Write(h[:])
+	return b.String()
 }
 
 // Log appends to one audit file. It is safe for concurrent use, and several
@@ -170,6 +191,7 @@ type Log struct {
 	hpath      string
 	hf         *os.File
 	hbuf, rbuf []byte // a record being made, one being read
+	wbuf       []byte // the lines being written (guarded by mu)
 	headErr    error
 	// marks caches the encoding of the head's marks (encodeMarks): they
 	// are the same record after record, and are encoded again only when
@@ -289,7 +311,7 @@ func (l *Log) Sync() error {
 // (statefile.CheckPrivate). The log is appended to, never replaced, so it
 // keeps its own open: O_APPEND, and a symbolic link is followed.
 func openFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	f, err := statefile.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
@@ -317,16 +339,30 @@ func openFile(path string) (*os.File, error) {
 // Append, as a failed flush does: the line is already written, and a log
 // whose head stops moving would look cut short.
 func (l *Log) Append(e Entry) error {
+	es := [1]Entry{e}
+	return l.AppendAll(es[:])
+}
+
+// AppendAll is Append for several lines, in order, each chained to the
+// one before it (it fills in their Prev, and a zero TS): the group commit
+// of the calls a proxy decided together. They are written under one lock,
+// with one write and one head record, and AppendAll returns only once all
+// of them are in the file. An error means none of the calls they describe
+// may go on (some of the lines may be written: a line never says more than
+// that its call was decided).
+func (l *Log) AppendAll(es []Entry) error {
 	if l == nil {
 		return errors.New("audit: log is not open")
 	}
-	if e.TS.IsZero() {
-		e.TS = l.now()
-	}
-	if !verdicts[e.Verdict] {
-		// A line Parse would reject later is no evidence; refuse it now,
-		// which denies the call.
-		return fmt.Errorf("audit %s: verdict %q is not allow, deny or ask", l.path, e.Verdict)
+	for i := range es {
+		if es[i].TS.IsZero() {
+			es[i].TS = l.now()
+		}
+		if !verdicts[es[i].Verdict] {
+			// A line Parse would reject later is no evidence; refuse it
+			// now, which denies the call.
+			return fmt.Errorf("audit %s: verdict %q is not allow, deny or ask", l.path, es[i].Verdict)
+		}
 	}
 	if p := l.syncErr.Load(); p != nil {
 		return *p
@@ -351,23 +387,33 @@ func (l *Log) Append(e Entry) error {
 	var partial bool
 	if !l.hdOK || l.tail.dev != uint64(st.Dev) || l.tail.ino != st.Ino || l.tail.size != st.Size {
 		l.hdOK = false
-		hd, p, err := l.reconcile(f, st.Size)
+		hd, p, err := l.reconcile(f, st.Size, uint64(st.Ino))
 		if err != nil {
 			return fmt.Errorf("audit %s: reading the log back: %w", l.path, err)
 		}
 		l.hd, l.hdOK, partial = *hd, true, p
 	}
-	e.Prev = l.hd.Last
-	line, err := Marshal(e)
-	if err != nil {
-		return fmt.Errorf("audit %s: %w", l.path, err)
-	}
-	buf := make([]byte, 0, len(line)+2)
+	buf := l.wbuf[:0]
 	if partial {
 		buf = append(buf, '\n')
 	}
-	buf = append(buf, line...)
-	buf = append(buf, '\n')
+	h := l.hd // the head once the lines are written
+	for i := range es {
+		es[i].Prev = h.next()
+		start := len(buf)
+		if buf, err = appendLine(buf, &es[i]); err != nil {
+			return fmt.Errorf("audit %s: %w", l.path, err)
+		}
+		h.Last = Hash(buf[start:])
+		if h.Lines == 0 {
+			h.First = h.Last
+		}
+		h.Lines++
+		buf = append(buf, '\n')
+	}
+	if cap(buf) <= maxKeptLines {
+		l.wbuf = buf
+	}
 	// One write under the lock: with O_APPEND the kernel places it at the
 	// end, and no other appender can interleave.
 	n, err := f.Write(buf)
@@ -378,27 +424,25 @@ func (l *Log) Append(e Entry) error {
 		l.hdOK = false
 		return fmt.Errorf("audit %s: writing: %w", l.path, err)
 	}
-	h := &l.hd
-	if h.Lines == 0 {
-		h.First = Hash(line)
-		h.Last = h.First
-	} else {
-		h.Last = Hash(line)
-	}
-	h.Lines++
 	h.Size = st.Size + int64(n)
+	l.hd = h
 	l.tail.dev, l.tail.ino, l.tail.size = uint64(st.Dev), st.Ino, h.Size
-	if err := l.writeHead(h); err != nil {
-		// This line is written and its call may go on; the next is denied.
+	if err := l.writeHead(&l.hd); err != nil {
+		// The lines are written and their calls may go on; the next is
+		// denied.
 		l.hdOK = false
 		l.headErr = fmt.Errorf("audit head %s: writing: %w", l.hpath, err)
 	}
 	select {
 	case l.kick <- struct{}{}:
-	default: // a sync is already due; it covers this line too
+	default: // a sync is already due; it covers these lines too
 	}
 	return nil
 }
+
+// maxKeptLines is the largest line buffer a Log keeps for the next
+// append; one that grew past it (a call with large arguments) is let go.
+const maxKeptLines = 64 << 10
 
 // lock takes the exclusive lock on the file now at l.path. If the file was
 // renamed or removed (log rotation) since it was opened, it opens the new one
@@ -513,28 +557,6 @@ func (l *Log) Close() error {
 	return err
 }
 
-// wireEntry fixes the order of fields on the wire and the time format.
-type wireEntry struct {
-	TS       string          `json:"ts"`
-	Server   string          `json:"server"`
-	Tool     string          `json:"tool"`
-	Args     json.RawMessage `json:"args"`
-	ArgsForm string          `json:"args_form,omitempty"`
-	Verdict  string          `json:"verdict"`
-	Reason   string          `json:"reason"`
-	Rule     string          `json:"rule"`
-	Session  string          `json:"session,omitempty"`
-	User     string          `json:"user,omitempty"`
-	Replica  string          `json:"replica,omitempty"`
-	ID       json.RawMessage `json:"id,omitempty"`
-	Code     string          `json:"code,omitempty"`
-	Taint    *Taint          `json:"taint,omitempty"`
-	Dests    []Dest          `json:"dests,omitempty"`
-	Policy   string          `json:"policy,omitempty"`
-	Enforced *bool           `json:"enforced,omitempty"`
-	Prev     string          `json:"prev"`
-}
-
 // Marshal encodes e as one audit line, without the newline. It is the one
 // place lines are made, and every line it returns is valid UTF-8 and
 // strict JSON (RFC 8259 with no lone surrogate escapes, I-JSON's rule), so
@@ -555,50 +577,111 @@ type wireEntry struct {
 //
 // The hash chain is over the bytes Marshal returns, so none of this
 // affects verification.
-func Marshal(e Entry) ([]byte, error) {
-	w := wireEntry{
-		TS: e.TS.UTC().Format(TimeFormat), Server: e.Server, Tool: e.Tool,
-		Args: e.Args, ArgsForm: e.ArgsForm, Verdict: e.Verdict, Reason: e.Reason, Rule: e.Rule,
-		Session: e.Session, User: e.User, Replica: e.Replica, ID: e.ID, Code: e.Code, Taint: e.Taint, Dests: e.Dests, Policy: e.Policy, Enforced: e.Enforced, Prev: e.Prev,
+func Marshal(e Entry) ([]byte, error) { return appendLine(nil, &e) }
+
+// appendLine appends Marshal's line for e to buf. The line is written
+// member by member, in the order and with the omissions encoding/json
+// would give the Entry's tags (FuzzMarshalEncodingJSON holds the two
+// together), since it is made for every call.
+func appendLine(buf []byte, e *Entry) ([]byte, error) {
+	if len(e.ID) > 0 && !json.Valid(e.ID) {
+		return buf, fmt.Errorf("encoding entry for %q: the id is not valid JSON", e.Tool)
 	}
-	if len(w.Args) == 0 {
-		w.Args = json.RawMessage("null")
-	}
-	if len(w.ID) > 0 && !json.Valid(w.ID) {
-		return nil, fmt.Errorf("encoding entry for %q: the id is not valid JSON", e.Tool)
-	}
-	line, err := encode(w)
-	if err != nil && !json.Valid(w.Args) {
-		w.Args, err = encode(string(w.Args))
-		w.ArgsForm = ArgsText
-		if err == nil {
-			line, err = encode(w)
+	start := len(buf)
+	buf = append(buf, `{"ts":"`...)
+	buf = e.TS.UTC().AppendFormat(buf, TimeFormat)
+	buf = append(buf, `","server":`...)
+	buf = jsontext.AppendQuoted(buf, e.Server)
+	buf = append(buf, `,"tool":`...)
+	buf = jsontext.AppendQuoted(buf, e.Tool)
+	buf = append(buf, `,"args":`...)
+	form := e.ArgsForm
+	switch {
+	case len(e.Args) == 0:
+		buf = append(buf, "null"...)
+	default:
+		b := bytes.NewBuffer(buf)
+		if json.Compact(b, e.Args) == nil {
+			buf = b.Bytes()
+			break
 		}
+		// Not JSON: the text, as a string.
+		buf = jsontext.AppendQuoted(buf, string(e.Args))
+		form = ArgsText
 	}
-	if err != nil {
-		return nil, fmt.Errorf("encoding entry for %q: %w", e.Tool, err)
+	if form != "" {
+		buf = append(buf, `,"args_form":`...)
+		buf = jsontext.AppendQuoted(buf, form)
 	}
-	line = strictStrings(line)
+	buf = append(buf, `,"verdict":`...)
+	buf = jsontext.AppendQuoted(buf, e.Verdict)
+	buf = append(buf, `,"reason":`...)
+	buf = jsontext.AppendQuoted(buf, e.Reason)
+	buf = append(buf, `,"rule":`...)
+	buf = jsontext.AppendQuoted(buf, e.Rule)
+	buf = appendOpt(buf, `,"session":`, e.Session)
+	buf = appendOpt(buf, `,"user":`, e.User)
+	buf = appendOpt(buf, `,"replica":`, e.Replica)
+	if len(e.ID) > 0 {
+		buf = append(buf, `,"id":`...)
+		b := bytes.NewBuffer(buf)
+		_ = json.Compact(b, e.ID) // valid: checked above
+		buf = b.Bytes()
+	}
+	buf = appendOpt(buf, `,"code":`, e.Code)
+	if t := e.Taint; t != nil {
+		buf = append(buf, `,"taint":{"param":`...)
+		buf = jsontext.AppendQuoted(buf, t.Param)
+		buf = append(buf, `,"destination":`...)
+		buf = jsontext.AppendQuoted(buf, t.Destination)
+		buf = appendOpt(buf, `,"source":`, t.Source)
+		buf = append(buf, '}')
+	}
+	if len(e.Dests) > 0 {
+		buf = append(buf, `,"dests":[`...)
+		for i, d := range e.Dests {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, `{"param":`...)
+			buf = jsontext.AppendQuoted(buf, d.Param)
+			buf = append(buf, `,"value":`...)
+			buf = jsontext.AppendQuoted(buf, d.Value)
+			buf = appendOpt(buf, `,"vouch":`, d.Vouch)
+			buf = append(buf, '}')
+		}
+		buf = append(buf, ']')
+	}
+	buf = appendOpt(buf, `,"policy":`, e.Policy)
+	if e.Enforced != nil {
+		buf = append(buf, `,"enforced":`...)
+		buf = strconv.AppendBool(buf, *e.Enforced)
+	}
+	buf = append(buf, `,"prev":`...)
+	buf = jsontext.AppendQuoted(buf, e.Prev)
+	buf = append(buf, '}')
+	line := strictStrings(buf[start:])
 	// Neither can happen after the above; be sure, since a bad line would
 	// be written for good.
 	if bytes.IndexByte(line, '\n') >= 0 {
-		return nil, errors.New("encoded entry spans lines")
+		return buf[:start], errors.New("encoded entry spans lines")
 	}
 	if !utf8.Valid(line) {
-		return nil, errors.New("encoded entry is not valid UTF-8")
+		return buf[:start], errors.New("encoded entry is not valid UTF-8")
 	}
-	return line, nil
+	if len(line) > 0 && &line[0] != &buf[start] {
+		buf = append(buf[:start], line...) // strictStrings rewrote it
+	}
+	return buf, nil
 }
 
-// encode is json.Marshal without HTML escaping and without the newline.
-func encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+// appendOpt appends the member key (with its comma and colon) and the
+// string s, unless s is empty (an omitempty field).
+func appendOpt(buf []byte, key, s string) []byte {
+	if s == "" {
+		return buf
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return jsontext.AppendQuoted(append(buf, key...), s)
 }
 
 // strictStrings rewrites, inside the strings of a valid JSON text, each
@@ -766,7 +849,7 @@ func eachLine(r io.Reader, fn func(n int, line []byte, noNewline bool) error) er
 // ReadFile reads every line of an audit file. A malformed line is an error
 // naming its line number.
 func ReadFile(path string) ([]Entry, error) {
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
@@ -841,18 +924,26 @@ const maxRemembered = 1 << 20
 // place is listed. pins are head hashes kept from earlier runs; HasHead
 // answers for them. It returns an error only when r can't be read.
 func Verify(r io.Reader, pins ...string) (*Report, error) {
-	return verify(r, nil, pins)
+	return verify(r, nil, Genesis, pins)
 }
 
-// verify is Verify, and, when hd is not nil, a check of the log against
-// that head record (see checkHead).
-func verify(r io.Reader, hd *Head, pins []string) (*Report, error) {
+// VerifyAfter is Verify for a log that continues another, rotated away,
+// whose last line's hash is after: the first line's prev must be after
+// rather than the genesis value. Verifying rotated logs oldest first,
+// each after the head of the one before, checks the chain across them.
+func VerifyAfter(r io.Reader, after string, pins ...string) (*Report, error) {
+	return verify(r, nil, normHead(after), pins)
+}
+
+// verify is Verify, with the first line's prev start, and, when hd is not
+// nil, a check of the log against that head record (see checkHead).
+func verify(r io.Reader, hd *Head, start string, pins []string) (*Report, error) {
 	rep := &Report{Head: Genesis, hashes: map[string]int{}}
 	pinned := map[string]bool{}
 	for _, p := range pins {
 		pinned[normHead(p)] = true
 	}
-	expect := Genesis
+	expect := start
 	err := eachLine(r, func(n int, line []byte, noNewline bool) error {
 		rep.Lines = n
 		h := Hash(line)
@@ -875,7 +966,7 @@ func verify(r io.Reader, hd *Head, pins []string) (*Report, error) {
 		case err != nil:
 			problem(err.Error())
 		case prev != expect:
-			problem(breakMsg(n, prev, rep.hashes))
+			problem(breakMsg(n, prev, start, rep.hashes))
 		}
 		if noNewline {
 			problem("the line is incomplete (no newline at the end of the file)")
@@ -938,7 +1029,15 @@ func checkHead(rep *Report, hd *Head) {
 			"the head file was started on %s, when the log already had %d lines (a log from a bouncer without head files, or the head file had been removed): a log replaced before then would not show",
 			a.At, a.Lines))
 	}
-	if p := hd.Previous; p != nil {
+	if p := hd.Previous; p != nil && p.Chained && p.Lines == 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf(
+			"this log's first line continues a log that ended with %s (the head file was started over it on %s, and knows nothing more of that log). Check both together with: bouncer audit verify --audit OLD --audit THIS",
+			p.Last, p.At))
+	} else if p != nil && p.Chained {
+		rep.Notes = append(rep.Notes, fmt.Sprintf(
+			"a new log was started on %s; the one before it had %d lines and ended with %s, and this log's first line chains to it. If you did not rotate the log, someone moved or removed it. Check both together with: bouncer audit verify --audit OLD --audit THIS",
+			p.At, p.Lines, p.Last))
+	} else if p != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf(
 			"a new log was started on %s; the one before it had %d lines and ended with %s. If you did not rotate or empty the log, someone removed it. Check the old file with: bouncer audit verify --audit OLD --no-head --expect-head %s",
 			p.At, p.Lines, p.Last, p.Last))
@@ -946,9 +1045,13 @@ func checkHead(rep *Report, hd *Head) {
 }
 
 // breakMsg explains a prev that doesn't match the line before.
-func breakMsg(n int, prev string, seen map[string]int) string {
-	if n == 1 {
+func breakMsg(n int, prev, start string, seen map[string]int) string {
+	switch {
+	case n == 1 && start == Genesis:
 		return "prev is not the genesis value: the first lines were removed, or this line was edited"
+	case n == 1:
+		return fmt.Sprintf("prev is not %s, the last hash of the log before this one (rotated away): "+
+			"the log was emptied or replaced and started again, its first lines were removed, or this line was edited", start)
 	}
 	if j, ok := seen[prev]; ok && j != n {
 		return fmt.Sprintf("prev is the hash of line %d, not of line %d: lines were reordered or removed", j, n-1)
@@ -1003,7 +1106,21 @@ func VerifyFile(path string) (int, error) {
 // that no Append is half done between them; lines appended after that are
 // not read.
 func VerifyFileReport(path string, pins ...string) (*Report, error) {
-	f, err := os.Open(path)
+	return verifyFile(path, "", pins)
+}
+
+// VerifyFileAfter is VerifyFileReport for a log that continues another,
+// rotated away, whose last line's hash is after (see VerifyAfter). The
+// head file must agree: a head that records another predecessor is a
+// problem.
+func VerifyFileAfter(path, after string, pins ...string) (*Report, error) {
+	return verifyFile(path, normHead(after), pins)
+}
+
+// verifyFile is VerifyFileReport; after, if not "", is the last hash of
+// the log this one continues.
+func verifyFile(path, after string, pins []string) (*Report, error) {
+	f, err := statefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
@@ -1020,7 +1137,11 @@ func VerifyFileReport(path string, pins ...string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
-	rep, err := verify(io.NewSectionReader(f, 0, fi.Size()), hd, pins)
+	start := after
+	if start == "" {
+		start = hd.start()
+	}
+	rep, err := verify(io.NewSectionReader(f, 0, fi.Size()), hd, start, pins)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
@@ -1032,6 +1153,10 @@ func VerifyFileReport(path string, pins ...string) (*Report, error) {
 			rep.Problems...)
 	case hd == nil && rep.Lines > 0:
 		rep.Unanchored = true
+	case hd != nil && after != "" && hd.start() != after && hd.start() != Genesis:
+		rep.Problems = append([]Problem{{Anchor: true, Msg: fmt.Sprintf(
+			"the head file %s records that this log continues one that ended with %s, not with %s (the log given before it)", hpath, hd.start(), after)}},
+			rep.Problems...)
 	}
 	return rep, nil
 }

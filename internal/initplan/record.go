@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sort"
 
 	"github.com/bouncer-mcp/bouncer/internal/hooks"
 	"github.com/bouncer-mcp/bouncer/internal/statefile"
@@ -50,7 +51,7 @@ func (r Record) Update(path string, f func(*hooks.Added)) error {
 	}
 	a := all[path]
 	f(&a)
-	if a.Empty() {
+	if a.Empty() && !a.Config {
 		delete(all, path)
 	} else {
 		all[path] = a
@@ -68,9 +69,31 @@ func (r Record) Update(path string, f func(*hooks.Added)) error {
 	return nil
 }
 
+// Files lists the hook files init recorded adding to, and the MCP configs
+// whose servers it wrapped, in name order: Bouncer's own files, for every
+// proxy (setup.LaunchFiles).
+func (r Record) Files() ([]string, error) {
+	all, err := r.read()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(all))
+	for f := range all {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // Forget drops what is recorded for the hook file at path.
 func (r Record) Forget(path string) error {
 	return r.Update(path, func(a *hooks.Added) { *a = hooks.Added{} })
+}
+
+// Wrapped records whether the MCP config at path (absolute) has servers
+// init wrapped.
+func (r Record) Wrapped(path string, wrapped bool) error {
+	return r.Update(path, func(a *hooks.Added) { a.Config = wrapped })
 }
 
 // read returns the whole record; nil when there is none.

@@ -31,7 +31,8 @@ func tableListener(t testing.TB) (*Listener, string) {
 
 type discard struct{}
 
-func (discard) Append(audit.Entry) error { return nil }
+func (discard) Append(audit.Entry) error      { return nil }
+func (discard) AppendAll([]audit.Entry) error { return nil }
 
 const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
 

@@ -80,9 +80,11 @@ type Pinner interface {
 	Refuse(why string)
 }
 
-// Auditor receives a session's audit lines (*audit.Log).
+// Auditor receives a session's audit lines (*audit.Log): one, or several
+// decided together as one commit.
 type Auditor interface {
 	Append(audit.Entry) error
+	AppendAll([]audit.Entry) error
 }
 
 // SessionSpec is what NewJudge is told about a session.
@@ -717,6 +719,19 @@ func (a scopedAudit) Append(e audit.Entry) error {
 	err := a.log.Append(e)
 	if err == nil {
 		a.m.verdict(e.Verdict, e.Rule)
+	}
+	return err
+}
+
+func (a scopedAudit) AppendAll(es []audit.Entry) error {
+	for i := range es {
+		es[i].User, es[i].Replica = a.user, a.replica
+	}
+	err := a.log.AppendAll(es)
+	if err == nil {
+		for _, e := range es {
+			a.m.verdict(e.Verdict, e.Rule)
+		}
 	}
 	return err
 }

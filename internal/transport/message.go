@@ -33,9 +33,8 @@ func DecodeMessage(data []byte) (m jsonrpc.Message, request bool, err error) {
 }
 
 // EncodeMessage encodes m as Conn writes it (one line's worth, without the
-// line end): byte for byte what jsonrpc.EncodeMessage writes, without its
-// second pass over a large params or result.
-func EncodeMessage(m jsonrpc.Message) ([]byte, error) { return encodeMessage(m) }
+// line end, and holding none: appendMessage).
+func EncodeMessage(m jsonrpc.Message) ([]byte, error) { return appendMessage(nil, m) }
 
 // relatedKey is the context key of WithRelated.
 type relatedKey struct{}

@@ -15,6 +15,9 @@
 //   - JSONParse: testdata/servers/jsonparse-server.mjs, plain JSON.parse
 //     (exact keys, last duplicate wins, lone surrogates kept).
 //   - Filesystem: the npm reference @modelcontextprotocol/server-filesystem.
+//   - Builder: testdata/servers/builder-server.mjs, whose tools build what
+//     they act on from their arguments (path.join(savePath, filename),
+//     sh -c, python3 -c), as real servers do.
 //
 // The bouncer binary and the mcp-go server are built once per test binary
 // into a temporary directory (go build, from the module root found above
@@ -170,6 +173,14 @@ func JSONParse(t testing.TB, inbox ...string) Server {
 		argv = append(argv, "--inbox", strings.Join(inbox, ","))
 	}
 	return Server{Name: "jsonparse", Argv: argv, SideEffects: se}
+}
+
+// Builder returns the node test server whose tools build what they act on
+// from their arguments: download_attachment writes path.join(savePath,
+// filename), run_command runs sh -c, run_python runs python3 -c.
+func Builder(t testing.TB) Server {
+	t.Helper()
+	return Server{Name: "builder", Argv: []string{Node(t), filepath.Join(ModuleRoot(t), "testdata", "servers", "builder-server.mjs")}}
 }
 
 // Filesystem returns the npm reference filesystem server confined (by
