@@ -44,25 +44,11 @@ import (
 // benchLimits lifts the listener's limits out of the benchmarks' way.
 const benchLimits = `{"limits": {"sessions": 100000, "sessions_per_user": 100000, "processes_per_user": 100000, "spawn_rate": 100000, "spawn_burst": 100000}}`
 
-// authRT adds a bearer token, when there is one, over base.
-type authRT struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (a authRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	if a.token != "" {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+a.token)
-	}
-	return a.base.RoundTrip(r)
-}
-
 // benchHTTP is every arm's HTTP client: enough keep-alive connections for
 // 50 sessions at once, so no arm pays for new connections the others
 // don't.
 func benchHTTP(token string) *http.Client {
-	return &http.Client{Transport: authRT{token, &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512, IdleConnTimeout: time.Minute}}}
+	return &http.Client{Transport: bearerTransport{token, &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512, IdleConnTimeout: time.Minute}}}
 }
 
 // benchConnect opens a session at endpoint, as the tests' clients do: no

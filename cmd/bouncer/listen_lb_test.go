@@ -185,7 +185,7 @@ func lbClient(t *testing.T, lt *listenTest, front string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "lb-test", Version: "1"}, nil)
 	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + front + "/mcp", DisableStandaloneSSE: true, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearerTransport{lt.tokens["alice"]}}}
+		HTTPClient: &http.Client{Transport: bearerTransport{token: lt.tokens["alice"]}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cs, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -202,7 +202,7 @@ func lbPing(t *testing.T, lt *listenTest, front, sid string) int {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := (&http.Client{Transport: bearerTransport{lt.tokens["alice"]}}).Do(req)
+	resp, err := (&http.Client{Transport: bearerTransport{token: lt.tokens["alice"]}}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

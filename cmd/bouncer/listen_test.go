@@ -140,13 +140,20 @@ func (lt *listenTest) writeConfig(servers map[string]any, extra string) (cfgFile
 	return cfgFile, pol
 }
 
-// bearerTransport adds a bearer token (and, for the tests that check it
-// never reaches the upstream, a cookie).
-type bearerTransport struct{ token string }
+// bearerTransport adds a bearer token, when there is one, over base.
+type bearerTransport struct {
+	token string
+	base  http.RoundTripper // nil: http.DefaultTransport
+}
 
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
+	if b.token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	if b.base != nil {
+		return b.base.RoundTrip(r)
+	}
 	return http.DefaultTransport.RoundTrip(r)
 }
 
@@ -162,7 +169,7 @@ func (lt *listenTest) client(user string, elicit func(*mcp.ElicitRequest) (*mcp.
 	c := mcp.NewClient(&mcp.Implementation{Name: "listen-test", Version: "1"}, opts)
 	tr := &mcp.StreamableClientTransport{
 		Endpoint:             lt.srv.URL + "/mcp",
-		HTTPClient:           &http.Client{Transport: bearerTransport{lt.tokens[user]}},
+		HTTPClient:           &http.Client{Transport: bearerTransport{token: lt.tokens[user]}},
 		DisableStandaloneSSE: true,
 		MaxRetries:           -1,
 	}
@@ -316,7 +323,7 @@ func (lt *listenTest) get(user, path string) (int, string) {
 
 func (lt *listenTest) do(user string, req *http.Request) (int, string) {
 	lt.t.Helper()
-	resp, err := (&http.Client{Transport: bearerTransport{lt.tokens[user]}}).Do(req)
+	resp, err := (&http.Client{Transport: bearerTransport{token: lt.tokens[user]}}).Do(req)
 	if err != nil {
 		lt.t.Fatal(err)
 	}
@@ -446,7 +453,7 @@ func (lt *listenTest) raw(user, method, body string, hdr map[string]string) (int
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := (&http.Client{Transport: bearerTransport{lt.tokens[user]}}).Do(req)
+	resp, err := (&http.Client{Transport: bearerTransport{token: lt.tokens[user]}}).Do(req)
 	if err != nil {
 		lt.t.Fatal(err)
 	}
@@ -1011,7 +1018,7 @@ func TestListenUpstreamBatchAnswered(t *testing.T) {
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := (&http.Client{Transport: bearerTransport{lt.tokens["alice"]}, Timeout: 30 * time.Second}).Do(req)
+	resp, err := (&http.Client{Transport: bearerTransport{token: lt.tokens["alice"]}, Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
