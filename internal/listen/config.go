@@ -66,6 +66,17 @@ func ParseConfig(file string, data []byte) (*FileConfig, error) {
 		return nil, err
 	}
 	fc := &FileConfig{}
+	// Two x-bouncer-listen objects: which one is meant (the laxer auth of
+	// the two?) is not for the listener to guess.
+	var first *jsonc.Member
+	for i := range root.Members {
+		if m := &root.Members[i]; m.Key == ConfigKey {
+			if first != nil {
+				return nil, jsonc.Repeated(file, data, "the file's top-level object", first, m)
+			}
+			first = m
+		}
+	}
 	n, ok := root.Get(ConfigKey)
 	if !ok {
 		return fc, nil
