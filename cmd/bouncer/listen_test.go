@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1040,4 +1041,85 @@ func TestListenUpstreamBatchAnswered(t *testing.T) {
 			t.Fatalf("the server never got its batch answered as %s; it got:\n%s", want, got)
 		}
 	}
+}
+
+// The replica's session cap holds against initializes at once (503 with
+// Retry-After: another replica may take the session), a user's process
+// cap answers 429 and leaves other users alone, and a session's end gives
+// back both its session and its process.
+func TestListenLimits(t *testing.T) {
+	initialize := func(lt *listenTest, user string) (int, string, http.Header) {
+		return lt.raw(user, "POST", initBody, nil)
+	}
+	// until polls an initialize until it is answered 200: a session's
+	// process is given back when it has exited, just after the DELETE.
+	until := func(lt *listenTest, user string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			st, body, _ := initialize(lt, user)
+			if st == http.StatusOK {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's initialize after a DELETE: %d %s", user, st, body)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Run("replica", func(t *testing.T) {
+		lt := newListenTest(t, `{"limits": {"sessions": 3}}`)
+		var mu sync.Mutex
+		var sids []string
+		var codes []int
+		var wg sync.WaitGroup
+		for i := range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st, body, h := initialize(lt, []string{"alice", "bob"}[i%2])
+				mu.Lock()
+				defer mu.Unlock()
+				codes = append(codes, st)
+				switch st {
+				case http.StatusOK:
+					sids = append(sids, h.Get("Mcp-Session-Id"))
+				case http.StatusServiceUnavailable:
+					if h.Get("Retry-After") == "" || !strings.Contains(body, "3 sessions, its limit") {
+						t.Errorf("a 503 without Retry-After or reason: %v %q", h, body)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if len(sids) != 3 || slices.ContainsFunc(codes, func(c int) bool { return c != http.StatusOK && c != http.StatusServiceUnavailable }) {
+			t.Fatalf("10 initializes at once under a cap of 3: %v; want 3 × 200, the rest 503", codes)
+		}
+		for _, sid := range sids {
+			// Whoever owns it: the other user's DELETE is 404.
+			for _, u := range []string{"alice", "bob"} {
+				lt.raw(u, "DELETE", "", map[string]string{"Mcp-Session-Id": sid})
+			}
+		}
+		until(lt, "alice")
+	})
+	t.Run("processes", func(t *testing.T) {
+		lt := newListenTest(t, `{"limits": {"processes_per_user": 1}}`)
+		st, _, h := initialize(lt, "alice")
+		if st != http.StatusOK {
+			t.Fatalf("alice's first session: %d", st)
+		}
+		sid := h.Get("Mcp-Session-Id")
+		st, body, h2 := initialize(lt, "alice")
+		if st != http.StatusTooManyRequests || h2.Get("Retry-After") == "" || !strings.Contains(body, "server processes on this replica, the limit") {
+			t.Fatalf("alice's second process: %d %q %v; want 429 with Retry-After", st, body, h2)
+		}
+		if st, _, _ := initialize(lt, "bob"); st != http.StatusOK {
+			t.Fatalf("bob's session while alice is at her limit: %d", st)
+		}
+		if st, _, _ := lt.raw("alice", "DELETE", "", map[string]string{"Mcp-Session-Id": sid}); st != http.StatusNoContent {
+			t.Fatalf("DELETE: %d", st)
+		}
+		until(lt, "alice")
+	})
 }

@@ -161,6 +161,9 @@ type Listener struct {
 
 	mu       sync.Mutex
 	sessions map[[32]byte]*Session
+	// opening counts the sessions that passed the replica's cap and are
+	// still starting, so that initializes at once cannot all pass it.
+	opening int
 
 	draining atomic.Bool
 	wg       sync.WaitGroup // sessions' goroutines
@@ -328,17 +331,27 @@ func (l *Listener) open(user string, b *backend) (*Session, error) {
 	}
 	lim := l.opts.Limits
 	l.mu.Lock()
-	full := len(l.sessions) >= lim.Sessions
+	full := len(l.sessions)+l.opening >= lim.Sessions
+	if !full {
+		l.opening++ // start's table entry takes it over; unopened below
+	}
 	l.mu.Unlock()
 	if full {
 		return nil, &errLimit{status: http.StatusServiceUnavailable, msg: fmt.Sprintf("this replica has %d sessions, its limit", lim.Sessions), retry: 5 * time.Second}
 	}
+	unopened := func() {
+		l.mu.Lock()
+		l.opening--
+		l.mu.Unlock()
+	}
 	scope := l.users.acquire(user, lim.SessionsPerUser) // given back if the session does not start
 	if scope == nil {
+		unopened()
 		return nil, &errLimit{status: http.StatusTooManyRequests, msg: fmt.Sprintf("you have %d sessions open on this replica, the limit; end one (DELETE) or let it expire", lim.SessionsPerUser), retry: 5 * time.Second}
 	}
 	s, err := l.start(user, scope, b)
 	if err != nil {
+		unopened()
 		l.users.release(scope)
 		return nil, err
 	}
@@ -382,6 +395,7 @@ func (l *Listener) start(user string, scope *Scope, b *backend) (*Session, error
 	s.stop = cancel
 	l.mu.Lock()
 	l.sessions[l.tableKey(user, id)] = s
+	l.opening-- // open's reservation is this entry now
 	n := len(l.sessions)
 	l.mu.Unlock()
 	l.metrics.sessionsOpen.Store(int64(n))
