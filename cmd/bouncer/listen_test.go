@@ -215,9 +215,21 @@ func TestListenElicitationOnPOSTStream(t *testing.T) {
 		}
 		return &mcp.ElicitResult{Action: "accept"}, nil
 	})
-	text, isErr := call(t, cs, "send_email", map[string]any{"to": "carol@partner.example", "subject": "hi", "body": "hello"})
+	send := map[string]any{"to": "carol@partner.example", "subject": "hi", "body": "hello"}
+	text, isErr := call(t, cs, "send_email", send)
 	if isErr || text != "sent" || asked.Load() != 1 {
 		t.Fatalf("send_email to an unknown recipient: %q (isError %v), asked %d times; want it asked once and sent", text, isErr, asked.Load())
+	}
+	// A yes is its session's: alice's other session is asked again, and
+	// her no there holds.
+	var askedAgain atomic.Int32
+	other := lt.client("alice", func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		askedAgain.Add(1)
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	})
+	text, isErr = call(t, other, "send_email", send)
+	if !isErr || askedAgain.Load() != 1 {
+		t.Fatalf("the same send in alice's other session: %q (isError %v), asked %d times; want it asked there too, and declined", text, isErr, askedAgain.Load())
 	}
 }
 
