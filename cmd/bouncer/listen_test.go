@@ -56,8 +56,23 @@ func newListenTest(t testing.TB, extra string) *listenTest {
 }
 
 // newListenTestServers is newListenTest with the config's mcpServers
-// given (nil: the helpdesk on stdio, as "helpdesk").
+// given (nil: the helpdesk on stdio, as "helpdesk"); it returns once every
+// server is pinned.
 func newListenTestServers(t testing.TB, servers map[string]any, extra string) *listenTest {
+	t.Helper()
+	lt := startListenTest(t, servers, extra)
+	deadline := time.Now().Add(30 * time.Second)
+	for !lt.l.Pinned() {
+		if time.Now().After(deadline) {
+			t.Fatal("the helpdesk's tool list was not pinned within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return lt
+}
+
+// startListenTest is newListenTestServers without the wait for the pins.
+func startListenTest(t testing.TB, servers map[string]any, extra string) *listenTest {
 	t.Helper()
 	lt := &listenTest{t: t, home: t.TempDir(), dir: t.TempDir(), tokens: map[string]string{}}
 	cfgFile, pol := lt.writeConfig(servers, extra)
@@ -77,13 +92,6 @@ func newListenTestServers(t testing.TB, servers map[string]any, extra string) *l
 		l.Close()
 		closeLog()
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !l.Pinned() {
-		if time.Now().After(deadline) {
-			t.Fatal("the helpdesk's tool list was not pinned within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	return lt
 }
 
@@ -1134,4 +1142,51 @@ func TestListenLimits(t *testing.T) {
 		}
 		until(lt, "alice")
 	})
+}
+
+// Readiness waits for every server's pin: while one server's tool list
+// cannot be taken (its process exits at once), /readyz is 503 naming it,
+// and a session of it is refused with 503 and Retry-After, never started
+// on no pin; the other server, pinned, serves.
+func TestListenReadyWaitsForPin(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt := startListenTest(t, map[string]any{
+		"helpdesk": map[string]any{"command": exe, "env": map[string]string{testserver.EnvServer: "helpdesk", testserver.EnvDir: t.TempDir()}},
+		"broken":   map[string]any{"command": "false"},
+	}, "")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, body := lt.get("alice", "/readyz")
+		if st != http.StatusServiceUnavailable || !strings.Contains(body, `server "broken" not pinned`) {
+			t.Fatalf("/readyz with a server that cannot be pinned: %d %q", st, body)
+		}
+		if !strings.Contains(body, `"helpdesk"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the helpdesk was not pinned within 30s: %q", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	post := func(server string) (int, string, http.Header) {
+		req, _ := http.NewRequest(http.MethodPost, lt.srv.URL+"/servers/"+server+"/mcp", strings.NewReader(initBody))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := (&http.Client{Transport: bearerTransport{token: lt.tokens["alice"]}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	if st, body, h := post("broken"); st != http.StatusServiceUnavailable || h.Get("Retry-After") == "" || !strings.Contains(body, "not pinned yet") {
+		t.Fatalf("a session of the unpinned server: %d %q %v; want 503 with Retry-After", st, body, h)
+	}
+	if st, body, _ := post("helpdesk"); st != http.StatusOK {
+		t.Fatalf("a session of the pinned server: %d %q", st, body)
+	}
 }
