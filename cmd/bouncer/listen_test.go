@@ -26,6 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bouncer-mcp/bouncer/internal/listen"
+	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 )
 
@@ -1188,5 +1189,41 @@ func TestListenReadyWaitsForPin(t *testing.T) {
 	}
 	if st, body, _ := post("helpdesk"); st != http.StatusOK {
 		t.Fatalf("a session of the pinned server: %d %q", st, body)
+	}
+}
+
+// The operator's remembered destinations (bouncer trust add on the host:
+// the state directory's remembered.json) hold for every user's sessions,
+// beside each user's own; what a user ticks "remember" for goes to that
+// user's file, never to the operator's, which every user shares.
+func TestListenOperatorTrust(t *testing.T) {
+	lt := newListenTest(t, "")
+	operator := session.OpenRemembered(lt.home)
+	if err := operator.Add("helpdesk", "carol@partner.example", "test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	remember := func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"remember": true}}, nil
+	}
+	alice, bob := lt.client("alice", remember), lt.client("bob", remember)
+	toCarol := map[string]any{"to": "carol@partner.example", "subject": "s", "body": "b"}
+	for name, cs := range map[string]*mcp.ClientSession{"alice": alice, "bob": bob} {
+		if text, _ := call(t, cs, "send_email", toCarol); text != "sent" || asked.Load() != 0 {
+			t.Fatalf("%s's send to the operator's destination: %q, asked %d times; want it sent unasked", name, text, asked.Load())
+		}
+	}
+	// alice remembers dave: her file has him, the operator's does not, and
+	// bob is asked.
+	toDave := map[string]any{"to": "dave@partner.example", "subject": "s", "body": "b"}
+	if text, _ := call(t, alice, "send_email", toDave); text != "sent" || asked.Load() != 1 {
+		t.Fatalf("alice's send to dave: %q, asked %d times", text, asked.Load())
+	}
+	if operator.Has("helpdesk", "dave@partner.example") {
+		t.Fatal("alice's remembered destination went into the operator's file")
+	}
+	if text, _ := call(t, bob, "send_email", toDave); text != "sent" || asked.Load() != 2 {
+		t.Fatalf("bob's send to dave: %q, asked %d times; want him asked", text, asked.Load())
 	}
 }
