@@ -950,6 +950,13 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 		if err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
+		if method == "" {
+			// The go-sdk reads a method key of "" (or null) as a request,
+			// and writes a request without its method when it is "", which
+			// a peer then reads as a response: what was judged a request
+			// would arrive as an answer. No MCP method is empty.
+			return nil, errors.New("unmarshaling jsonrpc message: the method is empty")
+		}
 		if idErr != nil {
 			return nil, &badIDError{request: true, reason: idErr.Error()}
 		}
