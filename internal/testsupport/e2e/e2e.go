@@ -15,8 +15,10 @@
 //   - JSONParse: testdata/servers/jsonparse-server.mjs, plain JSON.parse
 //     (exact keys, last duplicate wins, lone surrogates kept).
 //   - Filesystem: the npm reference @modelcontextprotocol/server-filesystem.
+//   - Toolbox: internal/testsupport/testserver/toolbox, whose tools build a
+//     path from two arguments or run a shell command or Python code.
 //
-// The bouncer binary and the mcp-go server are built once per test binary
+// The bouncer binary and the Go test servers are built once per test binary
 // into a temporary directory (go build, from the module root found above
 // the test's working directory). Tests that need node skip when it is not
 // installed (and fail when $CI is set, as the proxy tests' npm helper does).
@@ -68,7 +70,7 @@ var (
 	buildErr  error
 )
 
-// build compiles bouncer and the mcp-go server once per test binary.
+// build compiles bouncer and the Go test servers once per test binary.
 func build(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -83,7 +85,7 @@ func build(t testing.TB) string {
 			return
 		}
 		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-			"./cmd/bouncer", "./internal/testsupport/testserver/mcpgo")
+			"./cmd/bouncer", "./internal/testsupport/testserver/mcpgo", "./internal/testsupport/testserver/toolbox")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
@@ -150,6 +152,14 @@ func MCPGo(t testing.TB, inbox ...string) Server {
 		argv = append(argv, "--inbox", strings.Join(inbox, ","))
 	}
 	return Server{Name: "mcpgo", Argv: argv, SideEffects: se}
+}
+
+// Toolbox returns the toolbox test server: download_attachment writes to
+// filepath.Join(savePath, filename), run_command runs sh -c, run_python
+// runs python3 -c.
+func Toolbox(t testing.TB) Server {
+	t.Helper()
+	return Server{Name: "toolbox", Argv: []string{filepath.Join(build(t), "toolbox")}}
 }
 
 // Node returns the path of node, or skips the test when it is missing
@@ -524,6 +534,9 @@ func (s *Session) Audit() []audit.Entry {
 	}
 	return es
 }
+
+// Pid is the process ID of bouncer (or, with Direct, the server).
+func (s *Session) Pid() int { return s.cmd.Process.Pid }
 
 // Stderr returns what the process wrote to stderr so far.
 func (s *Session) Stderr() string { return s.stderr.String() }
