@@ -214,7 +214,8 @@ func split(s string) string {
 	return strconv.Quote(s[:i]) + "+" + strconv.Quote(s[i:])
 }
 
-// quoted breaks every name of p in two with a ” the shell removes.
+// quoted breaks every name of p in two with an empty pair of single
+// quotes, which the shell removes.
 func quoted(p string) string {
 	parts := strings.Split(p, "/")
 	for i, c := range parts {
