@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
 	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 )
 
@@ -106,9 +107,9 @@ func NewOwnFiles(stateDir string, own []string) OwnFiles {
 // Count is how many paths o protects.
 func (o OwnFiles) Count() int { return len(o.Hidden) + len(o.ReadOnly) }
 
-// resolveExisting follows p's symbolic links where p exists.
+// resolveExisting follows the symbolic links in the part of p that exists.
 func resolveExisting(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
+	if r, err := fsresolve.Existing(p); err == nil {
 		return r
 	}
 	return filepath.Clean(p)
