@@ -11,9 +11,10 @@ import (
 
 const doctorSynopsis = `bouncer doctor [--json] [--policy-dir DIR] [--trust FILE]
 
-Shows what confinement this machine offers (Landlock, seccomp) and what bouncer run
---sandbox auto and strict would apply with it, and checks the installed policy set as
-bouncer run --policy-dir would. Exits 2 when an installed set would stop run.`
+Shows what confinement this machine offers (Landlock, seccomp, user namespaces) and what
+bouncer run --sandbox auto and strict would apply with it, which form keeps a server off
+Bouncer's own files, and checks the installed policy set as bouncer run --policy-dir
+would. Exits 2 when an installed set would stop run.`
 
 // cmdDoctor shows what confinement this machine offers and what
 // `bouncer run --sandbox auto` (and strict) would do with it, and checks
@@ -32,6 +33,7 @@ func cmdDoctor(args []string) error {
 		return usageErr("%s", "doctor takes no arguments")
 	}
 	c := sandbox.Probe()
+	own := ownFilesLine()
 	auto, _ := c.Plan(sandbox.Auto)
 	strictPlan, strictErr := c.Plan(sandbox.Strict)
 	ps := policySet(*home, *policyDir, *trust)
@@ -41,8 +43,9 @@ func cmdDoctor(args []string) error {
 			Auto        string           `json:"run_sandbox_auto"`
 			Strict      string           `json:"run_sandbox_strict,omitempty"`
 			StrictError string           `json:"run_sandbox_strict_error,omitempty"`
+			OwnFiles    ownFilesStatus   `json:"own_files"`
 			PolicySet   *policySetStatus `json:"policy_set"`
-		}{Capabilities: c, Auto: auto, Strict: strictPlan, PolicySet: ps}
+		}{Capabilities: c, Auto: auto, Strict: strictPlan, OwnFiles: own, PolicySet: ps}
 		if strictErr != nil {
 			out.StrictError = strictErr.Error()
 		}
@@ -81,8 +84,34 @@ func cmdDoctor(args []string) error {
 	} else {
 		fmt.Fprintf(w, "run --sandbox strict: %s\n", strictPlan)
 	}
+	fmt.Fprintf(w, "own files:     %s\n", own.Line)
 	for _, l := range ps.lines() {
 		fmt.Fprintln(w, l)
 	}
 	return ps.verdict()
+}
+
+// ownFilesStatus is which form keeps a server off Bouncer's own files here,
+// as bouncer run would find it by trying.
+type ownFilesStatus struct {
+	Form string   `json:"form"`
+	Why  []string `json:"why,omitempty"`
+	Line string   `json:"line"`
+}
+
+func ownFilesLine() ownFilesStatus {
+	form, why := sandbox.ProbeOwn()
+	s := ownFilesStatus{Form: form.String(), Why: why}
+	switch form {
+	case sandbox.OwnNamespace:
+		s.Line = "namespace: each server bouncer run starts gets namespaces of its own, where the state directory is hidden and the other own files are read-only"
+	case sandbox.OwnLandlock:
+		s.Line = "landlock: each server bouncer run starts gets a Landlock domain that grants everything around the own files"
+	default:
+		s.Line = "arguments: only the argument checks keep a server off the own files"
+	}
+	if len(why) > 0 {
+		s.Line += ": " + strings.Join(why, "; ")
+	}
+	return s
 }

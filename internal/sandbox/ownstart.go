@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 )
 
@@ -43,6 +44,8 @@ type ownStart struct {
 	// statusR and statusW are the launcher's status pipe while a form is
 	// tried: we read statusR, the launcher gets statusW as fd 3.
 	statusR, statusW *os.File
+	// probe has the launcher set up the form and exit (ProbeOwn).
+	probe bool
 }
 
 // Direct is the Launch of an upstream that has no sandbox key: it runs as
@@ -108,7 +111,7 @@ func (l *Launch) Command() (path string, args []string, setup func(*exec.Cmd), e
 	if o.form == OwnNamespace && seatbelt {
 		return seatbeltCommand(o.g.Files, l.argv, p, l.launcher)
 	}
-	p.Own = &ownPlan{Form: o.form.String(), Hidden: o.g.Files.Hidden, ReadOnly: o.g.Files.ReadOnly, Dir: o.g.Dir}
+	p.Own = &ownPlan{Form: o.form.String(), Hidden: o.g.Files.Hidden, ReadOnly: o.g.Files.ReadOnly, Dir: o.g.Dir, Probe: o.probe}
 	if p.Own.Dir == "" {
 		p.Own.Dir, _ = os.Getwd()
 	}
@@ -250,3 +253,41 @@ func reportOwn(st ownStatus, err error) error {
 // errOwnSetup: the launcher told the proxy why the form failed; it exits
 // quietly.
 var errOwnSetup = errors.New("own files form failed")
+
+// ProbeOwn says which form bouncer run would keep a server off Bouncer's
+// own files with, here and now, and why no stronger one: it starts the
+// launcher in each form in turn with nothing to protect, as bouncer run
+// would, and stops at the first that sets up (bouncer doctor).
+func ProbeOwn() (OwnForm, []string) {
+	l := Direct(launcherPath, nil)
+	l.Guard(Guarding{Max: OwnNamespace})
+	o := l.own
+	for o.form != OwnArguments && !(o.form == OwnNamespace && seatbelt) {
+		err := probeOnce(l)
+		if err == nil {
+			break
+		}
+		o.lower(err.Error())
+	}
+	return o.form, o.why
+}
+
+func probeOnce(l *Launch) error {
+	l.own.probe = true
+	path, args, setup, err := l.Command()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if setup != nil {
+		setup(cmd)
+	}
+	if err := cmd.Start(); err != nil {
+		l.Abandon()
+		return err
+	}
+	err = l.Started()
+	_ = cmd.Wait()
+	return err
+}
