@@ -73,10 +73,6 @@ func (l *Launch) Guard(g Guarding) {
 		}
 		o.lower(why)
 	}
-	if o.form == OwnArguments && g.Strict && g.Max != OwnArguments {
-		// Strict promised a kernel sandbox: say so at start, in Fallback.
-		o.why = append(o.why, "--sandbox strict needs one of them")
-	}
 }
 
 // lower moves to the next weaker form, keeping why the current one is not
