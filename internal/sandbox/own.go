@@ -165,11 +165,43 @@ type pin struct {
 // hidden path itself, nor below a read-only directory (which is read-only
 // whole), nor at the root. The order is by depth, so every mount is made
 // through the ones above it. missing lists own paths that don't exist.
-func pins(o OwnFiles) (out []pin, missing []string, err error) {
+//
+// viewsOf, when not nil, gives the other places the mount table shows a
+// path at (views); each entry pinned is pinned there too, where it is the
+// same file, with the directories that lead there.
+func pins(o OwnFiles, viewsOf func(string) []string) (out []pin, missing []string, err error) {
 	kinds := map[string]pinKind{}
 	add := func(p string, k pinKind) {
 		if old, ok := kinds[p]; !ok || k > old {
 			kinds[p] = k
+		}
+	}
+	addSteps := func(steps []pin) {
+		for _, s := range steps {
+			add(s.Path, s.Kind)
+		}
+	}
+	// pinAt pins p as k, and the views of p where they are p.
+	pinAt := func(p string, k pinKind) {
+		add(p, k)
+		if viewsOf == nil {
+			return
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return
+		}
+		for _, v := range viewsOf(p) {
+			vi, err := os.Lstat(v)
+			if err != nil || !os.SameFile(fi, vi) {
+				continue
+			}
+			dir := filepath.Dir(v)
+			if steps, final, err := walk(dir); err == nil {
+				addSteps(steps)
+				add(final, pinDir)
+				add(v, k)
+			}
 		}
 	}
 	plan := func(paths []string, k pinKind) error {
@@ -183,9 +215,9 @@ func pins(o OwnFiles) (out []pin, missing []string, err error) {
 				return fmt.Errorf("own file %s: %w", p, err)
 			}
 			for _, s := range steps {
-				add(s.Path, s.Kind)
+				pinAt(s.Path, s.Kind)
 			}
-			add(final, k)
+			pinAt(final, k)
 		}
 		return nil
 	}

@@ -111,7 +111,7 @@ func mountOwn(o ownPlan) (ownStatus, error) {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		st.Proc = fmt.Sprintf("no /proc of its own (%v), so the server sees other processes' /proc entries", err)
 	}
-	ps, _, err := pins(OwnFiles{Hidden: o.Hidden, ReadOnly: o.ReadOnly})
+	ps, _, err := pins(OwnFiles{Hidden: o.Hidden, ReadOnly: o.ReadOnly}, mountViews())
 	if err != nil {
 		return st, err
 	}
@@ -126,6 +126,16 @@ func mountOwn(o ownPlan) (ownStatus, error) {
 		}
 	}
 	return st, nil
+}
+
+// mountViews gives the other places the mount table shows a path at.
+func mountViews() func(string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	mounts := parseMountinfo(string(b))
+	return func(p string) []string { return views(mounts, p) }
 }
 
 // mountPin makes one mount of the plan.

@@ -667,3 +667,40 @@ func userCopy(t *testing.T) string {
 	must(t, os.WriteFile(exe, b, 0o755))
 	return exe
 }
+
+// TestOwnSecondView: where the home directory is mounted at a second place
+// too, the namespace covers the own files there as well.
+func TestOwnSecondView(t *testing.T) {
+	needUserNamespaces(t)
+	need.Program(t, "unshare", "install util-linux")
+	tr := newOwnTree(t, 0)
+	view := filepath.Join(filepath.Dir(tr.Home), "view")
+	must(t, os.Mkdir(view, 0o755))
+	alias := ownTree{Home: view, State: filepath.Join(view, ".bouncer"), Proj: filepath.Join(view, "proj"), Policy: filepath.Join(view, "proj", "bouncer.yaml"),
+		Link: filepath.Join(view, "policy-link.yaml"), Remembered: filepath.Join(view, ".bouncer", "remembered.json"), Outside: tr.Outside}
+	arg, _ := json.Marshal(alias) // the probe attacks the second view
+	r := ownRun{Form: "namespace", Hidden: []string{tr.State}, RO: []string{tr.Policy, tr.Link}, Dir: tr.Proj, Argv: []string{os.Args[0], "own-probe", string(arg)}}
+	b, _ := json.Marshal(r)
+	// The second view exists only in a mount namespace of the test's own.
+	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", `mount --bind "$2" "$3" && exec "$0" own-proxy "$1"`, os.Args[0], string(b), tr.Home, view)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	res := probeResults(t, bufio.NewReader(strings.NewReader(string(out))))
+	for name, want := range map[string]syscall.Errno{
+		"read remembered":  syscall.ENOENT,
+		"write remembered": syscall.EROFS,
+		"write policy":     syscall.EROFS,
+		"rename project":   syscall.EBUSY,
+		"remove link":      syscall.EBUSY,
+		"rename home":      syscall.EBUSY,
+	} {
+		if r := res[name]; r.No != int(want) {
+			t.Errorf("through the second view, %s: %+v, want errno %d", name, r, want)
+		}
+	}
+	tr.unchanged(t)
+}

@@ -81,7 +81,7 @@ func TestPins(t *testing.T) {
 			r("home/missing.yaml"),
 		},
 	}
-	ps, missing, err := pins(o)
+	ps, missing, err := pins(o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestPins(t *testing.T) {
 		t.Errorf("missing %v, want %v", missing, want)
 	}
 	// A link that loops is an error, not a hang.
-	if _, _, err := pins(OwnFiles{ReadOnly: []string{r("home/loop")}}); err == nil || !strings.Contains(err.Error(), "too many levels") {
+	if _, _, err := pins(OwnFiles{ReadOnly: []string{r("home/loop")}}, nil); err == nil || !strings.Contains(err.Error(), "too many levels") {
 		t.Errorf("loop: %v", err)
 	}
 }
@@ -183,5 +183,36 @@ func TestSeatbeltCommand(t *testing.T) {
 	}
 	if strings.Contains(args[1], `"`+root+`/var/folders`) {
 		t.Errorf("a rule names the path through the link, which Seatbelt never sees:\n%s", args[1])
+	}
+}
+
+func TestViews(t *testing.T) {
+	mounts := parseMountinfo(`21 26 0:20 / /proc rw,relatime - proc proc rw
+26 1 254:0 / / rw,relatime - ext4 /dev/vda rw
+30 26 254:0 /data/home /home rw,relatime - ext4 /dev/vda rw
+31 26 254:0 /data/home/me /mnt/my\040home rw,relatime - ext4 /dev/vda rw
+32 26 0:40 / /tmp rw - tmpfs tmpfs rw
+33 30 0:41 / /home/me/.cache rw - tmpfs tmpfs rw
+bad line
+34 26 254:0 /elsewhere /srv rw - ext4 /dev/vda rw
+`)
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		// In /home's mount, at /data/home/me/.bouncer of the file system,
+		// which / shows too, and the bind mount with a space in its name.
+		{"/home/me/.bouncer", []string{"/data/home/me/.bouncer", "/mnt/my home/.bouncer"}},
+		// Seen from the other side.
+		{"/data/home/me/proj/bouncer.yaml", []string{"/home/me/proj/bouncer.yaml", "/mnt/my home/proj/bouncer.yaml"}},
+		// A file system mounted once.
+		{"/tmp/x", nil},
+		{"/home/me/.cache/x", nil},
+		// /srv shows another part of the file system.
+		{"/etc/bouncer/trust.yaml", nil},
+	} {
+		if got := views(mounts, tc.path); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("views(%s) = %q, want %q", tc.path, got, tc.want)
+		}
 	}
 }

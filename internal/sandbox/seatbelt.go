@@ -57,7 +57,7 @@ func sbplString(s string) (string, error) {
 // the sandbox key confines it too) in sandbox-exec with the profile that
 // keeps it off o.
 func seatbeltCommand(o OwnFiles, argv []string, p launchPlan, launcher func(launchPlan) (string, []string, error)) (string, []string, func(*exec.Cmd), error) {
-	ps, _, err := pins(o)
+	ps, _, err := pins(o, nil)
 	if err != nil {
 		return "", nil, nil, err
 	}
