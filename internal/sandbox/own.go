@@ -119,13 +119,8 @@ func resolveExisting(p string) string {
 // over them, so only the argument checks keep a server from creating one
 // (a policy file the config names but nobody wrote yet).
 func (o OwnFiles) Missing() []string {
-	var out []string
-	for _, p := range append(append([]string(nil), o.Hidden...), o.ReadOnly...) {
-		if _, _, err := walk(p); errors.Is(err, fs.ErrNotExist) {
-			out = append(out, p)
-		}
-	}
-	return out
+	_, missing, _ := pins(o, nil)
+	return missing
 }
 
 // pinKind is what the launcher does at one path to keep an own file in
@@ -368,8 +363,7 @@ func ownCounts(o OwnFiles) string {
 type ownStatus struct {
 	// Fail is why the form could not be set up; empty on success.
 	Fail string `json:"fail,omitempty"`
-	// Proc says how other processes' /proc entries are kept from the
-	// server in the namespace form, when a fresh /proc could not be
-	// mounted.
+	// Proc is said in the start line when the namespace form could not
+	// mount a /proc of its own.
 	Proc string `json:"proc,omitempty"`
 }
