@@ -514,11 +514,19 @@ func launch(args []string) error {
 			return err
 		}
 	}
+	// In the namespace form (started in new namespaces by the proxy) the
+	// launcher makes the mounts, and then runs the server as the PID
+	// namespace's init; in the landlock form it applies the domain and
+	// becomes the server. Either way it tells the proxy first.
+	namespace := p.Own != nil && p.Own.Form == OwnNamespace.String()
 	if p.Own != nil {
-		if p.Own.Form == OwnNamespace.String() {
-			return launchNamespace(p, argv, caps)
+		var st ownStatus
+		var err error
+		if namespace {
+			st, err = mountOwn(*p.Own)
+		} else {
+			st, err = guardAround(*p.Own, caps.LandlockABI)
 		}
-		st, err := guardAround(*p.Own, caps.LandlockABI)
 		if err := reportOwn(st, err); err != nil {
 			return err
 		}
@@ -528,6 +536,9 @@ func launch(args []string) error {
 	}
 	if err := confine(p, caps); err != nil {
 		return err
+	}
+	if namespace {
+		return runInit(argv, caps.LandlockABI > 0)
 	}
 	if err := syscall.Exec(argv[0], argv, os.Environ()); err != nil {
 		return fmt.Errorf("exec %s: %w", argv[0], err)

@@ -74,23 +74,6 @@ func namespaceAttrs(cmd *exec.Cmd) {
 	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
 }
 
-// launchNamespace runs in the launcher when it was started in new
-// namespaces: it makes the mounts, reports, and runs the server as the
-// PID namespace's init would, until it exits.
-func launchNamespace(p launchPlan, argv []string, caps Capabilities) error {
-	st, err := mountOwn(*p.Own)
-	if err := reportOwn(st, err); err != nil {
-		return err
-	}
-	if p.Own.Probe {
-		os.Exit(0)
-	}
-	if err := confine(p, caps); err != nil {
-		return err
-	}
-	return runInit(argv, caps.LandlockABI > 0)
-}
-
 // mountOwn makes the mounts that keep the server off the own files, in the
 // launcher's own mount namespace, and enters the working directory again
 // through them.

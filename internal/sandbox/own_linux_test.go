@@ -255,6 +255,20 @@ func probeResults(t *testing.T, out *bufio.Reader) map[string]result {
 	}
 }
 
+// runOwn runs cmd to its end and reads the probe's results from its
+// stdout; it returns them with its stderr.
+func runOwn(t *testing.T, cmd *exec.Cmd) (map[string]result, string) {
+	t.Helper()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	t.Logf("%s\n%s", out, stderr.String())
+	return probeResults(t, bufio.NewReader(strings.NewReader(string(out)))), stderr.String()
+}
+
 // needUserNamespaces fails or skips where user namespaces are refused.
 func needUserNamespaces(t *testing.T) {
 	t.Helper()
@@ -490,17 +504,10 @@ func TestOwnFallback(t *testing.T) {
 			b, _ := json.Marshal(r)
 			// The proxy runs in a user namespace of its own, whose limit
 			// it may set.
-			cmd := exec.Command("unshare", "-Ur", "sh", "-c", tc.limit+`; exec "$0" own-proxy "$1"`, os.Args[0], string(b))
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("%v: %s", err, stderr.String())
+			res, stderr := runOwn(t, exec.Command("unshare", "-Ur", "sh", "-c", tc.limit+`; exec "$0" own-proxy "$1"`, os.Args[0], string(b)))
+			if !strings.Contains(stderr, "note: own files: landlock around ") || !strings.Contains(stderr, tc.why) {
+				t.Errorf("note: %s", stderr)
 			}
-			if !strings.Contains(stderr.String(), "note: own files: landlock around ") || !strings.Contains(stderr.String(), tc.why) {
-				t.Errorf("note: %s", stderr.String())
-			}
-			res := probeResults(t, bufio.NewReader(strings.NewReader(string(out))))
 			if r := res["write policy"]; r.No != int(syscall.EACCES) {
 				t.Errorf("write policy: %+v", r)
 			}
@@ -621,14 +628,7 @@ func TestOwnNamespaceMeasured(t *testing.T) {
 			exe := userCopy(t)
 			cmd := exec.Command(exe, "bare-proxy", string(arg), tc.pid, tc.landlock)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("%v: %s", err, stderr.String())
-			}
-			res := probeResults(t, bufio.NewReader(strings.NewReader(string(out))))
-			t.Logf("%s\n%s", out, stderr.String())
+			res, _ := runOwn(t, cmd)
 			r := res["read remembered through /proc/outside/root"]
 			if r.No != tc.outside {
 				t.Errorf("/proc/outside/root: %+v, want errno %d", r, tc.outside)
@@ -682,14 +682,7 @@ func TestOwnSecondView(t *testing.T) {
 	r := ownRun{Form: "namespace", Hidden: []string{tr.State}, RO: []string{tr.Policy, tr.Link}, Dir: tr.Proj, Argv: []string{os.Args[0], "own-probe", string(arg)}}
 	b, _ := json.Marshal(r)
 	// The second view exists only in a mount namespace of the test's own.
-	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", `mount --bind "$2" "$3" && exec "$0" own-proxy "$1"`, os.Args[0], string(b), tr.Home, view)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%v: %s", err, stderr.String())
-	}
-	res := probeResults(t, bufio.NewReader(strings.NewReader(string(out))))
+	res, _ := runOwn(t, exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", `mount --bind "$2" "$3" && exec "$0" own-proxy "$1"`, os.Args[0], string(b), tr.Home, view))
 	for name, want := range map[string]syscall.Errno{
 		"read remembered":  syscall.ENOENT,
 		"write remembered": syscall.EROFS,

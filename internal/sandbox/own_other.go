@@ -41,6 +41,8 @@ var errNoNamespace = errors.New("no user namespaces on " + runtime.GOOS)
 
 func namespaceAttrs(*exec.Cmd) {}
 
-func launchNamespace(launchPlan, []string, Capabilities) error { return errNoNamespace }
+func mountOwn(ownPlan) (ownStatus, error) { return ownStatus{}, errNoNamespace }
+
+func runInit([]string, bool) error { return errNoNamespace }
 
 func guardAround(ownPlan, int) (ownStatus, error) { return ownStatus{}, errNoNamespace }
