@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -208,7 +209,7 @@ func ownProxy(args []string) int {
 
 // startOwn starts the proxy helper as uid (0: as we are) with the server
 // argv; the caller reads its stdout and waits for it.
-func startOwn(t *testing.T, uid int, r ownRun) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *strings.Builder) {
+func startOwn(t *testing.T, uid int, r ownRun, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *strings.Builder) {
 	t.Helper()
 	exe := os.Args[0]
 	if uid != 0 {
@@ -226,6 +227,7 @@ func startOwn(t *testing.T, uid int, r ownRun) (*exec.Cmd, io.WriteCloser, *bufi
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 		cmd.Env = append(cmd.Env, "HOME=/nonexistent")
 	}
+	cmd.Env = append(cmd.Env, env...)
 	stderr := &strings.Builder{}
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
@@ -475,6 +477,19 @@ func TestOwnFallback(t *testing.T) {
 	tr := newOwnTree(t, 0)
 	arg, _ := json.Marshal(tr)
 	probe := []string{os.Args[0], "own-probe", string(arg)}
+	t.Run("a path that does not exist", func(t *testing.T) {
+		missing := filepath.Join(tr.Proj, "mail.yaml")
+		_, in, out, stderr := startOwn(t, 0, ownRun{Form: "namespace", Hidden: []string{tr.State}, RO: []string{tr.Policy, tr.Link, missing},
+			Dir: tr.Proj, Argv: probe})
+		in.Close()
+		probeResults(t, out)
+		if note := stderr.String(); !strings.Contains(note, "note: own files: mount namespace (state directory hidden, 3 paths read-only); not mounted over, left to the argument checks as they don't exist: "+missing+"\n") {
+			t.Errorf("note: %s", note)
+		}
+		if _, err := os.Lstat(missing); err == nil {
+			t.Errorf("%s was made on disk", missing)
+		}
+	})
 	t.Run("a mount fails", func(t *testing.T) {
 		// The state directory is a file here: the launcher can't cover it
 		// with a tmpfs, says so and exits; the landlock form holds.
@@ -696,4 +711,89 @@ func TestOwnSecondView(t *testing.T) {
 		}
 	}
 	tr.unchanged(t)
+}
+
+// TestOwnGitOverSSH: git over ssh, as a user other than root, works in the
+// namespace, where other users' files (root's /etc/ssh/ssh_config) show the
+// overflow ID: ssh checks the owner of the user's own ~/.ssh/config only.
+func TestOwnGitOverSSH(t *testing.T) {
+	needUserNamespaces(t)
+	sshd := need.Program(t, "sshd", "apt-get install openssh-server", "/usr/sbin/sshd")
+	need.Program(t, "git", "apt-get install git")
+	need.Program(t, "ssh", "apt-get install openssh-client")
+	const uid = 1 // daemon: a user with a passwd entry, as ssh needs, whose ID is not the overflow ID
+	dir := t.TempDir()
+	must(t, os.Chmod(dir, 0o755))
+	must(t, os.Chmod(filepath.Dir(dir), 0o755))
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", dir+"/host")
+	run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", dir+"/user")
+	run("git", "init", "-q", "--bare", dir+"/repo.git")
+	run("git", "-C", dir+"/repo.git", "symbolic-ref", "HEAD", "refs/heads/main")
+	work := dir + "/work"
+	must(t, os.MkdirAll(work, 0o755))
+	pub, _ := os.ReadFile(dir + "/user.pub")
+	must(t, os.WriteFile(dir+"/authorized_keys", pub, 0o600))
+	host, _ := os.ReadFile(dir + "/host.pub")
+	port := freePort(t)
+	must(t, os.WriteFile(dir+"/known_hosts", []byte(fmt.Sprintf("[127.0.0.1]:%d %s", port, host)), 0o644))
+	must(t, os.WriteFile(dir+"/sshd_config", []byte(fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s/host
+AuthorizedKeysFile %s/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+StrictModes no
+UsePAM no
+PidFile none
+`, port, dir, dir)), 0o600))
+	_ = os.MkdirAll("/run/sshd", 0o755)
+	d := exec.Command(sshd, "-D", "-e", "-f", dir+"/sshd_config")
+	var log strings.Builder
+	d.Stderr = &log
+	must(t, d.Start())
+	t.Cleanup(func() { _ = d.Process.Kill(); _ = d.Wait() })
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			break
+		}
+		if i == 100 {
+			t.Fatalf("sshd did not listen: %s", log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	must(t, filepath.Walk(work, func(p string, _ os.FileInfo, err error) error { return os.Lchown(p, uid, uid) }))
+	must(t, os.Chown(dir+"/user", uid, uid))
+	url := fmt.Sprintf("ssh://root@127.0.0.1:%d%s/repo.git", port, dir)
+	sshCmd := "GIT_SSH_COMMAND=ssh -i " + dir + "/user -o UserKnownHostsFile=" + dir + "/known_hosts -o BatchMode=yes"
+	cmd, in, out, stderr := startOwn(t, uid, ownRun{Form: "namespace", Hidden: []string{dir + "/state"}, Dir: work,
+		Argv: []string{"/usr/bin/env", "sh", "-c", "stat -c %u /etc/ssh/ssh_config && git clone -q " + url + " clone"}}, sshCmd)
+	in.Close()
+	owner, _ := io.ReadAll(out)
+	if string(owner) != "65534\n" {
+		t.Errorf("root's /etc/ssh/ssh_config shows owner %q in the namespace, want the overflow ID 65534", owner)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("git clone in the namespace: %v\n%s\nsshd: %s", err, stderr, log.String())
+	}
+	if !strings.Contains(stderr.String(), "note: own files: mount namespace") {
+		t.Errorf("not in the namespace: %s", stderr)
+	}
+	if _, err := os.Stat(work + "/clone/.git"); err != nil {
+		t.Errorf("no clone: %v\n%s", err, stderr)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
