@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
@@ -188,4 +189,21 @@ func procStatus(t *testing.T, pid int) map[string]string {
 		}
 	}
 	return m
+}
+
+// The policy parser accepts exactly the own_files values the sandbox
+// knows, strongest first.
+func TestOwnFilesFormsAgree(t *testing.T) {
+	for i, s := range policy.OwnFilesForms {
+		f, err := sandbox.ParseOwnForm(s)
+		if err != nil || f.String() != s {
+			t.Errorf("%q: %v, %v", s, f, err)
+		}
+		if want := sandbox.OwnNamespace - sandbox.OwnForm(i); f != want {
+			t.Errorf("%q is form %v, want %v (the list is strongest first)", s, f, want)
+		}
+	}
+	if len(policy.OwnFilesForms) != int(sandbox.OwnNamespace)+1 {
+		t.Errorf("policy knows %d forms, the sandbox %d", len(policy.OwnFilesForms), sandbox.OwnNamespace+1)
+	}
 }
