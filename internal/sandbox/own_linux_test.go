@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -209,7 +210,7 @@ func ownProxy(args []string) int {
 
 // startOwn starts the proxy helper as uid (0: as we are) with the server
 // argv; the caller reads its stdout and waits for it.
-func startOwn(t *testing.T, uid int, r ownRun, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *strings.Builder) {
+func startOwn(t *testing.T, uid int, r ownRun, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *syncBuffer) {
 	t.Helper()
 	exe := os.Args[0]
 	if uid != 0 {
@@ -228,7 +229,7 @@ func startOwn(t *testing.T, uid int, r ownRun, env ...string) (*exec.Cmd, io.Wri
 		cmd.Env = append(cmd.Env, "HOME=/nonexistent")
 	}
 	cmd.Env = append(cmd.Env, env...)
-	stderr := &strings.Builder{}
+	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	must(t, err)
@@ -237,6 +238,25 @@ func startOwn(t *testing.T, uid int, r ownRun, env ...string) (*exec.Cmd, io.Wri
 	must(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd, in, bufio.NewReader(out), stderr
+}
+
+// syncBuffer is a strings.Builder that a child's stderr may write while
+// the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func probeResults(t *testing.T, out *bufio.Reader) map[string]result {
