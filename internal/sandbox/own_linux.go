@@ -81,6 +81,11 @@ func mountOwn(o ownPlan) (ownStatus, error) {
 	var st ownStatus
 	// Nothing mounted here reaches the namespace we came from.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		// Ubuntu's AppArmor lets an unprivileged process make a user
+		// namespace but gives it no capabilities there.
+		if b, _ := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); strings.TrimSpace(string(b)) == "1" {
+			return st, fmt.Errorf("mount namespace: %w (AppArmor restricts unprivileged user namespaces: kernel.apparmor_restrict_unprivileged_userns is 1)", err)
+		}
 		return st, fmt.Errorf("mount namespace: %w", err)
 	}
 	// A /proc of this PID namespace shows no process outside it, so none
