@@ -208,6 +208,22 @@ func ownProxy(args []string) int {
 	}
 }
 
+// seccompProxy is ownProxy under the upstream's seccomp denylist.
+func seccompProxy(args []string) int {
+	info, err := nativeArch()
+	if err == nil {
+		var prog filter
+		if prog, err = upstreamFilter(info, false, false); err == nil {
+			err = loadFilter(prog)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return ownProxy(args)
+}
+
 // startOwn starts the proxy helper as uid (0: as we are) with the server
 // argv; the caller reads its stdout and waits for it.
 func startOwn(t *testing.T, uid int, r ownRun, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *syncBuffer) {
@@ -523,6 +539,21 @@ func TestOwnFallback(t *testing.T) {
 		}
 		if r := res["read remembered"]; r.No != int(syscall.EACCES) {
 			t.Errorf("read remembered: %+v", r)
+		}
+		tr.unchanged(t)
+	})
+	t.Run("a container that refuses mount", func(t *testing.T) {
+		// The proxy runs under the upstream's seccomp denylist, which
+		// refuses mount(2) but not clone(CLONE_NEWUSER): the launcher's
+		// namespace is made, its first mount fails, and it says so.
+		r := ownRun{Form: "namespace", Hidden: []string{tr.State}, RO: []string{tr.Policy}, Dir: tr.Proj, Argv: probe}
+		b, _ := json.Marshal(r)
+		res, stderr := runOwn(t, exec.Command(os.Args[0], "seccomp-proxy", string(b)))
+		if !strings.Contains(stderr, "note: own files: landlock around 2 paths (state directory hidden, 1 paths read-only): mount namespace refused: mount namespace: operation not permitted") {
+			t.Errorf("note: %s", stderr)
+		}
+		if r := res["write policy"]; r.No != int(syscall.EACCES) {
+			t.Errorf("write policy: %+v", r)
 		}
 		tr.unchanged(t)
 	})

@@ -45,6 +45,8 @@ func TestMain(m *testing.M) {
 			os.Exit(bareProbe(os.Args[2:]))
 		case "bare-proxy":
 			os.Exit(bareProxy(os.Args[2:]))
+		case "seccomp-proxy":
+			os.Exit(seccompProxy(os.Args[2:]))
 		case "own-proxy":
 			os.Exit(ownProxy(os.Args[2:]))
 		case "remote-probe":
