@@ -149,6 +149,13 @@ edit_file:
 	if !strings.Contains(stderr.String(), "bouncer: sandbox: landlock ABI") || !strings.Contains(stderr.String(), "seccomp allowlist; upstream confined (landlock, seccomp denylist): read-write "+ws) {
 		t.Errorf("stderr does not say what was applied:\n%s", stderr.String())
 	}
+	// The sandbox key narrows what a kernel form (the namespace, or
+	// Landlock where user namespaces are refused) already keeps the
+	// server off: both apply.
+	if !strings.Contains(stderr.String(), "; own files: mount namespace (state directory hidden, 1 paths read-only)") &&
+		!strings.Contains(stderr.String(), "; own files: landlock around 2 paths") {
+		t.Errorf("stderr does not say the own files are kept in a namespace:\n%s", stderr.String())
+	}
 	audit, _ := os.ReadFile(filepath.Join(home, "audit.jsonl"))
 	if n := strings.Count(string(audit), "\n"); n < 4 {
 		t.Errorf("audit has %d lines, want at least 4:\n%s", n, audit)
