@@ -152,7 +152,7 @@ edit_file:
 	// The sandbox key narrows what a kernel form (the namespace, or
 	// Landlock where user namespaces are refused) already keeps the
 	// server off: both apply.
-	if !strings.Contains(stderr.String(), "; own files: mount namespace (state directory hidden, 1 paths read-only)") &&
+	if !strings.Contains(stderr.String(), "; own files: mount namespace (state directory hidden, 1 path read-only)") &&
 		!strings.Contains(stderr.String(), "; own files: landlock around 2 paths") {
 		t.Errorf("stderr does not say the own files are kept in a namespace:\n%s", stderr.String())
 	}

@@ -337,7 +337,7 @@ func ownNote(form OwnForm, o OwnFiles, why []string, missing []string, st ownSta
 			s += "; " + st.Proc
 		}
 	case OwnLandlock:
-		s = fmt.Sprintf("own files: landlock around %d paths (%s)", o.Count(), ownCounts(o))
+		s = fmt.Sprintf("own files: landlock around %s (%s)", pathCount(o.Count()), ownCounts(o))
 	default:
 		s = "own files: argument checks only"
 	}
@@ -355,7 +355,15 @@ func ownCounts(o OwnFiles) string {
 	if len(o.Hidden) > 0 {
 		hidden = "state directory hidden"
 	}
-	return fmt.Sprintf("%s, %d paths read-only", hidden, len(o.ReadOnly))
+	return fmt.Sprintf("%s, %s read-only", hidden, pathCount(len(o.ReadOnly)))
+}
+
+// pathCount is "1 path" or "N paths".
+func pathCount(n int) string {
+	if n == 1 {
+		return "1 path"
+	}
+	return fmt.Sprintf("%d paths", n)
 }
 
 // ownStatus is what the launcher reports on its status pipe once it has

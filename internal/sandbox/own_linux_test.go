@@ -534,7 +534,7 @@ func TestOwnFallback(t *testing.T) {
 		in.Close()
 		res := probeResults(t, out)
 		note := stderr.String()
-		if !strings.Contains(note, "note: own files: landlock around 2 paths (state directory hidden, 1 paths read-only): mount namespace refused: mount hidden "+tr.Remembered+": the state directory is not a directory") {
+		if !strings.Contains(note, "note: own files: landlock around 2 paths (state directory hidden, 1 path read-only): mount namespace refused: mount hidden "+tr.Remembered+": the state directory is not a directory") {
 			t.Errorf("note: %s", note)
 		}
 		if r := res["read remembered"]; r.No != int(syscall.EACCES) {
@@ -549,7 +549,7 @@ func TestOwnFallback(t *testing.T) {
 		r := ownRun{Form: "namespace", Hidden: []string{tr.State}, RO: []string{tr.Policy}, Dir: tr.Proj, Argv: probe}
 		b, _ := json.Marshal(r)
 		res, stderr := runOwn(t, exec.Command(os.Args[0], "seccomp-proxy", string(b)))
-		if !strings.Contains(stderr, "note: own files: landlock around 2 paths (state directory hidden, 1 paths read-only): mount namespace refused: mount namespace: operation not permitted") {
+		if !strings.Contains(stderr, "note: own files: landlock around 2 paths (state directory hidden, 1 path read-only): mount namespace refused: mount namespace: operation not permitted") {
 			t.Errorf("note: %s", stderr)
 		}
 		if r := res["write policy"]; r.No != int(syscall.EACCES) {
