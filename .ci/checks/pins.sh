@@ -7,8 +7,14 @@
 # exact code that was read. Local actions (./path) are this repository's own
 # and pass; a docker:// action must name its image by sha256 digest.
 #
-# It first checks itself on two small workflows, one pinned and one not, so
-# a broken pattern can't pass everything silently.
+# The same holds for the images the Dockerfiles under container/ build on:
+# every base (a FROM, a COPY --from that is no stage of the file, or the
+# default of the ARG a FROM takes it from) must be named by tag and sha256
+# digest, image:TAG@sha256:<64 hex>. An ARG with no default (BOUNCER_IMAGE)
+# is the build's to pin; images.sh checks the wrappers are built so.
+#
+# It first checks itself on small workflows and Dockerfiles, pinned and
+# not, so a broken pattern can't pass everything silently.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -42,6 +48,46 @@ check_dir() {
   return $bad
 }
 
+# check_dockerfile FILE: prints one line per base named without a digest
+# (file:line: text) and fails if there is any; counts pinned bases in
+# pinned_images.
+pinned_images=0
+check_dockerfile() {
+  local f=$1 bad=0 n=0 line ref name
+  local -A defaults=() stages=()
+  pinned_images=0
+  while IFS= read -r line || [ -n "$line" ]; do
+    n=$((n + 1))
+    ref=
+    if [[ $line =~ ^[[:space:]]*ARG[[:space:]]+([A-Za-z_][A-Za-z0-9_]*)(=([^[:space:]]*))?[[:space:]]*$ ]]; then
+      name=${BASH_REMATCH[1]}
+      defaults[$name]=${BASH_REMATCH[3]}
+      continue
+    elif [[ $line =~ ^[[:space:]]*FROM[[:space:]]+(--[^[:space:]]+[[:space:]]+)*([^[:space:]]+)([[:space:]]+[Aa][Ss][[:space:]]+([^[:space:]]+))?[[:space:]]*$ ]]; then
+      ref=${BASH_REMATCH[2]}
+      [ -z "${BASH_REMATCH[4]}" ] || stages[${BASH_REMATCH[4]}]=1
+    elif [[ $line =~ ^[[:space:]]*COPY[[:space:]].*--from=([^[:space:]]+) ]]; then
+      ref=${BASH_REMATCH[1]}
+    else
+      continue
+    fi
+    [ -z "${stages[$ref]:-}" ] || continue
+    if [[ $ref =~ ^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$ ]]; then
+      name=${BASH_REMATCH[1]}
+      ref=${defaults[$name]:-}
+      [ -n "$ref" ] || continue # no default: the build passes it
+    fi
+    [ -z "${stages[$ref]:-}" ] || continue
+    if [[ $ref =~ ^[^[:space:]@]+:[^[:space:]@/]+@sha256:[0-9a-f]{64}$ ]]; then
+      pinned_images=$((pinned_images + 1))
+      continue
+    fi
+    echo "$f:$n: $ref is not pinned by digest (want image:TAG@sha256:<64 hex>): $(echo "$line" | sed 's/^[[:space:]]*//')"
+    bad=1
+  done <"$f"
+  return $bad
+}
+
 # The check on itself.
 work=$(mktemp -d /tmp/bouncer-pins.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -65,6 +111,31 @@ for bad in 'actions/checkout@v4' 'actions/checkout@main' 'actions/checkout@11d59
   fi
 done
 check_dir "$work/good" || { echo "pins: FAIL: the check refused pinned actions" >&2; exit 1; }
+
+d=gcr.io/distroless/static-debian12:nonroot@sha256:d093aa3e30dbadd3efe1310db061a14da60299baff8450a17fe0ccc514a16639
+printf 'ARG BASE=%s\nARG GIVEN\nFROM ${BASE} AS base\nFROM ${GIVEN} AS given\nFROM --platform=$BUILDPLATFORM %s AS b\nFROM base\nCOPY --from=b /x /x\nCOPY --from=%s /y /y\n' "$d" "$d" "$d" >"$work/good/Dockerfile"
+check_dockerfile "$work/good/Dockerfile" || { echo "pins: FAIL: the check refused pinned bases" >&2; exit 1; }
+[ "$pinned_images" = 3 ] || { echo "pins: FAIL: the check counted $pinned_images pinned bases of 3" >&2; exit 1; }
+for bad in 'FROM gcr.io/distroless/static-debian12:nonroot' 'ARG BASE=golang:1.26-bookworm\nFROM ${BASE}' 'ARG BASE=golang:1.26\nFROM $BASE AS b' \
+  'FROM golang@sha256:a688600ca24f8a4d3ca77f95b0dd40704a9fc787c826660eb7ba0b641b8b175d' 'FROM --platform=linux/amd64 golang:1.26' \
+  'COPY --from=ghcr.io/bouncer-mcp/bouncer:1.0 /b /b' 'FROM golang:1.26@sha256:a688600ca2' 'FROM scratch AS s\nFROM golang:1.26 AS b'; do
+  printf "$bad\n" >"$work/bad/Dockerfile"
+  if check_dockerfile "$work/bad/Dockerfile" >/dev/null; then
+    echo "pins: FAIL: the check passed an unpinned base: $bad" >&2
+    exit 1
+  fi
+done
+bad=0
+images=0
+for f in container/Dockerfile container/*/Dockerfile; do
+  check_dockerfile "$f" || bad=1
+  images=$((images + pinned_images))
+done
+if [ "$bad" != 0 ]; then
+  echo "pins: FAIL: pin every base image by digest, keeping its tag (image:TAG@sha256:...; docs/install.md says how to move a pin)" >&2
+  exit 1
+fi
+echo "-- pins: ok: $images base images in container/, all pinned by digest"
 
 [ -d .github/workflows ] || { echo "pins: no .github/workflows" >&2; exit 1; }
 if ! check_dir .github/workflows; then

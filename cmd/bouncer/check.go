@@ -15,6 +15,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/engine"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 const checkSynopsis = "bouncer check [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--tools FILE] [--name NAME] [SESSION.jsonl]\n\n" +
@@ -80,7 +81,7 @@ func cmdCheck(args []string) error {
 
 	in, src := io.Reader(os.Stdin), "stdin"
 	if fs.NArg() == 1 {
-		f, err := os.Open(fs.Arg(0))
+		f, err := statefile.Open(fs.Arg(0))
 		if err != nil {
 			return badInput(fmt.Errorf("%v", err))
 		}
@@ -294,9 +295,12 @@ func auditLine(raw []byte) bool {
 	return json.Unmarshal(raw, &a) == nil && a.TS != nil && a.Verdict != nil
 }
 
+// maxToolsFile bounds a saved tools/list result.
+const maxToolsFile = 64 << 20
+
 // readToolsFile reads a saved tools/list result.
 func readToolsFile(path string) ([]json.RawMessage, error) {
-	data, err := os.ReadFile(path)
+	data, err := statefile.ReadFile(path, maxToolsFile)
 	if err != nil {
 		return nil, err
 	}

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 const doctorSynopsis = `bouncer doctor [--json] [--policy-dir DIR] [--trust FILE]
@@ -14,7 +17,8 @@ const doctorSynopsis = `bouncer doctor [--json] [--policy-dir DIR] [--trust FILE
 Shows what confinement this machine offers (Landlock, seccomp, user namespaces) and what
 bouncer run --sandbox auto and strict would apply with it, which form keeps a server off
 Bouncer's own files, and checks the installed policy set as bouncer run --policy-dir
-would. Exits 2 when an installed set would stop run.`
+would, and the state directory (where the audit log is) as run does. Exits 2 when an
+installed set or the state directory would stop run.`
 
 // cmdDoctor shows what confinement this machine offers and what
 // `bouncer run --sandbox auto` (and strict) would do with it, and checks
@@ -37,6 +41,7 @@ func cmdDoctor(args []string) error {
 	auto, _ := c.Plan(sandbox.Auto)
 	strictPlan, strictErr := c.Plan(sandbox.Strict)
 	ps := policySet(*home, *policyDir, *trust)
+	sd := checkStateDir(*home)
 	if *asJSON {
 		out := struct {
 			sandbox.Capabilities
@@ -45,7 +50,8 @@ func cmdDoctor(args []string) error {
 			StrictError string           `json:"run_sandbox_strict_error,omitempty"`
 			OwnFiles    ownFilesStatus   `json:"own_files"`
 			PolicySet   *policySetStatus `json:"policy_set"`
-		}{Capabilities: c, Auto: auto, Strict: strictPlan, OwnFiles: own, PolicySet: ps}
+			StateDir    *stateDirStatus  `json:"state_dir"`
+		}{Capabilities: c, Auto: auto, Strict: strictPlan, OwnFiles: own, PolicySet: ps, StateDir: sd}
 		if strictErr != nil {
 			out.StrictError = strictErr.Error()
 		}
@@ -54,7 +60,7 @@ func cmdDoctor(args []string) error {
 		if err := enc.Encode(out); err != nil {
 			return failed(fmt.Errorf("doctor: %v", err))
 		}
-		return ps.verdict()
+		return doctorVerdict(ps, sd)
 	}
 	w := os.Stdout
 	if c.LandlockABI > 0 {
@@ -88,7 +94,54 @@ func cmdDoctor(args []string) error {
 	for _, l := range ps.lines() {
 		fmt.Fprintln(w, l)
 	}
-	return ps.verdict()
+	fmt.Fprintln(w, sd.line())
+	return doctorVerdict(ps, sd)
+}
+
+// doctorVerdict is doctor's exit: 2 when run would stop on the policy set
+// or the state directory.
+func doctorVerdict(ps *policySetStatus, sd *stateDirStatus) error {
+	if err := ps.verdict(); err != nil {
+		return err
+	}
+	if sd.Refused {
+		return badInput(fmt.Errorf("doctor: the state directory is refused: %s", sd.Error))
+	}
+	return nil
+}
+
+// stateDirStatus is doctor's view of the state directory, and so of the
+// audit log in it: run refuses one that another user could change
+// (statefile.CheckDir: it, or a directory above it).
+type stateDirStatus struct {
+	Dir     string `json:"dir"`
+	Error   string `json:"error,omitempty"`
+	Refused bool   `json:"refused,omitempty"`
+}
+
+func checkStateDir(home string) *stateDirStatus {
+	dir, err := stateDir(home)
+	if err != nil {
+		return &stateDirStatus{Error: err.Error(), Refused: true}
+	}
+	s := &stateDirStatus{Dir: dir}
+	switch err := statefile.CheckDir(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		s.Error = "not there yet (bouncer run makes it)"
+	case err != nil:
+		s.Error, s.Refused = err.Error(), true
+	}
+	return s
+}
+
+func (s *stateDirStatus) line() string {
+	switch {
+	case s.Refused:
+		return fmt.Sprintf("state dir:     %s: refused: %s", s.Dir, s.Error)
+	case s.Error != "":
+		return fmt.Sprintf("state dir:     %s: %s", s.Dir, s.Error)
+	}
+	return fmt.Sprintf("state dir:     %s: yours, and no other user can change it or a directory above it", s.Dir)
 }
 
 // ownFilesStatus is which form keeps a server off Bouncer's own files here,

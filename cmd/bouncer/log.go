@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 const logSynopsis = `bouncer log [-f] [--json] [--server NAME] [--verdict allow|deny|ask] [--since DURATION|DATE] [--audit FILE]
@@ -93,7 +94,7 @@ func cmdLog(args []string) error {
 		}
 		return nil
 	}
-	file, err := os.Open(path)
+	file, err := statefile.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return failed(fmt.Errorf("log: %s does not exist yet: no call has been decided with this state directory (--home or BOUNCER_HOME chooses another)", path))
 	}

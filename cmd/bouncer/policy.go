@@ -16,7 +16,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/suggest"
 )
 
-const policySynopsis = `bouncer policy push (--key PRIVATE.pem | --set-bundle BUNDLE | --print-statement) [--version TIME] [--trust FILE] [--plain-http] FILE... REF
+const policySynopsis = `bouncer policy push (--key PRIVATE.pem | --set-bundle BUNDLE | --print-statement) [--version TIME] [--expires DURATION|TIME] [--trust FILE] [--plain-http] FILE... REF
        bouncer policy pull [--trust FILE] [--dir DIR] [--allow-downgrade] [--plain-http] [REF]
        bouncer policy digest [--policy FILE]... [--policy-dir DIR] [--trust FILE]
        bouncer policy suggest [--audit FILE] [--since DURATION|DATE] [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--json]
@@ -26,7 +26,8 @@ digests, REF's repository and a version, by default the time of the push) as one
 at REF (REGISTRY/REPOSITORY:TAG). pull resolves REF (default: policy_artifact in the trust
 file) to a digest, fetches the artifact by it, verifies the set's signature under the trust
 configuration and that the files are exactly the set it names, refuses a set older than the
-one installed (unless --allow-downgrade), and only then installs the set atomically into DIR
+one installed (unless --allow-downgrade) and an expired one (--expires, or the trust file's
+max_age past its version), and only then installs the set atomically into DIR
 (default $BOUNCER_HOME/policy). A failed pull changes nothing and exits 1. bouncer run
 --policy-dir DIR loads the installed set, checked again.
 digest prints the digest of the effective policy set, the value every audit line carries as

@@ -14,6 +14,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // This file is `bouncer policy push` and `bouncer policy pull` (policy as an
@@ -39,6 +40,7 @@ func policyPush(args []string) error {
 	setBundle := fs.String("set-bundle", "", "push with this `BUNDLE`: the set statement signed elsewhere (cosign attest-blob --statement, on what --print-statement prints), instead of --key")
 	printStatement := fs.Bool("print-statement", false, "print the set statement for FILE... and REF, to be signed elsewhere, and push nothing")
 	versionFlag := fs.String("version", "", "the set's version, an RFC 3339 `TIME` (default: now); pull never installs a set older than the one installed")
+	expiresFlag := fs.String("expires", "", "the set expires this long after its version (`DURATION`: 30d, 720h) or at this RFC 3339 TIME; past it, pull refuses the set and run --policy-dir stops (default: never)")
 	trust := fs.String("trust", "", "trust configuration `FILE` to check the set's bundle against before pushing (default $BOUNCER_HOME/trust.yaml, when there is one)")
 	plain := fs.Bool("plain-http", false, "allow plain HTTP to the registry in REF (loopback registries never need it)")
 	ops, done, st := parseOperands(fs, args)
@@ -60,6 +62,8 @@ func policyPush(args []string) error {
 		return usageErr("%s", "policy push: give one of --key, --set-bundle and --print-statement")
 	case *setBundle != "" && *versionFlag != "":
 		return usageErr("%s", "policy push: --version goes with --key or --print-statement; a --set-bundle carries its version in its statement")
+	case *setBundle != "" && *expiresFlag != "":
+		return usageErr("%s", "policy push: --expires goes with --key or --print-statement; a --set-bundle carries its expiry in its statement")
 	}
 	ver := time.Now()
 	if *versionFlag != "" {
@@ -71,14 +75,21 @@ func policyPush(args []string) error {
 			return usageErr("policy push: --version: %v", err)
 		}
 	}
+	var expires time.Time
+	if *expiresFlag != "" {
+		var err error
+		if expires, err = parseExpires(*expiresFlag, ver); err != nil {
+			return usageErr("policy push: --expires: %v", err)
+		}
+	}
 	var signer *bundle.Signer
 	if *keyFile != "" {
-		pemData, err := os.ReadFile(*keyFile)
+		pemData, err := statefile.ReadFile(*keyFile, maxKeyFile)
 		if err != nil {
 			return badInput(fmt.Errorf("policy push: key: %v", err))
 		}
 		if signer, err = bundle.ParsePrivateKey(pemData); err != nil {
-			return badInput(fmt.Errorf("policy push: key %s: %v", *keyFile, err))
+			return badInput(fmt.Errorf("policy push: key: %v", err))
 		}
 	}
 	dir, err := stateDir(*home)
@@ -119,14 +130,14 @@ func policyPush(args []string) error {
 	var setJSON []byte
 	switch {
 	case *printStatement:
-		stmt, err := distribute.NewStatement(repo, ver, files)
+		stmt, err := distribute.NewStatement(repo, ver, expires, files)
 		if err != nil {
 			return badInput(fmt.Errorf("policy push: %v", err))
 		}
 		os.Stdout.Write(stmt)
 		return nil
 	case signer != nil:
-		stmt, err := distribute.NewStatement(repo, ver, files)
+		stmt, err := distribute.NewStatement(repo, ver, expires, files)
 		if err != nil {
 			return badInput(fmt.Errorf("policy push: %v", err))
 		}
@@ -135,7 +146,7 @@ func policyPush(args []string) error {
 		}
 		errorf("signed the set: %d file(s), version %s, for %s", len(files), distribute.FormatVersion(ver), repo)
 	default:
-		if setJSON, err = readSmall(*setBundle, distribute.MaxBundleSize); err != nil {
+		if setJSON, err = statefile.ReadFile(*setBundle, distribute.MaxBundleSize); err != nil {
 			return badInput(fmt.Errorf("policy push: --set-bundle %s: %v", *setBundle, err))
 		}
 		raw, err := bundle.PeekStatement(setJSON)
@@ -151,6 +162,9 @@ func policyPush(args []string) error {
 		}
 		if err := distribute.CheckVersion(stmt.Version, time.Now()); err != nil {
 			return badInput(fmt.Errorf("policy push: --set-bundle %s: %v", *setBundle, err))
+		}
+		if err := (distribute.Freshness{}).Check(stmt); err != nil {
+			return badInput(fmt.Errorf("policy push: --set-bundle %s: %v; pull would refuse it: sign a new statement", *setBundle, err))
 		}
 		ver = stmt.Version
 	}
@@ -254,8 +268,10 @@ func policyPull(args []string) error {
 	if _, err := setup.Load(setup.Config{Sources: setup.Sources{Trust: *trust, StateDir: sdir}, Extra: srcs}); err != nil {
 		return failed(fmt.Errorf("policy pull: %s: signed, but this bouncer can't load it: %v; nothing was installed", a.Pinned(), err))
 	}
+	fresh := setup.Freshness(t)
 	res, err := distribute.Install(installDir, a, distribute.InstallOptions{
-		Private: pathtree.Within(installDir, sdir), Now: time.Now(), AllowDowngrade: *allowDowngrade})
+		Private: pathtree.Within(installDir, sdir), Now: time.Now(), AllowDowngrade: *allowDowngrade,
+		MaxAge: fresh.MaxAge, MaxAgeSource: fresh.Source})
 	if errors.Is(err, distribute.ErrRollback) {
 		return failed(fmt.Errorf("policy pull: %s: %v; nothing was installed (if going back is what you mean, give --allow-downgrade)", a.Pinned(), err))
 	}
@@ -267,6 +283,9 @@ func policyPull(args []string) error {
 		names[i] = f.Name
 	}
 	what := fmt.Sprintf("%s (%s), version %s, in %s", a.Pinned(), strings.Join(names, ", "), distribute.FormatVersion(a.Statement.Version), installDir)
+	if at, why := fresh.Expiry(a.Statement); !at.IsZero() {
+		what += fmt.Sprintf("; expires %s, %s", distribute.FormatVersion(at), why)
+	}
 	if res.Unchanged {
 		fmt.Fprintf(os.Stdout, "up to date: %s\n", what)
 		return nil
@@ -275,19 +294,24 @@ func policyPull(args []string) error {
 	return nil
 }
 
-// readSmall reads a regular file of at most limit bytes.
-func readSmall(path string, limit int64) ([]byte, error) {
-	st, err := os.Stat(path)
+// parseExpires reads --expires: a length of time after the set's version
+// (30d, 720h), or an RFC 3339 time. The expiry must be after the version
+// and still ahead: a set already expired would be refused by every pull.
+func parseExpires(s string, version time.Time) (time.Time, error) {
+	at, err := distribute.ParseVersion(s)
+	if d, derr := bundle.ParseAge(s); derr == nil {
+		at, err = version.Add(d), nil
+	}
 	if err != nil {
-		return nil, err
+		return time.Time{}, fmt.Errorf("%q is neither a length of time (30d, 720h) nor an RFC 3339 time (2026-12-01T00:00:00Z)", s)
 	}
-	if !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
+	switch {
+	case !at.After(version):
+		return time.Time{}, fmt.Errorf("%s is not after the set's version %s", distribute.FormatVersion(at), distribute.FormatVersion(version))
+	case !at.After(time.Now()):
+		return time.Time{}, fmt.Errorf("%s is past already: every pull would refuse the set", distribute.FormatVersion(at))
 	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return os.ReadFile(path)
+	return at, nil
 }
 
 // policySetStatus is doctor's view of an install directory.
@@ -298,8 +322,11 @@ type policySetStatus struct {
 	Version   time.Time `json:"version,omitzero"`
 	Files     []string  `json:"files,omitempty"`
 	Installed time.Time `json:"installed,omitzero"`
-	Follows   string    `json:"follows,omitempty"` // policy_artifact in the trust file
-	Error     string    `json:"error,omitempty"`
+	// Expires is when the set stops being used (its own expiry, or the
+	// trust file's max_age past its version); zero for never.
+	Expires time.Time `json:"expires,omitzero"`
+	Follows string    `json:"follows,omitempty"` // policy_artifact in the trust file
+	Error   string    `json:"error,omitempty"`
 	// Refused is set when a set is installed but is not as it was pulled
 	// (or can't be verified); run --policy-dir would refuse it too.
 	Refused bool `json:"refused,omitempty"`
@@ -334,10 +361,12 @@ func policySet(home, dir, trustFile string) *policySetStatus {
 	st.Ref, st.Digest, st.Version, st.Files, st.Installed = set.Ref, set.Digest, set.Version, set.Files, set.Installed
 	if terr != nil && !errors.Is(terr, bundle.ErrNoTrust) {
 		st.Error = terr.Error()
-	} else if _, err := setup.VerifyInstalled(dir, t); err != nil {
+	} else if vs, err := setup.VerifyInstalled(dir, t); err != nil {
 		// The check run --policy-dir makes (setup.LoadPolicy); with no
 		// trust file, t names no signer and the set is refused.
 		st.Error = err.Error()
+	} else {
+		st.Expires, _ = setup.Freshness(t).Expiry(vs.Statement)
 	}
 	st.Refused = st.Error != ""
 	return st
@@ -357,6 +386,9 @@ func (s *policySetStatus) lines() []string {
 	if s.Digest != "" {
 		out = append(out, fmt.Sprintf("policy set:    %s: %s from %s, version %s, installed %s (%s)", s.Dir, s.Digest, s.Ref,
 			distribute.FormatVersion(s.Version), s.Installed.Local().Format(time.RFC3339), strings.Join(s.Files, ", ")))
+	}
+	if !s.Expires.IsZero() {
+		out = append(out, fmt.Sprintf("policy set:    %s: expires %s (pull a newer set before then)", s.Dir, distribute.FormatVersion(s.Expires)))
 	}
 	switch {
 	case s.Refused:

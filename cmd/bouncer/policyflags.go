@@ -57,21 +57,32 @@ func (p *policyFlags) sources(stateDir, base string) setup.Sources {
 // enforces: the installed set, the --policy files and every signature
 // check, or the error that will stop run.
 func runArgsPolicy(args []string, base string) (*setup.InForce, error) {
+	src, err := runArgsSources(args, base)
+	if err != nil {
+		return nil, err
+	}
+	return setup.LoadPolicy(src)
+}
+
+// runArgsSources reads `bouncer ARGS` with run's own flags and returns the
+// policy sources that run would load, as runArgsPolicy describes (and
+// setup.Launch.Sources takes them).
+func runArgsSources(args []string, base string) (setup.Sources, error) {
 	if len(args) == 0 || args[0] != "run" {
-		return nil, errors.New("not a bouncer run command")
+		return setup.Sources{}, errors.New("not a bouncer run command")
 	}
 	// run's own flag set, silent: a summary prints no usage text.
 	fs, f, home := runFlagSet()
 	fs.Usage = func() {}
 	if err := fs.Parse(args[1:]); err != nil {
-		return nil, fmt.Errorf("bouncer run would not start: %v", err)
+		return setup.Sources{}, fmt.Errorf("bouncer run would not start: %v", err)
 	}
 	dir, err := stateDir(*home)
 	if err != nil {
-		return nil, err
+		return setup.Sources{}, err
 	}
 	if f.configFile == "" {
 		base = ""
 	}
-	return setup.LoadPolicy(f.sources(dir, base))
+	return f.sources(dir, base), nil
 }

@@ -6,8 +6,10 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -18,8 +20,8 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/envexpand"
 	"github.com/bouncer-mcp/bouncer/internal/oauth"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 	"github.com/bouncer-mcp/bouncer/internal/transport"
-	"github.com/bouncer-mcp/bouncer/internal/unixshim"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
@@ -60,7 +62,7 @@ func dialRemote(ctx context.Context, cfg *transport.RemoteConfig, stateDir strin
 	if cfg.Headers.Get("Authorization") == "" {
 		// No token given: run the MCP authorization if the server asks
 		// for it, now, before the sandbox.
-		auth, err := signInRemote(ctx, cfg.URL, stateDir, sandboxed)
+		auth, err := signInRemote(ctx, cfg.URL, server.Addrs(originHostPort(u)), stateDir, sandboxed)
 		if err != nil {
 			return nil, upstreamReach{}, err
 		}
@@ -93,15 +95,16 @@ type remoteAuth struct {
 
 // signInRemote signs in to the server at serverURL if it asks for OAuth.
 // The sign-in may reach any public host (and hosts of the server's own
-// kind: see oauth.Guard), for discovery, registration and the token.
+// kind, judged by serverAddrs, the addresses the session pinned: see
+// oauth.Guard), for discovery, registration and the token.
 // Once sealed, the OAuth client reaches the token endpoint the sign-in
 // pinned and nothing else, and a sign-in the server asks for later (a
 // step-up, a refused refresh) runs in the sign-in helper started here,
 // outside the sandbox. A sign-in that fails is said, and nil is
 // returned: the session goes on without OAuth, and the server's 401 then
 // answers the client's first request with what to do instead.
-func signInRemote(ctx context.Context, serverURL, stateDir string, sandboxed bool) (*remoteAuth, error) {
-	guard := oauth.NewGuard(serverURL)
+func signInRemote(ctx context.Context, serverURL string, serverAddrs []netip.Addr, stateDir string, sandboxed bool) (*remoteAuth, error) {
+	guard := oauth.NewGuardFor(serverURL, serverAddrs)
 	token := transport.NewPins()
 	token.Check = guard.Check
 	// Loaded now: once sandboxed, the certificate files can't be read.
@@ -121,7 +124,7 @@ func signInRemote(ctx context.Context, serverURL, stateDir string, sandboxed boo
 			return guard.DialContext(ctx, network, addr)
 		},
 	}}
-	cfg := oauth.Config{ServerURL: serverURL, StateDir: stateDir, Stderr: os.Stderr, HTTPClient: client}
+	cfg := oauth.Config{ServerURL: serverURL, StateDir: stateDir, ServerAddrs: serverAddrs, Stderr: os.Stderr, HTTPClient: client}
 	if sandboxed {
 		h, err := oauth.StartHelper(cfg)
 		if err != nil {
@@ -200,21 +203,19 @@ const headerFileMax = 64 << 10
 // addHeaderFile adds the headers of a --header-file to h: one "Name:
 // value" a line; blank lines and lines starting with # are skipped. The
 // values are taken as written (no ${VAR}: the file is where the secret
-// lives). The file must be a regular file of this user that nobody else
-// may read or write (mode 0600 or stricter), as ssh asks of a private
-// key: it holds credentials. Errors name the file and line, never a value.
+// lives). The file must be a regular file (a FIFO is refused at once, not
+// waited on) of this user that nobody else may read or write (mode 0600
+// or stricter), as ssh asks of a private key: it holds credentials
+// (statefile.CheckPrivate, the audit log's check). Errors name the file
+// and line, never a value.
 func addHeaderFile(h http.Header, path string) error {
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if err != nil {
-		return fmt.Errorf("--header-file: %v", err)
+		return fmt.Errorf("--header-file: %w", err)
 	}
 	defer f.Close()
-	var st unixshim.Stat_t
-	if err := unixshim.Fstat(int(f.Fd()), &st); err != nil {
-		return fmt.Errorf("--header-file %s: %v", path, err)
-	}
-	if err := secretFileMode(path, uint32(st.Mode), int(st.Uid), os.Geteuid()); err != nil {
-		return err
+	if err := statefile.CheckPrivate(f); err != nil {
+		return fmt.Errorf("--header-file %s: %w", path, err)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, headerFileMax+1))
 	if err != nil {
@@ -237,20 +238,6 @@ func addHeaderFile(h http.Header, path string) error {
 			return fmt.Errorf("%s:%d (%s): the value has a control character", path, n+1, name)
 		}
 		h.Add(name, strings.TrimSpace(value))
-	}
-	return nil
-}
-
-// secretFileMode refuses a file that is not a regular file owned by uid
-// me, or that its group or others may read or write.
-func secretFileMode(path string, mode uint32, owner, me int) error {
-	switch {
-	case mode&unixshim.S_IFMT != unixshim.S_IFREG:
-		return fmt.Errorf("--header-file %s: not a regular file", path)
-	case owner != me:
-		return fmt.Errorf("--header-file %s: owned by uid %d, not by this user (uid %d); it holds credentials, so it must be yours", path, owner, me)
-	case mode&0o077 != 0:
-		return fmt.Errorf("--header-file %s: mode %04o lets others read or write it; it holds credentials: chmod 600 %s", path, mode&0o777, path)
 	}
 	return nil
 }
@@ -278,8 +265,11 @@ var authScheme = regexp.MustCompile(`(?i)^(bearer|basic|token|digest)$`)
 
 // argvCredential reports whether the --header value raw (as written on
 // the command line, before expansion) holds a credential written out: a
-// credential header's value, or a "Bearer …"/"Basic …" value, other than
-// ${VAR} references and the scheme word.
+// credential header's value, a "Bearer …"/"Basic …" value, or any value
+// with a word shaped like a secret (tokenShaped), whatever the header's
+// name (a vendor's X-Honeycomb-Team or X-JFrog-Art-Api carries a key
+// under a name no list holds). ${VAR} references and the scheme word are
+// not counted: they are not the secret.
 func argvCredential(name, raw string) bool {
 	// What is written out: raw with each reference taken away (every
 	// variable read as "").
@@ -291,7 +281,55 @@ func argvCredential(name, raw string) bool {
 	if len(words) == 0 || (len(words) == 1 && authScheme.MatchString(words[0])) {
 		return false
 	}
-	return credentialName.MatchString(name) || (len(words) >= 2 && authScheme.MatchString(words[0]))
+	return credentialName.MatchString(name) || (len(words) >= 2 && authScheme.MatchString(words[0])) || tokenShaped(written)
+}
+
+// tokenShaped reports whether s holds a run of letters and digits shaped
+// like a generated secret (an API key, a token, a JWT's part, a base64
+// key's stretch between its '/' and '+'): at least 16 characters long,
+// with letters and digits both, switching between the two at least twice,
+// and as varied as random text (3 bits of entropy a character or more).
+// What it leaves alone is what ordinary headers hold: words (application,
+// AppleWebKit), versions and dates (120.0.0.0, 2026-12-01T09:30:00Z, each
+// run short, or digits with a letter or two, or few distinct characters),
+// short ids (X-Request-Id: abc123), a name with a year at its end
+// (Release2024). A UUID, cut into short runs by its dashes, is left alone
+// too.
+func tokenShaped(s string) bool {
+	for _, run := range strings.FieldsFunc(s, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) {
+		if len(run) < 16 {
+			continue
+		}
+		switches, digits := 0, 0
+		var count [128]int
+		for i := 0; i < len(run); i++ {
+			c := run[i]
+			count[c]++
+			isDigit := c <= '9'
+			if isDigit {
+				digits++
+			}
+			if i > 0 && isDigit != (run[i-1] <= '9') {
+				switches++
+			}
+		}
+		if digits == 0 || digits == len(run) || switches < 2 {
+			continue
+		}
+		entropy := 0.0
+		for _, n := range count {
+			if n > 0 {
+				p := float64(n) / float64(len(run))
+				entropy -= p * math.Log2(p)
+			}
+		}
+		if entropy >= 3 {
+			return true
+		}
+	}
+	return false
 }
 
 // remoteName is the default --name of a remote upstream: its host name.

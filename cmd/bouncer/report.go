@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -75,7 +76,7 @@ func cmdReport(args []string) error {
 	// policy: lines with another were decided by another policy.
 	in.PolicyDigest = pol.Policy.Digest(version)
 	if *toolsFile != "" {
-		data, err := os.ReadFile(*toolsFile)
+		data, err := statefile.ReadFile(*toolsFile, maxToolsFile)
 		if err != nil {
 			return badInput(fmt.Errorf("report: %v", err))
 		}
@@ -147,7 +148,12 @@ func writeReportFile(path string, data []byte) error {
 // skipped here and reported through the hash chain's verification instead
 // of stopping the pack.
 func readAuditLenient(path string) ([]audit.Entry, error) {
-	data, err := os.ReadFile(path)
+	f, err := statefile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,9 @@ type runFlags struct {
 	// --policy is resolved against (policyFlags.sources); "" without
 	// --config.
 	base string
+	// launch is the config --config names, for setup: its files are
+	// Bouncer's own; nil without --config.
+	launch *setup.Launch
 }
 
 // cmdRun proxies one MCP server on stdio, enforcing the policy.
@@ -215,10 +218,12 @@ func (f *runFlags) upstream() (*upstreamSpec, error) {
 		if len(f.rest) > 0 || f.remoteURL != "" {
 			return nil, usageErr("give one of --config/--server, --url or -- COMMAND")
 		}
-		c, rc, base, err := upstreamFromConfig(f.configFile, f.project, f.serverName)
+		c, rc, r, err := upstreamFromConfig(f.configFile, f.project, f.serverName)
 		if err != nil {
 			return nil, badInput(err)
 		}
+		base := r.Base
+		f.launch = &setup.Launch{File: r.File, Project: f.project, Base: base, Sources: runArgsSources}
 		up.cmd, up.remote = c, rc
 		if rc == nil && (len(f.headers) > 0 || len(f.headerFiles) > 0 || f.transport != "") {
 			return nil, usageErr("--header, --header-file and --transport go with a remote server; %q in %s has a command", f.serverName, f.configFile)
@@ -291,7 +296,7 @@ func (f *runFlags) loadPolicy(dir string, up *upstreamSpec) (*setup.Decider, err
 	if workDir == "" {
 		workDir, _ = os.Getwd()
 	}
-	dec, err := setup.Load(setup.Config{Sources: f.sources(dir, f.base), WorkDir: workDir})
+	dec, err := setup.Load(setup.Config{Sources: f.sources(dir, f.base), WorkDir: workDir, Launch: f.launch})
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -464,12 +469,12 @@ func newSessionID() string {
 // environment, which is the one the client gave us: for a stdio server its
 // command and args, its env laid over ours (as the client would have done)
 // and its cwd; for a remote one (an entry with a url) its url, headers and
-// transport (rc is then set). base is the directory relative --policy
-// files are resolved against.
-func upstreamFromConfig(file, project, name string) (c transport.Command, rc *transport.RemoteConfig, base string, err error) {
-	r, err := mcpconfig.Resolve(mcpconfig.Lookup{File: file, Project: project, Server: name, Getenv: os.LookupEnv})
+// transport (rc is then set). r says where the config was found: its
+// Base is the directory relative --policy files are resolved against.
+func upstreamFromConfig(file, project, name string) (c transport.Command, rc *transport.RemoteConfig, r mcpconfig.Resolved, err error) {
+	r, err = mcpconfig.Resolve(mcpconfig.Lookup{File: file, Project: project, Server: name, Getenv: os.LookupEnv})
 	if err != nil {
-		return transport.Command{}, nil, "", err
+		return transport.Command{}, nil, r, err
 	}
 	e := r.Entry
 	if e.Command == "" {
@@ -477,7 +482,7 @@ func upstreamFromConfig(file, project, name string) (c transport.Command, rc *tr
 		for k, v := range e.Headers {
 			rc.Headers.Add(k, v)
 		}
-		return transport.Command{}, rc, r.Base, nil
+		return transport.Command{}, rc, r, nil
 	}
 	c = transport.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
 	if len(e.Env) > 0 {
@@ -491,7 +496,7 @@ func upstreamFromConfig(file, project, name string) (c transport.Command, rc *tr
 			c.Env = append(c.Env, k+"="+e.Env[k]) // exec keeps the last of duplicate keys
 		}
 	}
-	return c, nil, r.Base, nil
+	return c, nil, r, nil
 }
 
 // toolNames lists the names in a tools/list result's tools.

@@ -5,7 +5,11 @@ import (
 	"os"
 
 	"github.com/bouncer-mcp/bouncer/internal/bundle"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
+
+// maxKeyFile bounds a private key file (a PEM key is a few hundred bytes).
+const maxKeyFile = 64 << 10
 
 const signSynopsis = `bouncer sign --key PRIVATE.pem FILE...
 
@@ -27,13 +31,13 @@ func cmdSign(args []string) error {
 	if len(files) == 0 {
 		return usageErr("%s", "sign: give at least one FILE")
 	}
-	pemData, err := os.ReadFile(*keyFile)
+	pemData, err := statefile.ReadFile(*keyFile, maxKeyFile)
 	if err != nil {
 		return badInput(fmt.Errorf("sign: key: %v", err))
 	}
 	s, err := bundle.ParsePrivateKey(pemData)
 	if err != nil {
-		return badInput(fmt.Errorf("sign: key %s: %v", *keyFile, err))
+		return badInput(fmt.Errorf("sign: key: %v", err))
 	}
 	status := exitOK
 	for _, f := range files {

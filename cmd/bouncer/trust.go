@@ -17,6 +17,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/display"
 	"github.com/bouncer-mcp/bouncer/internal/session"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 const trustSynopsis = `bouncer trust list [--server NAME]
@@ -113,7 +114,7 @@ type denial struct {
 // recentDenials reads the audit log for taint denies, newest first, one per
 // server and destination.
 func recentDenials(path string, max int) ([]denial, error) {
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -283,7 +283,7 @@ func (l *Log) Sync() error {
 // (statefile.CheckPrivate). The log is appended to, never replaced, so it
 // keeps its own open: O_APPEND, and a symbolic link is followed.
 func openFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	f, err := statefile.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
@@ -345,13 +345,13 @@ func (l *Log) Append(e Entry) error {
 	var partial bool
 	if !l.hdOK || l.tail.dev != uint64(st.Dev) || l.tail.ino != st.Ino || l.tail.size != st.Size {
 		l.hdOK = false
-		hd, p, err := l.reconcile(f, st.Size)
+		hd, p, err := l.reconcile(f, st.Size, uint64(st.Ino))
 		if err != nil {
 			return fmt.Errorf("audit %s: reading the log back: %w", l.path, err)
 		}
 		l.hd, l.hdOK, partial = *hd, true, p
 	}
-	e.Prev = l.hd.Last
+	e.Prev = l.hd.next()
 	line, err := Marshal(e)
 	if err != nil {
 		return fmt.Errorf("audit %s: %w", l.path, err)
@@ -758,7 +758,7 @@ func eachLine(r io.Reader, fn func(n int, line []byte, noNewline bool) error) er
 // ReadFile reads every line of an audit file. A malformed line is an error
 // naming its line number.
 func ReadFile(path string) ([]Entry, error) {
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
@@ -833,18 +833,26 @@ const maxRemembered = 1 << 20
 // place is listed. pins are head hashes kept from earlier runs; HasHead
 // answers for them. It returns an error only when r can't be read.
 func Verify(r io.Reader, pins ...string) (*Report, error) {
-	return verify(r, nil, pins)
+	return verify(r, nil, Genesis, pins)
 }
 
-// verify is Verify, and, when hd is not nil, a check of the log against
-// that head record (see checkHead).
-func verify(r io.Reader, hd *Head, pins []string) (*Report, error) {
+// VerifyAfter is Verify for a log that continues another, rotated away,
+// whose last line's hash is after: the first line's prev must be after
+// rather than the genesis value. Verifying rotated logs oldest first,
+// each after the head of the one before, checks the chain across them.
+func VerifyAfter(r io.Reader, after string, pins ...string) (*Report, error) {
+	return verify(r, nil, normHead(after), pins)
+}
+
+// verify is Verify, with the first line's prev start, and, when hd is not
+// nil, a check of the log against that head record (see checkHead).
+func verify(r io.Reader, hd *Head, start string, pins []string) (*Report, error) {
 	rep := &Report{Head: Genesis, hashes: map[string]int{}}
 	pinned := map[string]bool{}
 	for _, p := range pins {
 		pinned[normHead(p)] = true
 	}
-	expect := Genesis
+	expect := start
 	err := eachLine(r, func(n int, line []byte, noNewline bool) error {
 		rep.Lines = n
 		h := Hash(line)
@@ -867,7 +875,7 @@ func verify(r io.Reader, hd *Head, pins []string) (*Report, error) {
 		case err != nil:
 			problem(err.Error())
 		case prev != expect:
-			problem(breakMsg(n, prev, rep.hashes))
+			problem(breakMsg(n, prev, start, rep.hashes))
 		}
 		if noNewline {
 			problem("the line is incomplete (no newline at the end of the file)")
@@ -930,7 +938,15 @@ func checkHead(rep *Report, hd *Head) {
 			"the head file was started on %s, when the log already had %d lines (a log from a bouncer without head files, or the head file had been removed): a log replaced before then would not show",
 			a.At, a.Lines))
 	}
-	if p := hd.Previous; p != nil {
+	if p := hd.Previous; p != nil && p.Chained && p.Lines == 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf(
+			"this log's first line continues a log that ended with %s (the head file was started over it on %s, and knows nothing more of that log). Check both together with: bouncer audit verify --audit OLD --audit THIS",
+			p.Last, p.At))
+	} else if p != nil && p.Chained {
+		rep.Notes = append(rep.Notes, fmt.Sprintf(
+			"a new log was started on %s; the one before it had %d lines and ended with %s, and this log's first line chains to it. If you did not rotate the log, someone moved or removed it. Check both together with: bouncer audit verify --audit OLD --audit THIS",
+			p.At, p.Lines, p.Last))
+	} else if p != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf(
 			"a new log was started on %s; the one before it had %d lines and ended with %s. If you did not rotate or empty the log, someone removed it. Check the old file with: bouncer audit verify --audit OLD --no-head --expect-head %s",
 			p.At, p.Lines, p.Last, p.Last))
@@ -938,9 +954,13 @@ func checkHead(rep *Report, hd *Head) {
 }
 
 // breakMsg explains a prev that doesn't match the line before.
-func breakMsg(n int, prev string, seen map[string]int) string {
-	if n == 1 {
+func breakMsg(n int, prev, start string, seen map[string]int) string {
+	switch {
+	case n == 1 && start == Genesis:
 		return "prev is not the genesis value: the first lines were removed, or this line was edited"
+	case n == 1:
+		return fmt.Sprintf("prev is not %s, the last hash of the log before this one (rotated away): "+
+			"the log was emptied or replaced and started again, its first lines were removed, or this line was edited", start)
 	}
 	if j, ok := seen[prev]; ok && j != n {
 		return fmt.Sprintf("prev is the hash of line %d, not of line %d: lines were reordered or removed", j, n-1)
@@ -995,7 +1015,21 @@ func VerifyFile(path string) (int, error) {
 // that no Append is half done between them; lines appended after that are
 // not read.
 func VerifyFileReport(path string, pins ...string) (*Report, error) {
-	f, err := os.Open(path)
+	return verifyFile(path, "", pins)
+}
+
+// VerifyFileAfter is VerifyFileReport for a log that continues another,
+// rotated away, whose last line's hash is after (see VerifyAfter). The
+// head file must agree: a head that records another predecessor is a
+// problem.
+func VerifyFileAfter(path, after string, pins ...string) (*Report, error) {
+	return verifyFile(path, normHead(after), pins)
+}
+
+// verifyFile is VerifyFileReport; after, if not "", is the last hash of
+// the log this one continues.
+func verifyFile(path, after string, pins []string) (*Report, error) {
+	f, err := statefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
@@ -1012,7 +1046,11 @@ func VerifyFileReport(path string, pins ...string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
-	rep, err := verify(io.NewSectionReader(f, 0, fi.Size()), hd, pins)
+	start := after
+	if start == "" {
+		start = hd.start()
+	}
+	rep, err := verify(io.NewSectionReader(f, 0, fi.Size()), hd, start, pins)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
@@ -1024,6 +1062,10 @@ func VerifyFileReport(path string, pins ...string) (*Report, error) {
 			rep.Problems...)
 	case hd == nil && rep.Lines > 0:
 		rep.Unanchored = true
+	case hd != nil && after != "" && hd.start() != after && hd.start() != Genesis:
+		rep.Problems = append([]Problem{{Anchor: true, Msg: fmt.Sprintf(
+			"the head file %s records that this log continues one that ended with %s, not with %s (the log given before it)", hpath, hd.start(), after)}},
+			rep.Problems...)
 	}
 	return rep, nil
 }

@@ -371,11 +371,13 @@ func TestReadFile(t *testing.T) {
 	}
 }
 
-// Renaming the log away (rotation) makes the next Append start a new file.
+// Renaming the log away (rotation) makes the next Append start a new file,
+// whose first line chains to the old file's last.
 func TestRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	l := openLog(t, path)
 	l.Append(entry(0))
+	old := lines(t, path)
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +385,7 @@ func TestRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := lines(t, path)
-	if len(got) != 1 || !strings.Contains(got[0], Genesis) {
+	if len(got) != 1 || !strings.Contains(got[0], `"prev":"`+Hash([]byte(strings.TrimSuffix(old[0], "\n")))+`"`) {
 		t.Errorf("after rotation: %q", got)
 	}
 	if len(lines(t, path+".1")) != 1 {

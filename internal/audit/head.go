@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/statefile"
-	unix "github.com/bouncer-mcp/bouncer/internal/unixshim"
 )
 
 // The head file anchors the chain outside the log. A chain alone can't show
@@ -45,14 +44,19 @@ type Head struct {
 	Lines int    `json:"lines"` // lines written
 	Size  int64  `json:"size"`  // bytes, up to and with the last line's newline
 	First string `json:"first"` // hash of line 1; Genesis when Lines is 0
-	Last  string `json:"last"`  // hash of line Lines (the next prev); Genesis when Lines is 0
+	Last  string `json:"last"`  // hash of line Lines; Genesis when Lines is 0
+	// Ino is the inode number of the log the record describes (0: not
+	// known, a record from an earlier bouncer). It tells a log emptied in
+	// place from a new file put where the log was (see reconcile).
+	Ino uint64 `json:"ino,omitempty"`
 	// Adopted is set when the head was started over lines already in the
 	// log (a log written before head files, or one whose head file was
 	// removed): those lines were anchored only from then on.
 	Adopted *Mark `json:"adopted,omitempty"`
 	// Previous is the log before the last rotation: when an appender found
 	// the log empty (renamed away and replaced by a new file, or emptied)
-	// where the head had recorded lines.
+	// where the head had recorded lines. When it is Chained, the first
+	// line of the new log carries its Last as prev (see start).
 	Previous *Mark `json:"previous,omitempty"`
 	// Diverged is set the first time an appender found the log not as the
 	// head described it (shorter, or another line where the last one was),
@@ -70,6 +74,33 @@ type Mark struct {
 	First string `json:"first,omitempty"`
 	Last  string `json:"last,omitempty"`
 	Found string `json:"found,omitempty"` // Diverged: what the log was instead
+	// Chained, on Previous: the new log's first line chains to Last. A
+	// Previous mark an earlier bouncer made lacks it, and its new log
+	// started at Genesis.
+	Chained bool `json:"chained,omitempty"`
+}
+
+// start is the prev of the log's first line: the last hash of the log
+// before a rotation, where the rotation is chained, and Genesis otherwise.
+// A rotation is then provable: the new log's first line names the old
+// log's last, so a log that starts over at Genesis where the head records
+// a predecessor is a break at line 1.
+func (h *Head) start() string {
+	if h == nil {
+		return Genesis
+	}
+	if p := h.Previous; p != nil && p.Chained {
+		return p.Last
+	}
+	return Genesis
+}
+
+// next is the prev of the line that follows the head's last.
+func (h *Head) next() string {
+	if h.Lines == 0 {
+		return h.start()
+	}
+	return h.Last
 }
 
 // headVersion is the record's "v".
@@ -134,6 +165,10 @@ func appendHead(buf []byte, h *Head, marks []byte) ([]byte, error) {
 	buf = strconv.AppendInt(buf, int64(h.Lines), 10)
 	buf = append(buf, `,"size":`...)
 	buf = strconv.AppendInt(buf, h.Size, 10)
+	if h.Ino != 0 {
+		buf = append(buf, `,"ino":`...)
+		buf = strconv.AppendUint(buf, h.Ino, 10)
+	}
 	buf = append(buf, `,"first":"`...)
 	buf = append(buf, h.First...)
 	buf = append(buf, `","last":"`...)
@@ -228,17 +263,19 @@ func parsePlainHead(b []byte) (*Head, bool) {
 	if !ok {
 		return nil, false
 	}
-	num := func(next string) (int64, bool) {
+	// num reads a number of at most digits digits, without a leading
+	// zero, followed by next.
+	num := func(digits int, next string) (uint64, bool) {
 		i := bytes.Index(rest, []byte(next))
-		if i < 1 || i > 18 || (i > 1 && rest[0] == '0') {
+		if i < 1 || i > digits || (i > 1 && rest[0] == '0') {
 			return 0, false
 		}
-		var n int64
+		var n uint64
 		for _, c := range rest[:i] {
 			if c < '0' || c > '9' {
 				return 0, false
 			}
-			n = n*10 + int64(c-'0')
+			n = n*10 + uint64(c-'0')
 		}
 		rest = rest[i+len(next):]
 		return n, true
@@ -251,14 +288,26 @@ func parsePlainHead(b []byte) (*Head, bool) {
 		rest = rest[71+len(next):]
 		return s, isHash(s)
 	}
-	lines, ok1 := num(`,"size":`)
-	size, ok2 := num(`,"first":"`)
+	lines, ok1 := num(18, `,"size":`)
+	size, ok2 := num(18, `,"`)
+	var ino uint64
+	okIno := true
+	if r, ok := bytes.CutPrefix(rest, []byte(`ino":`)); ok {
+		rest = r
+		// At most 19 digits: no overflow, and a 20-digit inode number
+		// is read by parseHead.
+		ino, okIno = num(19, `,"`)
+		okIno = okIno && ino != 0
+	}
+	r, okFirst := bytes.CutPrefix(rest, []byte(`first":"`))
+	rest = r
 	first, ok3 := hash(`","last":"`)
 	last, ok4 := hash(`"}`)
-	if !ok1 || !ok2 || !ok3 || !ok4 || len(rest) != 0 {
+	if !ok1 || !ok2 || !okIno || !okFirst || !ok3 || !ok4 || len(rest) != 0 {
 		return nil, false
 	}
-	h.Lines, h.Size, h.First, h.Last = int(lines), size, first, last
+	h.Ino = ino
+	h.Lines, h.Size, h.First, h.Last = int(lines), int64(size), first, last
 	if (h.Lines == 0) != (h.Size == 0) || int64(h.Lines) > h.Size || h.Lines == 0 && (h.First != Genesis || h.Last != Genesis) {
 		return nil, false
 	}
@@ -285,7 +334,7 @@ func readHead(f *os.File, buf []byte) (*Head, error) {
 // and no error when there is none, or when it is empty (created, not yet
 // written).
 func ReadHead(path string) (*Head, error) {
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -303,7 +352,7 @@ func ReadHead(path string) (*Head, error) {
 // openHead opens (creating 0600) the head file, under the same rules as
 // the log: a head file others can write anchors nothing.
 func openHead(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	f, err := statefile.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit head %s: %w", path, err)
 	}
@@ -323,6 +372,8 @@ type span struct {
 	chained bool
 	// partial: the last line has no newline (a write cut short).
 	partial bool
+	// start is the first line's prev, if it is a chain hash.
+	start string
 }
 
 // scan reads the lines of f in [from, to), hashing each. The first line's
@@ -353,8 +404,12 @@ func scan(f *os.File, from, to int64, prev string) (span, error) {
 			s.first = h
 		}
 		if whole {
-			if p, perr := prevOf(line); perr != nil || p != prev {
+			p, perr := prevOf(line)
+			if perr != nil || p != prev {
 				s.chained = false
+			}
+			if s.lines == 1 && perr == nil && isHash(p) {
+				s.start = p
 			}
 		} else {
 			s.partial = true
@@ -366,8 +421,12 @@ func scan(f *os.File, from, to int64, prev string) (span, error) {
 	}
 }
 
-// anchorOf makes a head for the log f as it is, size bytes long.
-func anchorOf(f *os.File, size int64) (*Head, bool, error) {
+// anchorOf makes a head for the log f as it is, size bytes long. A log
+// whose first line chains to something other than the genesis value (a
+// log that continues one rotated away) is taken as it is too: the head
+// records that hash as the last of a Previous log, made at now, of which
+// nothing more is known.
+func anchorOf(f *os.File, size int64, now string) (*Head, bool, error) {
 	s, err := scan(f, 0, size, Genesis)
 	if err != nil {
 		return nil, false, err
@@ -375,6 +434,9 @@ func anchorOf(f *os.File, size int64) (*Head, bool, error) {
 	h := &Head{Lines: s.lines, Size: size, First: Genesis, Last: Genesis}
 	if s.lines > 0 {
 		h.First, h.Last = s.first, s.last
+	}
+	if s.start != "" && s.start != Genesis {
+		h.Previous = &Mark{At: now, Last: s.start, Chained: true}
 	}
 	return h, s.partial, nil
 }
@@ -388,22 +450,40 @@ func anchorOf(f *os.File, size int64) (*Head, bool, error) {
 //   - The log is as the record says, or longer by lines that chain on from
 //     its last line (a writer stopped between its line and its head, or a
 //     bouncer without head files appended): the record, extended.
-//   - The log is empty where the record has lines: a rotation (the log was
-//     renamed away or emptied). A new head, with the old one as Previous.
+//   - The log is empty where the record has lines, and is another file
+//     than the one recorded (ino): a rotation (the log was renamed away and
+//     a new file put in its place). A new head, with the old one as
+//     Previous, chained: the new log's first line carries the old log's
+//     last hash as prev.
+//   - The log is empty where the record has lines, and is the file
+//     recorded: it was emptied in place, and its lines are gone. That is no
+//     rotation (nothing of the old log is left to check) but a
+//     divergence, recorded as below, with the old head as Previous so the
+//     chain still goes on from its last line. A record without ino (from
+//     an earlier bouncer) can't tell the two apart, and is taken as a
+//     rotation, as that bouncer took it.
 //   - No record (a log from before head files, or a removed head file): a
 //     head made from the log as it is, marked Adopted.
 //   - Anything else (shorter, another line where the last one was, a
 //     record that doesn't parse): the log changed behind the appenders'
 //     backs. A head made from the log as it is, with Diverged saying what
 //     was expected and what was found.
-func (l *Log) reconcile(f *os.File, size int64) (*Head, bool, error) {
+func (l *Log) reconcile(f *os.File, size int64, ino uint64) (*Head, bool, error) {
+	h, partial, err := l.reconcileHead(f, size, ino)
+	if h != nil {
+		h.Ino = ino
+	}
+	return h, partial, err
+}
+
+func (l *Log) reconcileHead(f *os.File, size int64, ino uint64) (*Head, bool, error) {
 	now := l.now().UTC().Format(timeRFC3339)
 	if l.rbuf == nil {
 		l.rbuf = make([]byte, headSize+1)
 	}
 	old, herr := readHead(l.hf, l.rbuf)
 	if herr != nil {
-		h, partial, err := anchorOf(f, size)
+		h, partial, err := anchorOf(f, size, now)
 		if err != nil {
 			return nil, false, err
 		}
@@ -411,7 +491,7 @@ func (l *Log) reconcile(f *os.File, size int64) (*Head, bool, error) {
 		return h, partial, nil
 	}
 	if old == nil {
-		h, partial, err := anchorOf(f, size)
+		h, partial, err := anchorOf(f, size, now)
 		if err != nil {
 			return nil, false, err
 		}
@@ -424,8 +504,13 @@ func (l *Log) reconcile(f *os.File, size int64) (*Head, bool, error) {
 		if old.Lines == 0 {
 			return old, false, nil
 		}
-		return &Head{First: Genesis, Last: Genesis, Diverged: old.Diverged,
-			Previous: &Mark{At: now, Lines: old.Lines, Size: old.Size, First: old.First, Last: old.Last}}, false, nil
+		h := &Head{First: Genesis, Last: Genesis, Diverged: old.Diverged,
+			Previous: &Mark{At: now, Lines: old.Lines, Size: old.Size, First: old.First, Last: old.Last, Chained: true}}
+		if old.Ino != 0 && old.Ino == ino && h.Diverged == nil {
+			h.Diverged = &Mark{At: now, Lines: old.Lines, Size: old.Size, First: old.First, Last: old.Last,
+				Found: "the log was emptied in place, not renamed away (a rotation leaves the old file)"}
+		}
+		return h, false, nil
 	}
 	found := ""
 	switch {
@@ -443,7 +528,7 @@ func (l *Log) reconcile(f *os.File, size int64) (*Head, bool, error) {
 			found = fmt.Sprintf("the line ending at byte %d is not the line written last", old.Size)
 			break
 		}
-		ext, err := scan(f, old.Size, size, old.Last)
+		ext, err := scan(f, old.Size, size, old.next())
 		if err != nil {
 			return nil, false, err
 		}
@@ -462,11 +547,14 @@ func (l *Log) reconcile(f *os.File, size int64) (*Head, bool, error) {
 		}
 		return &h, ext.partial, nil
 	}
-	h, partial, err := anchorOf(f, size)
+	h, partial, err := anchorOf(f, size, now)
 	if err != nil {
 		return nil, false, err
 	}
-	h.Previous, h.Diverged = old.Previous, old.Diverged
+	if old.Previous != nil {
+		h.Previous = old.Previous
+	}
+	h.Diverged = old.Diverged
 	if h.Diverged == nil {
 		h.Diverged = fit(&Mark{At: now, Lines: old.Lines, Size: old.Size, First: old.First, Last: old.Last, Found: found})
 	}

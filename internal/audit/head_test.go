@@ -184,10 +184,11 @@ func TestHeadCrashBetweenLineAndHead(t *testing.T) {
 	}
 }
 
-// Renaming the log away (rotation) or emptying it starts a new log whose
-// head remembers the old one; verify passes and says so.
+// Renaming the log away (rotation), or removing it, starts a new log
+// whose head remembers the old one and whose first line chains to the old
+// one's last; verify passes, says so, and checks the two together.
 func TestHeadFollowsRotation(t *testing.T) {
-	for _, how := range []string{"rename", "empty"} {
+	for _, how := range []string{"rename", "remove"} {
 		t.Run(how, func(t *testing.T) {
 			path, ls := writeLog(t, 3)
 			oldHead := Hash([]byte(strings.TrimSuffix(ls[2], "\n")))
@@ -196,8 +197,17 @@ func TestHeadFollowsRotation(t *testing.T) {
 				if err := os.Rename(path, path+".1"); err != nil {
 					t.Fatal(err)
 				}
-			} else if err := os.Truncate(path, 0); err != nil {
-				t.Fatal(err)
+			} else {
+				// Kept open elsewhere, so that its inode is not reused
+				// for the new file (a reused one reads as emptied).
+				f, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := l.Append(entry(7)); err != nil {
 				t.Fatal(err)
@@ -207,13 +217,165 @@ func TestHeadFollowsRotation(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !rep.OK() || rep.Lines != 1 || len(rep.Notes) != 1 ||
-				!strings.Contains(rep.Notes[0], "the one before it had 3 lines and ended with "+oldHead) {
+				!strings.Contains(rep.Notes[0], "the one before it had 3 lines and ended with "+oldHead+", and this log's first line chains to it") {
 				t.Fatalf("problems %v, notes %q", rep.Problems, rep.Notes)
 			}
-			if rep.Anchor.Lines != 1 || rep.Anchor.First != rep.Head {
+			if rep.Anchor.Lines != 1 || rep.Anchor.First != rep.Head || rep.Anchor.Previous.Last != oldHead {
 				t.Errorf("head %+v", rep.Anchor)
 			}
+			if got := lines(t, path); !strings.Contains(got[0], `"prev":"`+oldHead+`"`) {
+				t.Errorf("the new log's first line does not chain to the old one's last: %s", got[0])
+			}
+			if how != "rename" {
+				return
+			}
+			// The old log, and the new one after it: the chain across both.
+			old, err := os.Open(path + ".1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer old.Close()
+			orep, err := Verify(old)
+			if err != nil || !orep.OK() || orep.Head != oldHead {
+				t.Fatalf("old log: %v %v", orep, err)
+			}
+			if rep, err := VerifyFileAfter(path, orep.Head); err != nil || !rep.OK() {
+				t.Fatalf("new log after the old: %v %v", rep, err)
+			}
+			// After another log's head, the first line is a break, and the
+			// head file disagrees.
+			rep, err = VerifyFileAfter(path, Genesis)
+			if err != nil || fmt.Sprint(problemLines(rep)) != "[0 1]" || !strings.Contains(rep.Problems[1].Msg, "prev is not the genesis value") {
+				t.Fatalf("after the wrong log: %v %v", rep.Problems, err)
+			}
 		})
+	}
+}
+
+// A log emptied in place (truncated to zero, or rewritten as a new chain
+// from nothing) is no rotation: nothing of the old lines is left to check.
+// The next append records a divergence that verify reports, and a log
+// started again at the genesis value where the head records a predecessor
+// is a break at line 1, whoever wrote it.
+func TestHeadRefusesAnEmptiedLog(t *testing.T) {
+	t.Run("truncated and appended", func(t *testing.T) {
+		path, _ := writeLog(t, 3)
+		l := openLog(t, path)
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(entry(7)); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := VerifyFileReport(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.OK() || !rep.Problems[0].Anchor || !strings.Contains(rep.Problems[0].Msg, "the log was emptied in place") {
+			t.Fatalf("problems %v, notes %q", rep.Problems, rep.Notes)
+		}
+		// It stays so after more appends, and after another rotation.
+		if err := l.Append(entry(8)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path, path+".1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(entry(9)); err != nil {
+			t.Fatal(err)
+		}
+		if rep, _ := VerifyFileReport(path); rep.OK() {
+			t.Fatal("the emptied log's record was lost")
+		}
+	})
+	t.Run("started again at genesis", func(t *testing.T) {
+		// A log rotated by bouncer, then replaced by one whose first line
+		// starts over: the head's count and first line match it (the
+		// forger wrote the head too), and line 1 still breaks.
+		path, _ := writeLog(t, 3)
+		l := openLog(t, path)
+		os.Rename(path, path+".1")
+		if err := l.Append(entry(7)); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		h, err := ReadHead(HeadPath(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged := forgedLog(t, 1, entry(7))
+		if err := os.WriteFile(path, forged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		h.First = Hash(bytes.TrimSuffix(forged, []byte("\n")))
+		h.Last, h.Size = h.First, int64(len(forged))
+		marks, _ := encodeMarks(h)
+		rec, err := appendHead(nil, h, marks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(HeadPath(path), rec, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := VerifyFileReport(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(problemLines(rep)) != "[1]" || !strings.Contains(rep.Problems[0].Msg, "the last hash of the log before this one") {
+			t.Fatalf("problems %v", rep.Problems)
+		}
+	})
+}
+
+// A rotation recorded by an earlier bouncer (a previous mark without
+// "chained") started the new log at the genesis value; that log still
+// verifies.
+func TestHeadOldRotationStillVerifies(t *testing.T) {
+	path, _ := writeLog(t, 2)
+	h, err := ReadHead(HeadPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Ino = 0
+	h.Previous = &Mark{At: "2026-12-04T10:00:00Z", Lines: 9, Size: 3000, First: Hash([]byte("a")), Last: Hash([]byte("b"))}
+	marks, _ := encodeMarks(h)
+	rec, _ := appendHead(nil, h, marks)
+	if err := os.WriteFile(HeadPath(path), rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := VerifyFileReport(path)
+	if err != nil || !rep.OK() || len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "--no-head --expect-head") {
+		t.Fatalf("%v %v %q", err, rep.Problems, rep.Notes)
+	}
+	// Appending goes on from it, at the genesis chain it has.
+	l := openLog(t, path)
+	if err := l.Append(entry(5)); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := VerifyFileReport(path); err != nil || !rep.OK() {
+		t.Fatalf("%v %v", err, rep.Problems)
+	}
+}
+
+// A head file removed from under a log that continues a rotated one is
+// started again over the log as it is, taking its first line's prev as
+// the last hash of a log before it.
+func TestHeadAdoptsAContinuedLog(t *testing.T) {
+	path, _ := writeLog(t, 2)
+	l := openLog(t, path)
+	os.Rename(path, path+".1")
+	if err := l.Append(entry(7)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	os.Remove(HeadPath(path))
+	l = openLog(t, path)
+	if err := l.Append(entry(8)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := VerifyFileReport(path)
+	if err != nil || !rep.OK() || rep.Lines != 2 || rep.Anchor.Adopted == nil || rep.Anchor.Previous == nil {
+		t.Fatalf("%v %v %+v", err, rep.Problems, rep.Anchor)
 	}
 }
 
@@ -338,6 +500,8 @@ func TestHeadRecordRoundTrip(t *testing.T) {
 func FuzzParseHead(f *testing.F) {
 	rec, _ := appendHead(nil, &Head{Lines: 2, Size: 600, First: Hash([]byte("a")), Last: Hash([]byte("b"))}, nil)
 	f.Add(rec)
+	rec, _ = appendHead(nil, &Head{Lines: 2, Size: 600, Ino: 1 << 62, First: Hash([]byte("a")), Last: Hash([]byte("b"))}, []byte(`,"previous":{"at":"x","lines":1,"size":2,"last":"`+Genesis+`","chained":true}`))
+	f.Add(rec)
 	f.Add([]byte(`{"v":1,"lines":0,"size":0,"first":"` + Genesis + `","last":"` + Genesis + `","diverged":{"at":"x","lines":1,"size":2,"found":"y"}}`))
 	f.Add([]byte(`{"v":1,"lines":-1}`))
 	f.Add([]byte("{}{}"))
@@ -395,7 +559,7 @@ func TestHeadLongMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(HeadPath(path), rec, 0o600)
-	os.Truncate(path, 0) // a rotation: a new Previous beside the old Diverged
+	os.Rename(path, path+".1") // a rotation: a new Previous beside the old Diverged
 	l := openLog(t, path)
 	for i := 0; i < 2; i++ {
 		if err := l.Append(entry(i)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/display"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // Filter selects audit lines for a person to read. Zero fields select all.
@@ -89,7 +90,7 @@ func Follow(ctx context.Context, path string, poll time.Duration, fn func(line [
 	var f *os.File
 	for f == nil {
 		var err error
-		f, err = os.Open(path)
+		f, err = statefile.Open(path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}

@@ -78,7 +78,7 @@ func TestPolicyArtifact(t *testing.T) {
 	for body, want := range map[string]string{
 		"policy_artifact: [a, b]\n": "policy_artifact: expected a string",
 		"policy_artifact: ''\n":     "policy_artifact: empty",
-		"policy_artifcat: x\n":      "unknown key (known: require_signed, enforce, keys, identities, trusted_root, policy_artifact, audit_ship)",
+		"policy_artifcat: x\n":      "unknown key (known: require_signed, enforce, keys, identities, trusted_root, policy_artifact, audit_ship, max_age)",
 	} {
 		p := writeFile(t, filepath.Join(t.TempDir(), "trust.yaml"), []byte(body))
 		if _, err := LoadTrust(p, ""); err == nil || !strings.Contains(err.Error(), want) {

@@ -13,6 +13,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/envexpand"
 	"gopkg.in/yaml.v3"
 
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 	"github.com/bouncer-mcp/bouncer/internal/yamlstrict"
 )
 
@@ -149,7 +150,7 @@ func loadAuditShip(s *AuditShip, dir string) (*AuditShip, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
 	}
-	data, err := readCapped(p, 1<<20)
+	data, err := statefile.ReadFile(p, 1<<20)
 	if err != nil {
 		return nil, &Error{File: s.File, Line: s.CALine, Key: "audit_ship.ca", Msg: fmt.Sprintf("%s: %v", s.CA, err)}
 	}

@@ -194,7 +194,7 @@ func (s *Signer) selfChecked(b *sgbundle.Bundle, artifact func() verify.Artifact
 // SignFile reads path and writes its bundle to path.sigstore.json,
 // atomically, returning the bundle's path.
 func (s *Signer) SignFile(path string) (string, error) {
-	data, err := readCapped(path, maxPolicySize)
+	data, err := statefile.ReadFile(path, maxPolicySize)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}

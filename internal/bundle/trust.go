@@ -20,12 +20,13 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
@@ -34,6 +35,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bouncer-mcp/bouncer/internal/filepos"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 	"github.com/bouncer-mcp/bouncer/internal/yamlstrict"
 )
 
@@ -74,6 +76,14 @@ type layer struct {
 	rootFile      string
 	artifact      lineString // policy_artifact: the OCI reference `bouncer policy pull` follows
 	auditShip     *AuditShip // nil without audit_ship
+	maxAge        lineAge    // max_age: how long past its version an installed set is used
+}
+
+// lineAge is a length of time from a trust file, with its text and line.
+type lineAge struct {
+	val  time.Duration
+	text string
+	line int
 }
 
 // trustedKey is one public key from a trust file.
@@ -133,6 +143,42 @@ func (t *Trust) Files() []string {
 		out[i] = l.file
 	}
 	return out
+}
+
+// MaxAge returns the max_age an installed policy set is held to (how long
+// past its version it may be used), and where it was set, "max_age 30d
+// (FILE:LINE)"; 0 and "" when no layer sets one. Each layer can only
+// narrow: the smallest one wins, so a user's file can't lengthen the
+// system file's.
+func (t *Trust) MaxAge() (time.Duration, string) {
+	var best lineAge
+	file := ""
+	for _, l := range t.layers {
+		if l.maxAge.val > 0 && (best.val == 0 || l.maxAge.val < best.val) {
+			best, file = l.maxAge, l.file
+		}
+	}
+	if best.val == 0 {
+		return 0, ""
+	}
+	return best.val, fmt.Sprintf("max_age %s (%s:%d)", best.text, file, best.line)
+}
+
+// ParseAge reads a length of time as a trust file's max_age and `bouncer
+// policy push --expires` take it: Go's durations (90m, 720h) or whole days
+// (30d). It must be positive.
+func ParseAge(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if n, ok := strings.CutSuffix(s, "d"); ok && err != nil {
+		days, aerr := strconv.Atoi(n)
+		if aerr == nil && days > 0 && days < 1<<20 {
+			d, err = time.Duration(days)*24*time.Hour, nil
+		}
+	}
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a length of time (write 30d, 720h or 90m)", s)
+	}
+	return d, nil
 }
 
 // PolicyArtifact returns the OCI reference named by policy_artifact, the
@@ -222,7 +268,7 @@ func loadLayerIfExists(path string) (*layer, error) {
 }
 
 func loadLayer(path string) (*layer, error) {
-	data, err := readCapped(path, maxTrustFileSize)
+	data, err := statefile.ReadFile(path, maxTrustFileSize)
 	if err != nil {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
@@ -231,30 +277,6 @@ func loadLayer(path string) (*layer, error) {
 		return nil, err
 	}
 	return cfg.load(filepath.Dir(path))
-}
-
-// readCapped reads a regular file of at most limit bytes.
-func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return data, nil
 }
 
 // trustConfig is a parsed but not yet loaded trust file; each value keeps
@@ -269,6 +291,7 @@ type trustConfig struct {
 	trustedRoot       lineString
 	policyArtifact    lineString
 	auditShip         *AuditShip
+	maxAge            lineAge
 }
 
 type lineString struct {
@@ -359,6 +382,16 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 				return nil, err
 			}
 			cfg.policyArtifact = lineString{s, v.Line}
+		case "max_age":
+			s, err := str(file, k.Value, v)
+			if err != nil {
+				return nil, err
+			}
+			d, err := ParseAge(s)
+			if err != nil {
+				return nil, fail(v, k.Value, "%v: how long past its version an installed policy set is used", err)
+			}
+			cfg.maxAge = lineAge{d, s, v.Line}
 		case "audit_ship":
 			s, err := parseAuditShip(file, k, v)
 			if err != nil {
@@ -366,7 +399,7 @@ func parseTrust(file string, data []byte) (*trustConfig, error) {
 			}
 			cfg.auditShip = s
 		default:
-			return nil, fail(k, k.Value, "unknown key (known: require_signed, enforce, keys, identities, trusted_root, policy_artifact, audit_ship)")
+			return nil, fail(k, k.Value, "unknown key (known: require_signed, enforce, keys, identities, trusted_root, policy_artifact, audit_ship, max_age)")
 		}
 	}
 	if cfg.requireSigned && len(cfg.keys) == 0 && len(cfg.identities) == 0 {
@@ -431,7 +464,7 @@ func str(file, key string, n *yaml.Node) (string, error) {
 // load reads the key files and trusted root a parsed trust file names,
 // relative to dir.
 func (c *trustConfig) load(dir string) (*layer, error) {
-	l := &layer{file: c.file, requireSigned: c.requireSigned, enforce: c.enforce, artifact: c.policyArtifact}
+	l := &layer{file: c.file, requireSigned: c.requireSigned, enforce: c.enforce, artifact: c.policyArtifact, maxAge: c.maxAge}
 	rel := func(p string) string {
 		if filepath.IsAbs(p) {
 			return p
@@ -469,7 +502,7 @@ func (c *trustConfig) load(dir string) (*layer, error) {
 	}
 	if c.trustedRoot.val != "" {
 		p := rel(c.trustedRoot.val)
-		data, err := readCapped(p, 16<<20)
+		data, err := statefile.ReadFile(p, 16<<20)
 		if err != nil {
 			return nil, &Error{File: c.file, Line: c.trustedRoot.line, Key: "trusted_root", Msg: fmt.Sprintf("%s: %v", c.trustedRoot.val, err)}
 		}
@@ -492,7 +525,7 @@ func (c *trustConfig) load(dir string) (*layer, error) {
 
 // loadPublicKey reads one PEM public key and makes a verifier for it.
 func loadPublicKey(path string) (signature.Verifier, error) {
-	data, err := readCapped(path, 64<<10)
+	data, err := statefile.ReadFile(path, 64<<10)
 	if err != nil {
 		return nil, err
 	}

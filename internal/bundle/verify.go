@@ -14,6 +14,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // BundleSuffix is appended to a file's name to find its bundle.
@@ -53,7 +55,7 @@ func (t *Trust) VerifyFile(path string) (Result, error) {
 
 // VerifyFileWithBundle verifies path against the bundle at bundlePath.
 func (t *Trust) VerifyFileWithBundle(path, bundlePath string) (Result, error) {
-	data, err := readCapped(path, maxPolicySize)
+	data, err := statefile.ReadFile(path, maxPolicySize)
 	if err != nil {
 		return Result{File: path, Bundle: bundlePath}, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -65,7 +67,7 @@ func (t *Trust) VerifyFileWithBundle(path, bundlePath string) (Result, error) {
 // bytes they act on are the bytes that were verified.
 func (t *Trust) VerifyBytes(file string, data []byte, bundlePath string) (Result, error) {
 	res := Result{File: file, Bundle: bundlePath}
-	raw, err := readCapped(bundlePath, maxBundleSize)
+	raw, err := statefile.ReadFile(bundlePath, maxBundleSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return res, fmt.Errorf("%w: %s not found", ErrNoBundle, bundlePath)
 	}
@@ -341,7 +343,7 @@ func (l *layer) verifyKeyless(e verify.SignedEntity, artifact verify.ArtifactPol
 // signer signed. The error names the file and why.
 func (t *Trust) CheckPolicies(files []string) error {
 	for _, f := range files {
-		data, err := readCapped(f, maxPolicySize)
+		data, err := statefile.ReadFile(f, maxPolicySize)
 		if err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}

@@ -95,7 +95,7 @@ func file(name, body string) File { return File{Name: name, Data: []byte(body)} 
 // sign returns the set's bundle for files pushed to repository at version.
 func (k key) sign(t *testing.T, repository string, version time.Time, files ...File) []byte {
 	t.Helper()
-	stmt, err := NewStatement(repository, version, files)
+	stmt, err := NewStatement(repository, version, time.Time{}, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestPushFetchInstall(t *testing.T) {
 		t.Fatal("the set's bundle is not installed beside the files")
 	}
 	// The installed set verifies where it lies, as bouncer run checks it.
-	vs, err := VerifyInstalled(dir, k.verifier())
+	vs, err := VerifyInstalled(dir, k.verifier(), Freshness{})
 	if err != nil {
 		t.Fatalf("installed set does not verify: %v", err)
 	}

@@ -60,7 +60,7 @@ func FuzzParseManifest(f *testing.F) {
 // a version, and matches the files it names.
 func FuzzParseStatement(f *testing.F) {
 	files := []File{{Name: "base.yaml", Data: []byte(baseYAML)}, {Name: "team.yaml", Data: []byte(teamYAML)}}
-	raw, err := NewStatement("registry.example/team/policy", time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), files)
+	raw, err := NewStatement("registry.example/team/policy", time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), time.Time{}, files)
 	if err != nil {
 		f.Fatal(err)
 	}

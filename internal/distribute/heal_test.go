@@ -39,7 +39,7 @@ func TestInstallHealsAnEditedRecord(t *testing.T) {
 			if err := os.WriteFile(rec, bytes.Replace(data, []byte(edit[0]), []byte(edit[1]), 1), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := VerifyInstalled(dir, k.verifier()); err == nil {
+			if _, err := VerifyInstalled(dir, k.verifier(), Freshness{}); err == nil {
 				t.Fatal("an edited installed.json verified")
 			}
 			res, err := Install(dir, a, opts(true))
@@ -49,7 +49,7 @@ func TestInstallHealsAnEditedRecord(t *testing.T) {
 			if res.Unchanged {
 				t.Fatal("pulling the set again said up to date over an edited installed.json")
 			}
-			if _, err := VerifyInstalled(dir, k.verifier()); err != nil {
+			if _, err := VerifyInstalled(dir, k.verifier(), Freshness{}); err != nil {
 				t.Fatalf("after pulling again: %v", err)
 			}
 		})

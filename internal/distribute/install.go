@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,8 +39,10 @@ import (
 // not bring its version along: a reader refuses a set older than the mark.
 // A pull raises the mark after the swap, and a reader reads the mark before
 // it resolves DIR/current, so a reader never sees a new mark with the old
-// link. Whoever can write DIR can lower the mark as well; that limit is
-// docs/signed-policy.md's to state.
+// link. Whoever can write DIR can lower the mark as well, so DIR, the
+// directories above it and the mark must be this user's or root's and
+// closed to other users' writes (statefile.CheckShared): a reader and a
+// pull refuse them otherwise.
 const (
 	currentLink   = "current"
 	setPrefix     = "set-"
@@ -122,6 +125,26 @@ func CheckVersion(version, now time.Time) error {
 	return nil
 }
 
+// ErrOpenToOthers is wrapped when an install directory, a directory above
+// it, a set in it or its high-water mark could be changed by another
+// user: they could point it at an older signed set and lower the mark,
+// which no signature check sees.
+var ErrOpenToOthers = errors.New("open to other users")
+
+// checkShared refuses a path of an install directory (the directory, a
+// set, the mark) that another user could change (statefile.CheckShared).
+// A path that isn't there is left to the read that follows to report.
+func checkShared(path string) error {
+	err := statefile.CheckShared(path)
+	switch {
+	case err == nil || errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, statefile.ErrUntrusted):
+		return fmt.Errorf("%w: %w", ErrOpenToOthers, err)
+	}
+	return err
+}
+
 // ErrNotAsPulled is wrapped when an installed set no longer matches its
 // signed statement.
 var ErrNotAsPulled = errors.New("the installed set does not match what was pulled")
@@ -161,10 +184,11 @@ func ReadInstalled(dir string) (*Set, error) {
 // trust configuration, as at pull), its statement names exactly the files
 // installed.json lists, in that order, with the digests of the files
 // there now, and installed.json's statement digest, version and
-// repository are the statement's; and the set is not older than the newest
-// set installed in DIR. The returned set's Statement holds each file's
+// repository are the statement's; the set is not older than the newest
+// set installed in DIR; and it is fresh (not past its expiry, or fresh's
+// max_age: ErrExpired). The returned set's Statement holds each file's
 // digest, for a reader to check the bytes it goes on to parse.
-func VerifyInstalled(dir string, verify Verifier) (*Set, error) {
+func VerifyInstalled(dir string, verify Verifier, fresh Freshness) (*Set, error) {
 	if verify == nil {
 		return nil, errors.New("no verifier: an installed set is never used unverified")
 	}
@@ -172,10 +196,16 @@ func VerifyInstalled(dir string, verify Verifier) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkShared(dir); err != nil {
+		return nil, err
+	}
 	// The mark first, then the link: see the layout's note.
 	hw, hwErr := readHighWater(dir)
 	set, err := ReadInstalled(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkShared(set.Dir); err != nil {
 		return nil, err
 	}
 	if set.Record.Statement == "" {
@@ -216,6 +246,8 @@ func VerifyInstalled(dir string, verify Verifier) (*Set, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNotAsPulled, set.Dir, err)
 	}
 	switch {
+	case errors.Is(hwErr, ErrOpenToOthers):
+		return nil, hwErr
 	case errors.Is(hwErr, os.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s is missing, so whether this is the newest set pulled can't be told", ErrNotAsPulled, filepath.Join(dir, highWaterName))
 	case hwErr != nil:
@@ -223,6 +255,9 @@ func VerifyInstalled(dir string, verify Verifier) (*Set, error) {
 	}
 	if err := hw.admits(st); err != nil {
 		return nil, fmt.Errorf("%w: %s is %v (%s was pointed at an older set)", ErrRollback, set.Dir, err, filepath.Join(dir, currentLink))
+	}
+	if err := fresh.Check(st); err != nil {
+		return nil, fmt.Errorf("%w. Install a newer set: bouncer policy pull %s. If the registry still serves this one, it is not being updated (or serves an old set on purpose): ask the set's signers to push a new one", err, set.Ref)
 	}
 	set.Statement = st
 	return set, nil
@@ -244,6 +279,9 @@ func readHighWater(dir string) (*highWater, error) {
 	p := filepath.Join(dir, highWaterName)
 	data, err := readCapped(p, maxRecordSize)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkShared(p); err != nil {
 		return nil, err
 	}
 	var hw highWater
@@ -315,6 +353,11 @@ type InstallOptions struct {
 	// AllowDowngrade installs a set older than the newest one installed
 	// before, and lowers the high-water mark to it.
 	AllowDowngrade bool
+	// MaxAge and MaxAgeSource are the trust configuration's max_age, and
+	// where it is set: a set older than that past its version is not
+	// installed (see Freshness), nor one past its own expiry.
+	MaxAge       time.Duration
+	MaxAgeSource string
 }
 
 // Install makes a's files the current set in dir. dir is created if it is
@@ -323,7 +366,8 @@ type InstallOptions struct {
 // directory is readable by the users who run Bouncer. A set older than the
 // newest one installed in dir (a lower version, or the same version with
 // another statement) is refused with ErrRollback unless o.AllowDowngrade,
-// and one whose version is more than MaxFuture past o.Now with ErrFuture.
+// one whose version is more than MaxFuture past o.Now with ErrFuture, and
+// one already expired at o.Now with ErrExpired.
 // On any error the current set is left as it was.
 //
 // a must come from Fetch, which verified its set; Install checks again
@@ -345,6 +389,9 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 	if err := CheckVersion(a.Statement.Version, now); err != nil {
 		return nil, err
 	}
+	if err := (Freshness{Now: now, MaxAge: o.MaxAge, Source: o.MaxAgeSource}).Check(a.Statement); err != nil {
+		return nil, fmt.Errorf("%w: the registry serves a set that is no longer to be used; if it is the newest, it is not being updated (or serves an old set on purpose): ask the set's signers to push a new one", err)
+	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -362,6 +409,9 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	if err := checkShared(dir); err != nil {
+		return nil, err
 	}
 	fileMode := 0o600 | st.Mode().Perm()&0o044
 	dirMode := 0o700 | st.Mode().Perm()&0o055
@@ -395,7 +445,7 @@ func Install(dir string, a *Artifact, o InstallOptions) (*Result, error) {
 			floor = &highWater{Version: cur.Version, Statement: cur.Record.Statement}
 		}
 	case err != nil && !o.AllowDowngrade:
-		return nil, fmt.Errorf("%w: the newest version installed can't be read: %v", ErrRollback, err)
+		return nil, fmt.Errorf("%w: the newest version installed can't be read: %w", ErrRollback, err)
 	}
 	lower := false
 	if floor != nil {
@@ -524,7 +574,7 @@ func sameSet(cur *Set, a *Artifact) bool {
 		return false
 	}
 	holds := func(path string, want []byte) bool {
-		got, err := os.ReadFile(path)
+		got, err := readCapped(path, max(MaxFileSize, MaxBundleSize))
 		return err == nil && bytes.Equal(got, want)
 	}
 	for i, f := range a.Files {

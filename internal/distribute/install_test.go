@@ -118,7 +118,7 @@ func TestReadersNeverSeeAMix(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				s, err := VerifyInstalled(dir, k.verifier())
+				s, err := VerifyInstalled(dir, k.verifier(), Freshness{})
 				if errors.Is(err, os.ErrNotExist) {
 					// The set was pruned between resolving and reading
 					// (two pulls went by): the read fails, it never mixes.
@@ -250,7 +250,7 @@ func TestInstallNeverGoesBack(t *testing.T) {
 	if _, err := Install(dir, v1, o); err != nil {
 		t.Fatal(err)
 	}
-	s, err := VerifyInstalled(dir, k.verifier())
+	s, err := VerifyInstalled(dir, k.verifier(), Freshness{})
 	if err != nil || s.Digest != v1.Digest {
 		t.Fatalf("after the downgrade: %+v, %v", s, err)
 	}
@@ -279,7 +279,7 @@ func TestVerifyInstalled(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		s, err := VerifyInstalled(dir, k.verifier())
+		s, err := VerifyInstalled(dir, k.verifier(), Freshness{})
 		if err != nil {
 			t.Fatalf("as pulled: %v", err)
 		}
@@ -341,7 +341,7 @@ func TestVerifyInstalled(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir, s := setup(t)
 			c.edit(t, dir, s)
-			_, err := VerifyInstalled(dir, k.verifier())
+			_, err := VerifyInstalled(dir, k.verifier(), Freshness{})
 			want := strings.ReplaceAll(c.want, "DIR", dir)
 			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("VerifyInstalled: %v\nwant %v and %q", err, c.is, want)
@@ -349,7 +349,7 @@ func TestVerifyInstalled(t *testing.T) {
 		})
 	}
 	t.Run("not installed", func(t *testing.T) {
-		if _, err := VerifyInstalled(t.TempDir(), k.verifier()); !errors.Is(err, ErrNotInstalled) {
+		if _, err := VerifyInstalled(t.TempDir(), k.verifier(), Freshness{}); !errors.Is(err, ErrNotInstalled) {
 			t.Fatalf("VerifyInstalled of an empty directory: %v", err)
 		}
 	})
@@ -383,7 +383,7 @@ func TestInstallCleansUpAfterACrash(t *testing.T) {
 	if _, err := Install(dir, artifact(t, k, "two", 2, baseYAML, "a.yaml"), opts(true)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := VerifyInstalled(dir, k.verifier()); err != nil {
+	if _, err := VerifyInstalled(dir, k.verifier(), Freshness{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -409,6 +409,89 @@ func TestReadInstalledRefuses(t *testing.T) {
 			c.prep(dir)
 			if _, err := ReadInstalled(dir); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("ReadInstalled: %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// An install directory another user could change is refused by a reader
+// and by a pull, whatever the sets in it say: the red team's 0777
+// directory let another user point current back at the older signed set
+// and write the mark down to it, which verifies as a set never pulled past.
+func TestOpenToOthersRefused(t *testing.T) {
+	k := newKey(t)
+	old := artifact(t, k, "old", 1, baseYAML, "a.yaml")
+	cur := artifact(t, k, "cur", 2, teamYAML, "a.yaml")
+	setup := func(t *testing.T) (string, string) {
+		base := t.TempDir()
+		dir := filepath.Join(base, "policy")
+		for _, a := range []*Artifact{old, cur} {
+			if _, err := Install(dir, a, opts(false)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := VerifyInstalled(dir, k.verifier(), Freshness{}); err != nil {
+			t.Fatalf("as pulled: %v", err)
+		}
+		return base, dir
+	}
+	// rollBack does what the other user did: current at the older set,
+	// and the mark lowered to it.
+	rollBack := func(t *testing.T, dir string) {
+		sets, _ := filepath.Glob(filepath.Join(dir, setPrefix+"*"))
+		s, _ := ReadInstalled(dir)
+		for _, p := range sets {
+			if p != s.Dir {
+				os.Remove(filepath.Join(dir, currentLink))
+				os.Symlink(filepath.Base(p), filepath.Join(dir, currentLink))
+			}
+		}
+		hw, _ := json.Marshal(highWater{Version: old.Statement.Version, Statement: old.Statement.Digest})
+		p := filepath.Join(dir, highWaterName)
+		os.Remove(p)
+		if err := os.WriteFile(p, hw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		open func(t *testing.T, base, dir string) string // what is open; its fix
+	}{
+		{"the directory 0777", func(t *testing.T, base, dir string) string {
+			os.Chmod(dir, 0o777)
+			return dir + ": mode 0777 lets other users write in it, so they could replace what Bouncer reads from it (an older set, a lower high-water mark); run: chmod go-w " + dir
+		}},
+		{"a directory above it 0777", func(t *testing.T, base, dir string) string {
+			os.Chmod(base, 0o777)
+			return base + ", a directory above " + dir + ": mode 0777 lets other users write in it"
+		}},
+		{"the mark group-writable", func(t *testing.T, base, dir string) string {
+			os.Chmod(filepath.Join(dir, highWaterName), 0o664)
+			return filepath.Join(dir, highWaterName) + ": mode 0664 lets other users write it"
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base, dir := setup(t)
+			rollBack(t, dir)
+			want := c.open(t, base, dir)
+			if _, err := VerifyInstalled(dir, k.verifier(), Freshness{}); !errors.Is(err, ErrOpenToOthers) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("VerifyInstalled: %v\nwant %q", err, want)
+			}
+			if _, err := Install(dir, cur, opts(false)); !errors.Is(err, ErrOpenToOthers) {
+				t.Fatalf("Install: %v", err)
+			}
+		})
+	}
+	if os.Geteuid() == 0 {
+		t.Run("the mark another user's", func(t *testing.T) {
+			_, dir := setup(t)
+			rollBack(t, dir)
+			p := filepath.Join(dir, highWaterName)
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := VerifyInstalled(dir, k.verifier(), Freshness{}); !errors.Is(err, ErrOpenToOthers) || !strings.Contains(err.Error(), p+": owned by uid 65534, neither by this user (uid 0) nor by root") {
+				t.Fatalf("VerifyInstalled: %v", err)
 			}
 		})
 	}

@@ -51,7 +51,7 @@ func TestHighWaterNotThroughLink(t *testing.T) {
 	if err := os.Symlink(real, hw); err != nil {
 		t.Fatal(err)
 	}
-	_, err := VerifyInstalled(dir, k.verifier())
+	_, err := VerifyInstalled(dir, k.verifier(), Freshness{})
 	if !errors.Is(err, ErrNotAsPulled) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("verified through a linked mark: %v", err)
 	}

@@ -19,7 +19,8 @@ import (
 //	 "subject": [{"name": "base.yaml", "digest": {"sha256": "…"}}, …],
 //	 "predicateType": "https://github.com/bouncer-mcp/bouncer/policy-set/v1",
 //	 "predicate": {"repository": "registry.example.com/acme/mcp-policy",
-//	               "version": "2026-05-01T12:00:00.123456789Z"}}
+//	               "version": "2026-05-01T12:00:00.123456789Z",
+//	               "expires": "2026-06-01T12:00:00Z"}}
 //
 // The subjects' order is the load order (in-toto calls subjects a set;
 // this predicate type gives their order a meaning, and the signature
@@ -27,7 +28,12 @@ import (
 // install a lower one, so the registry cannot hand back a set the team
 // has replaced. The repository is REGISTRY/REPOSITORY without a tag, so
 // a set promoted from one tag to another still verifies, and a set signed
-// for another repository does not.
+// for another repository does not. The expiry is optional: a set past it
+// is neither installed nor used (see Freshness), so a registry that keeps
+// serving a set after the team stopped signing new ones (a freeze) is
+// found out, as TUF's timestamp role finds it. A Bouncer from before
+// expiries refuses a statement that has one (ParseStatement knows no
+// field it can't obey), rather than using the set for ever.
 const (
 	// StatementType is the in-toto statement's _type.
 	StatementType = "https://in-toto.io/Statement/v1"
@@ -45,6 +51,8 @@ type Statement struct {
 	Repository string
 	// Version is the set's version; later sets have later versions.
 	Version time.Time
+	// Expires is when the set stops being used; zero for never.
+	Expires time.Time
 	// Files are the subjects, in load order.
 	Files []Subject
 	// Digest is the SHA-256 digest of the statement's exact bytes
@@ -75,12 +83,13 @@ type subjectJSON struct {
 type predicateJSON struct {
 	Repository string `json:"repository"`
 	Version    string `json:"version"`
+	Expires    string `json:"expires,omitempty"`
 }
 
 // NewStatement returns the statement for files, pushed to repository
-// (REGISTRY/REPOSITORY, as Repository names it), at version. The bytes
-// are what gets signed.
-func NewStatement(repository string, version time.Time, files []File) ([]byte, error) {
+// (REGISTRY/REPOSITORY, as Repository names it), at version, expiring at
+// expires (zero: never). The bytes are what gets signed.
+func NewStatement(repository string, version, expires time.Time, files []File) ([]byte, error) {
 	if err := checkFiles(files); err != nil {
 		return nil, err
 	}
@@ -90,10 +99,16 @@ func NewStatement(repository string, version time.Time, files []File) ([]byte, e
 	if version.IsZero() {
 		return nil, errors.New("no version for the set statement")
 	}
+	if !expires.IsZero() && !expires.After(version) {
+		return nil, fmt.Errorf("the set would expire (%s) before its version (%s)", FormatVersion(expires), FormatVersion(version))
+	}
 	st := statementJSON{
 		Type:          StatementType,
 		PredicateType: SetPredicateType,
 		Predicate:     &predicateJSON{Repository: repository, Version: FormatVersion(version)},
+	}
+	if !expires.IsZero() {
+		st.Predicate.Expires = FormatVersion(expires)
 	}
 	for _, f := range files {
 		st.Subject = append(st.Subject, subjectJSON{Name: f.Name, Digest: map[string]string{"sha256": strings.TrimPrefix(sha256Digest(f.Data), "sha256:")}})
@@ -155,6 +170,14 @@ func ParseStatement(raw []byte) (*Statement, error) {
 		return nil, fmt.Errorf("set statement: %v", err)
 	}
 	out := &Statement{Repository: st.Predicate.Repository, Version: v, Digest: sha256Digest(raw)}
+	if st.Predicate.Expires != "" {
+		if out.Expires, err = ParseVersion(st.Predicate.Expires); err != nil {
+			return nil, fmt.Errorf("set statement: expires: %v", err)
+		}
+		if !out.Expires.After(v) {
+			return nil, fmt.Errorf("set statement: expires %s is not after the version %s", st.Predicate.Expires, st.Predicate.Version)
+		}
+	}
 	seen := map[string]bool{}
 	for i, s := range st.Subject {
 		if err := CheckName(s.Name); err != nil {
@@ -214,4 +237,52 @@ func (s *Statement) match(names, digests []string) error {
 		}
 	}
 	return nil
+}
+
+// ErrExpired is wrapped when a set is past its expiry, its own or the
+// trust configuration's max_age.
+var ErrExpired = errors.New("expired")
+
+// Freshness is how old a set may be when it is installed or used: never
+// past its statement's own expiry, and, when MaxAge is set (a trust
+// file's max_age; Source says so in messages, "max_age 30d
+// (trust.yaml:4)"), never more than MaxAge past its version. The version is the bound rather than the signature's time: it
+// is in every set, signed, and can't be set more than MaxFuture ahead, so
+// a signer can't make a set outlive max_age by more than that; a bundle
+// signed with a key carries no trusted time of its own. Now is the clock
+// (zero: time.Now()).
+type Freshness struct {
+	Now    time.Time
+	MaxAge time.Duration
+	Source string
+}
+
+// Expiry returns when st stops being fresh (zero: never), and why, in
+// words that follow "expires" or "expired".
+func (f Freshness) Expiry(st *Statement) (time.Time, string) {
+	at, why := st.Expires, "as its signed statement says"
+	if f.MaxAge > 0 {
+		if byAge := st.Version.Add(f.MaxAge); at.IsZero() || byAge.Before(at) {
+			at = byAge
+			why = fmt.Sprintf("by %s, counted from its version", f.Source)
+		}
+	}
+	if at.IsZero() {
+		return at, ""
+	}
+	return at, why
+}
+
+// Check returns an error wrapping ErrExpired when st is past its expiry
+// at f.Now, saying when and why.
+func (f Freshness) Check(st *Statement) error {
+	now := f.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	at, why := f.Expiry(st)
+	if at.IsZero() || now.Before(at) {
+		return nil
+	}
+	return fmt.Errorf("%w: the set (version %s) expired on %s, %s", ErrExpired, FormatVersion(st.Version), FormatVersion(at), why)
 }

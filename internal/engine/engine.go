@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
@@ -115,10 +116,11 @@ type Options struct {
 	Session *session.Session
 	// Server is this server's name in the session.
 	Server string
-	// Own lists Bouncer's own state, as absolute paths: the state
-	// directory, the policy and trust files, the audit log (each also as
-	// its symlinks resolve). No argument may name them (see ownstate.go).
-	Own []string
+	// Own answers which paths are Bouncer's own state: the state
+	// directory, the policy and trust files, the audit log, the client's
+	// config and hook files (each also as its symlinks resolve). No
+	// argument may name them (see ownstate.go). Nil protects nothing.
+	Own OwnState
 	// Home is the home directory a server expands "~" to.
 	Home string
 }
@@ -130,6 +132,7 @@ type Engine struct {
 	pol   *policy.Policy
 	store *taint.Store
 	opts  Options
+	own   atomic.Pointer[ownSet] // Own as last compiled
 
 	mu        sync.Mutex
 	pinAll    bool

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sort"
 
 	"github.com/bouncer-mcp/bouncer/internal/hooks"
 	"github.com/bouncer-mcp/bouncer/internal/statefile"
@@ -66,6 +67,20 @@ func (r Record) Update(path string, f func(*hooks.Added)) error {
 		return fmt.Errorf("%s: %w", r.path(), err)
 	}
 	return nil
+}
+
+// Files lists the hook files init recorded adding to, in name order.
+func (r Record) Files() ([]string, error) {
+	all, err := r.read()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(all))
+	for f := range all {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // Forget drops what is recorded for the hook file at path.

@@ -25,12 +25,12 @@ package mcpconfig
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/jsonc"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // Error is a problem with a config file, at a place in it where it has
@@ -56,9 +56,14 @@ type Config struct {
 	indent string // the file's indentation unit
 }
 
-// Load reads and parses a config file.
+// maxFileSize bounds a config file read: a client's config can hold its
+// history too (~/.claude.json), so the bound is generous.
+const maxFileSize = 256 << 20
+
+// Load reads and parses a config file (a regular file: a FIFO is refused,
+// never waited on).
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := statefile.ReadFile(path, maxFileSize)
 	if err != nil {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}

@@ -65,11 +65,25 @@ func (k addrKind) String() string {
 // (net.Dialer.Control), after any name lookup, so neither a redirect nor
 // a name that resolves to a private address gets past it, and a refused
 // address is never connected to.
+//
+// The server's kind is one kind: its name must answer with addresses of
+// that kind only. Its operator controls its DNS, and could add a
+// loopback answer beside the public one the session connects to; were
+// each answer's kind admitted, that one record would open the machine
+// and its network to every request of the sign-in. A name whose answers
+// mix kinds therefore reaches public addresses only. The server's
+// addresses are looked up once (NewGuard), or given as the session
+// pinned them (NewGuardFor), so a second lookup that answers otherwise
+// changes nothing.
 type Guard struct {
 	host string // the server's host name or address
+	// Resolver looks the server's name up; nil is net.DefaultResolver.
+	Resolver *net.Resolver
 
 	once  sync.Once
-	kinds map[addrKind]bool // the kinds of the server's own addresses
+	addrs []netip.Addr // given by NewGuardFor; else looked up
+	kind  addrKind     // the kind of every server address; kindPublic when they mix
+	mixed string       // the kinds, when they mix, for the refusal
 	err   error
 }
 
@@ -84,34 +98,58 @@ func NewGuard(serverURL string) *Guard {
 	return g
 }
 
-// serverKinds resolves the server's host once.
-func (g *Guard) serverKinds(ctx context.Context) (map[addrKind]bool, error) {
+// NewGuardFor is NewGuard for a server whose addresses were resolved
+// already: the ones the session pinned, which the guard then judges by,
+// looking nothing up.
+func NewGuardFor(serverURL string, addrs []netip.Addr) *Guard {
+	g := NewGuard(serverURL)
+	g.addrs = append([]netip.Addr(nil), addrs...)
+	return g
+}
+
+// serverKind works out, once, the kind of the server's addresses.
+func (g *Guard) serverKind(ctx context.Context) (addrKind, error) {
 	g.once.Do(func() {
-		g.kinds = map[addrKind]bool{}
+		g.kind = kindPublic
 		if g.host == "" {
 			g.err = fmt.Errorf("no server host to compare addresses with")
 			return
 		}
-		if ip, err := netip.ParseAddr(strings.Trim(g.host, "[]")); err == nil {
-			g.kinds[kindOf(ip)] = true
+		addrs := g.addrs
+		switch ip, err := netip.ParseAddr(strings.Trim(g.host, "[]")); {
+		case err == nil:
+			addrs = []netip.Addr{ip}
+		case g.host == "localhost" || strings.HasSuffix(g.host, ".localhost"):
+			g.kind = kindLoopback
 			return
+		case addrs == nil:
+			ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			r := g.Resolver
+			if r == nil {
+				r = net.DefaultResolver
+			}
+			if addrs, err = r.LookupNetIP(ctx, "ip", g.host); err != nil {
+				g.err = fmt.Errorf("resolving %s: %v", g.host, err)
+				return
+			}
 		}
-		if g.host == "localhost" || strings.HasSuffix(g.host, ".localhost") {
-			g.kinds[kindLoopback] = true
-			return
+		seen := map[addrKind]bool{}
+		for _, ip := range addrs {
+			g.kind = kindOf(ip)
+			seen[g.kind] = true
 		}
-		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", g.host)
-		if err != nil {
-			g.err = fmt.Errorf("resolving %s: %v", g.host, err)
-			return
-		}
-		for _, ip := range ips {
-			g.kinds[kindOf(ip)] = true
+		if len(seen) > 1 {
+			var kinds []string
+			for k := kindPublic; k <= kindNever; k++ {
+				if seen[k] {
+					kinds = append(kinds, k.String())
+				}
+			}
+			g.kind, g.mixed = kindPublic, strings.Join(kinds, ", ")
 		}
 	})
-	return g.kinds, g.err
+	return g.kind, g.err
 }
 
 // Check says whether an OAuth request for the server may connect to ip,
@@ -121,12 +159,16 @@ func (g *Guard) Check(ctx context.Context, ip netip.Addr) error {
 	if k == kindPublic {
 		return nil
 	}
-	kinds, err := g.serverKinds(ctx)
+	kind, err := g.serverKind(ctx)
 	if err != nil {
 		return fmt.Errorf("refused to connect to %s for the sign-in: %v", ip.Unmap(), err)
 	}
-	if k != kindNever && kinds[k] {
+	if k != kindNever && k == kind {
 		return nil
+	}
+	if g.mixed != "" {
+		return fmt.Errorf("refused to connect to %s for the sign-in: it is %s, and the server's name %s answers with addresses of several kinds (%s), so the sign-in reaches public addresses only: whoever runs that name's DNS must not make Bouncer reach this machine or its network",
+			ip.Unmap(), k, g.host, g.mixed)
 	}
 	return fmt.Errorf("refused to connect to %s for the sign-in: it is %s and the server %s is not, and a server must not make Bouncer reach this machine or its network", ip.Unmap(), k, g.host)
 }
@@ -134,13 +176,14 @@ func (g *Guard) Check(ctx context.Context, ip netip.Addr) error {
 // DialContext connects as a net.Dialer does, refusing (before the
 // connect) any address Check refuses.
 func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	if _, err := g.serverKinds(ctx); err != nil {
+	if _, err := g.serverKind(ctx); err != nil {
 		// Resolved before the dial, so Control need not look names up.
 		return nil, fmt.Errorf("refused to connect to %s for the sign-in: %v", addr, err)
 	}
 	d := &net.Dialer{
 		Timeout:   30 * time.Second,
 		KeepAlive: 30 * time.Second,
+		Resolver:  g.Resolver,
 		Control: func(network, address string, _ syscall.RawConn) error {
 			host, _, err := net.SplitHostPort(address)
 			if err != nil {

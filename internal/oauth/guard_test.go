@@ -41,17 +41,16 @@ func TestKindOf(t *testing.T) {
 	}
 }
 
-// The guard refuses an address of another kind than the server's before
-// connecting to it, and lets through the server's own kind and public
-// addresses. Against the kernel's real connect: a loopback listener
-// counts the connections it was sent.
-func TestGuardDial(t *testing.T) {
+// countingListener is a loopback TCP listener that counts the connections
+// it accepts: what a refused dial must never reach. It returns its port.
+func countingListener(t *testing.T) (string, *atomic.Int32) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	var accepted atomic.Int32
+	t.Cleanup(func() { ln.Close() })
+	accepted := new(atomic.Int32)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -63,6 +62,15 @@ func TestGuardDial(t *testing.T) {
 		}
 	}()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port, accepted
+}
+
+// The guard refuses an address of another kind than the server's before
+// connecting to it, and lets through the server's own kind and public
+// addresses. Against the kernel's real connect: a loopback listener
+// counts the connections it was sent.
+func TestGuardDial(t *testing.T) {
+	port, accepted := countingListener(t)
 	for _, c := range []struct {
 		server, dial, refused string // refused: the kind named, "" if allowed
 	}{

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"sync"
@@ -40,6 +41,7 @@ const HelperName = "__oauth-signin"
 type helperConfig struct {
 	ServerURL         string        `json:"server_url"`
 	StateDir          string        `json:"state_dir"`
+	ServerAddrs       []netip.Addr  `json:"server_addrs,omitempty"`
 	Name              string        `json:"name,omitempty"`
 	ClientID          string        `json:"client_id,omitempty"`
 	ClientSecret      string        `json:"client_secret,omitempty"`
@@ -129,7 +131,7 @@ func StartHelper(cfg Config) (*Helper, error) {
 		_ = cmd.Wait()
 	}()
 	line, _ := json.Marshal(helperConfig{
-		ServerURL: cfg.ServerURL, StateDir: cfg.StateDir, Name: cfg.Name,
+		ServerURL: cfg.ServerURL, StateDir: cfg.StateDir, ServerAddrs: cfg.ServerAddrs, Name: cfg.Name,
 		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, ClientIssuer: cfg.ClientIssuer,
 		ClientMetadataURL: cfg.ClientMetadataURL, ClientName: cfg.ClientName,
 		RedirectPort: cfg.RedirectPort, Timeout: cfg.Timeout,
@@ -197,7 +199,7 @@ func RunHelper(args []string) int {
 		return 2
 	}
 	a, err := New(Config{
-		ServerURL: hc.ServerURL, StateDir: hc.StateDir, Name: hc.Name,
+		ServerURL: hc.ServerURL, StateDir: hc.StateDir, ServerAddrs: hc.ServerAddrs, Name: hc.Name,
 		ClientID: hc.ClientID, ClientSecret: hc.ClientSecret, ClientIssuer: hc.ClientIssuer,
 		ClientMetadataURL: hc.ClientMetadataURL, ClientName: hc.ClientName,
 		RedirectPort: hc.RedirectPort, Timeout: hc.Timeout,

@@ -48,6 +48,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -65,6 +66,11 @@ type Config struct {
 	// StateDir is Bouncer's state directory; the sign-in of each server
 	// URL is kept in StateDir/oauth/.
 	StateDir string
+	// ServerAddrs are the server's addresses as the session resolved and
+	// pinned them, if it did: the default HTTP client's Guard judges the
+	// server's kind by them (NewGuardFor) rather than by a lookup of its
+	// own, which the name's DNS could answer otherwise.
+	ServerAddrs []netip.Addr
 	// Name is the server's name in messages (default: its host).
 	Name string
 
@@ -182,7 +188,7 @@ func New(cfg Config) (*Authorizer, error) {
 			// No proxy from the environment: the guard checks the
 			// address connected to, which must be the host itself.
 			Proxy:               nil,
-			DialContext:         NewGuard(server).DialContext,
+			DialContext:         guardOf(server, cfg.ServerAddrs).DialContext,
 			ForceAttemptHTTP2:   true,
 			TLSHandshakeTimeout: 15 * time.Second,
 		}}
@@ -209,6 +215,15 @@ func New(cfg Config) (*Authorizer, error) {
 	}
 	a.adopt(rec)
 	return a, nil
+}
+
+// guardOf is the Guard of the server at serverURL: by its pinned
+// addresses if there are any, else by a lookup of its own.
+func guardOf(serverURL string, addrs []netip.Addr) *Guard {
+	if len(addrs) > 0 {
+		return NewGuardFor(serverURL, addrs)
+	}
+	return NewGuard(serverURL)
 }
 
 // adopt makes rec the current record and learns its secrets.

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/filepos"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 	"github.com/bouncer-mcp/bouncer/packs"
 )
 
@@ -532,7 +532,7 @@ const maxPolicyBytes = MaxFileSize
 
 // ReadFile reads a policy file, refusing one larger than MaxFileSize.
 func ReadFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if err != nil {
 		return nil, err
 	}

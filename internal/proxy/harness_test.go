@@ -185,7 +185,7 @@ func newHarness(t *testing.T, o hopts) *harness {
 	store := taint.NewStore()
 	// Bouncer's own state is protected as bouncer run protects it.
 	home, _ := os.UserHomeDir()
-	opts := engine.Options{Resolve: fsresolve.Existing, WorkDir: h.dir, Own: setup.OwnPaths(h.home, files), Home: home}
+	opts := engine.Options{Resolve: fsresolve.Existing, WorkDir: h.dir, Own: engine.OwnList(setup.OwnPaths(setup.OwnSources{StateDir: h.home, InForce: files})), Home: home}
 	var remember func(string) error
 	if o.session {
 		sess := session.New()

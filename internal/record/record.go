@@ -49,7 +49,7 @@ type Tape struct {
 // about server. warn is told, once, if a line can't be written: the
 // session goes on without its record.
 func Open(path, server string, warn func(string)) (*Tape, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := statefile.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("record %s: %w", path, err)
 	}

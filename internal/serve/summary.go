@@ -3,10 +3,10 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/statefile"
 )
 
 // AuditSummary is audit_summary's answer.
@@ -89,7 +89,7 @@ func Summarize(path string, limit int) (*AuditSummary, error) {
 		return s, nil
 	}
 	s.Exists = true
-	f, err := os.Open(path)
+	f, err := statefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}

@@ -6,12 +6,14 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +32,8 @@ import (
 //	gen           8 bytes, mapped shared: bumped after every record, so a
 //	              reader with nothing new to read makes no system call
 //	rec-PID-NONCE one append-only file per process, of frames
+//	own-PID-NONCE the paths that process protects as Bouncer's own files
+//	              (a JSON list of strings), made whole once (PublishOwn)
 //
 // A frame is: "BNR1", kind (1 byte), server length (2), hash count (4),
 // the server name, the hashes (8 bytes each, little endian), then a
@@ -61,6 +65,9 @@ type shared struct {
 	rmu     sync.Mutex // one reader at a time
 	lastGen uint64
 	peers   map[string]*peer
+	own     map[string][]string // what each other process published, by file
+	ownList []string            // own's paths, in file name order
+	ownVer  uint64              // counts the files read into own
 
 	broken atomic.Bool
 	said   sync.Once
@@ -194,6 +201,10 @@ func (d *shared) sync(add func(kind byte, server string, hs []uint64)) {
 	}
 	for _, e := range entries {
 		name := e.Name()
+		if strings.HasPrefix(name, "own-") && name != d.ownName() {
+			d.readOwn(name)
+			continue
+		}
 		if !strings.HasPrefix(name, "rec-") || name == d.self {
 			continue
 		}
@@ -243,6 +254,76 @@ func (d *shared) readPeer(p *peer, add func(kind byte, server string, hs []uint6
 	}
 }
 
+// Limits on a process's list of own files: a handful of policy, trust,
+// config and hook files, with room.
+const (
+	maxOwnFile  = 1 << 20
+	maxOwnPaths = 4096
+)
+
+// ownName is the name of this process's own-files list.
+func (d *shared) ownName() string { return "own-" + strings.TrimPrefix(d.self, "rec-") }
+
+// publishOwn writes this process's own-files list and tells the others.
+func (d *shared) publishOwn(paths []string) error {
+	if d.failed() {
+		return nil
+	}
+	if len(paths) > maxOwnPaths {
+		return fmt.Errorf("%d own files are more than %d", len(paths), maxOwnPaths)
+	}
+	b, err := json.Marshal(paths)
+	if err != nil {
+		return err
+	}
+	if err := statefile.Create(filepath.Join(d.dir, d.ownName()), b); err != nil {
+		return fmt.Errorf("publishing the own files of this proxy in %s: %w", d.dir, err)
+	}
+	atomic.AddUint64(d.counter(), 1)
+	return nil
+}
+
+// readOwn reads another process's own-files list, once: each is made
+// whole, once. A list that can't be read, or holds anything but absolute
+// paths, is passed over: it could only have added paths to protect.
+func (d *shared) readOwn(name string) {
+	if _, seen := d.own[name]; seen {
+		return
+	}
+	d.own[name] = nil
+	b, err := statefile.ReadOwned(filepath.Join(d.dir, name), maxOwnFile)
+	if err != nil {
+		return
+	}
+	var paths []string
+	if json.Unmarshal(b, &paths) != nil || len(paths) > maxOwnPaths {
+		return
+	}
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			return
+		}
+	}
+	d.own[name] = paths
+	d.ownVer++
+	names := make([]string, 0, len(d.own))
+	for n := range d.own {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	d.ownList = nil
+	for _, n := range names {
+		d.ownList = append(d.ownList, d.own[n]...)
+	}
+}
+
+// ownFiles returns what the other processes published, as last read.
+func (d *shared) ownFiles() ([]string, uint64) {
+	d.rmu.Lock()
+	defer d.rmu.Unlock()
+	return d.ownList, d.ownVer
+}
+
 // openShared joins (or starts) the session directory dir.
 func openShared(dir string, log func(string)) (*shared, [taint.KeySize]byte, error) {
 	var key [taint.KeySize]byte
@@ -269,7 +350,7 @@ func openShared(dir string, log func(string)) (*shared, [taint.KeySize]byte, err
 		return nil, key, err
 	}
 	d := &shared{dir: dir, self: self, out: out, gen: gen, log: log,
-		shared: map[*taint.Store]bool{}, peers: map[string]*peer{}, lastGen: ^uint64(0)}
+		shared: map[*taint.Store]bool{}, peers: map[string]*peer{}, own: map[string][]string{}, lastGen: ^uint64(0)}
 	return d, key, nil
 }
 

@@ -49,13 +49,15 @@ type InForce struct {
 	Set *distribute.Set
 }
 
-// policyDir is the install directory of the set in force (--policy-dir,
-// absolute), as a list for OwnPaths: none without --policy-dir.
-func (in *InForce) policyDir() []string {
-	if in == nil || in.Set == nil {
-		return nil
+// OwnFiles are the files of the policy in force that are Bouncer's own
+// (OwnSources.InForce): the policy files, the trust files and their keys,
+// and the install directory of the set in force (--policy-dir), whole.
+func (in *InForce) OwnFiles() []string {
+	files := append(append([]string(nil), in.Policy.Files...), in.Trust.AllFiles()...)
+	if in.Set != nil {
+		files = append(files, filepath.Dir(in.Set.Dir))
 	}
-	return []string{filepath.Dir(in.Set.Dir)}
+	return files
 }
 
 // LoadPolicy is the one place that decides which policy is in force: the
@@ -130,18 +132,32 @@ const PullAgain = "run bouncer policy pull to install the signed set again"
 
 // VerifyInstalled checks the set installed in dir as LoadPolicy does
 // before it loads it (doctor shows the same verdict): its signed statement
-// verifies under t, whatever require_signed says, and it is not older
-// than the newest set pulled into dir (distribute.VerifyInstalled). A nil
-// t, or one naming no signer, can verify nothing and refuses every set.
+// verifies under t, whatever require_signed says, it is not older than
+// the newest set pulled into dir, and it is not expired, by its own
+// expiry or t's max_age (distribute.VerifyInstalled). A nil t, or one
+// naming no signer, can verify nothing and refuses every set.
 func VerifyInstalled(dir string, t *bundle.Trust) (*distribute.Set, error) {
 	if t == nil || !t.HasSigners() {
 		return nil, errors.New("no trust configuration names a signer, so the installed set can't be verified; set keys (or identities) in the trust file")
 	}
-	set, err := distribute.VerifyInstalled(dir, SetVerifier(t))
+	set, err := distribute.VerifyInstalled(dir, SetVerifier(t), Freshness(t))
+	if errors.Is(err, distribute.ErrExpired) {
+		return nil, err // it says what to pull
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%v; %s", err, PullAgain)
 	}
 	return set, nil
+}
+
+// Freshness is how old a set t lets be installed or used: its own
+// expiry, and t's max_age (nil t: its own expiry alone).
+func Freshness(t *bundle.Trust) distribute.Freshness {
+	var f distribute.Freshness
+	if t != nil {
+		f.MaxAge, f.Source = t.MaxAge()
+	}
+	return f
 }
 
 // SetVerifier verifies a set's bundle under t: its signature, by the

@@ -62,7 +62,7 @@ func write(t *testing.T, path, data string) string {
 // dir as policy pull does (distribute.Install), with no registry between.
 func install(t *testing.T, s *bundle.Signer, dir string, files ...distribute.File) {
 	t.Helper()
-	stmt, err := distribute.NewStatement(testRepo, time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), files)
+	stmt, err := distribute.NewStatement(testRepo, time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), time.Time{}, files)
 	if err != nil {
 		t.Fatal(err)
 	}

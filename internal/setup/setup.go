@@ -15,7 +15,6 @@ package setup
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/bouncer-mcp/bouncer/internal/engine"
 	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
@@ -38,6 +37,9 @@ type Config struct {
 	// Session is the client session the servers belong to; nil makes one
 	// in memory (check and serve: all servers of one run share it).
 	Session *session.Session
+	// Launch is the client config that launched this proxy (run
+	// --config); nil for none. Its files are Bouncer's own (LaunchFiles).
+	Launch *Launch
 }
 
 // Decider is the assembled policy and client session; Engine makes the
@@ -47,9 +49,13 @@ type Decider struct {
 	// were checked under (LoadPolicy).
 	*InForce
 	Session *session.Session
-	// Own is Bouncer's own state as the engines protect it (see
-	// OwnPaths).
+	// Own is Bouncer's own state as the engines protect it (OwnPaths),
+	// as it is known when the upstream starts: what the sandbox keeps it
+	// from. The engines ask for it again on every call (own), so that
+	// what another proxy of the client session publishes later is
+	// protected too.
 	Own     []string
+	own     *ownState
 	workDir string
 	home    string
 }
@@ -58,17 +64,27 @@ type Decider struct {
 // the MCP client that started this process (see session.Join), with the
 // destinations humans remembered in stateDir, unless the policy opts the
 // server out (shared_session: false). A session that can't be joined is
-// said once through log, and this process keeps its own history.
+// said once through log, and this process keeps its own history. Either
+// way the proxy tells the client's other proxies which files are its own,
+// and protects theirs (ownState): a server kept apart in its history is
+// not kept apart from their policies.
 func (d *Decider) JoinClient(stateDir string, log func(string)) {
+	s, err := session.Join(stateDir, log)
 	if d.Policy.Isolated {
 		log("shared_session: false: this server keeps its own history, apart from the client's other servers")
 	} else {
-		s, err := session.Join(stateDir, log)
 		if err != nil {
 			log(fmt.Sprintf("%v; this proxy keeps its own history, so a destination another server's output held is asked about, not denied", err))
 		}
 		d.Session = s
 	}
+	if err == nil {
+		if err := d.own.join(s); err != nil {
+			log(err.Error())
+		}
+	}
+	own, _ := d.own.OwnPaths()
+	d.Own = ownPathList(own)
 	d.Session.SetRemembered(session.OpenRemembered(stateDir))
 }
 
@@ -78,7 +94,7 @@ func (d *Decider) JoinClient(stateDir string, log func(string)) {
 func (d *Decider) Engine(server string) *engine.Engine {
 	return engine.New(d.Policy, d.Session.Output(server), engine.Options{
 		Resolve: fsresolve.Existing, WorkDir: d.workDir, Session: d.Session, Server: server,
-		Own: d.Own, Home: d.home,
+		Own: d.own, Home: d.home,
 	})
 }
 
@@ -97,11 +113,13 @@ func Load(c Config) (*Decider, error) {
 	// the directory --policy-dir names, whole, wherever it is: besides the
 	// set's files it holds the rollback floor (high-water.json), the
 	// current link and the sets kept beside, which a tool that could
-	// write would lower, move back, or break. The sandbox keeps the
-	// upstream from writing the same paths.
-	own := OwnPaths(c.StateDir, append(append(append([]string(nil), pol.Files...), in.Trust.AllFiles()...), in.policyDir()...))
-	if pol.Sandbox != nil {
-		if err := sandbox.Validate(Confinement(pol, c.StateDir, own)); err != nil {
+	// write would lower, move back, or break. So are the files of the
+	// client config that launched run. The sandbox keeps the upstream
+	// from writing the same paths.
+	home, _ := os.UserHomeDir()
+	src := OwnSources{StateDir: c.StateDir, InForce: in.OwnFiles()}
+	if c.Launch != nil {
+		if src.Launch, err = LaunchFiles(*c.Launch, c.StateDir, home); err != nil {
 			return nil, err
 		}
 	}
@@ -109,49 +127,27 @@ func Load(c Config) (*Decider, error) {
 	if sess == nil {
 		sess = session.New()
 	}
+	own := &ownState{src: src, sess: sess}
+	ownPaths, _ := own.OwnPaths()
+	ownList := ownPathList(ownPaths)
+	if pol.Sandbox != nil {
+		if err := sandbox.Validate(Confinement(pol, c.StateDir, ownList)); err != nil {
+			return nil, err
+		}
+	}
 	if c.StateDir != "" {
 		// The destinations humans remembered vouch in run, check and
 		// serve alike: check once ignored them and disagreed with run.
 		sess.SetRemembered(session.OpenRemembered(c.StateDir))
 	}
-	home, _ := os.UserHomeDir()
-	return &Decider{InForce: in, Session: sess, Own: own, workDir: c.WorkDir, home: home}, nil
-}
-
-// OwnPaths is Bouncer's own state as the engine protects it: the state
-// directory and the given files, each as an absolute path and, where it
-// differs, as its symlinks resolve (a state directory reached through a
-// link is the same directory). Policy documents that are not files
-// (serve's text) have no path and are left out.
-func OwnPaths(stateDir string, files []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	add := func(p string) {
-		if p == "" || !filepath.IsAbs(p) {
-			return
-		}
-		p = filepath.Clean(p)
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	for _, f := range append([]string{stateDir}, files...) {
-		if !filepath.IsAbs(f) {
-			continue
-		}
-		add(f)
-		if real, err := filepath.EvalSymlinks(f); err == nil {
-			add(real)
-		}
-	}
-	return out
+	return &Decider{InForce: in, Session: sess, Own: ownList, own: own, workDir: c.WorkDir, home: home}, nil
 }
 
 // Confinement is the policy's sandbox key as the sandbox package takes it,
 // with what the upstream must never reach: Bouncer's own state as the
 // engine protects it (own, from OwnPaths: the policy and trust files, an
-// installed policy set's directory, the state directory) is not writable,
+// installed policy set's directory, the state directory, the launching
+// config and its hook files) is not writable,
 // and the state directory (approvals, the audit log of every server) is
 // not readable either. Nil policy sandbox gives the zero Confinement.
 func Confinement(pol *policy.Policy, stateDir string, own []string) sandbox.Confinement {

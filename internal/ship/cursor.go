@@ -138,7 +138,7 @@ func (r *reader) close() {
 // truncated, rewritten or replaced) from the start, saying so. A log that
 // does not exist yet returns false.
 func (r *reader) open() (bool, error) {
-	f, err := os.Open(r.path)
+	f, err := statefile.Open(r.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -45,13 +45,32 @@
 // already open. Before this package one copy read tokens with no check at
 // all (it only set 0600 again) and cursors and pinned lists unchecked.
 //
+// # Opening a file a person names
+//
+// OpenFile (and Open, ReadFile) is the one way Bouncer opens a file by
+// name, its own or one a person named (a policy or trust file, a key, a
+// --header-file, a --record file, the audit log and its head): it accepts
+// a regular file only, and never waits on anything else. A FIFO would
+// hang the open until someone opened its other end; so the name is
+// stat'ed first, the open is non-blocking, and the open file is checked
+// again. Owners and modes are then the caller's to check (Check,
+// CheckPrivate), as each file's trust requires.
+//
 // # Directories
 //
 // Dir creates a directory 0700 (with its missing parents) and refuses one
 // that is not this user's or that other users may write: they could remove
 // or rename what Bouncer keeps there. It follows a symbolic link to the
 // directory (a state directory kept elsewhere and linked is a user's
-// choice); what it checks is the directory itself.
+// choice); what it checks is the directory itself, and every directory
+// above it (above the name, and above what the name resolves to): each
+// must be this user's or root's, and not writable by group or others
+// unless it is sticky (/tmp), or whoever can write there could rename the
+// state directory away and put their own in its place. CheckShared is the
+// same check for a directory or file that other users may read and only
+// this user or root may change (a policy set installed for a team, its
+// high-water mark). As with ssh's checks, a group-writable directory is
+// refused even where the group is the user's own.
 //
 // # Locks
 //
@@ -232,6 +251,13 @@ func Dir(dir string) error {
 	if err := os.MkdirAll(dir, DirPerm); err != nil {
 		return err
 	}
+	return CheckDir(dir)
+}
+
+// CheckDir is Dir's check alone, for a directory that must exist already:
+// a directory of this user's that no other user may write, under
+// directories that only this user or root can change.
+func CheckDir(dir string) error {
 	var st unix.Stat_t
 	err := unix.Stat(dir, &st)
 	if errors.Is(err, unix.ErrUnsupported) {
@@ -245,7 +271,84 @@ func Dir(dir string) error {
 	if err != nil {
 		return err
 	}
-	return dirRule.check(dir, uint32(st.Mode), int(st.Uid))
+	if err := dirRule.check(dir, uint32(st.Mode), int(st.Uid)); err != nil {
+		return err
+	}
+	return checkAbove(dir)
+}
+
+// CheckShared refuses path (a directory, or a file in one, that other
+// users may read: a policy set installed for a team) unless only this
+// user or root can change it: path and every directory above it must be
+// owned by this user or root, and none writable by group or others (a
+// directory above may be, if it is sticky, as /tmp is). Symbolic links
+// are followed; the directories above both the name and what it resolves
+// to are checked. Errors name the path at fault, and say what to do.
+func CheckShared(path string) error {
+	var st unix.Stat_t
+	err := unix.Stat(path, &st)
+	if errors.Is(err, unix.ErrUnsupported) {
+		return nil // no owners here to check; see the package doc
+	}
+	if err != nil {
+		return err
+	}
+	r := sharedFile
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		r = sharedDir
+	}
+	if err := r.check(path, uint32(st.Mode), int(st.Uid)); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return checkAbove(path)
+}
+
+// checkAbove refuses path if a directory above it lets another user
+// change what path names: one owned by a user other than this one and
+// root, or one that group or others may write and that isn't sticky (in a
+// sticky directory, such as /tmp, only an entry's owner may rename or
+// remove it). The directories above the name and above what it resolves
+// to (symbolic links followed) are checked. The error names the
+// directory at fault.
+func checkAbove(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	dirs := above(abs)
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		dirs = append(dirs, above(real)...)
+	}
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); err != nil {
+			if errors.Is(err, unix.ErrUnsupported) {
+				return nil
+			}
+			return fmt.Errorf("%s, a directory above %s: %w", d, path, err)
+		}
+		if err := aboveRule.check(d, uint32(st.Mode), int(st.Uid)); err != nil {
+			return fmt.Errorf("%s, a directory above %s: %w", d, path, err)
+		}
+	}
+	return nil
+}
+
+// above lists the directories above the clean absolute path p, nearest
+// first, up to the root.
+func above(p string) []string {
+	var out []string
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		out = append(out, d)
+		if d == filepath.Dir(d) {
+			return out
+		}
+	}
 }
 
 // ReadOwned reads path, refusing it unless it is a regular file (not a
@@ -261,7 +364,7 @@ func ReadOwned(path string, max int64) ([]byte, error) {
 	if err := Check(f); err != nil {
 		return nil, err
 	}
-	return readAll(f, max)
+	return readAll(f, max, ownTooLarge(max))
 }
 
 // ReadCapped reads path, refusing it unless it is a regular file (not a
@@ -275,20 +378,13 @@ func ReadCapped(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, untrusted("not a regular file")
-	}
-	return readAll(f, max)
+	return readAll(f, max, ownTooLarge(max))
 }
 
-// open opens path for reading without following a symbolic link in its
-// last element, and without waiting for a writer if it is a FIFO.
+// open opens path for reading as OpenFile does, without following a
+// symbolic link in its last element.
 func open(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	f, err := OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			return nil, untrusted("a symbolic link, which Bouncer does not follow (it never links its own files): remove it")
@@ -298,8 +394,74 @@ func open(path string) (*os.File, error) {
 	return f, nil
 }
 
-func readAll(f *os.File, max int64) ([]byte, error) {
-	tooLarge := fmt.Errorf("%w: larger than %d bytes, more than Bouncer ever writes there; nothing in it is used: remove it", ErrTooLarge, max)
+// Open opens, for reading, a file a person named: a policy or trust file,
+// a key, a --header-file, an audit log or its head, a tools list. It is
+// OpenFile with O_RDONLY.
+func Open(path string) (*os.File, error) { return OpenFile(path, os.O_RDONLY, 0) }
+
+// ReadFile reads the file a person named at path (Open), refusing it whole
+// if it is longer than max bytes.
+func ReadFile(path string, max int64) ([]byte, error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAll(f, max, fmt.Errorf("%w: larger than %d bytes", ErrTooLarge, max))
+}
+
+// OpenFile is the one way Bouncer opens a file by name (os.OpenFile's
+// flag and perm): it accepts a regular file only, and never waits on
+// what isn't one. Its errors are os.OpenFile's, *fs.PathError naming
+// path, and a refusal is one too (wrapping ErrUntrusted). A FIFO would block the open (or the first read) until
+// some other process opened its other end, for ever if none does, and a
+// device is no file of anyone's: so the name is looked at first (stat,
+// following links), the open is non-blocking, and what was opened is
+// looked at again (fstat), since the name may have been replaced in
+// between. A FIFO opened for writing with no reader fails with ENXIO,
+// which is reported as the FIFO it is.
+func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi.Mode())
+	}
+	f, err := os.OpenFile(path, flag|unix.O_CLOEXEC|unix.O_NONBLOCK, perm)
+	if err != nil {
+		if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+			return nil, notRegular(path, fi.Mode())
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, notRegular(path, fi.Mode())
+	}
+	return f, nil
+}
+
+// notRegular is the refusal of a file that isn't a regular one.
+func notRegular(path string, m fs.FileMode) error {
+	what := "a special file"
+	switch {
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO), which would wait for a writer for ever"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	}
+	return &fs.PathError{Op: "open", Path: path, Err: untrusted("not a regular file but " + what + ": give a regular file")}
+}
+
+// readAll reads f whole, refusing it with tooLarge if it is longer than
+// max bytes.
+func readAll(f *os.File, max int64, tooLarge error) ([]byte, error) {
 	if fi, err := f.Stat(); err == nil && fi.Size() > max {
 		return nil, tooLarge
 	}
@@ -311,6 +473,12 @@ func readAll(f *os.File, max int64) ([]byte, error) {
 		return nil, tooLarge
 	}
 	return b, nil
+}
+
+// ownTooLarge is the refusal of one of Bouncer's own files longer than
+// max bytes.
+func ownTooLarge(max int64) error {
+	return fmt.Errorf("%w: larger than %d bytes, more than Bouncer ever writes there; nothing in it is used: remove it", ErrTooLarge, max)
 }
 
 // Check refuses the open file f unless it is a regular file owned by this
@@ -329,8 +497,10 @@ func checkOpen(f *os.File, r rule) error {
 	return r.check(f.Name(), uint32(st.Mode), int(st.Uid))
 }
 
-// rule is the one check, in its three uses: a file read back, a private
-// file, a directory. Each refusal says what to do.
+// rule is the one check, in its uses: a file read back, a private file
+// (a secret: a token, a --header-file, the audit log), a directory of
+// Bouncer's, a directory above one, and a file or directory shared with
+// other users (an installed policy set). Each refusal says what to do.
 type rule struct {
 	typ    uint32 // S_IFREG or S_IFDIR
 	kind   string
@@ -338,13 +508,24 @@ type rule struct {
 	access string // what deny keeps other users from
 	why    string // what a refusal means, after the owner or mode
 	fix    string // the mode to set, for chmod
+	// rootOK: root may own it too (a directory above, a shared set).
+	rootOK bool
+	// stickyOK: the deny bits may be set on a sticky directory (/tmp),
+	// where only an entry's owner may rename or remove it.
+	stickyOK bool
 }
 
 var (
-	owned   = rule{unix.S_IFREG, "a regular file", 0o022, "write it", ", so nothing in it is trusted", "600"}
-	private = rule{unix.S_IFREG, "a regular file", 0o077, "read or write it", "", "600"}
-	dirRule = rule{unix.S_IFDIR, "a directory", 0o022, "write in it", ", so what Bouncer keeps in it could be removed or replaced", "700"}
+	owned      = rule{typ: unix.S_IFREG, kind: "a regular file", deny: 0o022, access: "write it", why: ", so nothing in it is trusted", fix: "600"}
+	private    = rule{typ: unix.S_IFREG, kind: "a regular file", deny: 0o077, access: "read or write it", fix: "600"}
+	dirRule    = rule{typ: unix.S_IFDIR, kind: "a directory", deny: 0o022, access: "write in it", why: ", so what Bouncer keeps in it could be removed or replaced", fix: "700"}
+	aboveRule  = rule{typ: unix.S_IFDIR, kind: "a directory", deny: 0o022, access: "write in it", why: ", so they could rename what is in it and put their own in its place", fix: "go-w", rootOK: true, stickyOK: true}
+	sharedDir  = rule{typ: unix.S_IFDIR, kind: "a directory", deny: 0o022, access: "write in it", why: ", so they could replace what Bouncer reads from it (an older set, a lower high-water mark)", fix: "go-w", rootOK: true}
+	sharedFile = rule{typ: unix.S_IFREG, kind: "a regular file", deny: 0o022, access: "write it", why: ", so nothing in it is trusted", fix: "go-w", rootOK: true}
 )
+
+// sticky is S_ISVTX.
+const sticky = 0o1000
 
 // check refuses a file of the wrong type, another user's, or one with a
 // deny bit set. path is named only in the advice; the caller names it
@@ -354,8 +535,14 @@ func (r rule) check(path string, mode uint32, uid int) error {
 	switch {
 	case mode&unix.S_IFMT != r.typ:
 		return untrusted("not " + r.kind)
-	case uid != me:
-		return untrusted(fmt.Sprintf("owned by uid %d, not by this user (uid %d)%s", uid, me, r.why))
+	case uid != me && !(r.rootOK && uid == 0):
+		who := fmt.Sprintf("not by this user (uid %d)", me)
+		if r.rootOK {
+			who = fmt.Sprintf("neither by this user (uid %d) nor by root", me)
+		}
+		return untrusted(fmt.Sprintf("owned by uid %d, %s%s; move what Bouncer keeps there to a directory of yours", uid, who, r.why))
+	case r.stickyOK && mode&sticky != 0:
+		return nil
 	case mode&r.deny != 0:
 		advice := "run: chmod " + r.fix + " " + path
 		if r.why != "" && r.typ == unix.S_IFREG {

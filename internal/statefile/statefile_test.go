@@ -240,9 +240,9 @@ func mkdir(t *testing.T, d string, mode fs.FileMode) {
 // A missing state directory is made 0700, whatever the umask lets
 // through, and its missing parents too.
 func TestDirMode(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "a", "b")
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
-	d := filepath.Join(t.TempDir(), "a", "b")
 	if err := Dir(d); err != nil {
 		t.Fatal(err)
 	}
@@ -490,5 +490,145 @@ func TestRefusalNamesFix(t *testing.T) {
 	_, err := ReadOwned(p, 100)
 	if err == nil || !strings.HasSuffix(err.Error(), "chmod 600 "+p) || bytes.Contains([]byte(err.Error()), []byte("secret")) {
 		t.Errorf("%v", err)
+	}
+}
+
+// openWithin runs open in the background and fails the test if it has not
+// returned within a few seconds: a FIFO opened the blocking way never
+// returns, and the test must not hang with it.
+func openWithin(t *testing.T, open func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- open() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("the open is still waiting after 5s (on a FIFO with no writer)")
+		return nil
+	}
+}
+
+// A FIFO, a directory and a device are refused at once, by every way
+// Bouncer opens a file by name: to read, to append, through a symbolic
+// link. None waits for the FIFO's other end.
+func TestOpenRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "headers")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(fifo, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path, want string
+	}{
+		{fifo, "named pipe (FIFO)"},
+		{link, "named pipe (FIFO)"},
+		{dir, "a directory"},
+		{"/dev/null", "a device"},
+	} {
+		for name, open := range map[string]func() error{
+			"Open":     func() error { f, err := Open(c.path); f.Close(); return err },
+			"ReadFile": func() error { _, err := ReadFile(c.path, 100); return err },
+			"append": func() error {
+				f, err := OpenFile(c.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+				f.Close()
+				return err
+			},
+			"ReadOwned":  func() error { _, err := ReadOwned(c.path, 100); return err },
+			"ReadCapped": func() error { _, err := ReadCapped(c.path, 100); return err },
+		} {
+			err := openWithin(t, open)
+			if c.path == link && (name == "ReadOwned" || name == "ReadCapped") {
+				// Bouncer's own files: the link itself is refused.
+				if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+					t.Errorf("%s(%s): %v", name, c.path, err)
+				}
+				continue
+			}
+			if !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s(%s): %v, want %q", name, c.path, err, c.want)
+			}
+		}
+	}
+	// A regular file, through a link, reads.
+	p := filepath.Join(dir, "policy.yaml")
+	write(t, p, "x: 1\n", 0o644)
+	os.Symlink(p, filepath.Join(dir, "plink"))
+	if b, err := ReadFile(filepath.Join(dir, "plink"), 100); err != nil || string(b) != "x: 1\n" {
+		t.Errorf("ReadFile through a link: %q %v", b, err)
+	}
+	if _, err := ReadFile(p, 3); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadFile over the limit: %v", err)
+	}
+}
+
+// A directory another user can write, or that another user (not root)
+// owns, is refused, itself or above the path, naming it and the fix; a
+// sticky directory that others can write (/tmp) is fine above it.
+func TestCheckShared(t *testing.T) {
+	base := t.TempDir()
+	okDir := filepath.Join(base, "ok", "policy")
+	mkdir(t, okDir, 0o755)
+	if err := CheckShared(okDir); err != nil {
+		t.Errorf("a directory of this user's, 0755, under /tmp: %v", err)
+	}
+	hw := filepath.Join(okDir, "high-water.json")
+	write(t, hw, "{}", 0o644)
+	if err := CheckShared(hw); err != nil {
+		t.Errorf("a file of this user's, 0644: %v", err)
+	}
+
+	open := filepath.Join(base, "open")
+	mkdir(t, open, 0o777)
+	if err := CheckShared(open); err == nil || !strings.Contains(err.Error(), open+": mode 0777 lets other users write in it") || !strings.HasSuffix(err.Error(), "chmod go-w "+open) {
+		t.Errorf("a 0777 directory: %v", err)
+	}
+	below := filepath.Join(open, "policy")
+	mkdir(t, below, 0o755)
+	if err := CheckShared(below); err == nil || !strings.Contains(err.Error(), open+", a directory above "+below+": mode 0777") {
+		t.Errorf("under a 0777 directory: %v", err)
+	}
+	if err := Dir(filepath.Join(open, "state")); err == nil || !strings.Contains(err.Error(), "a directory above") {
+		t.Errorf("Dir under a 0777 directory: %v", err)
+	}
+	group := filepath.Join(base, "group")
+	mkdir(t, group, 0o775)
+	if err := CheckShared(filepath.Join(group)); err == nil || !strings.Contains(err.Error(), "mode 0775") {
+		t.Errorf("a group-writable directory: %v", err)
+	}
+	writable := filepath.Join(okDir, "w.json")
+	write(t, writable, "{}", 0o666)
+	if err := CheckShared(writable); err == nil || !strings.Contains(err.Error(), "mode 0666 lets other users write it") {
+		t.Errorf("a 0666 file: %v", err)
+	}
+
+	// Sticky and open to all, as /tmp: others can't rename what is ours.
+	stickyDir := filepath.Join(base, "sticky")
+	mkdir(t, stickyDir, 0o777|fs.ModeSticky)
+	in := filepath.Join(stickyDir, "policy")
+	mkdir(t, in, 0o755)
+	if err := CheckShared(in); err != nil {
+		t.Errorf("under a sticky directory: %v", err)
+	}
+	// Reached through a link in a safe place, to a bad one: the target's
+	// directories are checked too.
+	ln := filepath.Join(okDir, "ln")
+	os.Symlink(below, ln)
+	if err := CheckShared(ln); err == nil || !strings.Contains(err.Error(), open+", a directory above") {
+		t.Errorf("through a link: %v", err)
+	}
+
+	if os.Geteuid() == 0 {
+		theirs := foreignDir(t, base)
+		os.Chmod(theirs, 0o755)
+		sub := filepath.Join(theirs, "policy")
+		mkdir(t, sub, 0o755)
+		if err := CheckShared(sub); err == nil || !strings.Contains(err.Error(), theirs+", a directory above "+sub+": owned by uid 65534, neither by this user (uid 0) nor by root") {
+			t.Errorf("under another user's directory: %v", err)
+		}
 	}
 }

@@ -84,6 +84,19 @@ func (p *Pins) Ports() []uint16 {
 	return out
 }
 
+// Addrs returns the addresses pinned for hostport, in the order they
+// resolved: what the session connects to (the OAuth guard judges the
+// server's kind by them).
+func (p *Pins) Addrs(hostport string) []netip.Addr {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]netip.Addr(nil), p.addrs[pinKey(host, port)]...)
+}
+
 func pinKey(host, port string) string {
 	return net.JoinHostPort(strings.ToLower(strings.TrimSuffix(host, ".")), port)
 }

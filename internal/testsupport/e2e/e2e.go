@@ -15,8 +15,11 @@
 //   - JSONParse: testdata/servers/jsonparse-server.mjs, plain JSON.parse
 //     (exact keys, last duplicate wins, lone surrogates kept).
 //   - Filesystem: the npm reference @modelcontextprotocol/server-filesystem.
-//   - Toolbox: internal/testsupport/testserver/toolbox, whose tools build a
-//     path from two arguments or run a shell command or Python code.
+//   - Builder: testdata/servers/builder-server.mjs, whose tools build what
+//     they act on from their arguments (path.join(savePath, filename),
+//     sh -c, python3 -c), as real servers do.
+//   - Toolbox: internal/testsupport/testserver/toolbox, Builder's
+//     download_attachment in Go (filepath.Join), on mcp-go.
 //
 // The bouncer binary and the Go test servers are built once per test binary
 // into a temporary directory (go build, from the module root found above
@@ -154,9 +157,9 @@ func MCPGo(t testing.TB, inbox ...string) Server {
 	return Server{Name: "mcpgo", Argv: argv, SideEffects: se}
 }
 
-// Toolbox returns the toolbox test server: download_attachment writes to
-// filepath.Join(savePath, filename), run_command runs sh -c, run_python
-// runs python3 -c.
+// Toolbox returns the toolbox test server: a Gmail-style
+// download_attachment in Go, which writes to filepath.Join(savePath,
+// filename).
 func Toolbox(t testing.TB) Server {
 	t.Helper()
 	return Server{Name: "toolbox", Argv: []string{filepath.Join(build(t), "toolbox")}}
@@ -180,6 +183,14 @@ func JSONParse(t testing.TB, inbox ...string) Server {
 		argv = append(argv, "--inbox", strings.Join(inbox, ","))
 	}
 	return Server{Name: "jsonparse", Argv: argv, SideEffects: se}
+}
+
+// Builder returns the node test server whose tools build what they act on
+// from their arguments: download_attachment writes path.join(savePath,
+// filename), run_command runs sh -c, run_python runs python3 -c.
+func Builder(t testing.TB) Server {
+	t.Helper()
+	return Server{Name: "builder", Argv: []string{Node(t), filepath.Join(ModuleRoot(t), "testdata", "servers", "builder-server.mjs")}}
 }
 
 // Filesystem returns the npm reference filesystem server confined (by

@@ -19,8 +19,9 @@ import (
 
 // Live attacks on Bouncer's own files, through the real bouncer run, with
 // no sandbox key and the policy bouncer init writes, against the reference
-// filesystem server and the toolbox server (a Gmail-style download that
-// joins savePath and filename, a shell tool, a Python tool). Each attack
+// filesystem server, the Go toolbox server (a Gmail-style download that
+// joins savePath and filename) and the node builder server (the same
+// download, a shell tool, a Python tool). Each attack
 // tries to read the state directory (remembered.json, audit.jsonl) or to
 // write remembered.json, this proxy's policy, another proxy's policy named
 // in the same client config, or that config, spelled so that a reader of
@@ -65,11 +66,11 @@ func newOwnLayout(t *testing.T, form string, fsServer e2e.Server) *ownLayout {
 		t.Fatal(err)
 	}
 	write(t, l.audit, `{"verdict":"allow","note":"`+secret+`"}`+"\n")
-	box := e2e.Toolbox(t)
+	box, builder := e2e.Toolbox(t), e2e.Builder(t)
 	cfg := map[string]any{"mcpServers": map[string]any{
 		"fs":   map[string]any{"command": fsServer.Argv[0], "args": append(fsServer.Argv[1:], l.home)},
 		"box":  map[string]any{"command": box.Argv[0]},
-		"mail": map[string]any{"command": box.Argv[0]},
+		"mail": map[string]any{"command": builder.Argv[0], "args": builder.Argv[1:]},
 	}}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	write(t, l.config, string(b))
@@ -237,7 +238,10 @@ func globbed(p string) string {
 	return strings.Join(parts, "/")
 }
 
-func (l *ownLayout) toolboxAttacks() []attack {
+// toolAttacks are the attacks through download_attachment, and with code
+// (the builder server's run_command and run_python) through a shell and
+// Python too.
+func (l *ownLayout) toolAttacks(code bool) []attack {
 	sh := func(name, cmd, target string, read, argsHold bool) attack {
 		return attack{name, "run_command", map[string]any{"command": cmd}, target, read, argsHold}
 	}
@@ -250,15 +254,27 @@ func (l *ownLayout) toolboxAttacks() []attack {
 		{"remembered.json", l.remembered}, {"this proxy's policy", l.policy}, {"another proxy's policy", l.mail}, {"the client config", l.config},
 	} {
 		rel, _ := filepath.Rel("/var/tmp", w.path)
+		download := func(filename string) map[string]any {
+			if code { // the builder server's download
+				return map[string]any{"savePath": "/var/tmp", "filename": filename, "data": forge}
+			}
+			return map[string]any{"messageId": "m1", "attachmentId": "a1", "savePath": "/var/tmp", "filename": filename}
+		}
 		out = append(out,
-			attack{"download, savePath and filename joined, to " + w.name, "download_attachment",
-				map[string]any{"messageId": "m1", "attachmentId": "a1", "savePath": "/var/tmp", "filename": rel}, w.path, false, true},
-			attack{"download through ../../proc/self/root to " + w.name, "download_attachment",
-				map[string]any{"messageId": "m1", "attachmentId": "a1", "savePath": "/var/tmp", "filename": "../../proc/self/root" + w.path}, w.path, false, false},
+			attack{"download, savePath and filename joined, to " + w.name, "download_attachment", download(rel), w.path, false, true},
+			attack{"download through ../../proc/self/root to " + w.name, "download_attachment", download("../../proc/self/root" + w.path), w.path, false, false},
+		)
+		if !code {
+			continue
+		}
+		out = append(out,
 			sh("shell, quoted, to "+w.name, "echo '"+forge+"' > "+quoted(w.path), w.path, false, false),
 			sh("shell, globbed, to "+w.name, "for f in "+globbed(w.path)+"; do echo forged > \"$f\"; done", w.path, false, false),
 			py("python, strings joined, to "+w.name, "open("+split(w.path)+",'w').write('forged')", w.path, false, false),
 		)
+	}
+	if !code {
+		return out
 	}
 	for _, r := range []struct{ name, path string }{{"remembered.json", l.remembered}, {"audit.jsonl", l.audit}} {
 		out = append(out,
@@ -382,7 +398,7 @@ func TestOwnFilesOutOfReach(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, server := range []string{"box", "mail", "fs"} {
 				l := newOwnLayout(t, tc.form, fs)
-				attacks := l.toolboxAttacks()
+				attacks := l.toolAttacks(server == "mail")
 				if server == "fs" {
 					attacks = l.filesystemAttacks()
 				}
