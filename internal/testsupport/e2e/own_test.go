@@ -36,7 +36,7 @@ type ownLayout struct {
 	home, proj, state string
 	remembered, audit string
 	policy, mail      string
-	config            string
+	config, hooks     string
 	// before holds each target's bytes before the attacks.
 	before map[string][]byte
 }
@@ -56,6 +56,7 @@ func newOwnLayout(t *testing.T, form string, fsServer e2e.Server) *ownLayout {
 	l.policy = filepath.Join(l.proj, "bouncer.yaml")
 	l.mail = filepath.Join(l.proj, "mail.yaml")
 	l.config = filepath.Join(l.proj, ".mcp.json")
+	l.hooks = filepath.Join(l.proj, ".claude", "settings.json") // init writes the prompt hook there
 	for _, d := range []string{filepath.Join(l.proj, "src"), l.state} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -101,7 +102,7 @@ func newOwnLayout(t *testing.T, form string, fsServer e2e.Server) *ownLayout {
 		}
 	}
 	l.before = map[string][]byte{}
-	for _, p := range []string{l.remembered, l.audit, l.policy, l.mail, l.config} {
+	for _, p := range []string{l.remembered, l.audit, l.policy, l.mail, l.config, l.hooks} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -252,6 +253,7 @@ func (l *ownLayout) toolAttacks(code bool) []attack {
 	var out []attack
 	for _, w := range []struct{ name, path string }{
 		{"remembered.json", l.remembered}, {"this proxy's policy", l.policy}, {"another proxy's policy", l.mail}, {"the client config", l.config},
+		{"the hook file", l.hooks},
 	} {
 		rel, _ := filepath.Rel("/var/tmp", w.path)
 		download := func(filename string) map[string]any {
@@ -319,6 +321,7 @@ func (l *ownLayout) filesystemAttacks() []attack {
 		fs("write this proxy's policy", "write_file", map[string]any{"path": l.policy, "content": "forged"}, l.policy, false),
 		fs("write another proxy's policy", "write_file", map[string]any{"path": l.mail, "content": "forged"}, l.mail, false),
 		fs("write the client config", "write_file", map[string]any{"path": l.config, "content": "{}"}, l.config, false),
+		fs("write the hook file", "write_file", map[string]any{"path": l.hooks, "content": "{}"}, l.hooks, false),
 		fs("edit another proxy's policy", "edit_file", map[string]any{"path": l.mail, "edits": []any{map[string]any{"oldText": "send_email", "newText": "x"}}}, l.mail, false),
 		fs("move the project aside", "move_file", map[string]any{"source": l.proj, "destination": l.home + "/old"}, l.policy, false),
 	}
@@ -329,7 +332,13 @@ func (l *ownLayout) filesystemAttacks() []attack {
 // guards; with the argument checks alone, those marked argsHold must.
 func (l *ownLayout) run(t *testing.T, server string, attacks []attack, form, want string) {
 	s := l.start(t, server)
+	// The line is written before the handshake is answered; its copy from
+	// the pipe may lag behind.
 	line := firstLine(s.Stderr(), "bouncer: sandbox:")
+	for i := 0; line == "" && i < 100; i++ {
+		time.Sleep(20 * time.Millisecond)
+		line = firstLine(s.Stderr(), "bouncer: sandbox:")
+	}
 	if !strings.Contains(line, want) {
 		t.Errorf("%s: the start line does not say %q:\n%s", server, want, s.Stderr())
 	}
@@ -352,9 +361,8 @@ func (l *ownLayout) run(t *testing.T, server string, attacks []attack, form, wan
 		case form == "arguments":
 			t.Logf("%s: %s: held %v (%s)", server, a.name, held, short(r.Text))
 		case !onList && !held:
-			// Not in the own-state list this proxy was given (another
-			// proxy's policy, the client config, before issue 28's
-			// second point): nothing to say about the form.
+			// Not in the own-state list this proxy was given: nothing
+			// to say about the form.
 			t.Logf("%s: %s: NOT held, and %s is not on the launcher's list", server, a.name, a.target)
 		case !held:
 			t.Errorf("%s: %s: not held: changed %v, leaked %v: %s", server, a.name, changed, leaked, r.Raw)
