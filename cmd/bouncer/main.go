@@ -50,6 +50,7 @@ var commands = map[string]command{
 func main() { os.Exit(dispatch(os.Args[1:])) }
 
 func dispatch(args []string) int {
+	defer startProfile()()
 	if len(args) == 0 {
 		return finish(cmdServe(nil))
 	}

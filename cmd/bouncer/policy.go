@@ -6,14 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/fsresolve"
+	"github.com/bouncer-mcp/bouncer/internal/hooks"
+	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/suggest"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 const policySynopsis = `bouncer policy push (--key PRIVATE.pem | --set-bundle BUNDLE | --print-statement) [--version TIME] [--expires DURATION|TIME] [--trust FILE] [--plain-http] FILE... REF
@@ -91,6 +96,104 @@ func loadInForce(pf *policyFlags, home, cmd string) (*policy.Policy, error) {
 	return in.Policy, nil
 }
 
+// suggestPolicy is the policy suggest starts from: the flags' when they
+// name any policy, else the one `bouncer run` loads for the wrapped entries
+// of this user's and this project's MCP configs whose servers the log
+// names (all of them must load the same files; else the user says which
+// with --policy). It also returns every config file found, and their hook
+// files: Bouncer's own, which no suggested prefix may hold.
+func suggestPolicy(pf *policyFlags, dir string, entries []audit.Entry) (*setup.InForce, []string, error) {
+	cwd, _ := os.Getwd()
+	homeDir, _ := os.UserHomeDir()
+	var configs []string
+	type loaded struct {
+		in      *setup.InForce
+		servers []string
+	}
+	byFiles := map[string]*loaded{}
+	logged := map[string]bool{}
+	for _, e := range entries {
+		logged[e.Server] = true
+	}
+	for _, f := range mcpconfig.Candidates(mcpconfig.Where{Home: homeDir, Dir: cwd, GOOS: runtime.GOOS, ConfigHome: os.Getenv("XDG_CONFIG_HOME")}) {
+		cfg, err := mcpconfig.Load(f.Path)
+		if err != nil {
+			continue // a config that isn't there, or can't be read
+		}
+		configs = append(configs, f.Path, f.Path+".bak")
+		if h, _, ok := hooks.File(f.Path, homeDir); ok {
+			configs = append(configs, h, h+".bak")
+		}
+		if pf.given() {
+			continue
+		}
+		servers, err := cfg.Servers(f.Project)
+		if err != nil {
+			continue
+		}
+		x := mcpconfig.Expander{Client: cfg.Client, Workspace: f.Workspace, Home: homeDir, Getenv: os.LookupEnv}
+		base := f.Workspace
+		if base == "" {
+			base = cwd
+		}
+		for _, srv := range servers {
+			if !srv.Wrapped || !logged[srv.Name] {
+				continue
+			}
+			args := make([]string, len(srv.Args))
+			for i, a := range srv.Args {
+				if v, err := x.Expand(a); err == nil {
+					a = v
+				}
+				args[i] = a
+			}
+			in, err := runArgsPolicy(args, base)
+			if err != nil {
+				return nil, nil, badInput(fmt.Errorf("policy suggest: server %s of %s: its policy does not load (%v); fix it, or give --policy", srv.Name, f.Path, err))
+			}
+			k := strings.Join(in.Policy.Files, "\x00")
+			if byFiles[k] == nil {
+				byFiles[k] = &loaded{in: in}
+			}
+			byFiles[k].servers = append(byFiles[k].servers, srv.Name)
+		}
+	}
+	if pf.given() {
+		in, err := setup.LoadPolicy(pf.sources(dir, ""))
+		if err != nil {
+			return nil, nil, badInput(err)
+		}
+		return in, configs, nil
+	}
+	switch len(byFiles) {
+	case 0:
+		fmt.Fprintln(os.Stderr, "policy suggest: no wrapped entry of this user's or project's MCP configs runs a server of this log: starting from the built-in packs (give --policy to start from yours)")
+		in, err := setup.LoadPolicy(pf.sources(dir, ""))
+		if err != nil {
+			return nil, nil, badInput(err)
+		}
+		return in, configs, nil
+	case 1:
+		for _, l := range byFiles {
+			fmt.Fprintf(os.Stderr, "policy suggest: starting from the policy bouncer run loads for %s: %s\n", strings.Join(l.servers, ", "), describeFiles(l.in.Policy.Files))
+			return l.in, configs, nil
+		}
+	}
+	var ways []string
+	for _, l := range byFiles {
+		ways = append(ways, fmt.Sprintf("%s load %s", strings.Join(l.servers, ", "), describeFiles(l.in.Policy.Files)))
+	}
+	sort.Strings(ways)
+	return nil, nil, usageErr("%s", "policy suggest: the log's servers load different policies ("+strings.Join(ways, "; ")+"); give the one to start from with --policy")
+}
+
+func describeFiles(files []string) string {
+	if len(files) == 0 {
+		return "the built-in packs alone"
+	}
+	return strings.Join(files, ", ")
+}
+
 func cmdPolicySuggest(args []string) error {
 	fs, home := newFlags("policy suggest", policySynopsis)
 	var pf policyFlags
@@ -111,12 +214,6 @@ func cmdPolicySuggest(args []string) error {
 			return usageErr("%s", "policy suggest: --since: "+err.Error())
 		}
 		from = t
-	}
-	// The policy in effect, as run loads it: the suggestion restates its
-	// entries.
-	pol, err := loadInForce(&pf, *home, "policy suggest")
-	if err != nil {
-		return err
 	}
 	path := *auditFile
 	if path == "" {
@@ -139,12 +236,31 @@ func cmdPolicySuggest(args []string) error {
 			in = append(in, e)
 		}
 	}
-	// The user's own home is never suggested as a prefix, wherever it lies.
+	// The policy in effect, as run loads it: the suggestion restates its
+	// entries. Without --policy or --policy-dir, that is the policy the
+	// wrapped entries of this user's and project's configs load for the
+	// log's servers, as run loads it: the packs alone would drop what init
+	// wrote (its path rules) from every entry restated.
+	dir, err := stateDir(*home)
+	if err != nil {
+		return badInput(fmt.Errorf("policy suggest: %v", err))
+	}
+	inForce, configs, err := suggestPolicy(&pf, dir, in)
+	if err != nil {
+		return err
+	}
+	// The user's own home is never suggested as a prefix, wherever it lies;
+	// nor is a prefix that holds Bouncer's own files, as run protects them,
+	// or the client configs that launch it.
 	var homes []string
 	if h, err := os.UserHomeDir(); err == nil {
 		homes = append(homes, h)
 	}
-	res := suggest.Suggest(pol, in, suggest.Options{Resolve: fsresolve.Existing, Homes: homes})
+	var own []string
+	for _, o := range setup.OwnPaths(setup.OwnSources{StateDir: dir, InForce: inForce.OwnFiles(), Vouch: vouch.Files(dir), Launch: configs}) {
+		own = append(own, o.Path)
+	}
+	res := suggest.Suggest(inForce.Policy, in, suggest.Options{Resolve: fsresolve.Existing, Homes: homes, Own: own})
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

@@ -41,7 +41,8 @@ func TestTrustAddOnTerminal(t *testing.T) {
 	}{
 		{"typed", "carol@partner.example\r", true},
 		{"typed with the domain in other case", "carol@Partner.EXAMPLE\r", true},
-		{"typed with the local part in other case", "CAROL@partner.example\r", false},
+		{"typed with the local part in other case", "CAROL@partner.example\r", true}, // its ASCII case folds, as every vouch does
+		{"typed with a non-ASCII letter", "cärol@partner.example\r", false},
 		{"typed as a look-alike", "carol@partner.ex\u0430mple\r", false},
 		{"cancelled", "\r", false},
 		{"typed another", "carol@partner.exampl\r", false},

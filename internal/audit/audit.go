@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,15 +80,29 @@ type Entry struct {
 type Dest struct {
 	Param string `json:"param"`
 	Value string `json:"value"`
-	// Vouch says what vouched for it on an allowed call (allowlist,
-	// prompt, human, trusted_output, directory, approval); empty
-	// otherwise.
+	// Vouch names the way that vouched for it on an allowed call, as the
+	// table of ways (package vouch) names it; empty otherwise.
 	Vouch string `json:"vouch,omitempty"`
 }
 
 // Observed reports whether the line was written in observe mode: decided,
 // not enforced.
 func (e Entry) Observed() bool { return e.Enforced != nil && !*e.Enforced }
+
+// Declined reports whether the line ends an ask with a human's no: they
+// declined the client's question or dismissed it (the proxy's reasons end
+// so).
+func (e Entry) Declined() bool {
+	return e.Verdict == "deny" && e.Rule == "approval" &&
+		(strings.HasSuffix(e.Reason, DeclinedSuffix) || strings.HasSuffix(e.Reason, DismissedSuffix))
+}
+
+// The ends of the reason of a line whose ask a human said no to, as the
+// proxy writes them.
+const (
+	DeclinedSuffix  = "; the human declined"
+	DismissedSuffix = "; the human dismissed the question"
+)
 
 // Taint is the destination of a taint deny.
 type Taint struct {
@@ -122,7 +137,13 @@ const TimeFormat = "2006-01-02T15:04:05.000000000Z"
 // the form used by prev.
 func Hash(line []byte) string {
 	sum := sha256.Sum256(line)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	var b strings.Builder
+	b.Grow(len("sha256:") + 2*len(sum))
+	b.WriteString("sha256:")
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	b.Write(h[:])
+	return b.String()
 }
 
 // Log appends to one audit file. It is safe for concurrent use, and several
@@ -164,6 +185,7 @@ type Log struct {
 	hpath      string
 	hf         *os.File
 	hbuf, rbuf []byte // a record being made, one being read
+	wbuf       []byte // the lines being written (guarded by mu)
 	headErr    error
 	// marks caches the encoding of the head's marks (encodeMarks): they
 	// are the same record after record, and are encoded again only when
@@ -311,16 +333,30 @@ func openFile(path string) (*os.File, error) {
 // Append, as a failed flush does: the line is already written, and a log
 // whose head stops moving would look cut short.
 func (l *Log) Append(e Entry) error {
+	es := [1]Entry{e}
+	return l.AppendAll(es[:])
+}
+
+// AppendAll is Append for several lines, in order, each chained to the
+// one before it (it fills in their Prev, and a zero TS): the group commit
+// of the calls a proxy decided together. They are written under one lock,
+// with one write and one head record, and AppendAll returns only once all
+// of them are in the file. An error means none of the calls they describe
+// may go on (some of the lines may be written: a line never says more than
+// that its call was decided).
+func (l *Log) AppendAll(es []Entry) error {
 	if l == nil {
 		return errors.New("audit: log is not open")
 	}
-	if e.TS.IsZero() {
-		e.TS = l.now()
-	}
-	if !verdicts[e.Verdict] {
-		// A line Parse would reject later is no evidence; refuse it now,
-		// which denies the call.
-		return fmt.Errorf("audit %s: verdict %q is not allow, deny or ask", l.path, e.Verdict)
+	for i := range es {
+		if es[i].TS.IsZero() {
+			es[i].TS = l.now()
+		}
+		if !verdicts[es[i].Verdict] {
+			// A line Parse would reject later is no evidence; refuse it
+			// now, which denies the call.
+			return fmt.Errorf("audit %s: verdict %q is not allow, deny or ask", l.path, es[i].Verdict)
+		}
 	}
 	if p := l.syncErr.Load(); p != nil {
 		return *p
@@ -351,17 +387,27 @@ func (l *Log) Append(e Entry) error {
 		}
 		l.hd, l.hdOK, partial = *hd, true, p
 	}
-	e.Prev = l.hd.next()
-	line, err := Marshal(e)
-	if err != nil {
-		return fmt.Errorf("audit %s: %w", l.path, err)
-	}
-	buf := make([]byte, 0, len(line)+2)
+	buf := l.wbuf[:0]
 	if partial {
 		buf = append(buf, '\n')
 	}
-	buf = append(buf, line...)
-	buf = append(buf, '\n')
+	h := l.hd // the head once the lines are written
+	for i := range es {
+		es[i].Prev = h.next()
+		start := len(buf)
+		if buf, err = appendLine(buf, &es[i]); err != nil {
+			return fmt.Errorf("audit %s: %w", l.path, err)
+		}
+		h.Last = Hash(buf[start:])
+		if h.Lines == 0 {
+			h.First = h.Last
+		}
+		h.Lines++
+		buf = append(buf, '\n')
+	}
+	if cap(buf) <= maxKeptLines {
+		l.wbuf = buf
+	}
 	// One write under the lock: with O_APPEND the kernel places it at the
 	// end, and no other appender can interleave.
 	n, err := f.Write(buf)
@@ -372,27 +418,25 @@ func (l *Log) Append(e Entry) error {
 		l.hdOK = false
 		return fmt.Errorf("audit %s: writing: %w", l.path, err)
 	}
-	h := &l.hd
-	if h.Lines == 0 {
-		h.First = Hash(line)
-		h.Last = h.First
-	} else {
-		h.Last = Hash(line)
-	}
-	h.Lines++
 	h.Size = st.Size + int64(n)
+	l.hd = h
 	l.tail.dev, l.tail.ino, l.tail.size = uint64(st.Dev), st.Ino, h.Size
-	if err := l.writeHead(h); err != nil {
-		// This line is written and its call may go on; the next is denied.
+	if err := l.writeHead(&l.hd); err != nil {
+		// The lines are written and their calls may go on; the next is
+		// denied.
 		l.hdOK = false
 		l.headErr = fmt.Errorf("audit head %s: writing: %w", l.hpath, err)
 	}
 	select {
 	case l.kick <- struct{}{}:
-	default: // a sync is already due; it covers this line too
+	default: // a sync is already due; it covers these lines too
 	}
 	return nil
 }
+
+// maxKeptLines is the largest line buffer a Log keeps for the next
+// append; one that grew past it (a call with large arguments) is let go.
+const maxKeptLines = 64 << 10
 
 // lock takes the exclusive lock on the file now at l.path. If the file was
 // renamed or removed (log rotation) since it was opened, it opens the new one
@@ -507,26 +551,6 @@ func (l *Log) Close() error {
 	return err
 }
 
-// wireEntry fixes the order of fields on the wire and the time format.
-type wireEntry struct {
-	TS       string          `json:"ts"`
-	Server   string          `json:"server"`
-	Tool     string          `json:"tool"`
-	Args     json.RawMessage `json:"args"`
-	ArgsForm string          `json:"args_form,omitempty"`
-	Verdict  string          `json:"verdict"`
-	Reason   string          `json:"reason"`
-	Rule     string          `json:"rule"`
-	Session  string          `json:"session,omitempty"`
-	ID       json.RawMessage `json:"id,omitempty"`
-	Code     string          `json:"code,omitempty"`
-	Taint    *Taint          `json:"taint,omitempty"`
-	Dests    []Dest          `json:"dests,omitempty"`
-	Policy   string          `json:"policy,omitempty"`
-	Enforced *bool           `json:"enforced,omitempty"`
-	Prev     string          `json:"prev"`
-}
-
 // Marshal encodes e as one audit line, without the newline. It is the one
 // place lines are made, and every line it returns is valid UTF-8 and
 // strict JSON (RFC 8259 with no lone surrogate escapes, I-JSON's rule), so
@@ -547,50 +571,109 @@ type wireEntry struct {
 //
 // The hash chain is over the bytes Marshal returns, so none of this
 // affects verification.
-func Marshal(e Entry) ([]byte, error) {
-	w := wireEntry{
-		TS: e.TS.UTC().Format(TimeFormat), Server: e.Server, Tool: e.Tool,
-		Args: e.Args, ArgsForm: e.ArgsForm, Verdict: e.Verdict, Reason: e.Reason, Rule: e.Rule,
-		Session: e.Session, ID: e.ID, Code: e.Code, Taint: e.Taint, Dests: e.Dests, Policy: e.Policy, Enforced: e.Enforced, Prev: e.Prev,
+func Marshal(e Entry) ([]byte, error) { return appendLine(nil, &e) }
+
+// appendLine appends Marshal's line for e to buf. The line is written
+// member by member, in the order and with the omissions encoding/json
+// would give the Entry's tags (FuzzMarshalEncodingJSON holds the two
+// together), since it is made for every call.
+func appendLine(buf []byte, e *Entry) ([]byte, error) {
+	if len(e.ID) > 0 && !json.Valid(e.ID) {
+		return buf, fmt.Errorf("encoding entry for %q: the id is not valid JSON", e.Tool)
 	}
-	if len(w.Args) == 0 {
-		w.Args = json.RawMessage("null")
-	}
-	if len(w.ID) > 0 && !json.Valid(w.ID) {
-		return nil, fmt.Errorf("encoding entry for %q: the id is not valid JSON", e.Tool)
-	}
-	line, err := encode(w)
-	if err != nil && !json.Valid(w.Args) {
-		w.Args, err = encode(string(w.Args))
-		w.ArgsForm = ArgsText
-		if err == nil {
-			line, err = encode(w)
+	start := len(buf)
+	buf = append(buf, `{"ts":"`...)
+	buf = e.TS.UTC().AppendFormat(buf, TimeFormat)
+	buf = append(buf, `","server":`...)
+	buf = jsontext.AppendQuoted(buf, e.Server)
+	buf = append(buf, `,"tool":`...)
+	buf = jsontext.AppendQuoted(buf, e.Tool)
+	buf = append(buf, `,"args":`...)
+	form := e.ArgsForm
+	switch {
+	case len(e.Args) == 0:
+		buf = append(buf, "null"...)
+	default:
+		b := bytes.NewBuffer(buf)
+		if json.Compact(b, e.Args) == nil {
+			buf = b.Bytes()
+			break
 		}
+		// Not JSON: the text, as a string.
+		buf = jsontext.AppendQuoted(buf, string(e.Args))
+		form = ArgsText
 	}
-	if err != nil {
-		return nil, fmt.Errorf("encoding entry for %q: %w", e.Tool, err)
+	if form != "" {
+		buf = append(buf, `,"args_form":`...)
+		buf = jsontext.AppendQuoted(buf, form)
 	}
-	line = strictStrings(line)
+	buf = append(buf, `,"verdict":`...)
+	buf = jsontext.AppendQuoted(buf, e.Verdict)
+	buf = append(buf, `,"reason":`...)
+	buf = jsontext.AppendQuoted(buf, e.Reason)
+	buf = append(buf, `,"rule":`...)
+	buf = jsontext.AppendQuoted(buf, e.Rule)
+	buf = appendOpt(buf, `,"session":`, e.Session)
+	if len(e.ID) > 0 {
+		buf = append(buf, `,"id":`...)
+		b := bytes.NewBuffer(buf)
+		_ = json.Compact(b, e.ID) // valid: checked above
+		buf = b.Bytes()
+	}
+	buf = appendOpt(buf, `,"code":`, e.Code)
+	if t := e.Taint; t != nil {
+		buf = append(buf, `,"taint":{"param":`...)
+		buf = jsontext.AppendQuoted(buf, t.Param)
+		buf = append(buf, `,"destination":`...)
+		buf = jsontext.AppendQuoted(buf, t.Destination)
+		buf = appendOpt(buf, `,"source":`, t.Source)
+		buf = append(buf, '}')
+	}
+	if len(e.Dests) > 0 {
+		buf = append(buf, `,"dests":[`...)
+		for i, d := range e.Dests {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, `{"param":`...)
+			buf = jsontext.AppendQuoted(buf, d.Param)
+			buf = append(buf, `,"value":`...)
+			buf = jsontext.AppendQuoted(buf, d.Value)
+			buf = appendOpt(buf, `,"vouch":`, d.Vouch)
+			buf = append(buf, '}')
+		}
+		buf = append(buf, ']')
+	}
+	buf = appendOpt(buf, `,"policy":`, e.Policy)
+	if e.Enforced != nil {
+		buf = append(buf, `,"enforced":`...)
+		buf = strconv.AppendBool(buf, *e.Enforced)
+	}
+	buf = append(buf, `,"prev":`...)
+	buf = jsontext.AppendQuoted(buf, e.Prev)
+	buf = append(buf, '}')
+	line := strictStrings(buf[start:])
 	// Neither can happen after the above; be sure, since a bad line would
 	// be written for good.
 	if bytes.IndexByte(line, '\n') >= 0 {
-		return nil, errors.New("encoded entry spans lines")
+		return buf[:start], errors.New("encoded entry spans lines")
 	}
 	if !utf8.Valid(line) {
-		return nil, errors.New("encoded entry is not valid UTF-8")
+		return buf[:start], errors.New("encoded entry is not valid UTF-8")
 	}
-	return line, nil
+	if len(line) > 0 && &line[0] != &buf[start] {
+		buf = append(buf[:start], line...) // strictStrings rewrote it
+	}
+	return buf, nil
 }
 
-// encode is json.Marshal without HTML escaping and without the newline.
-func encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+// appendOpt appends the member key (with its comma and colon) and the
+// string s, unless s is empty (an omitempty field).
+func appendOpt(buf []byte, key, s string) []byte {
+	if s == "" {
+		return buf
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return jsontext.AppendQuoted(append(buf, key...), s)
 }
 
 // strictStrings rewrites, inside the strings of a valid JSON text, each

@@ -6,12 +6,15 @@
 // An allow must under-match. So a destination is compared in one canonical
 // form, read the way the library that receives it reads it: a host through
 // UTS-46 (IDNA2008 lookup, as browsers, node's URL and mail libraries do),
-// an address through net/mail, a URL by its scheme and host with the rest
-// kept byte for byte, and anything else (a channel, a handle, a person's
-// or a hotel's name, an account number) exactly as written. Nothing is
-// folded: a dotless ı, a sharp ẞ, a final ς or a full-width letter stays
-// what it is, unless IDNA itself maps it inside a host, where every
-// receiver maps it the same way. A value with control, format or
+// an address through net/mail (its local part's ASCII case folded, as every
+// mail system a user meets folds it), a URL by its scheme and host with the
+// rest kept byte for byte, a phone or account number written as one by its
+// digits, an IBAN without its spaces, and anything else (a channel, a
+// handle, a person's or a hotel's name, a bare run of digits) exactly as
+// written. Nothing else is folded: a dotless ı, a sharp ẞ, a final ς, a
+// non-ASCII capital in a local part or a full-width letter stays what it
+// is, unless IDNA itself maps it inside a host, where every receiver maps
+// it the same way. A value with control, format or
 // bidirectional characters, a line break, an unusual space or invalid
 // UTF-8 has no canonical form: nothing vouches for it.
 //
@@ -49,6 +52,12 @@ const (
 	// URL is a URL with a scheme and a host, or a host followed by a path
 	// ("www.example.com/page").
 	URL
+	// Number is a phone or account number written in groups
+	// ("+1 555-123-4567", "123-1234-1234"), compared by its digits.
+	Number
+	// IBAN is an international bank account number with a valid check
+	// sum, compared without its spaces.
+	IBAN
 )
 
 // String names a kind in messages.
@@ -62,6 +71,10 @@ func (k Kind) String() string {
 		return "address"
 	case URL:
 		return "URL"
+	case Number:
+		return "number"
+	case IBAN:
+		return "IBAN"
 	}
 	return "unknown"
 }
@@ -81,7 +94,7 @@ const MaxLen = 2048
 // Parse reads s as a destination. The error says why s has no canonical
 // form; nothing vouches for such a value.
 func Parse(s string) (Dest, error) {
-	s = strings.Trim(s, " ")
+	s = strings.Trim(s, surrounding)
 	switch {
 	case s == "":
 		return Dest{}, errors.New("it is empty")
@@ -97,11 +110,22 @@ func Parse(s string) (Dest, error) {
 	if strings.ContainsRune(s, '@') && !strings.HasPrefix(s, "@") {
 		return parseAddress(s)
 	}
+	if c, ok := parseIBAN(s); ok {
+		return Dest{Kind: IBAN, Canon: c}, nil
+	}
+	if c, ok := parseNumber(s); ok {
+		return Dest{Kind: Number, Canon: c}, nil
+	}
 	if looksLikeHost(s) {
 		return parseHostish(s)
 	}
 	return Dest{Kind: Name, Canon: s}, nil
 }
+
+// surrounding is the white space taken off both ends of a value before it
+// is read: what a person typing or pasting it leaves around it, and what
+// every receiver trims. Anything else stays (and plain refuses it).
+const surrounding = " \t"
 
 // Canon returns the key of s's canonical form (Dest.Key: its kind and
 // canonical form as one string, so a host and a name spelled alike differ),
@@ -299,7 +323,7 @@ func canonHost(h string) (string, error) {
 
 // parseAddress reads one mail address the way net/mail does (a display
 // name and angle brackets allowed); its domain is canonicalized as a host,
-// its local part kept exactly (mail servers may tell case apart).
+// its local part kept exactly but for the case of its ASCII letters.
 //
 // The address must be the only thing in s that reads as one: a display
 // name, a comment or a group name holding an "@", or a full-width one
@@ -337,7 +361,20 @@ func parseAddress(s string) (Dest, error) {
 	if strings.HasSuffix(d, ".") {
 		return Dest{}, errors.New("the address's domain ends in a dot")
 	}
-	return Dest{Kind: Address, Canon: local + "@" + d}, nil
+	return Dest{Kind: Address, Canon: foldASCII(local) + "@" + d}, nil
+}
+
+// foldASCII lowercases the ASCII letters of a local part, and only those:
+// every mail system a user meets delivers Bob@ and bob@ to one mailbox,
+// while a non-ASCII letter's case is not folded alike by all of them.
+func foldASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // looksLikeHost reports whether s is a host, perhaps followed by a path: no
@@ -387,16 +424,16 @@ func parseHostish(s string) (Dest, error) {
 // IsName reports whether s is a name and nothing else: it has a canonical
 // form of kind Name, and read as a URL or mail parser reads it
 // (compatibility forms and ideographic full stops as dots, a scheme
-// without "//") it is no host, address or URL either: not
-// "www.evil。example", "https:evil.example" or "127.1". A directory's
+// without "//", a network path) it is no host, address or URL either: not
+// "www.evil。example", "https:evil.example", "127.1" or "//evil.example/x". A directory's
 // entry vouches only when it is one.
 func IsName(s string) bool {
 	d, err := Parse(s)
 	if err != nil || d.Kind != Name {
 		return false
 	}
-	n := strings.NewReplacer("\u3002", ".", "\uff61", ".").Replace(norm.NFKC.String(strings.Trim(s, " ")))
-	if looksLikeHost(n) {
+	n := strings.NewReplacer("\u3002", ".", "\uff61", ".").Replace(norm.NFKC.String(strings.Trim(s, surrounding)))
+	if looksLikeHost(n) || networkPath(n) {
 		return false
 	}
 	if i := strings.IndexByte(n, ':'); i > 0 && validScheme(n[:i]) {
@@ -408,10 +445,18 @@ func IsName(s string) bool {
 	return true
 }
 
+// networkPath reports whether a WHATWG URL parser, resolving s against a
+// page or an API's base URL, reads it as a network-path reference: two
+// slashes, either of which may be a backslash ("//evil.example/x",
+// "/\\evil.example/x"), start a new host.
+func networkPath(s string) bool {
+	return len(s) >= 2 && (s[0] == '/' || s[0] == '\\') && (s[1] == '/' || s[1] == '\\')
+}
+
 // Variants returns the other spellings of s that taint may have recorded
 // it under: a host (alone, in an address or in a URL) both in punycode and
-// in Unicode, and an address as net/mail reads it (quotes and display name
-// taken off). Only the taint side asks for them: there a match denies, so
+// in Unicode, a host with and without a trailing dot, and an address as
+// net/mail reads it (quotes and display name taken off). Only the taint side asks for them: there a match denies, so
 // more spellings are safer; an allow never uses them.
 func Variants(s string) []string {
 	d, err := Parse(s)
@@ -437,10 +482,21 @@ func Variants(s string) []string {
 		}
 		return u
 	}
+	// The same host with and without a trailing dot: DNS resolves both
+	// alike, so a taint of one is a taint of the other.
+	dot := func(h string) string {
+		if strings.HasSuffix(h, ".") {
+			return strings.TrimSuffix(h, ".")
+		}
+		return h + "."
+	}
 	switch d.Kind {
 	case Host:
 		add(d.Canon)
 		add(uni(d.Canon))
+		if !strings.ContainsRune(d.Canon, ':') {
+			add(dot(d.Canon))
+		}
 	case Address:
 		at := strings.LastIndexByte(d.Canon, '@')
 		add(d.Canon)
@@ -461,6 +517,9 @@ func Variants(s string) []string {
 		}
 		add(d.Canon)
 		add(pre + uni(hostOnly) + host[len(hostOnly):] + tail)
+		if !strings.HasSuffix(hostOnly, "]") {
+			add(pre + dot(hostOnly) + host[len(hostOnly):] + tail)
+		}
 	}
 	return out
 }

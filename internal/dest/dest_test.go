@@ -22,7 +22,11 @@ func TestParse(t *testing.T) {
 		{"  bob@Example.COM ", Address, "bob@example.com"},
 		{"Bob <bob@example.com>", Address, "bob@example.com"},
 		{`"bob"@example.com`, Address, "bob@example.com"},
-		{"Bob@example.com", Address, "Bob@example.com"}, // local parts keep their case
+		{"Bob@example.com", Address, "bob@example.com"}, // the ASCII case of a local part folds
+		{"  FEN.Marlowe@Saltmarsh-Legal.example ", Address, "fen.marlowe@saltmarsh-legal.example"},
+		{"\tOps.Rota@Quillfeather.Example", Address, "ops.rota@quillfeather.example"},
+		{"Élise@example.com", Address, "Élise@example.com"}, // non-ASCII letters stay exact
+		{"bob@example.com\r\n", 0, ""},
 		{"bob@bücher.example", Address, "bob@xn--bcher-kva.example"},
 		{"bob@example.com.", 0, ""},
 		{"bob@[192.0.2.1]", 0, ""},
@@ -76,7 +80,16 @@ func TestParse(t *testing.T) {
 		{"Alice\tB", 0, ""},
 		{"\xff", 0, ""},
 		{"", 0, ""},
-		{"GB29NWBK60161331926819", Name, "GB29NWBK60161331926819"},
+		{"GB29NWBK60161331926819", IBAN, "GB29NWBK60161331926819"},
+		{"GB29 NWBK 6016 1331 9268 19", IBAN, "GB29NWBK60161331926819"},
+		{"GB29NWBK60161331926818", Name, "GB29NWBK60161331926818"}, // a bad check sum
+		{"+1 123-456-7890", Number, "+11234567890"},
+		{"(555) 123-4567", Number, "5551234567"},
+		{"123-1234-1234", Number, "12312341234"},
+		{"2022-02-22", Name, "2022-02-22"},
+		{"123-45-6789", Name, "123-45-6789"},
+		{"12345678", Name, "12345678"}, // a bare run of digits is an id as often
+		{"3524.67", Name, "3524.67"},
 	}
 	for _, tc := range tests {
 		d, err := Parse(tc.in)
@@ -126,6 +139,8 @@ func TestSameUnderMatches(t *testing.T) {
 		{"bob@example.com", "bob+x@example.com"},
 		{"example.com", "example.com."},
 		{"general", "#general"},
+		{"+1 555-123-4567", "1 555-123-4567"},
+		{"élise@example.com", "Élise@example.com"},
 	}
 	for _, p := range apart {
 		if Same(p[0], p[1]) {
@@ -137,6 +152,9 @@ func TestSameUnderMatches(t *testing.T) {
 		{"bücher.example", "xn--bcher-kva.example"},
 		{"BÜCHER.example", "bücher.example"},
 		{"https://Example.com", "https://example.com/"},
+		{"Ops.Rota@Quillfeather.Example", "ops.rota@quillfeather.example"},
+		{"  FEN.Marlowe@Saltmarsh-Legal.example ", "fen.marlowe@saltmarsh-legal.example"},
+		{"+1 555-123-4567", "+1 555 123 4567"},
 	}
 	for _, p := range same {
 		if !Same(p[0], p[1]) {
@@ -185,6 +203,10 @@ func TestMentions(t *testing.T) {
 		{"Invoice orders@smallbiz.com.AU today", key(Address, "orders@smallbiz.com"), key(Address, "orders@smallbiz.com.au")},
 		{"Open shop.example.com.Au now", key(Host, "shop.example.com"), key(Host, "shop.example.com.au")},
 		{"Open shop.example.Com now", key(Host, "shop.example"), key(Host, "shop.example.com")},
+		// A reverse-DNS identifier names no host cut out of it.
+		{"Set org.example.app.Config now", key(Host, "org.example.app"), key(Host, "org.example.app.config")},
+		{"Run com.example.myapp.MainActivity", key(Host, "com.example.myapp"), key(Host, "com.example.myapp.mainactivity")},
+		{"Write to bob@example.com.Then go", key(Host, "nothing"), key(Address, "bob@example.com")},
 	} {
 		got := Mentions(tc.text)
 		if slices.Contains(got, tc.not) {
@@ -208,6 +230,8 @@ func TestVariants(t *testing.T) {
 		"bücher.example":                    {"xn--bcher-kva.example"},
 		`"evil"@bücher.example`:             {"evil@xn--bcher-kva.example", "evil@bücher.example"},
 		"https://xn--bcher-kva.example/x?y": {"https://bücher.example/x?y"},
+		"https://evil.example./hook":        {"https://evil.example/hook"},
+		"evil.example.":                     {"evil.example"},
 	} {
 		got := Variants(in)
 		for _, w := range want {
@@ -314,7 +338,8 @@ func TestIsName(t *testing.T) {
 			t.Errorf("IsName(%q) = false, want true", s)
 		}
 	}
-	for _, s := range []string{"evil.example", "evil\u3002example", "evil\uff0eexample", "evil\uff61example", "https:evil.example",
+	for _, s := range []string{"//evil.example/x", "/\\evil.example/x", "\\\\evil.example", "\\/evil.example", "／／evil.example/x",
+		"evil.example", "evil\u3002example", "evil\uff0eexample", "evil\uff61example", "https:evil.example",
 		"HTTPS:evil.example/x", "127.1", "0x7f.1", "bob@example.com", "https://example.com/", "Le  Marais", ""} {
 		if IsName(s) {
 			t.Errorf("IsName(%q) = true, want false", s)

@@ -151,11 +151,29 @@ func sentencePrefixes(w string) []string {
 		if c == ':' {
 			continue // a port, a scheme
 		}
-		if unicode.IsLetter(next) || unicode.IsDigit(next) {
+		if (unicode.IsLetter(next) || unicode.IsDigit(next)) && wholeHost(w[:i]) {
 			out = append(out, w[:i])
 		}
 	}
 	return out
+}
+
+// wholeHost reports whether a part cut before a sentence break can be a
+// host that a sentence named: one whose host ends in a top-level domain
+// and does not start with one. "org.example.app.Config" and
+// "com.example.myapp.Main" are reverse-DNS identifiers, read from the
+// top-level domain down, and name no host; a cut that ends elsewhere than
+// at a top-level domain named none either.
+func wholeHost(s string) bool {
+	if i := strings.LastIndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	if i := strings.Index(s, "://"); i >= 0 {
+		s = s[i+3:]
+	}
+	s = hostOf(s)
+	first, _, ok := strings.Cut(s, ".")
+	return ok && publicHost(s) && !topLevel(first)
 }
 
 // topLevel reports whether rest, the part of a word after a dot, starts

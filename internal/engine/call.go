@@ -174,7 +174,7 @@ func (c *Call) forward(args map[string]any) (fwdArgs, params json.RawMessage, er
 	// the bulk of a large call, and are encoded once, in place.
 	buf := make([]byte, 0, c.size+64)
 	buf = append(buf, `{"name":`...)
-	buf = appendQuoted(buf, c.Tool)
+	buf = jsontext.AppendQuoted(buf, c.Tool)
 	buf = append(buf, `,"arguments":`...)
 	start := len(buf)
 	if buf, err = encodeValue(buf, args); err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/session"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // A directory's whole entries vouch for arguments of their kind, and for
@@ -49,7 +50,7 @@ get_channels:
 	} {
 		d := e.Decide(call(tc.tool, tc.args))
 		check(t, d, tc.want)
-		if d.Verdict == Allow && (len(d.Dests) != 1 || d.Dests[0].Vouch != VouchDirectory) {
+		if d.Verdict == Allow && (len(d.Dests) != 1 || d.Dests[0].Vouch != vouch.Directory) {
 			t.Errorf("%s: dests %+v, want one vouched by directory", tc.args, d.Dests)
 		}
 	}
@@ -59,6 +60,22 @@ get_channels:
 		d := e.Decide(call("send_channel_message", `{"channel":"`+ch+`","body":"x"}`))
 		if d.Verdict == Allow {
 			t.Errorf("channel %q: allowed (%s), want no directory vouch", ch, d.Reason)
+		}
+	}
+}
+
+// TestEveryWayIsChecked: a way to vouch that the table declares and the
+// engine doesn't check would be shown in reports and never allow; a check
+// the table doesn't declare would allow under a name nothing knows.
+func TestEveryWayIsChecked(t *testing.T) {
+	for _, w := range vouch.Ways {
+		if wayChecks[w.Name] == nil {
+			t.Errorf("way %q has no check in the engine", w.Name)
+		}
+	}
+	for name := range wayChecks {
+		if _, ok := vouch.Lookup(name); !ok {
+			t.Errorf("the engine checks %q, which the table doesn't declare", name)
 		}
 	}
 }

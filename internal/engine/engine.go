@@ -44,28 +44,19 @@ const (
 	RuleSink     Rule = "sink"
 	RuleApproval Rule = "approval"
 	RuleDefault  Rule = "default"
+	// RuleConfirm: the policy says every call of the tool needs a human
+	// (approval: always).
+	RuleConfirm Rule = "confirm"
 )
 
 // Destination is one destination value the sink gate looked at.
 type Destination struct {
 	Param string // the argument it came from ("to", "recipients[1].email")
 	Value string // the value as sent
-	// Vouch says what vouched for it, on an allowed destination (one of
-	// the Vouch* names); empty otherwise.
+	// Vouch names the way that vouched for it (package vouch), on an
+	// allowed destination; empty otherwise.
 	Vouch string
 }
-
-// What vouched for a destination, as the audit line's dests name it, so
-// that log, report and suggest can tell the ways to allow apart.
-const (
-	VouchAllowlist = "allowlist"      // trusted_destinations
-	VouchPrompt    = "prompt"         // the user typed it
-	VouchHuman     = "human"          // remembered by a human
-	VouchTrusted   = "trusted_output" // a tool the policy trusts returned it
-	VouchDirectory = "directory"      // a whole entry of a directory of its kind
-	VouchAnchor    = "anchor"         // the people of a record the user named
-	VouchApproval  = "approval"       // a human approved it this session
-)
 
 // Decision is the engine's answer for one call.
 type Decision struct {
@@ -239,11 +230,12 @@ func (e *Engine) decide(c Call, countBudget bool) Decision {
 }
 
 func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
-	params, schema, d, ok := e.checkPinned(c.Tool)
+	pin, d, ok := e.checkPinned(c.Tool)
 	if !ok {
 		return d
 	}
-	t := e.pol.ForCall(c.Tool, params, args)
+	schema := pin.schema
+	t := e.pol.ForCall(c.Tool, pin.desc, pin.params, args)
 	if d, ok := checkDeclared(t, schema, args); !ok {
 		return d
 	}
@@ -260,13 +252,41 @@ func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
 	if d, ok := e.checkPaths(t, args); !ok {
 		return d
 	}
-	if d, ok := checkPatterns(t, args); !ok {
+	if d, ok = checkPatterns(t, args); !ok {
 		return d
 	}
-	if t.Exfiltrating {
-		return e.sinkGate(t, schema, args)
+	d = Decision{Verdict: Allow, Rule: RuleDefault}
+	if t.Exfiltrating || t.Fallback {
+		// A tool no pack or policy names is judged by the destinations
+		// its values are, whether or not its name says it sends.
+		d = e.sinkGate(t, schema, args)
 	}
-	return Decision{Verdict: Allow, Rule: RuleDefault}
+	if t.AlwaysAsk && d.Verdict != Deny {
+		d = e.confirm(t, args, d)
+	}
+	return d
+}
+
+// confirm asks a human about a call of a tool whose policy says every
+// call needs one (approval: always), bound to its exact arguments as an
+// implicit destination is: a yes holds for this very call, and the same
+// tool with other arguments asks again. What the other checks asked is
+// asked with it.
+func (e *Engine) confirm(t *policy.Tool, args map[string]any, d Decision) Decision {
+	c := Destination{Param: CallParam, Value: callValue(args)}
+	if e.approved(t.Name, c.Param, c.Value) {
+		if d.Verdict == Allow && d.Rule == RuleDefault {
+			d.Rule, d.Reason = RuleApproval, "this very call was approved by a human (approval: always)"
+		}
+		return d
+	}
+	why := fmt.Sprintf("the policy says every call of %s needs a human (approval: always, %s); a human must confirm this very call", quote(t.Name), t.Source)
+	if d.Verdict == Ask {
+		d.Reason += "; and " + why
+		d.Asks = append(d.Asks, c)
+		return d
+	}
+	return Decision{Verdict: Ask, Rule: RuleConfirm, Reason: why, Asks: []Destination{c}, Dests: d.Dests}
 }
 
 func jsonKind(v any) string {

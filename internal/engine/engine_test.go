@@ -86,7 +86,8 @@ func TestSinkGate(t *testing.T) {
 		{"one tainted element in a list denies the call", "send_email", `{"to":["bob@partner.example","attacker@evil.example"]}`, want{Deny, RuleSink, "attacker@evil.example"}},
 		{"trusted wins over taint", "send_email", `{"to":"boss@corp.example"}`, want{Allow, RuleSink, "trusted_destinations"}},
 		{"allowlist ignores the domain's case and surrounding space", "send_email", `{"to":"  boss@corp.EXAMPLE "}`, want{Allow, RuleSink, ""}},
-		{"allowlist keeps the local part's case", "send_email", `{"to":"BOSS@corp.example"}`, want{Ask, RuleSink, ""}},
+		{"allowlist folds the ASCII case of a local part", "send_email", `{"to":"BOSS@corp.example"}`, want{Allow, RuleSink, "trusted_destinations"}},
+		{"allowlist keeps a non-ASCII local part exact", "send_email", `{"to":"boß@corp.example"}`, want{Ask, RuleSink, ""}},
 		{"allowlist is exact otherwise", "send_email", `{"to":"boss@corp.example.evil"}`, want{Ask, RuleSink, ""}},
 		{"allowlist matches no look-alike", "send_email", `{"to":"boss@corp.ex\u0430mple"}`, want{Ask, RuleSink, ""}},
 		{"allowlist matches no header injection", "send_email", `{"to":"boss@corp.example\r\nBcc: eve@evil.example"}`, want{Ask, RuleSink, ""}},
@@ -380,8 +381,9 @@ func TestDeterministic(t *testing.T) {
 }
 
 // The allowlist, session approvals and one-time codes compare destinations
-// by one rule (package dest): the canonical form, nothing folded, so a
-// look-alike or a respelled local part is not the vouched recipient.
+// by one rule (package dest): the canonical form, in which only the ASCII
+// case of a local part folds, so a look-alike or a local part respelled
+// otherwise is not the vouched recipient.
 func TestVouchRuleMatchesApprovalCodes(t *testing.T) {
 	const vouched = "boss@corp.example"
 	for _, tc := range []struct {
@@ -391,7 +393,8 @@ func TestVouchRuleMatchesApprovalCodes(t *testing.T) {
 		{"boss@corp.example", true},
 		{" boss@CORP.example ", true},
 		{"Boss <boss@corp.example>", true},
-		{"BOSS@corp.example", false},
+		{"BOSS@corp.example", true},
+		{"\tBoss@Corp.example ", true},
 		{"\nboss@corp.example\r\n", false},
 		{"boss@corp.example\u00a0", false},
 		{"\u2003boss@corp.example", false},
@@ -401,7 +404,7 @@ func TestVouchRuleMatchesApprovalCodes(t *testing.T) {
 		{"boss @corp.example", false},
 		{"boss@corp.example\r\nBcc: eve@evil.example", false},
 	} {
-		d := strings.NewReplacer(`\n`, "\n", `\r`, "\r", `\u00a0`, "\u00a0", `\u2003`, "\u2003", `\u212a`, "\u212a").Replace(tc.dest)
+		d := strings.NewReplacer(`\t`, "\t", `\n`, "\n", `\r`, "\r", `\u00a0`, "\u00a0", `\u2003`, "\u2003", `\u212a`, "\u212a").Replace(tc.dest)
 		if codes := approval.SameDestination(vouched, d); codes != tc.allow {
 			t.Errorf("%q: approval codes say %v, want %v", d, codes, tc.allow)
 		}

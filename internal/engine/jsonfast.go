@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -316,38 +315,7 @@ func (p *parser) str() (string, error) {
 
 // plainRun returns how many bytes at the start of b need no decoding in a
 // JSON string: up to the first '"', backslash or control byte.
-func plainRun(b []byte) int { return runOf(b, false) }
-
-// runOf returns how many bytes at the start of b are neither '"', nor a
-// backslash, nor a control byte, nor (with ascii) at or above 0x80. It looks
-// at eight bytes at a time, since most of a large call is string content.
-func runOf[T string | []byte](b T, ascii bool) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	stop := uint64(0)
-	if ascii {
-		stop = highs
-	}
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
-			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
-		q := x ^ (ones * '"')
-		s := x ^ (ones * '\\')
-		// Each term has a byte's high bit set if some byte is below 0x20,
-		// is a quote, or is a backslash (the classic "has a zero byte"
-		// test). A borrow only runs upward from a byte that is itself a
-		// hit, so the lowest flagged byte is exactly the first stop.
-		if m := ((x-ones*0x20)&^x|(q-ones)&^q|(s-ones)&^s)&highs | x&stop; m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c < 0x20 || c == '"' || c == '\\' || (ascii && c >= 0x80) {
-			return i
-		}
-	}
-	return i
-}
+func plainRun(b []byte) int { return jsontext.RunOf(b, false) }
 
 func (p *parser) hex4() (rune, bool) {
 	r, ok := jsontext.Hex4(p.b[p.i:])
@@ -408,7 +376,7 @@ func encodeValue(buf []byte, v any) ([]byte, error) {
 		}
 		return append(buf, "false"...), nil
 	case string:
-		return appendQuoted(buf, x), nil
+		return jsontext.AppendQuoted(buf, x), nil
 	case json.Number:
 		if !validNumber(string(x)) {
 			return nil, fmt.Errorf("invalid number literal %q", string(x))
@@ -437,7 +405,7 @@ func encodeValue(buf []byte, v any) ([]byte, error) {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendQuoted(buf, k)
+			buf = jsontext.AppendQuoted(buf, k)
 			buf = append(buf, ':')
 			var err error
 			if buf, err = encodeValue(buf, x[k]); err != nil {
@@ -463,60 +431,4 @@ func validNumber(s string) bool {
 		return false
 	}
 	return p.i == len(s)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendQuoted appends s as a JSON string, escaping as encoding/json does
-// without HTML escaping.
-func appendQuoted(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if n := runOf(s[i:], true); n > 0 {
-			i += n
-			continue
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			buf = append(buf, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				buf = append(buf, '\\', c)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
 // pinnedTool is a tool definition as seen at startup: a hash of each of its
@@ -15,6 +17,7 @@ type pinnedTool struct {
 	fields map[string][32]byte
 	params []string       // inputSchema property names, for the fallback policy
 	schema map[string]any // the inputSchema, for the names declared at each depth
+	desc   string         // the description, for the fallback policy's verb hint
 }
 
 // parseTool canonicalises one tools/list element.
@@ -39,6 +42,7 @@ func parseTool(raw json.RawMessage) (string, *pinnedTool, error) {
 		}
 		p.fields[k] = sha256.Sum256(b)
 	}
+	p.desc, _ = obj["description"].(string)
 	if schema, ok := obj["inputSchema"].(map[string]any); ok {
 		p.schema = schema
 		if props, ok := schema["properties"].(map[string]any); ok {
@@ -175,19 +179,27 @@ func diffFields(old, cur *pinnedTool) []string {
 }
 
 // checkPinned returns the pinned schema and its parameter names, or a deny.
-func (e *Engine) checkPinned(tool string) ([]string, map[string]any, Decision, bool) {
+func (e *Engine) checkPinned(tool string) (pinnedTool, Decision, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if why, ok := e.changed[tool]; ok {
-		return nil, nil, Decision{Verdict: Deny, Rule: RulePinning, Reason: why}, false
+		return pinnedTool{}, Decision{Verdict: Deny, Rule: RulePinning, Reason: why}, false
 	}
 	p, ok := e.pinned[tool]
 	if !ok {
 		if e.pinAll {
-			return nil, nil, Decision{}, true
+			return pinnedTool{}, Decision{}, true
 		}
-		return nil, nil, Decision{Verdict: Deny, Rule: RulePinning,
+		return pinnedTool{}, Decision{Verdict: Deny, Rule: RulePinning,
 			Reason: fmt.Sprintf("tool %s was not in the tool list pinned at startup", quote(tool))}, false
 	}
-	return append([]string(nil), p.params...), p.schema, Decision{}, true
+	return pinnedTool{params: append([]string(nil), p.params...), schema: p.schema, desc: p.desc}, Decision{}, true
+}
+
+// Entry returns the policy entry a call of tool with args is judged by:
+// the pack's or policy's, or the fallback derived from the pinned tool's
+// name, description and schema and the call's arguments.
+func (e *Engine) Entry(tool string, args map[string]any) *policy.Tool {
+	p, _, _ := e.checkPinned(tool)
+	return e.pol.ForCall(tool, p.desc, p.params, args)
 }

@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+)
 
 // The fallback reads names as words: a tool or argument name is split on
 // '_', '-', '.', spaces and camelCase boundaries ("deleteCustomer" →
@@ -20,23 +23,29 @@ var destNames = setOf(
 )
 
 // destLastWords make a name a destination when they are its last word:
-// webhook_url, recipient_email, emailAddress, callback_uri, notify_channel.
+// webhook_url, recipient_email, emailAddress, callback_uri, notify_channel,
+// event_participants, guest_list.
 //
-// to, cc and bcc count only as whole names: in_reply_to and reply_to_id
-// carry message ids, and inReplyTo is one in every mail server's schema.
+// to, cc and bcc count as a last word only after a word other than reply
+// (emailTo, mail_to; not in_reply_to, whose value is a message id, in every
+// mail server's schema), and to as a first word (to_number,
+// to_account_id).
 var destLastWords = setOf(
 	"email", "emails", "address", "addresses", "recipient", "recipients",
 	"url", "urls", "uri", "uris", "webhook", "webhooks", "endpoint", "endpoints",
 	"channel", "channels", "destination", "destinations", "invitee", "invitees",
-	"attendee", "attendees",
+	"attendee", "attendees", "participant", "participants", "guest", "guests",
+	"member", "members", "payee", "payees", "website", "websites",
 )
 
-// destOwners are words that make a following id or name a destination:
-// channel_id, chatId, recipient_ids, room_name. A bare user_id is not one:
-// reading a profile by id is the common case, and sending to a user goes
-// through a recipient- or channel-shaped argument.
-var destOwners = setOf("channel", "recipient", "chat", "room", "conversation", "webhook", "destination", "mailbox", "inbox")
-var idWords = setOf("id", "ids", "name", "names")
+// destOwners are words that make a following id, name, number or list a
+// destination: channel_id, chatId, recipient_ids, room_name, payee_id,
+// to_account_number, recipientList. A bare user_id is not one: reading a
+// profile by id is the common case, and sending to a user goes through a
+// recipient- or channel-shaped argument.
+var destOwners = setOf("channel", "recipient", "chat", "room", "conversation", "webhook", "destination", "mailbox", "inbox",
+	"account", "payee", "guest", "member", "participant", "contact", "phone")
+var idWords = setOf("id", "ids", "name", "names", "number", "numbers", "list")
 
 // writeVerbs in a tool's name make its path-shaped arguments write params.
 var writeVerbs = setOf(
@@ -50,29 +59,138 @@ var writeVerbs = setOf(
 var pathNames = setOf("path", "paths", "file", "files", "filename", "filenames", "file_name", "filepath", "dest", "destination", "target", "source", "src", "dst", "output", "out", "outfile", "dir", "directory", "folder")
 var pathLastWords = setOf("path", "paths", "file", "filename", "filepath", "dir", "directory", "folder")
 
-// sendVerbs in a tool's name make it a tool that sends, even when none of
-// its arguments names where to: reply_email {messageId, body} mails the
-// sender of messageId. A name that starts with a read verb (get_post,
-// list_shared) is not one. Names written as one word with no case
-// (replyall, SENDMAIL, sendmessage) split into no words, so the usual
-// ones are listed whole.
-var sendVerbs = setOf("send", "reply", "respond", "answer", "forward", "post", "publish", "share", "invite", "notify", "broadcast", "tweet", "dm",
+// The verbs of a tool's name (and, failing that, of its description) are
+// a hint of what it does: the fallback judges a tool by the destinations
+// its values are (see package engine), and the verb only says how hard.
+// A tainted destination is denied in a tool that sends, pays, shares,
+// grants or invites, and asked about in any other; an untainted one that
+// nothing vouches for is asked about in a tool that sends.
+//
+// sendVerbs send data, money or access to someone: messages, payments and
+// transfers, grants and invitations, and personal data filled in or
+// submitted to a website. Names written as one word with no case
+// (replyall, SENDMAIL, sendmessage) split into no words, so the usual ones
+// are listed whole.
+var sendVerbs = setOf("send", "reply", "respond", "answer", "forward", "post", "publish", "share", "invite", "notify", "broadcast",
+	"dm", "announce", "submit", "upload", "dispatch", "ship", "deliver", "redirect", "transmit", "dial", "fax",
+	"pay", "transfer", "withdraw", "deposit", "wire", "remit", "refund", "donate", "tip",
+	"grant", "authorize", "delegate",
+	"fill", "autofill",
 	"replyall", "sendmail", "sendemail", "sendmessage", "sendmsg", "sendsms", "sendtext", "postmessage", "forwardmessage", "forwardemail", "replyemail")
-var readVerbs = setOf("get", "list", "read", "search", "fetch", "find", "describe", "show", "view", "query", "count", "check", "lookup", "download", "export")
 
-// sends reports whether a tool's name says it sends: a send verb among its
-// words, and no read or delete verb first (delete_post removes one).
-func sends(tool string) bool {
-	w := Words(tool)
-	if len(w) == 0 || readVerbs[w[0]] || deleteVerbs[w[0]] {
+// sendNouns name a message as often as they say to send one (get_email,
+// ReadTweet): they say the tool sends only when its name has no other
+// verb (email_contact, message_user, text_customer).
+var sendNouns = setOf("email", "mail", "message", "text", "sms", "tweet", "call", "chat")
+
+// readVerbs, first among a name's verbs, say it reads: get_post or
+// TwitterManagerReadTweet sends nothing, whatever noun follows.
+var readVerbs = setOf("get", "list", "read", "search", "fetch", "find", "describe", "show", "view", "query", "count", "check", "lookup",
+	"download", "export", "retrieve", "browse", "look", "scan", "inspect", "preview", "access")
+
+// otherVerbs do something else in place: they stop nothing, but a name
+// whose verbs are all of these says it does not send.
+var otherVerbs = setOf("create", "update", "set", "manage", "modify", "edit", "change", "schedule", "move", "copy", "rename",
+	"write", "save", "make", "generate", "convert", "extract", "parse", "translate", "format", "leave", "join", "cancel",
+	"start", "stop", "run", "execute", "go", "place", "enable", "disable", "unlock", "lock", "give", "mark", "label",
+	"archive", "add", "install", "configure", "register", "book", "reserve", "open", "close", "play", "turn", "control",
+	"subscribe")
+
+// toolkitWords end a toolkit's name inside a tool's (FedExShipManager,
+// EmergencyDispatchSystem): the verb before one is the toolkit's, not the
+// tool's.
+var toolkitWords = setOf("manager", "system")
+
+// verbs lists the verbs of a tool's name, in order, each in its base form
+// (sharing → share, sends → send): words of the name that are verbs of
+// any list above, but for a toolkit's (see toolkitWords).
+func verbs(words []string) []string {
+	var out []string
+	for i, w := range words {
+		b := baseForm(w)
+		if b == "" || (i > 0 && i+1 < len(words) && toolkitWords[words[i+1]]) {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// baseForm returns the verb a word is a form of (the word itself, or its
+// -s, -es or -ing form), or "" when it is none. -ed forms are left out:
+// "posted" and "shared" describe what was done, not what the tool does.
+func baseForm(w string) string {
+	isVerb := func(v string) bool {
+		return sendVerbs[v] || readVerbs[v] || deleteVerbs[v] || otherVerbs[v] || writeVerbs[v]
+	}
+	for _, c := range []string{w, strings.TrimSuffix(w, "s"), strings.TrimSuffix(w, "es"), strings.TrimSuffix(w, "ing"), strings.TrimSuffix(w, "ing") + "e"} {
+		if c != "" && (c == w || len(c) < len(w)) && isVerb(c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// Sends reports whether a tool's name, or its description where the name
+// says nothing, says it sends, pays, shares, grants or invites:
+//
+//   - the name's first verb is a read or a delete: no (get_post,
+//     delete_post, TwitterManagerReadTweet);
+//   - a verb of the name sends: yes (send_email, create_and_send,
+//     AugustSmartLockGrantGuestAccess, BankManagerPayBill);
+//   - the name has no verb but a noun that names a message: yes
+//     (email_contact, message_user);
+//   - otherwise the description's first sentence, read the same way:
+//     its first verb a read or a delete, no; a verb that sends, yes
+//     ("Manages shipments, including redirecting ...").
+func Sends(tool, description string) bool {
+	words := Words(tool)
+	vs := verbs(words)
+	if len(vs) > 0 && (readVerbs[vs[0]] || deleteVerbs[vs[0]]) {
 		return false
 	}
-	for _, x := range w {
-		if sendVerbs[x] {
+	for _, v := range vs {
+		if sendVerbs[v] {
+			return true
+		}
+	}
+	if len(vs) == 0 {
+		for _, w := range words {
+			if sendNouns[w] {
+				return true
+			}
+		}
+	}
+	first, _, _ := strings.Cut(description, ". ")
+	dv := verbs(proseWords(first))
+	if len(dv) == 0 || readVerbs[dv[0]] || deleteVerbs[dv[0]] {
+		return false
+	}
+	for _, v := range dv {
+		if sendVerbs[v] {
 			return true
 		}
 	}
 	return false
+}
+
+// proseWords splits a description into lower-case words at everything
+// that is not a letter or a digit ("redirecting," is redirecting).
+func proseWords(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// registerVerbs, first among a name's verbs, set something up that the
+// server acts on later: a destination given there registers where it
+// will send (a webhook's URL, a profile's new address).
+var registerVerbs = setOf("create", "update", "set", "add", "configure", "register", "edit", "modify", "change",
+	"save", "put", "patch", "insert", "replace", "store", "subscribe")
+
+// registers reports whether a tool's name says it sets something up
+// (its first verb is one of registerVerbs).
+func registers(tool string) bool {
+	vs := verbs(Words(tool))
+	return len(vs) > 0 && registerVerbs[vs[0]]
 }
 
 // deleteVerbs in a tool's name give it the fallback budget.
@@ -128,20 +246,33 @@ func Words(name string) []string {
 // share_with, ...). The comparison is on the whole name, ignoring ASCII case,
 // so "confirm" or "channel_topic" are not destinations.
 //
-// Three rules, on the name's words (see Words): the whole name is one of a
+// The rules, on the name's words (see Words): the whole name is one of a
 // fixed list (to, cc, recipients, webhook, share_with, reply_to, ...); or its
 // last word is an address-like word (webhook_url, recipient_email,
-// emailAddress, callback_uri); or it is a channel, recipient, chat or room
-// followed by id or name (channel_id, chatId).
+// emailAddress, callback_uri, guests, website); or it ends in to, cc or bcc
+// after a word other than reply (emailTo), or starts with to (to_number);
+// or it is a channel, recipient, chat, room, account, payee, guest, member,
+// contact or phone followed by id, name, number or list (channel_id,
+// payee_id, recipientList).
+//
+// Names are a hint only where a tool sends: the fallback judges every
+// other tool by the destinations its values are.
 func IsDestinationName(name string) bool {
 	w := Words(name)
 	if len(w) == 0 {
 		return false
 	}
-	if destNames[strings.Join(w, "_")] || destLastWords[w[len(w)-1]] {
+	last := w[len(w)-1]
+	if destNames[strings.Join(w, "_")] || destLastWords[last] {
 		return true
 	}
-	return len(w) >= 2 && idWords[w[len(w)-1]] && destOwners[w[len(w)-2]]
+	if len(w) >= 2 && (last == "to" || last == "cc" || last == "bcc") && w[len(w)-2] != "reply" {
+		return true // emailTo, mail_to; not in_reply_to
+	}
+	if len(w) >= 2 && w[0] == "to" {
+		return true // to_number, to_account_id
+	}
+	return len(w) >= 2 && idWords[last] && destOwners[w[len(w)-2]]
 }
 
 // IsPathName reports whether an argument name is path-shaped (path, file,
@@ -185,19 +316,26 @@ func hasWord(name string, set map[string]bool) bool {
 
 // fallback derives an entry for a tool no pack or file names. On a tool
 // whose name has a write verb, a path-shaped argument is a write param
-// rather than a destination (copy_file's destination is a path); every
-// other destination-shaped argument is a sink. A tool whose name says it
-// sends (sends) is gated even with no such argument: it sends to a
-// destination its arguments don't name, so every call is asked about.
-// nested names the arguments that hold a destination-shaped key inside
-// their value: they are sinks too.
-func fallback(tool string, params, nested []string) *Tool {
+// rather than a destination (copy_file's destination is a path).
+//
+// A tool sends (Exfiltrating) when its name or description says so
+// (Sends), or when its name says it sets something up (registers:
+// create_webhook, UpdateUserProfile) and a destination-shaped argument, or
+// a destination-shaped key inside one (nested: {"hook": {"url": ...}}),
+// holds a value that is a destination (holds): the server will send there
+// later. Its destination-shaped arguments are its
+// sinks; one that sends with none sends to a destination its arguments
+// don't name, so every call is asked about. Every other tool is judged by
+// the destinations its values are, whatever their keys (see package
+// engine): a tainted one is asked about, and nothing else is.
+func fallback(tool, description string, params, nested []string, holds bool) *Tool {
 	t := &Tool{Name: tool, Source: "fallback", Fallback: true}
 	writer := hasWord(tool, writeVerbs)
-	holds := map[string]bool{}
+	inside := map[string]bool{}
 	for _, n := range nested {
-		holds[n] = true
+		inside[n] = true
 	}
+	sends := Sends(tool, description) || (holds && registers(tool))
 	seen := map[string]bool{}
 	for _, p := range params {
 		if seen[p] {
@@ -207,12 +345,11 @@ func fallback(tool string, params, nested []string) *Tool {
 		switch {
 		case writer && IsPathName(p):
 			t.WriteParams = append(t.WriteParams, p)
-		case IsDestinationName(p), holds[p]:
+		case sends && (IsDestinationName(p) || inside[p]):
 			t.SinkParams = append(t.SinkParams, p)
 		}
 	}
-	t.Exfiltrating = len(t.SinkParams) > 0
-	if sends(tool) {
+	if sends {
 		t.Exfiltrating = true
 		if len(t.SinkParams) == 0 {
 			t.Implicit = ImplicitYes

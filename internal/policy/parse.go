@@ -35,9 +35,12 @@ const (
 	keyMaxCalls    = "max_calls"
 	keyCountsAs    = "counts_as"
 	keyTrustedOut  = "trusted_output"
+	keyApproval    = "approval"
+	// approvalAlways is approval's one value: every call asks a human.
+	approvalAlways = "always"
 )
 
-var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyImplicit, keySinkKinds, keyWriteParams, keyPrefixes, keyRelative, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut, keyDirectory, keyAnchor}
+var toolKeys = []string{keyExfiltrating, keySinkParams, keyTrusted, keyImplicit, keySinkKinds, keyWriteParams, keyPrefixes, keyRelative, keyArgPatterns, keyMaxCalls, keyCountsAs, keyTrustedOut, keyDirectory, keyAnchor, keyApproval}
 
 // SandboxKey is the reserved top-level key that configures the upstream's
 // confinement instead of a tool. A tool literally named "sandbox" can't be
@@ -65,6 +68,13 @@ const OwnFilesKey = "own_files"
 
 // OwnFilesForms are the values own_files takes, strongest first.
 var OwnFilesForms = []string{"namespace", "landlock", "arguments"}
+
+// Reserved reports whether name is a reserved top-level key of a policy
+// file (sandbox, shared_session, own_destinations, own_files): no tool
+// entry can be written under it.
+func Reserved(name string) bool {
+	return name == SandboxKey || name == SharedSessionKey || name == OwnKey || name == OwnFilesKey
+}
 
 const (
 	keyReadWrite  = "read_write"
@@ -321,6 +331,11 @@ func (p *parser) tool(name string, k, v *yaml.Node) (*Tool, error) {
 			if t.CountsAs, err = p.countsAs(name, vv, full); err != nil {
 				return nil, err
 			}
+		case keyApproval:
+			if vv.Kind != yaml.ScalarNode || vv.ShortTag() != "!!str" || vv.Value != approvalAlways {
+				return nil, p.errf(vv, full, "must be %s (every call asks a human, bound to its exact arguments), got %s", approvalAlways, yamlstrict.Describe(vv))
+			}
+			t.AlwaysAsk = true
 		default:
 			return nil, p.errf(kk, full, "unknown key%s; the keys are %s", suggest(key, toolKeys), strings.Join(toolKeys, ", "))
 		}

@@ -88,6 +88,11 @@ type Tool struct {
 	// send their data as JSON text instead of structuredContent. The
 	// policy declares it: structure is never guessed from text.
 	AnchorText bool
+	// AlwaysAsk (approval: always) makes every call ask a human, bound to
+	// its exact arguments, even when every other check passes: an
+	// in-place action no argument check can judge (unlock a door, delete
+	// a repository, disable two-factor authentication).
+	AlwaysAsk bool
 	// Source says where the entry came from, for reasons and reports:
 	// "pack gmail", "/abs/bouncer.yaml:12", or "fallback".
 	Source string
@@ -398,27 +403,32 @@ func (p *Policy) Lookup(tool string) (*Tool, bool) {
 }
 
 // For returns the entry for tool, or, for a tool no pack or file names, the
-// fallback derived from params (the pinned schema's property names and the
-// call's argument names): destination-shaped names become sinks, matched as
-// whole names, never by substring.
+// fallback derived from its name and params (the pinned schema's property
+// names): destination-shaped names become sinks of a tool whose name says
+// it sends, matched as whole names, never by substring.
 func (p *Policy) For(tool string, params []string) *Tool {
 	if t, ok := p.Lookup(tool); ok {
 		return t
 	}
-	return fallback(tool, params, nil)
+	return fallback(tool, "", params, nil, false)
 }
 
-// ForCall is For for one call: schemaParams are the pinned schema's
-// property names, args the call's arguments. For a tool no pack or file
-// names, an argument is a sink also when a key inside its value, at any
-// depth, is destination-shaped ({"hook": {"url": ...}}, {"settings":
-// {"forward_to": ...}}): the server reads that key as where to send.
-func (p *Policy) ForCall(tool string, schemaParams []string, args map[string]any) *Tool {
+// ForCall is For for one call: description is the pinned tool's
+// description, schemaParams its schema's property names, args the call's
+// arguments. For a tool no pack or file names, an argument is a sink also
+// when a key inside its value, at any depth, is destination-shaped
+// ({"hook": {"url": ...}}, {"settings": {"forward_to": ...}}): the server
+// reads that key as where to send. And a tool whose name says it sets
+// something up (create, update, set, add, configure...) sends when such an
+// argument or key holds a value that is a destination
+// (dest.IsDestination): it registers where the server will send.
+func (p *Policy) ForCall(tool, description string, schemaParams []string, args map[string]any) *Tool {
 	if t, ok := p.Lookup(tool); ok {
 		return t
 	}
 	params := append([]string(nil), schemaParams...)
 	var nested []string
+	holds := false
 	for name, v := range args {
 		if !slices.Contains(schemaParams, name) {
 			params = append(params, name) // an argument the schema doesn't declare
@@ -426,24 +436,52 @@ func (p *Policy) ForCall(tool string, schemaParams []string, args map[string]any
 		if holdsDestinationKey(v) {
 			nested = append(nested, name)
 		}
+		holds = holds || (IsDestinationName(name) && holdsDestination(v)) || registersNested(v)
 	}
 	sort.Strings(params[len(schemaParams):])
-	return fallback(tool, params, nested)
+	return fallback(tool, description, params, nested, holds)
 }
 
 // holdsDestinationKey reports whether a key inside v, at any depth, is
 // destination-shaped (IsDestinationName).
 func holdsDestinationKey(v any) bool {
+	return eachDestinationKey(v, func(any) bool { return true })
+}
+
+// registersNested reports whether a destination-shaped key inside v, at
+// any depth, holds a value that is a destination.
+func registersNested(v any) bool { return eachDestinationKey(v, holdsDestination) }
+
+// eachDestinationKey calls fn on the value of each destination-shaped key
+// inside v, at any depth, until fn returns true, and reports whether one
+// did.
+func eachDestinationKey(v any, fn func(any) bool) bool {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if IsDestinationName(k) || holdsDestinationKey(e) {
+			if (IsDestinationName(k) && fn(e)) || eachDestinationKey(e, fn) {
 				return true
 			}
 		}
 	case []any:
 		for _, e := range x {
-			if holdsDestinationKey(e) {
+			if eachDestinationKey(e, fn) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// holdsDestination reports whether v is, or lists, a value that is a
+// destination (dest.IsDestination).
+func holdsDestination(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return dest.IsDestination(x)
+	case []any:
+		for _, e := range x {
+			if holdsDestination(e) {
 				return true
 			}
 		}

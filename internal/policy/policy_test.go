@@ -20,10 +20,16 @@ func intp(n int) *int { return &n }
 // Every refusal names the file, the line and the key, in the exact form the
 // CLI prints.
 func TestParseErrors(t *testing.T) {
-	const keys = "exfiltrating, sink_params, trusted_destinations, implicit_destination, sink_kinds, write_params, allowed_path_prefixes, relative_paths, arg_patterns, max_calls, counts_as, trusted_output, directory, anchor_records"
+	const keys = "exfiltrating, sink_params, trusted_destinations, implicit_destination, sink_kinds, write_params, allowed_path_prefixes, relative_paths, arg_patterns, max_calls, counts_as, trusted_output, directory, anchor_records, approval"
 	tests := []struct {
 		name, doc, want string
 	}{
+		{"approval true", "unlock_door:\n  approval: true\n",
+			`p.yaml:2: unlock_door.approval: must be always (every call asks a human, bound to its exact arguments), got the boolean true`},
+		{"approval other word", "unlock_door:\n  max_calls: 3\n  approval: sometimes\n",
+			`p.yaml:3: unlock_door.approval: must be always (every call asks a human, bound to its exact arguments), got the string "sometimes"`},
+		{"approval list", "unlock_door:\n  approval: [always]\n",
+			`p.yaml:2: unlock_door.approval: must be always (every call asks a human, bound to its exact arguments), got a list`},
 		{"top-level list", "- a\n- b\n",
 			"p.yaml:1: the top level must be a mapping of tool name to entry, got a list"},
 		{"top-level scalar", "just text\n",
@@ -289,7 +295,7 @@ notify_customer:
 		Exfiltrating:        true,
 		SinkParams:          []string{"to", "cc"},
 		TrustedDestinations: []string{" Boss@Corp.example "},
-		trusted:             map[string]bool{"address\x00Boss@corp.example": true},
+		trusted:             map[string]bool{"address\x00boss@corp.example": true},
 		WriteParams:         []string{"path", "out_file"},
 		AllowedPathPrefixes: []string{"/srv/out", "/base/out", "/base/tmp"},
 		MaxCalls:            intp(0),
@@ -304,7 +310,7 @@ notify_customer:
 	if len(pats) != 2 || pats[0].Arg != "mode" || pats[0].Pattern != "read|write" || pats[1].Arg != "count" {
 		t.Fatalf("patterns = %+v", pats)
 	}
-	if !got.Trusts("Boss@CORP.example") || got.Trusts("boss@corp.example") || got.Trusts("Boss@corp.ex\u0430mple") {
+	if !got.Trusts("Boss@CORP.example") || !got.Trusts("boss@corp.example") || got.Trusts("Boss@corp.ex\u0430mple") || got.Trusts("Boß@corp.example") {
 		t.Error("Trusts does not compare canonical forms exactly")
 	}
 	// Patterns match whole values only.
@@ -572,8 +578,25 @@ func TestFallback(t *testing.T) {
 		{"read_file", []string{"path"}, Tool{}},
 		{"transfer_funds", []string{"destination", "amount"},
 			Tool{Exfiltrating: true, SinkParams: []string{"destination"}}},
-		{"remove_member", []string{"email"},
-			Tool{Exfiltrating: true, SinkParams: []string{"email"}, MaxCalls: intp(2)}},
+		// A delete verb first names no send: the engine judges its
+		// values (a tainted address is asked about).
+		{"remove_member", []string{"email"}, Tool{MaxCalls: intp(2)}},
+		// Verbs of money, access and data-to-website send, read in the
+		// whole name, toolkit prefix and camel case included.
+		{"BankManagerPayBill", []string{"from_account_number", "payee_id", "amount"},
+			Tool{Exfiltrating: true, SinkParams: []string{"from_account_number", "payee_id"}}},
+		{"BankManagerTransferFunds", []string{"to_account_number", "amount"},
+			Tool{Exfiltrating: true, SinkParams: []string{"to_account_number"}}},
+		{"VenmoWithdrawMoney", []string{"amount", "account_id"}, Tool{Exfiltrating: true, SinkParams: []string{"account_id"}}},
+		{"AugustSmartLockGrantGuestAccess", []string{"guest_ids", "permanent"}, Tool{Exfiltrating: true, SinkParams: []string{"guest_ids"}}},
+		{"NortonIdentitySafeAutoFillPersonalInfo", []string{"website", "info_type"}, Tool{Exfiltrating: true, SinkParams: []string{"website"}}},
+		{"email_contact", []string{"contact", "body"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"message_user", []string{"user", "text"}, Tool{Exfiltrating: true, Implicit: ImplicitYes}},
+		{"schedule_meeting", []string{"participants", "title"}, Tool{}},
+		{"TwitterManagerReadTweet", []string{"tweet_id"}, Tool{}},
+		{"GmailSearchEmails", []string{"keywords", "to", "from"}, Tool{}},
+		{"FedExShipManagerSearchShipment", []string{"search_term"}, Tool{}},
+		{"create_relations", []string{"relations"}, Tool{}},
 		// A name that says it sends, with no destination argument, sends
 		// to one its arguments don't name (a reply, a forward): every
 		// call asks. A read or delete verb first names no send.
@@ -832,7 +855,7 @@ func TestForCallNested(t *testing.T) {
 		{"configure", map[string]any{"settings": []any{map[string]any{"forward_to": "a@x.example"}}}, []string{"settings"}},
 		{"update_settings", map[string]any{"theme": map[string]any{"color": "red"}}, nil},
 	} {
-		got := pol.ForCall(tc.tool, nil, tc.args)
+		got := pol.ForCall(tc.tool, "", nil, tc.args)
 		if !reflect.DeepEqual(got.SinkParams, tc.sinks) || got.Exfiltrating != (tc.sinks != nil) {
 			t.Errorf("ForCall(%q, %v) = sinks %q exfiltrating %v, want %q", tc.tool, tc.args, got.SinkParams, got.Exfiltrating, tc.sinks)
 		}
@@ -877,5 +900,32 @@ func TestOwnFilesKey(t *testing.T) {
 	}
 	if _, err := parse(Source{Name: "p", Data: []byte("own_files: arguments\n")}, true); err == nil {
 		t.Error("a pack set own_files")
+	}
+}
+
+// Sends reads a tool's whole name, toolkit prefix and camel case, and
+// its description where the name says nothing.
+func TestSends(t *testing.T) {
+	for _, tc := range []struct {
+		name, desc string
+		want       bool
+	}{
+		{"FedExShipManagerManageShipment", "Manages shipments, including redirecting, rescheduling pickup, returning to sender, and cancelling.", true},
+		{"FedExShipManagerSearchShipment", "Searches for shipments, to redirect later.", false},
+		{"TwitterManagerReadTweet", "", false},
+		{"TwitterManagerPostTweet", "", true},
+		{"GmailSearchEmails", "Search for emails sent to a recipient.", false},
+		{"EmergencyDispatchSystemCreateDispatchRequest", "", true},
+		{"SlackLeaveChannel", "Leave a channel.", false},
+		{"frobnicate", "Sends the report to a webhook.", true},
+		{"frobnicate", "Retrieves messages posted and shared by a user.", false},
+		{"text_customer", "", true},
+		{"extract_text", "", false},
+		{"get_transfer_status", "", false},
+		{"AugustSmartLockUnlockDoor", "Unlocks the door.", false},
+	} {
+		if got := Sends(tc.name, tc.desc); got != tc.want {
+			t.Errorf("Sends(%q, %q) = %v, want %v", tc.name, tc.desc, got, tc.want)
+		}
 	}
 }

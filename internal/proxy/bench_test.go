@@ -25,7 +25,7 @@ var (
 
 // bouncerBinary builds ./cmd/bouncer once, so benchmarks measure the real
 // `bouncer run` process.
-func bouncerBinary(b *testing.B) string {
+func bouncerBinary(b testing.TB) string {
 	b.Helper()
 	bouncerOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "bouncer-bench")
@@ -241,7 +241,7 @@ func procStatus(pid int) (map[string]int, error) {
 // benchHome is the state directory for a benchmark session: under
 // $BENCH_HOME when set (a tmpfs there takes the audit log's fsync out of
 // the figure), else in the test's temporary directory.
-func benchHome(b *testing.B, dir string) string {
+func benchHome(b testing.TB, dir string) string {
 	if d := os.Getenv("BENCH_HOME"); d != "" {
 		h, err := os.MkdirTemp(d, "home")
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/approval"
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/engine"
+	"github.com/bouncer-mcp/bouncer/internal/transport"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // BlockedPrefix starts the first text block of every refused call's result.
@@ -74,6 +76,10 @@ func (c *call) withdraw() (consumed, withdrawn bool) {
 func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 	ec, perr := engine.ParseCall(m.Params)
 	tool, args := ec.Tool, ec.Args
+	if !m.IsCall() || perr != nil {
+		// Not the common case: the calls decided before it go first.
+		p.commit()
+	}
 	if !m.IsCall() {
 		// A tools/call without an ID gets no answer, so it can't be told
 		// it was refused; it is never forwarded (but in observe mode).
@@ -112,6 +118,11 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 		return nil
 	}
 	p.mu.Lock()
+	if p.stage == stageClosed || p.stage == stageNew || !p.listCurrentLocked() {
+		p.mu.Unlock()
+		p.commit()
+		p.mu.Lock()
+	}
 	switch {
 	case p.stage == stageClosed:
 		// The upstream is gone and Run is returning (bouncer run then
@@ -143,7 +154,7 @@ func (p *Proxy) clientCall(m *jsonrpc.Request) error {
 		return nil
 	}
 	p.mu.Unlock()
-	p.decide(c)
+	p.decideStaged(c)
 	return nil
 }
 
@@ -179,13 +190,30 @@ func (c *call) judged(d engine.Decision) {
 // decide runs the engine on a call and acts on the verdict. The audit line
 // comes first: if it can't be written, the call is denied.
 func (p *Proxy) decide(c *call) {
+	d := p.judge(c)
+	err := p.cfg.Audit.Append(p.decisionEntry(c, d))
+	if err != nil {
+		p.logf("audit: %v", err)
+	}
+	p.act(c, d, err)
+}
+
+// judge has the engine decide c, on a history that holds every result the
+// client may have seen.
+func (p *Proxy) judge(c *call) engine.Decision {
 	p.settled()
 	if p.cfg.Tape != nil {
 		p.cfg.Tape.Call(c.req.Params)
 	}
 	d := p.cfg.Engine.Decide(c.ec)
 	c.judged(d)
-	if err := p.auditDecision(c, d); err != nil {
+	return d
+}
+
+// act does what the verdict d on c says, once its audit line is written;
+// err says why the line was not, and the call is then denied.
+func (p *Proxy) act(c *call, d engine.Decision, err error) {
+	if err != nil {
 		p.block(c, fmt.Sprintf("the audit log could not be written, so no call is allowed (%v)", err))
 		return
 	}
@@ -215,13 +243,75 @@ func (p *Proxy) decide(c *call) {
 	}
 }
 
+// The group commit (issue 31). The client's read loop decides each call
+// as it reads it, but writes its audit line and acts on it (forwards,
+// answers, asks) only when it has read every message the client sent so
+// far: then the lines of all the calls decided meanwhile are written
+// together, with one lock, one write and one head record, and the calls
+// go on in the order they came, each after its line is in the file. A
+// message that is not a plain tools/call commits what is staged before
+// it is handled, so that nothing overtakes a call read before it.
+
+// maxStaged bounds how many calls wait for one commit.
+const maxStaged = 64
+
+// staged is what the read loop decided and has not committed yet. Only
+// the client's read loop touches it.
+type staged struct {
+	lines []audit.Entry
+	calls []stagedCall
+}
+
+type stagedCall struct {
+	c *call
+	d engine.Decision
+}
+
+// decideStaged decides c in the client's read loop and stages its line
+// and its verdict for the next commit.
+func (p *Proxy) decideStaged(c *call) {
+	d := p.judge(c)
+	p.staged.lines = append(p.staged.lines, p.decisionEntry(c, d))
+	p.staged.calls = append(p.staged.calls, stagedCall{c, d})
+	if len(p.staged.calls) >= maxStaged || !p.batching {
+		p.commit()
+	}
+}
+
+// commit writes the staged lines and then acts on each staged verdict, in
+// order: denied all if the lines could not be written.
+func (p *Proxy) commit() {
+	if len(p.staged.calls) == 0 {
+		return
+	}
+	err := p.cfg.Audit.AppendAll(p.staged.lines)
+	if err != nil {
+		p.logf("audit: %v", err)
+	}
+	for _, s := range p.staged.calls {
+		p.act(s.c, s.d, err)
+	}
+	clear(p.staged.lines)
+	clear(p.staged.calls)
+	p.staged.lines, p.staged.calls = p.staged.lines[:0], p.staged.calls[:0]
+}
+
 // auditDecision appends the engine's decision on c.
 func (p *Proxy) auditDecision(c *call, d engine.Decision) error {
+	err := p.cfg.Audit.Append(p.decisionEntry(c, d))
+	if err != nil {
+		p.logf("audit: %v", err)
+	}
+	return err
+}
+
+// decisionEntry is the audit line of the engine's decision on c.
+func (p *Proxy) decisionEntry(c *call, d engine.Decision) audit.Entry {
 	var t *audit.Taint
 	if d.Tainted != nil {
 		t = &audit.Taint{Param: d.Tainted.Param, Destination: d.Tainted.Value, Source: d.Source}
 	}
-	return p.appendLine(c, d.Verdict, d.Reason, d.Rule, "", t, d.Dests)
+	return p.entry(c, d.Verdict, d.Reason, d.Rule, "", t, d.Dests)
 }
 
 // maxDestAudit bounds a destination's value in the audit line's dests:
@@ -234,6 +324,15 @@ func (p *Proxy) auditLine(c *call, v engine.Verdict, reason string, rule engine.
 }
 
 func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine.Rule, code string, taint *audit.Taint, dests []engine.Destination) error {
+	err := p.cfg.Audit.Append(p.entry(c, v, reason, rule, code, taint, dests))
+	if err != nil {
+		p.logf("audit: %v", err)
+	}
+	return err
+}
+
+// entry is one verdict line for c.
+func (p *Proxy) entry(c *call, v engine.Verdict, reason string, rule engine.Rule, code string, taint *audit.Taint, dests []engine.Destination) audit.Entry {
 	var ds []audit.Dest
 	for _, d := range dests {
 		v := d.Value
@@ -248,7 +347,7 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 	}
 	var id json.RawMessage
 	if c.req.IsCall() {
-		id, _ = json.Marshal(c.req.ID.Raw())
+		id = transport.AppendID(nil, c.req.ID)
 	}
 	args := c.args
 	if len(args) == 0 {
@@ -257,7 +356,7 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	err := p.cfg.Audit.Append(audit.Entry{
+	return audit.Entry{
 		TS:       p.cfg.Now().UTC(),
 		Server:   p.cfg.Server,
 		Tool:     c.tool,
@@ -272,11 +371,7 @@ func (p *Proxy) appendLine(c *call, v engine.Verdict, reason string, rule engine
 		Dests:    ds,
 		Policy:   p.cfg.Policy,
 		Enforced: enforced,
-	})
-	if err != nil {
-		p.logf("audit: %v", err)
 	}
-	return err
 }
 
 // forward sends an allowed call upstream, unless the client withdrew it.
@@ -527,10 +622,10 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 	switch res.Action {
 	case "accept":
 	case "decline":
-		deny(d.Reason + "; the human declined")
+		deny(d.Reason + audit.DeclinedSuffix)
 		return
 	case "cancel":
-		deny(d.Reason + "; the human dismissed the question")
+		deny(d.Reason + audit.DismissedSuffix)
 		return
 	default:
 		deny(fmt.Sprintf("%s; the client's answer %q is not an approval", d.Reason, res.Action))
@@ -541,7 +636,9 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		if p.cfg.Tape != nil {
 			p.cfg.Tape.Approve(c.tool, a.Param, a.Value)
 		}
-		if res.Content.Remember && p.cfg.Remember != nil && a.Value != "" {
+		// A yes to a call itself (an implicit destination, approval:
+		// always) holds for that call: there is no destination to remember.
+		if res.Content.Remember && p.cfg.Remember != nil && a.Value != "" && a.Param != engine.ImplicitParam && a.Param != engine.CallParam {
 			if err := p.cfg.Remember(a.Value); err != nil {
 				p.logf("could not remember %q for server %q: %v", a.Value, p.cfg.Server, err)
 			}
@@ -582,7 +679,7 @@ func approvedDests(d engine.Decision) []engine.Destination {
 	for i := range ds {
 		for _, a := range d.Asks {
 			if ds[i].Param == a.Param && ds[i].Value == a.Value {
-				ds[i].Vouch = engine.VouchApproval
+				ds[i].Vouch = vouch.Approval
 			}
 		}
 	}

@@ -34,6 +34,7 @@ import (
 func TestMain(m *testing.M) {
 	testserver.Main()
 	runPumpIfAsked()
+	runStdioPumpIfAsked()
 	os.Exit(m.Run())
 }
 

@@ -115,6 +115,9 @@ const MaxProtocolVersion = "2025-11-25"
 // the line was not written and the call it describes must be denied.
 type Auditor interface {
 	Append(audit.Entry) error
+	// AppendAll writes several lines, in order, as one commit; an error
+	// denies every call they describe.
+	AppendAll([]audit.Entry) error
 }
 
 // Recorder records a tool's result (a CallToolResult's JSON).
@@ -213,6 +216,18 @@ type Proxy struct {
 	// routes says where each message in flight is owed (lifecycle.go).
 	routes *routes
 
+	// The client's read loop's own: the calls it decided and has not
+	// committed (calls.go), whether it commits them only when it has read
+	// all the client sent (batching: the client's side tells it, see
+	// transport.Conn.OnIdle), and whether it holds the upstream's side
+	// corked meanwhile.
+	staged   staged
+	batching bool
+	upCorked bool
+	// The upstream's read loop's own: whether it holds the client's side
+	// corked while it has the upstream's messages in hand.
+	downCorked bool
+
 	mu sync.Mutex
 	// stage is where the session is in its life; advanceLocked moves it
 	// (lifecycle.go).
@@ -293,6 +308,17 @@ func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up transport.Upstr
 	p.ctx, p.down, p.up = ctx, down, up
 	if r, ok := up.(transport.Resumer); ok {
 		r.SetRepinner(repinner{p})
+	}
+	// Each read loop learns when the side it reads has nothing more in
+	// hand: the client's commits the calls it decided and lets the
+	// upstream's side write what piled up, the upstream's lets the
+	// client's side write.
+	if d, ok := down.(idler); ok {
+		d.OnIdle(p.clientIdle)
+		p.batching = true
+	}
+	if u, ok := up.(idler); ok {
+		u.OnIdle(p.upstreamIdle)
 	}
 
 	upErr := make(chan error, 1)
@@ -464,23 +490,66 @@ func ours(id jsonrpc.ID) bool {
 	return ok && strings.HasPrefix(s, transport.IDPrefix)
 }
 
+// idler is implemented by the stdio connections (*transport.Conn, and
+// *transport.Process for a server's): OnIdle's function runs in the
+// reading goroutine when what the peer sent is used up.
+type idler interface{ OnIdle(func()) }
+
+// corker is implemented by the stdio connections: what is written between
+// Cork and Uncork leaves in one write.
+type corker interface {
+	Cork()
+	Uncork()
+}
+
+// clientIdle runs in the client's read loop when it has handled all the
+// client sent: the calls decided meanwhile are committed, and what they
+// and the other messages sent upstream leaves in one write.
+func (p *Proxy) clientIdle() {
+	p.commit()
+	if p.upCorked {
+		p.upCorked = false
+		p.up.(corker).Uncork()
+	}
+}
+
+// upstreamIdle runs in the upstream's read loop when it has handled all
+// the upstream sent: what was written to the client meanwhile leaves.
+func (p *Proxy) upstreamIdle() {
+	if p.downCorked {
+		p.downCorked = false
+		p.down.(corker).Uncork()
+	}
+}
+
 // ---- client → upstream ----
 
 func (p *Proxy) downLoop(ctx context.Context) error {
+	defer p.clientIdle()
+	_, cork := p.up.(corker)
+	cork = cork && p.batching
 	for {
 		msg, err := p.down.Read(ctx)
-		var refused *transport.RefusedError
-		if errors.As(err, &refused) {
-			p.logf("from the client: %v", err)
-			continue
-		}
 		if err != nil {
+			var refused *transport.RefusedError
+			if errors.As(err, &refused) {
+				p.logf("from the client: %v", err)
+				continue
+			}
 			return err
+		}
+		if cork && !p.upCorked {
+			p.upCorked = true
+			p.up.(corker).Cork()
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Response:
+			p.commit()
 			p.fromClientResponse(m)
 		case *jsonrpc.Request:
+			if m.Method != "tools/call" {
+				p.commit()
+			}
 			if err := p.fromClientRequest(m); err != nil {
 				return err
 			}
@@ -772,15 +841,23 @@ func (p *Proxy) unhold(c *call) { p.routes.unhold(c) }
 // ---- upstream → client ----
 
 func (p *Proxy) upLoop(ctx context.Context) error {
+	defer p.upstreamIdle()
+	_, idles := p.up.(idler)
+	_, cork := p.down.(corker)
+	cork = cork && idles
 	for {
 		msg, err := p.up.Read(ctx)
-		var refused *transport.RefusedError
-		if errors.As(err, &refused) {
-			p.logf("from the upstream: %v", err)
-			continue
-		}
 		if err != nil {
+			var refused *transport.RefusedError
+			if errors.As(err, &refused) {
+				p.logf("from the upstream: %v", err)
+				continue
+			}
 			return err
+		}
+		if cork && !p.downCorked {
+			p.downCorked = true
+			p.down.(corker).Cork()
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Response:
@@ -795,6 +872,9 @@ func (p *Proxy) upLoop(ctx context.Context) error {
 // on it (tool: the tool whose call it answers, if any). The tape gets it
 // first: a call decided meanwhile then replays after it, with its taint.
 func (p *Proxy) record(doc json.RawMessage, tool string) {
+	if slowRecord != nil {
+		slowRecord()
+	}
 	if len(doc) > 0 && p.cfg.Tape != nil {
 		p.cfg.Tape.Output(doc, tool)
 	}
@@ -818,9 +898,16 @@ func (p *Proxy) recordResponse(m *jsonrpc.Response, tool string) {
 // the write to the client instead of before it.
 const parallelRecord = 64 << 10
 
-// slowRecord, set only by tests, delays parallel recording so that a test
+// slowRecord, set only by tests, delays every recording so that a test
 // can show no decision overtakes it.
 var slowRecord func()
+
+// recordHeld records a result whose recording holds p.recording's read
+// side, and releases it.
+func (p *Proxy) recordHeld(doc json.RawMessage, tool string) {
+	defer p.recording.RUnlock()
+	p.record(doc, tool)
+}
 
 // settled waits until every result the client may have seen is recorded.
 func (p *Proxy) settled() {
@@ -863,13 +950,7 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 		// result, so a call it sends after seeing it waits in settled()
 		// until the result is recorded.
 		p.recording.RLock()
-		go func() {
-			defer p.recording.RUnlock()
-			if slowRecord != nil {
-				slowRecord()
-			}
-			p.record(m.Result, a.tool)
-		}()
+		go p.recordHeld(m.Result, a.tool)
 	} else {
 		p.recordResponse(m, a.tool)
 	}

@@ -3,7 +3,25 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
+
+// vouchLimits says which ways to vouch win over taint, from the one table
+// of them (package vouch).
+func vouchLimits() string {
+	var wins, not []string
+	for _, v := range vouch.Ways {
+		if v.WinsOverTaint {
+			wins = append(wins, fmt.Sprintf("%s, %s", code(v.Name), v.Means))
+		} else {
+			not = append(not, fmt.Sprintf("%s, %s", code(v.Name), v.Means))
+		}
+	}
+	return "A destination vouched for by what the user controls wins over taint: " + strings.Join(wins, "; ") +
+		". These vouch only for a destination no untrusted output holds: " + strings.Join(not, "; ") +
+		". \"What vouched for the destinations allowed\" counts each."
+}
 
 func (w *writer) limits(s *summary) {
 	w.f("## What Bouncer enforces and what it does not\n\n")
@@ -11,7 +29,7 @@ func (w *writer) limits(s *summary) {
 	for _, line := range []string{
 		"A call that is denied is never forwarded to the server, so it has no side effect there.",
 		"The proxies of one MCP client share one session: a destination that appeared in the untrusted output of any of its servers earlier in the session is denied in a sending tool's destination arguments, whichever server the send goes through, after folding case, whitespace, full-width forms and zero-width characters on both sides and decoding common escapes in the output. A server whose policy says `shared_session: false` keeps its own history instead.",
-		"A destination vouched for by what the user controls wins over taint: `trusted_destinations`, what the user typed, a person's `bouncer trust add`, a whole entry of a `directory` listing, the people of a record the user named (`anchor_records`). The output of a `trusted_output` tool vouches only if no untrusted output holds the destination. \"What vouched for the destinations allowed\" counts each.",
+		vouchLimits(),
 		"A destination nothing vouches for, and that no untrusted output held, goes to a human; no answer is a deny.",
 		"Path arguments are confined to `allowed_path_prefixes` by path component, after `..` and the symbolic links of the existing part of the path are resolved.",
 		"`arg_patterns` must match the whole argument value; `max_calls` bounds the calls of a tool per session.",

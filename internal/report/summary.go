@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // summary counts the audit lines of the period, from their structured
@@ -133,8 +134,12 @@ func summarise(entries []audit.Entry) *summary {
 					s.noVouch++
 					continue
 				}
-				s.vouches[d.Vouch]++
-				kinds[d.Vouch] = true
+				v := d.Vouch
+				if w, ok := vouch.Lookup(v); ok {
+					v = w.Name // the name an older Bouncer wrote, as this one names it
+				}
+				s.vouches[v]++
+				kinds[v] = true
 			}
 			for k := range kinds {
 				s.vouchBy[k]++
@@ -168,7 +173,7 @@ func outcome(e audit.Entry) string {
 		return outcomeOrder[0]
 	case e.Code != "":
 		return outcomeOrder[2]
-	case strings.HasSuffix(r, "; the human declined") || strings.HasSuffix(r, "; the human dismissed the question"):
+	case e.Declined():
 		return outcomeOrder[3]
 	case strings.HasSuffix(r, "; the session ended before the human answered") ||
 		r == "the client cancelled the call while a human was being asked" || timedOut(r):
@@ -216,19 +221,6 @@ func sortedTuples[V any](m map[tuple]V) []tuple {
 
 // topN bounds the destination tables.
 const topN = 10
-
-// vouchOrder lists the ways a destination is vouched for, as audit lines
-// name them (dests[].vouch), with what each means, in the order the pack
-// lists them.
-var vouchOrder = []struct{ kind, means string }{
-	{"allowlist", "in the tool's `trusted_destinations`"},
-	{"prompt", "typed by the user (a prompt line, `bouncer hook prompt`)"},
-	{"human", "remembered by a person for the server (`bouncer trust add`, or \"remember\" ticked when approving in the client)"},
-	{"trusted_output", "returned by a tool the policy marks `trusted_output`, and by no untrusted output"},
-	{"directory", "a whole entry of a `directory` tool's listing, in an argument of that kind (`sink_kinds`)"},
-	{"anchor", "the people of the one record the user named (`anchor_records`)"},
-	{"approval", "approved by a human earlier in the session"},
-}
 
 func (w *writer) audit(in *Input, entries []audit.Entry, s *summary) {
 	w.f("## Audit log\n\n")
@@ -372,10 +364,10 @@ func (w *writer) vouchTable(s *summary) {
 	}
 	w.f("| Vouch | What it means | destinations | calls |\n|---|---|---:|---:|\n")
 	known := map[string]bool{}
-	for _, v := range vouchOrder {
-		known[v.kind] = true
-		if n := s.vouches[v.kind]; n > 0 {
-			w.f("| %s | %s | %d | %d |\n", code(v.kind), v.means, n, s.vouchBy[v.kind])
+	for _, v := range vouch.Ways {
+		known[v.Name] = true
+		if n := s.vouches[v.Name]; n > 0 {
+			w.f("| %s | %s | %d | %d |\n", code(v.Name), v.Means, n, s.vouchBy[v.Name])
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.vouches)) {
@@ -397,10 +389,10 @@ func (s *summary) vouchText() string {
 	}
 	var parts []string
 	done := map[string]bool{}
-	for _, v := range vouchOrder {
-		done[v.kind] = true
-		if n := s.vouches[v.kind]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, code(v.kind)))
+	for _, v := range vouch.Ways {
+		done[v.Name] = true
+		if n := s.vouches[v.Name]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, code(v.Name)))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.vouches)) {

@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"encoding/json"
-	"sort"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -139,7 +138,7 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return toolError("check_call: policy: %v", err)
 	}
-	pol, eng := dec.Policy, dec.Engine("")
+	eng := dec.Engine("")
 	store := dec.Session.Output("")
 	for i, out := range in.UntrustedOutput {
 		var s string
@@ -153,12 +152,10 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 	}
 
-	var schemaParams []string
 	if len(in.ToolDefinition) > 0 {
 		if err := eng.Pin([]json.RawMessage{in.ToolDefinition}); err != nil {
 			return toolError("check_call: tool_definition: %v", err)
 		}
-		schemaParams = schemaProperties(in.ToolDefinition)
 	} else {
 		eng.PinAll()
 	}
@@ -180,7 +177,7 @@ func (h *handlers) checkCall(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 		Verdict: string(d.Verdict),
 		Reason:  d.Reason,
 		Rule:    string(d.Rule),
-		Entry:   entryOf(pol.ForCall(in.Tool, schemaParams, argValues(args))),
+		Entry:   entryOf(eng.Entry(in.Tool, argValues(args))),
 	}
 	for _, a := range d.Asks {
 		out.Asks = append(out.Asks, Dest{Param: a.Param, Value: a.Value})
@@ -203,23 +200,4 @@ func argValues(args json.RawMessage) map[string]any {
 		return nil
 	}
 	return m
-}
-
-// schemaProperties lists the property names of a tool definition's
-// inputSchema, which the fallback also reads.
-func schemaProperties(def json.RawMessage) []string {
-	var t struct {
-		InputSchema struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		} `json:"inputSchema"`
-	}
-	if json.Unmarshal(def, &t) != nil {
-		return nil
-	}
-	names := make([]string, 0, len(t.InputSchema.Properties))
-	for k := range t.InputSchema.Properties {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }

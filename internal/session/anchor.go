@@ -2,10 +2,10 @@ package session
 
 import (
 	"encoding/json"
-	"math/big"
 	"sort"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
@@ -18,9 +18,11 @@ import (
 //
 //   - the record came as the structuredContent of a tool the policy opts
 //     in (never structure guessed from text);
-//   - the user's prompt names the record by its title, subject, file name
-//     or amount, compared without regard to case or runs of space
-//     (amounts as numbers: "10.00" names 10.0);
+//   - the user's prompt names the record by a whole title, subject or
+//     file name of the record's own, compared without regard to case or
+//     runs of space, that is distinctive (distinctive: at least two
+//     words and eight letters or digits, so "notes", a year or an amount
+//     names no record);
 //   - that name picks exactly one record of all the opted-in records the
 //     session has seen;
 //   - the send names the whole set of one of the record's people fields
@@ -28,14 +30,15 @@ import (
 //   - the send is not to the user's own destinations alone (the engine
 //     checks own_destinations).
 //
-// The limit, stated in docs/efficacy.md: an attacker who authored the
-// named record (the organiser of the event, the sender of the payment)
+// The limit, stated in docs/efficacy.md: an attacker who authored a
+// record whose whole title the user typed, and no other record of the
+// session carries (the organiser of the event, the sender of the mail),
 // chooses its people, and wins.
 
 // nameFields name a record for a person; peopleFields hold whom it
 // involves.
 var (
-	nameFields   = []string{"title", "subject", "filename", "file_name", "name", "amount"}
+	nameFields   = []string{"title", "subject", "filename", "file_name"}
 	peopleFields = []string{"participants", "attendees", "sender", "recipients", "recipient", "cc", "bcc", "shared_with", "organizer"}
 )
 
@@ -56,14 +59,23 @@ func newAnchors(set *vouchSet) *anchors {
 	return &anchors{set: set, records: map[uint64]map[uint64]bool{}, pairs: map[uint64]bool{}, typed: map[uint64]bool{}}
 }
 
-// anchorName is how a record's name and a prompt's words compare: a number
-// as its value, text without regard to case or runs of space.
+// anchorName is how a record's name and a prompt's words compare:
+// without regard to case or runs of space.
 func anchorName(s string) string {
-	t := strings.Join(strings.Fields(s), " ")
-	if r, ok := new(big.Rat).SetString(t); ok && t != "" && strings.IndexFunc(t, func(c rune) bool { return c != '.' && c != '-' && (c < '0' || c > '9') }) < 0 {
-		return "num\x00" + r.RatString()
+	return strings.ToLower(strings.Join(strings.Fields(s), " "))
+}
+
+// distinctive reports whether a record's name can name it: at least two
+// words and eight letters or digits ("Board sync", "Q3 budget.xlsx"), not
+// one common word ("notes") or a number (a year, an amount) that a prompt
+// says for other reasons.
+func distinctive(name string) bool {
+	words := strings.FieldsFunc(name, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	n := 0
+	for _, w := range words {
+		n += utf8.RuneCountInString(w)
 	}
-	return "text\x00" + strings.ToLower(t)
+	return len(words) >= 2 && n >= 8
 }
 
 func (a *anchors) nameHash(name string) uint64 { return a.set.sum("anchor-name\x00" + name) }
@@ -99,7 +111,9 @@ func (a *anchors) typedNames(text string) {
 	var hs []uint64
 	for _, k := range dest.Mentions(text) {
 		_, canon, _ := strings.Cut(k, "\x00")
-		hs = append(hs, a.nameHash(anchorName(canon)))
+		if distinctive(canon) {
+			hs = append(hs, a.nameHash(anchorName(canon)))
+		}
 	}
 	a.add(kindAnchorTyped, hs)
 }
@@ -178,14 +192,8 @@ func (a *anchors) recordValue(v any) {
 func (a *anchors) record(m map[string]any) []uint64 {
 	var names []uint64
 	for _, f := range nameFields {
-		switch v := m[f].(type) {
-		case string:
-			if strings.TrimSpace(v) != "" {
-				names = append(names, a.nameHash(anchorName(v)))
-			}
-		case float64:
-			b, _ := json.Marshal(v)
-			names = append(names, a.nameHash(anchorName(string(b))))
+		if v, ok := m[f].(string); ok && distinctive(v) {
+			names = append(names, a.nameHash(anchorName(v)))
 		}
 	}
 	var sets []string

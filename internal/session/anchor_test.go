@@ -47,3 +47,30 @@ func esc(s string) string {
 	}
 	return string(out)
 }
+
+// A record is named only by a whole title, subject or file name of its own
+// that is distinctive: an attacker's event titled "notes", or a payment
+// whose amount is a year the prompt says, is named by no prompt.
+func TestAnchorNamesAreDistinctive(t *testing.T) {
+	const people = `"participants":["eve@evil.example"]`
+	for _, tc := range []struct {
+		name, record, prompt string
+		anchor               bool
+	}{
+		{"one common word", `{"title":"notes",` + people + `}`, "summarise my notes and send them to everyone", false},
+		{"an amount", `{"amount":2024,"sender":"eve@evil.example"}`, "refund what I was overcharged in 2024", false},
+		{"a name field", `{"name":"Quarterly planning",` + people + `}`, "invite everyone from Quarterly planning", false},
+		{"a whole distinctive title", `{"title":"Quarterly planning",` + people + `}`, "invite everyone from Quarterly planning", true},
+		{"a part of a title", `{"title":"Quarterly planning review",` + people + `}`, "invite everyone from Quarterly planning", false},
+		{"a subject", `{"subject":"Hiking Trip","sender":"eve@evil.example"}`, "reply to the Hiking Trip mail", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New()
+			s.Anchors(false).RecordJSON([]byte(`{"structuredContent":` + tc.record + `}`))
+			s.RecordPrompt(tc.prompt)
+			if got := s.Anchored([]string{"eve@evil.example"}); got != tc.anchor {
+				t.Fatalf("Anchored = %v, want %v", got, tc.anchor)
+			}
+		})
+	}
+}

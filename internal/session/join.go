@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/statefile"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // Dir is the directory of client sessions within the state directory.
-const Dir = "sessions"
+const Dir = vouch.SessionsDir
 
 // Join joins the session of the client that started this process (see
 // FindClient), creating it if this process is the first. When the session

@@ -14,11 +14,12 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/statefile"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // RememberedFile is the name, in the state directory, of the destinations
 // humans chose to remember.
-const RememberedFile = "remembered.json"
+const RememberedFile = vouch.RememberedFile
 
 // Limits on what is remembered: a hijacked agent can't add entries (only a
 // human at a terminal or the client's own question can), but the file is

@@ -24,6 +24,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // Session is the history of one client session. The zero value is not
@@ -246,44 +247,30 @@ func (s *Session) Tainted(d string) (server string, ok bool) {
 	return "", false
 }
 
-// Vouch says why a destination is vouched for.
-type Vouch int
-
-// The ways a destination is vouched for, strongest first.
-const (
-	NotVouched Vouch = iota
-	// ByPrompt: the user typed it. It wins over taint, as an allowlist
-	// entry does.
-	ByPrompt
-	// ByHuman: a human chose to remember it for this server (bouncer
-	// approve --remember, bouncer trust add, or the client's question). It
-	// wins over taint.
-	ByHuman
-	// ByTrustedOutput: a tool the policy trusts returned it. It does not
-	// win over taint.
-	ByTrustedOutput
-)
-
-// Vouched reports whether d, sent through server, is vouched for, and
-// how. Prompt and human vouching win over taint; trusted output does not
-// (the caller checks Tainted first for that one). Every way compares the
-// canonical form of d as a whole (package dest): a look-alike, a part of
-// a vouched value, or a value with no canonical form is vouched by none.
-func (s *Session) Vouched(server, d string) Vouch {
+// Vouched reports whether d, sent through server, is vouched for, and by
+// which of the session's ways (package vouch): vouch.Prompt (the user
+// typed it), vouch.Remembered (a human chose to remember it for this
+// server: bouncer approve --remember, bouncer trust add, or the client's
+// question) or vouch.TrustedOutput (a tool the policy trusts returned
+// it); "" for none. Whether a way wins over taint is the table's to say
+// (vouch.Way.WinsOverTaint), and the caller's to apply. Every way compares
+// the canonical form of d as a whole (package dest): a look-alike, a part
+// of a vouched value, or a value with no canonical form is vouched by none.
+func (s *Session) Vouched(server, d string) string {
 	key, ok := dest.Canon(d)
 	if !ok {
-		return NotVouched
+		return ""
 	}
 	s.sync()
 	switch {
 	case s.prompts.has(key):
-		return ByPrompt
+		return vouch.Prompt
 	case s.remembered != nil && s.remembered.Has(server, d):
-		return ByHuman
+		return vouch.Remembered
 	case s.trusted.has(key):
-		return ByTrustedOutput
+		return vouch.TrustedOutput
 	}
-	return NotVouched
+	return ""
 }
 
 // SetRemembered gives the session the destinations humans chose to remember.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // live returns the client identity of a running process (this test, or
@@ -51,20 +52,24 @@ func TestSharedAcrossProcesses(t *testing.T) {
 		t.Fatal("another client's session sees the taint")
 	}
 	chat.RecordPrompt("please send the report to carol@partner.example")
-	if v := mail.Vouched("mail", "carol@partner.example"); v != ByPrompt {
-		t.Fatalf("mail: Vouched = %v, want ByPrompt", v)
+	if v := mail.Vouched("mail", "carol@partner.example"); v != vouch.Prompt {
+		t.Fatalf("mail: Vouched = %v, want prompt", v)
 	}
 	chat.TrustedOutput("contacts").RecordJSON([]byte(`{"content":[{"type":"text","text":"Dave <dave@corp.example>"}],"structuredContent":{"contacts":[{"email":"erin@corp.example"}]}}`))
 	for _, d := range []string{"dave@corp.example", "erin@corp.example"} {
-		if v := mail.Vouched("mail", d); v != ByTrustedOutput {
+		if v := mail.Vouched("mail", d); v != vouch.TrustedOutput {
 			t.Fatalf("Vouched(%s, trusted output) = %v", d, v)
 		}
 	}
-	// Vouching is exact: the protocol's own words, look-alikes and other
-	// spellings of the local part vouch for nothing.
-	for _, d := range []string{"text", "Dave@corp.example", "dave@corp.ex\u0430mple", "carol@partner.exampIe"} {
-		if v := mail.Vouched("mail", d); v != NotVouched {
-			t.Fatalf("Vouched(%q) = %v, want NotVouched", d, v)
+	// Vouching is exact but for the ASCII case of a local part: the
+	// protocol's own words, look-alikes and other spellings vouch for
+	// nothing.
+	if v := mail.Vouched("mail", "Dave@corp.example"); v != vouch.TrustedOutput {
+		t.Fatalf("Vouched(Dave@corp.example) = %v, want trusted_output: a local part's ASCII case folds", v)
+	}
+	for _, d := range []string{"text", "dävé@corp.example", "dave@corp.ex\u0430mple", "carol@partner.exampIe"} {
+		if v := mail.Vouched("mail", d); v != "" {
+			t.Fatalf("Vouched(%q) = %v, want none", d, v)
 		}
 	}
 	if _, ok := mail.Tainted("dave@corp.example"); ok {
@@ -166,8 +171,11 @@ func TestRemembered(t *testing.T) {
 	if !r.Has("mail", "Carol@partner.EXAMPLE") || r.Has("chat", "Carol@partner.example") {
 		t.Fatal("remembered destinations are per server, compared in canonical form")
 	}
-	if r.Has("mail", "carol@partner.example") || r.Has("mail", "Carol@partner.example.evil") || r.Has("mail", "Carol@partner.exampl\u212a") {
-		t.Fatal("only the domain's case is folded, as DNS does")
+	if !r.Has("mail", "\tcarol@partner.example ") {
+		t.Fatal("a local part's ASCII case and the space around it must not matter")
+	}
+	if r.Has("mail", "Carol@partner.example.evil") || r.Has("mail", "Carol@partner.exampl\u212a") || r.Has("mail", "Cärol@partner.example") {
+		t.Fatal("only the ASCII case is folded")
 	}
 	// A second view of the file sees a later change.
 	r2 := OpenRemembered(state)

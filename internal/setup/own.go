@@ -30,6 +30,9 @@ type OwnSources struct {
 	// wrapped entries name, for any of its servers, and the client's hook
 	// files (LaunchFiles).
 	Launch []string
+	// Vouch are what the ways to vouch read (vouch.Files): a server that
+	// could write them would vouch for itself.
+	Vouch []string
 	// Session are what the other proxies of this client session published
 	// (session.Session.OwnFiles): their own lists, so that a server of one
 	// proxy can't rewrite what another loads at its next start.
@@ -57,7 +60,7 @@ func OwnPaths(s OwnSources) []engine.OwnPath {
 		fi, err := os.Stat(p)
 		out = append(out, engine.OwnPath{Path: p, Dir: err == nil && fi.IsDir()})
 	}
-	for _, list := range [][]string{{s.StateDir}, s.InForce, s.Launch, s.Session} {
+	for _, list := range [][]string{{s.StateDir}, s.InForce, s.Vouch, s.Launch, s.Session} {
 		for _, f := range list {
 			add(f)
 			if real, err := filepath.EvalSymlinks(f); err == nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/session"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // Config says where the policy comes from and what the session's
@@ -117,7 +118,7 @@ func Load(c Config) (*Decider, error) {
 	// client config that launched run. The sandbox keeps the upstream
 	// from writing the same paths.
 	home, _ := os.UserHomeDir()
-	src := OwnSources{StateDir: c.StateDir, InForce: in.OwnFiles()}
+	src := OwnSources{StateDir: c.StateDir, InForce: in.OwnFiles(), Vouch: vouch.Files(c.StateDir)}
 	if c.Launch != nil {
 		if src.Launch, err = LaunchFiles(*c.Launch, c.StateDir, home); err != nil {
 			return nil, err

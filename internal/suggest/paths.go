@@ -2,6 +2,7 @@ package suggest
 
 import (
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,7 +69,12 @@ func homeRoot(p string, homes []string) bool {
 // a prefix that is or passes through a symlink (resolve places it
 // elsewhere): what it admits would lie wherever the link points, and a
 // link can be changed after the review.
-func groupPaths(uses []pathUse, resolve func(string) (string, error), homes []string) ([]Prefix, []string) {
+//
+// A prefix that is, holds or lies in one of own (Bouncer's own files: the
+// policy, the client config init carved out of a project's prefix) is not
+// suggested either: each path written below it is, as itself, but for
+// those that are own files.
+func groupPaths(uses []pathUse, resolve func(string) (string, error), homes, own []string) ([]Prefix, []string) {
 	var unplaced []string
 	dirs := map[string]bool{}
 	for _, u := range uses {
@@ -116,8 +122,33 @@ func groupPaths(uses []pathUse, resolve func(string) (string, error), homes []st
 		if len(prefixes) > 0 && pathtree.Within(d, prefixes[len(prefixes)-1]) {
 			continue
 		}
-		prefixes = append(prefixes, d)
+		if !touchesOwn(d, own) {
+			prefixes = append(prefixes, d)
+			continue
+		}
+		// Around Bouncer's own files: each written path, as itself.
+		for _, u := range uses {
+			p := filepath.Clean(u.path)
+			if !filepath.IsAbs(u.path) || sensitive(p) != "" || !pathtree.Within(p, d) {
+				continue
+			}
+			if touchesOwn(p, own) {
+				unplaced = append(unplaced, p+": Bouncer's own file (a policy, trust or state file, or a client config that launches Bouncer), which no server may write")
+				continue
+			}
+			if !slices.Contains(prefixes, p) {
+				prefixes = append(prefixes, p)
+			}
+		}
 	}
+	sort.Strings(prefixes)
+	kept := prefixes[:0]
+	for _, p := range prefixes {
+		if !slices.ContainsFunc(kept, func(k string) bool { return pathtree.Within(p, k) }) {
+			kept = append(kept, p)
+		}
+	}
+	prefixes = kept
 	out := make([]Prefix, 0, len(prefixes))
 	for _, pre := range prefixes {
 		if resolve != nil {
@@ -148,6 +179,16 @@ func groupPaths(uses []pathUse, resolve func(string) (string, error), homes []st
 	}
 	sort.Strings(unplaced)
 	return out, dedupe(unplaced)
+}
+
+// touchesOwn reports whether p is, holds or lies in one of own.
+func touchesOwn(p string, own []string) bool {
+	for _, o := range own {
+		if o != "" && (pathtree.Within(p, o) || pathtree.Within(o, p)) {
+			return true
+		}
+	}
+	return false
 }
 
 func dedupe(in []string) []string {

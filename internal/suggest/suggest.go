@@ -5,16 +5,23 @@
 // feeds it to `bouncer policy suggest`. What comes out is a policy file to
 // load beside the current ones, for a person to review, sign and push:
 //
-//   - destinations a human approved, or that were asked about and never
-//     appeared in untrusted output, become trusted_destinations of the tool
-//     and argument they were sent through;
+//   - a destination asked about or approved in a send becomes one of the
+//     tool's trusted_destinations only on positive evidence that it is the
+//     user's: the user typed it, a human approved it or remembered it, or
+//     a policy allowlists it for another tool (the ways to vouch whose
+//     vouch.Way.Evidence is set). Being asked about and never seen in
+//     untrusted output is no evidence: an address planted in an earlier
+//     session, or re-spelled past taint, is exactly that. A destination a
+//     human declined is never suggested;
 //   - a destination that appeared in untrusted output is never suggested,
 //     however often it was used: that is exactly what an injection looks
 //     like. It is listed in a comment that says so;
 //   - written paths that the path check refused become allowed_path_prefixes,
 //     grouped by directory, never a sensitive one (a home's dot-directories,
-//     /etc, /root);
-//   - budgets that were exceeded sit above the peak calls of one session.
+//     /etc, /root), and never one that holds Bouncer's own files (the
+//     policy, the client's config: Options.Own);
+//   - budgets that were exceeded sit above the peak calls that at least two
+//     sessions made: one session's burst (a mass deletion) is no need.
 //
 // Each tool it touches is restated whole, as layering requires (a later
 // entry replaces an earlier one), starting from the entry in effect. Every
@@ -32,6 +39,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/dest"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 )
 
 // Evidence is what the log says about one suggestion.
@@ -67,12 +75,16 @@ func (e *Evidence) add(entry audit.Entry) {
 	sort.Strings(e.Servers)
 }
 
-// Destination is a suggested (or refused) trusted destination.
+// Destination is a suggested trusted destination, or one asked about for
+// which the log holds no positive evidence (Tool.Unproven).
 type Destination struct {
-	Param       string   `json:"param"`
-	Destination string   `json:"destination"`
-	Why         string   `json:"why"` // "approved", "asked"
-	Evidence    Evidence `json:"evidence"`
+	Param       string `json:"param"`
+	Destination string `json:"destination"`
+	// Why names the positive evidence: the way to vouch that vouched for
+	// it somewhere in the log (vouch.Prompt, vouch.Remembered,
+	// vouch.Approval, vouch.Allowlist); "" for none.
+	Why      string   `json:"why"`
+	Evidence Evidence `json:"evidence"`
 }
 
 // Refused is a destination that appeared in untrusted output: never
@@ -94,9 +106,13 @@ type Prefix struct {
 type Budget struct {
 	Was     int `json:"was"`
 	Suggest int `json:"suggest"`
-	// Peak is the most calls in one session that untrusted output did not
-	// steer (no taint deny in it): the suggestion sits above it.
+	// Peak is the most calls that at least two sessions untrusted output
+	// did not steer (no taint deny in them) made: the suggestion sits
+	// above it.
 	Peak int `json:"peak"`
+	// Burst is the most calls of one such session, when more than Peak:
+	// one session's burst sets no budget.
+	Burst int `json:"burst,omitempty"`
 	// SteeredPeak is the most calls in one steered session, which the
 	// suggestion ignores (an attack's mass deletion is not a need).
 	SteeredPeak int      `json:"steered_peak,omitempty"`
@@ -109,9 +125,12 @@ type Tool struct {
 	Source       string        `json:"entry_was"` // where the entry in effect came from
 	Destinations []Destination `json:"trusted_destinations,omitempty"`
 	Refused      []Refused     `json:"refused_destinations,omitempty"`
-	Prefixes     []Prefix      `json:"allowed_path_prefixes,omitempty"`
-	Unplaced     []string      `json:"paths_not_suggested,omitempty"` // sensitive or unplaceable paths
-	Budget       *Budget       `json:"max_calls,omitempty"`
+	// Unproven are destinations asked about with no positive evidence,
+	// or declined by a human: not suggested.
+	Unproven []Destination `json:"unproven_destinations,omitempty"`
+	Prefixes []Prefix      `json:"allowed_path_prefixes,omitempty"`
+	Unplaced []string      `json:"paths_not_suggested,omitempty"` // sensitive or unplaceable paths
+	Budget   *Budget       `json:"max_calls,omitempty"`
 
 	entry *policy.Tool
 }
@@ -132,6 +151,10 @@ type Options struct {
 	// the /home/USER and /Users/USER shapes (the caller's own home, where
 	// it lies elsewhere: /export/home/u, /srv/u).
 	Homes []string
+	// Own are Bouncer's own files (the policy and trust files, the state
+	// directory, the client configs that launch it): no suggested prefix
+	// may be, hold or lie in one.
+	Own []string
 }
 
 // Suggest reads entries (already limited to the period) against the
@@ -164,6 +187,13 @@ func Suggest(pol *policy.Policy, entries []audit.Entry, opts Options) *Result {
 			steered[e.Session] = true
 		}
 	}
+
+	// Positive evidence, by destination (dest.Exact): what vouched for it
+	// in an allowed call, by a way whose vouch.Way.Evidence is set, or a
+	// policy's allowlist for any tool. And the destinations a human said
+	// no to, by the ask each answer ends.
+	positive := evidenceOf(pol, entries)
+	declined := declinedIn(entries)
 
 	dests := map[string]map[string]*Destination{} // tool → param\x00key → suggestion
 	refused := map[string]map[string]*Refused{}
@@ -213,10 +243,6 @@ func Suggest(pol *policy.Policy, entries []audit.Entry, opts Options) *Result {
 				paths[e.Tool] = append(paths[e.Tool], pathUse{path: p, entry: e})
 			}
 		case e.Verdict == "ask" && e.Rule == "sink", e.Verdict == "allow" && e.Rule == "approval":
-			why := "asked"
-			if e.Verdict == "allow" {
-				why = "approved"
-			}
 			for _, d := range e.Dests {
 				k := key(d.Value)
 				if k == "" {
@@ -240,11 +266,8 @@ func Suggest(pol *policy.Policy, entries []audit.Entry, opts Options) *Result {
 				dk := d.Param + "\x00" + k
 				s := dests[e.Tool][dk]
 				if s == nil {
-					s = &Destination{Param: d.Param, Destination: strings.TrimSpace(d.Value), Why: why}
+					s = &Destination{Param: d.Param, Destination: strings.TrimSpace(d.Value)}
 					dests[e.Tool][dk] = s
-				}
-				if why == "approved" {
-					s.Why = "approved"
 				}
 				s.Evidence.add(e)
 			}
@@ -262,9 +285,20 @@ func Suggest(pol *policy.Policy, entries []audit.Entry, opts Options) *Result {
 				// like a vouch.
 				continue
 			}
+			k := key(d.Destination)
+			if declined[k] {
+				d.Why = "declined"
+				t.Unproven = append(t.Unproven, *d)
+				continue
+			}
+			if d.Why = positive[k]; d.Why == "" {
+				t.Unproven = append(t.Unproven, *d)
+				continue
+			}
 			t.Destinations = append(t.Destinations, *d)
 		}
 		sort.Slice(t.Destinations, func(i, j int) bool { return t.Destinations[i].Destination < t.Destinations[j].Destination })
+		sort.Slice(t.Unproven, func(i, j int) bool { return t.Unproven[i].Destination < t.Unproven[j].Destination })
 	}
 	for name, m := range refused {
 		t := get(name)
@@ -275,23 +309,33 @@ func Suggest(pol *policy.Policy, entries []audit.Entry, opts Options) *Result {
 	}
 	for name, uses := range paths {
 		t := get(name)
-		t.Prefixes, t.Unplaced = groupPaths(uses, opts.Resolve, opts.Homes)
+		t.Prefixes, t.Unplaced = groupPaths(uses, opts.Resolve, opts.Homes, opts.Own)
 	}
 	for name, ev := range budgetHit {
 		t := get(name)
-		peak, steeredPeak := 0, 0
+		// The peak is what at least two unsteered sessions reached: the
+		// second highest count. One session's count alone, however high,
+		// may be a burst (a hijacked mass deletion that no taint deny
+		// marked), and sets no budget.
+		burst, peak, steeredPeak := 0, 0, 0
 		for session, ids := range calls[name] {
+			n := len(ids)
 			switch {
 			case steered[session]:
-				steeredPeak = max(steeredPeak, len(ids))
-			case len(ids) > peak:
-				peak = len(ids)
+				steeredPeak = max(steeredPeak, n)
+			case n > burst:
+				burst, peak = n, burst
+			case n > peak:
+				peak = n
 			}
 		}
 		if peak == 0 {
-			// Only sessions steered by untrusted output hit the budget:
-			// nothing legitimate asks for more.
+			// Only sessions steered by untrusted output, or one session,
+			// hit the budget: nothing shows a legitimate need for more.
 			continue
+		}
+		if burst == peak {
+			burst = 0
 		}
 		was := 0
 		if t.entry.MaxCalls != nil {
@@ -300,18 +344,84 @@ func Suggest(pol *policy.Policy, entries []audit.Entry, opts Options) *Result {
 		if above(peak) <= was {
 			continue
 		}
-		t.Budget = &Budget{Was: was, Peak: peak, SteeredPeak: steeredPeak, Suggest: above(peak), Evidence: *ev}
+		t.Budget = &Budget{Was: was, Peak: peak, Burst: burst, SteeredPeak: steeredPeak, Suggest: above(peak), Evidence: *ev}
 	}
 
 	res := &Result{Lines: len(entries)}
 	for _, t := range tools {
-		if len(t.Destinations)+len(t.Refused)+len(t.Prefixes)+len(t.Unplaced) == 0 && t.Budget == nil {
+		if len(t.Destinations)+len(t.Refused)+len(t.Unproven)+len(t.Prefixes)+len(t.Unplaced) == 0 && t.Budget == nil {
 			continue
 		}
 		res.Tools = append(res.Tools, *t)
 	}
 	sort.Slice(res.Tools, func(i, j int) bool { return res.Tools[i].Name < res.Tools[j].Name })
 	return res
+}
+
+// evidenceOf returns, by destination (key), the first way in the table's
+// order that gives positive evidence for it: a way to vouch whose Evidence
+// is set that vouched for it in an allowed call of the log (a line of an
+// older Bouncer that names no vouch counts as approved when a human's
+// approval allowed it), or the allowlist of any tool of the policy.
+func evidenceOf(pol *policy.Policy, entries []audit.Entry) map[string]string {
+	rank := map[string]int{}
+	for i, w := range vouch.Ways {
+		rank[w.Name] = i + 1
+	}
+	out := map[string]string{}
+	add := func(d, way string) {
+		w, ok := vouch.Lookup(way)
+		if !ok || !w.Evidence {
+			return
+		}
+		k := key(d)
+		if k == "" {
+			return
+		}
+		if old := out[k]; old == "" || rank[w.Name] < rank[old] {
+			out[k] = w.Name
+		}
+	}
+	for _, e := range entries {
+		if e.Verdict != "allow" {
+			continue
+		}
+		for _, d := range e.Dests {
+			way := d.Vouch
+			if way == "" && e.Rule == "approval" {
+				way = vouch.Approval
+			}
+			add(d.Value, way)
+		}
+	}
+	for _, name := range pol.Names() {
+		t, _ := pol.Lookup(name)
+		for _, d := range t.TrustedDestinations {
+			add(d, vouch.Allowlist)
+		}
+	}
+	return out
+}
+
+// declinedIn returns the destinations (key) of every ask a human said no
+// to: the destinations of the ask line whose call a declined line ends.
+func declinedIn(entries []audit.Entry) map[string]bool {
+	asked := map[string][]audit.Dest{}
+	out := map[string]bool{}
+	for _, e := range entries {
+		id := e.Session + "\x00" + string(e.ID)
+		switch {
+		case e.Verdict == "ask":
+			asked[id] = e.Dests
+		case e.Declined():
+			for _, d := range append(asked[id], e.Dests...) {
+				if k := key(d.Value); k != "" {
+					out[k] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // above is the budget suggested for an observed peak: half again as much,

@@ -66,14 +66,24 @@ func TestSuggest(t *testing.T) {
 	for i, p := range []string{"/home/me/proj/docs/a.md", "/home/me/proj/src/b.go", "/home/me/proj/test/c_test.go", "/home/me/proj/src/d.go", "/home/me/.ssh/authorized_keys"} {
 		entries = append(entries, line(10+i, "s1", "1"+string(rune('0'+i)), "fs", "write_file", "deny", "path", `{"path":"`+p+`","content":"x"}`))
 	}
-	// A budget: 4 deletes in one session, with a limit of 2; and 20 in s1,
+	// A budget: 4 deletes in each of two sessions, with a limit of 2; 40
+	// in one other session (a burst, one session's alone); and 20 in s1,
 	// the session the injection steered, which sets no peak.
-	for i := 0; i < 4; i++ {
+	for _, sess := range []string{"s3", "s4"} {
+		for i := 0; i < 4; i++ {
+			v, rule := "allow", "default"
+			if i >= 2 {
+				v, rule = "deny", "budget"
+			}
+			entries = append(entries, line(20+i, sess, "2"+string(rune('0'+i)), "mail", "delete_email", v, rule, `{"messageId":"x"}`))
+		}
+	}
+	for i := 0; i < 40; i++ {
 		v, rule := "allow", "default"
 		if i >= 2 {
 			v, rule = "deny", "budget"
 		}
-		entries = append(entries, line(20+i, "s3", "2"+string(rune('0'+i)), "mail", "delete_email", v, rule, `{"messageId":"x"}`))
+		entries = append(entries, line(80+i, "s5", fmt.Sprintf("b%d", i), "mail", "delete_email", v, rule, `{"messageId":"x"}`))
 	}
 	for i := 0; i < 20; i++ {
 		v, rule := "allow", "default"
@@ -96,7 +106,7 @@ func TestSuggest(t *testing.T) {
 		`- "/srv/out"`,
 		`- "/home/me/proj"  # admits /home/me/proj/docs/a.md, /home/me/proj/src/b.go, /home/me/proj/src/d.go, and 1 more`,
 		`# NOT suggested: /home/me/.ssh/authorized_keys: a hidden file or directory`,
-		`max_calls: 6  # was 2; at most 4 calls in one session (20 in a session untrusted output steered, not counted)`,
+		`max_calls: 6  # was 2; at most 4 calls in each of two sessions (20 in a session untrusted output steered, not counted) (40 in one session alone, not counted: one burst is no need)`,
 	} {
 		if !strings.Contains(y, want) {
 			t.Errorf("suggestion lacks %q:\n%s", want, y)
@@ -228,7 +238,7 @@ func TestGroupPaths(t *testing.T) {
 		{[]string{"/export/home/a/1", "/export/home/b/2", "/export/home/c/3"}, []string{"/export/home/a", "/export/home/b", "/export/home/c"}, 0, []string{"/export/home/me"}},
 		{[]string{"/export/home/me/proj/x"}, []string{"/export/home/me/proj"}, 0, []string{"/export/home/me"}},
 	} {
-		ps, un := groupPaths(uses(c.in...), nil, c.homes)
+		ps, un := groupPaths(uses(c.in...), nil, c.homes, nil)
 		var got []string
 		for _, p := range ps {
 			got = append(got, p.Prefix)
@@ -236,5 +246,148 @@ func TestGroupPaths(t *testing.T) {
 		if strings.Join(got, " ") != strings.Join(c.prefixes, " ") || len(un) != c.unplaced {
 			t.Errorf("groupPaths(%v) = %v, unplaced %v; want %v and %d", c.in, got, un, c.prefixes, c.unplaced)
 		}
+	}
+}
+
+// policy suggest proposes a destination only on positive evidence that it
+// is the user's, never one a human declined, and compares canonical forms,
+// a trailing dot included.
+func TestSuggestNeedsPositiveEvidence(t *testing.T) {
+	const pol = `
+send_email:
+  exfiltrating: true
+  sink_params: [to]
+post_webhook:
+  exfiltrating: true
+  sink_params: [url]
+share_doc:
+  exfiltrating: true
+  sink_params: [with]
+  trusted_destinations: [dana@corp.example]
+`
+	p, err := policy.LoadSources(policy.Source{Name: "bouncer.yaml", Dir: "/srv", Data: []byte(pol)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vouched := func(e audit.Entry, way string) audit.Entry {
+		for i := range e.Dests {
+			e.Dests[i].Vouch = way
+		}
+		return e
+	}
+	declined := line(9, "s2", "9", "mail", "send_email", "deny", "approval", `{"to":"erin@corp.example"}`)
+	declined.Reason = "destination to='erin@corp.example' is not a vouched recipient" + audit.DeclinedSuffix
+	entries := []audit.Entry{
+		// Asked, never tainted, never vouched: planted in an earlier
+		// session, say. No evidence.
+		line(1, "s1", "1", "mail", "send_email", "ask", "sink", `{"to":"planted@elsewhere.example"}`, "to", "planted@elsewhere.example"),
+		// Asked here; the user typed it in another session.
+		line(2, "s1", "2", "mail", "send_email", "ask", "sink", `{"to":"bob@corp.example"}`, "to", "bob@corp.example"),
+		vouched(line(3, "s2", "3", "mail", "send_email", "allow", "sink", `{"to":"Bob@corp.example"}`, "to", "Bob@corp.example"), "prompt"),
+		// Asked here; the policy allowlists it for share_doc.
+		line(4, "s1", "4", "mail", "send_email", "ask", "sink", `{"to":"dana@corp.example"}`, "to", "dana@corp.example"),
+		// Approved once, declined once: never.
+		line(5, "s1", "5", "mail", "send_email", "ask", "sink", `{"to":"erin@corp.example"}`, "to", "erin@corp.example"),
+		line(6, "s1", "5", "mail", "send_email", "allow", "approval", `{"to":"erin@corp.example"}`, "to", "erin@corp.example"),
+		line(8, "s2", "9", "mail", "send_email", "ask", "sink", `{"to":"erin@corp.example"}`, "to", "erin@corp.example"),
+		declined,
+		// A hook approved, and its trailing-dot spelling asked: one is
+		// evidence, the other is another canonical form.
+		line(10, "s3", "10", "web", "post_webhook", "ask", "sink", `{"url":"https://hooks.example/h"}`, "url", "https://hooks.example/h"),
+		line(11, "s3", "10", "web", "post_webhook", "allow", "approval", `{"url":"https://hooks.example/h"}`, "url", "https://hooks.example/h"),
+		line(12, "s3", "11", "web", "post_webhook", "ask", "sink", `{"url":"https://hooks.example./h"}`, "url", "https://hooks.example./h"),
+		// A tainted hook's trailing-dot spelling, asked and approved:
+		// refused.
+		{TS: t0.Add(13 * time.Minute), Session: "s3", ID: json.RawMessage("12"), Server: "web", Tool: "post_webhook", Verdict: "deny", Rule: "sink",
+			Taint: &audit.Taint{Param: "url", Destination: "https://evil.example/hook", Source: "tickets"}},
+		line(14, "s3", "13", "web", "post_webhook", "ask", "sink", `{"url":"https://evil.example./hook"}`, "url", "https://evil.example./hook"),
+		line(15, "s3", "13", "web", "post_webhook", "allow", "approval", `{"url":"https://evil.example./hook"}`, "url", "https://evil.example./hook"),
+	}
+	res := Suggest(p, entries, Options{})
+	got := map[string]string{}
+	for _, tool := range res.Tools {
+		for _, d := range tool.Destinations {
+			got[d.Destination] = d.Why
+		}
+	}
+	want := map[string]string{"bob@corp.example": "prompt", "dana@corp.example": "allowlist", "https://hooks.example/h": "approval"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("suggested %v, want %v", got, want)
+	}
+	var out strings.Builder
+	if err := res.WriteYAML(&out, "p"); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"NOT suggested: to=planted@elsewhere.example: asked about, but the log holds no evidence",
+		"NOT suggested: to=erin@corp.example: a human declined it",
+		"NOT suggested: url=https://hooks.example./h: asked about",
+		"NOT suggested: https://evil.example./hook appeared in the output of server tickets",
+		`- "bob@corp.example"  # to=bob@corp.example: typed by the user, never in untrusted output`,
+	} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("suggestion lacks %q:\n%s", w, out.String())
+		}
+	}
+}
+
+// A suggested prefix never holds Bouncer's own files: writes beside the
+// policy file and the client config init carved out are suggested as the
+// files themselves.
+func TestSuggestKeepsOwnFilesOut(t *testing.T) {
+	p, err := policy.LoadSources(policy.Source{Name: "bouncer.yaml", Dir: "/srv", Data: []byte(current)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []audit.Entry
+	for i, path := range []string{"/home/me/proj/README.md", "/home/me/proj/notes.md", "/home/me/proj/bouncer.yaml", "/home/me/proj/docs/a.md"} {
+		entries = append(entries, line(i, "s1", fmt.Sprint(i), "fs", "write_file", "deny", "path", `{"path":`+strconv.Quote(path)+`}`))
+	}
+	res := Suggest(p, entries, Options{Own: []string{"/home/me/proj/bouncer.yaml", "/home/me/proj/.mcp.json", "/home/me/.bouncer"}})
+	var got []string
+	var unplaced string
+	for _, tool := range res.Tools {
+		for _, px := range tool.Prefixes {
+			got = append(got, px.Prefix)
+		}
+		unplaced += strings.Join(tool.Unplaced, "\n")
+	}
+	want := []string{"/home/me/proj/README.md", "/home/me/proj/docs", "/home/me/proj/notes.md"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("prefixes %v, want %v", got, want)
+	}
+	if !strings.Contains(unplaced, "/home/me/proj/bouncer.yaml: Bouncer's own file") {
+		t.Errorf("the policy file is not listed as refused: %q", unplaced)
+	}
+}
+
+// A tool named as a reserved key of a policy file is never written as an
+// entry: the suggestion still loads.
+func TestSuggestReservedName(t *testing.T) {
+	p, err := policy.LoadSources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []audit.Entry
+	for i := 0; i < 3; i++ {
+		v, rule := "allow", "default"
+		if i >= 2 {
+			v, rule = "deny", "budget"
+		}
+		for _, sess := range []string{"s1", "s2"} {
+			entries = append(entries, line(i, sess, fmt.Sprint(i), "x", "sandbox", v, rule, `{}`))
+		}
+	}
+	entries = append(entries, line(9, "s1", "9", "x", "sandbox", "ask", "sink", `{"to":"a@b.example"}`, "to", "a@b.example"))
+	res := Suggest(p, entries, Options{})
+	var out strings.Builder
+	if err := res.WriteYAML(&out, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "\nsandbox:") {
+		t.Fatalf("a reserved key was written as a tool entry:\n%s", out.String())
+	}
+	if _, err := policy.LoadSources(policy.Source{Name: "suggested.yaml", Data: []byte(out.String())}); err != nil {
+		t.Fatalf("the suggestion does not load: %v\n%s", err, out.String())
 	}
 }

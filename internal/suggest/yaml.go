@@ -9,6 +9,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/display"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/vouch"
 	"github.com/bouncer-mcp/bouncer/internal/yamlstrict"
 )
 
@@ -27,6 +28,12 @@ func (r *Result) WriteYAML(w io.Writer, period string) error {
 	}
 	for _, t := range r.Tools {
 		b.WriteString("\n")
+		if policy.Reserved(t.Name) {
+			// A tool so named can't be given an entry: the key means
+			// something else at the top level of a policy.
+			fmt.Fprintf(b, "# %s: NOT restated: %s is a reserved key of a policy file, not a tool entry, so this tool keeps the fallback.\n", comment(t.Name), comment(t.Name))
+			continue
+		}
 		writeTool(b, t)
 	}
 	if b.err != nil {
@@ -87,12 +94,15 @@ func writeTool(b *yamlText, t Tool) {
 			fmt.Fprintf(b, "    - %s\n", b.q(d))
 		}
 		for _, d := range t.Destinations {
-			how := "asked about, never in untrusted output"
-			if d.Why == "approved" {
-				how = "approved by a human, never in untrusted output"
-			}
-			fmt.Fprintf(b, "    - %s  # %s=%s: %s; %s\n", b.q(d.Destination), comment(d.Param), comment(d.Destination), how, evidence(d.Evidence))
+			fmt.Fprintf(b, "    - %s  # %s=%s: %s, never in untrusted output; %s\n", b.q(d.Destination), comment(d.Param), comment(d.Destination), evidenceWords[d.Why], evidence(d.Evidence))
 		}
+	}
+	for _, d := range t.Unproven {
+		why := "asked about, but the log holds no evidence that it is the user's (typed, approved, remembered or allowlisted elsewhere)"
+		if d.Why == "declined" {
+			why = "a human declined it"
+		}
+		fmt.Fprintf(b, "  # NOT suggested: %s=%s: %s. %s\n", comment(d.Param), comment(d.Destination), why, evidence(d.Evidence))
 	}
 	for _, r := range t.Refused {
 		src := "a server"
@@ -132,7 +142,10 @@ func writeTool(b *yamlText, t Tool) {
 		if t.Budget.SteeredPeak > t.Budget.Peak {
 			steered = fmt.Sprintf(" (%d in a session untrusted output steered, not counted)", t.Budget.SteeredPeak)
 		}
-		fmt.Fprintf(b, "  max_calls: %d  # was %d; at most %d calls in one session%s; %s\n", t.Budget.Suggest, t.Budget.Was, t.Budget.Peak, steered, evidence(t.Budget.Evidence))
+		if t.Budget.Burst > t.Budget.Peak {
+			steered += fmt.Sprintf(" (%d in one session alone, not counted: one burst is no need)", t.Budget.Burst)
+		}
+		fmt.Fprintf(b, "  max_calls: %d  # was %d; at most %d calls in each of two sessions%s; %s\n", t.Budget.Suggest, t.Budget.Was, t.Budget.Peak, steered, evidence(t.Budget.Evidence))
 	case e.MaxCalls != nil:
 		fmt.Fprintf(b, "  max_calls: %d\n", *e.MaxCalls)
 	}
@@ -152,6 +165,14 @@ func writeTool(b *yamlText, t Tool) {
 		// An entry must hold a key; this one gates nothing.
 		b.WriteString("  exfiltrating: false\n")
 	}
+}
+
+// evidenceWords say what a way to vouch (Destination.Why) proves.
+var evidenceWords = map[string]string{
+	vouch.Prompt:     "typed by the user",
+	vouch.Remembered: "remembered by a human",
+	vouch.Approval:   "approved by a human",
+	vouch.Allowlist:  "allowlisted for another tool",
 }
 
 // evidence is the comment on one suggestion.

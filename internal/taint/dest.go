@@ -51,6 +51,35 @@ func (sc *scanner) destForms(f []byte) {
 		return
 	}
 	eachField(t, ' ', func(w []byte) { sc.destWord(w, 0) })
+	sc.destPairs(t)
+}
+
+// destPairs queues, in sc.all, the pairs of adjacent words of a
+// destination whose words are all shorter than MinLen (see pairWord): it is
+// seen when every pair is. A destination with a long word is seen through
+// that word already.
+func (sc *scanner) destPairs(t []byte) {
+	if len(sc.all) > 0 {
+		return // the first decoding level's pairs are the destination's
+	}
+	var prev []byte
+	short := true
+	eachField(t, ' ', func(w []byte) {
+		w = trim(w)
+		switch {
+		case len(w) == 0:
+			return
+		case runeLen(w) >= sc.min:
+			short = false
+		case prev != nil:
+			sc.pair = append(append(append(sc.pair[:0], prev...), ' '), w...)
+			sc.all = append(sc.all, fixHash(sc.seed.sum(sc.pair)))
+		}
+		prev = w
+	})
+	if !short {
+		sc.all = sc.all[:0]
+	}
 }
 
 func (sc *scanner) destWord(w []byte, depth int) {

@@ -22,6 +22,7 @@ const (
 	cAt                // @: address, or a handle
 	cPlus              // +: maybe a +tag
 	cUni               // a non-ASCII rune (not in the table; set by code)
+	cDigit             // 0-9: a word of a run of short words that may name an address (pairWord)
 )
 
 const cSpecial = cEsc | cSep1 | cApos | cSep2 | cAt | cPlus | cUni
@@ -66,6 +67,9 @@ func init() {
 		if c >= 0x80 {
 			asciiClass[c] |= cUni
 		}
+	}
+	for c := '0'; c <= '9'; c++ {
+		asciiClass[c] |= cDigit
 	}
 	for c := 'A'; c <= 'Z'; c++ {
 		asciiClass[c] |= cUpper

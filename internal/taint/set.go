@@ -56,15 +56,16 @@ func (s *hashSet) has(h uint64) bool {
 	}
 }
 
-// add inserts h and reports false when the table is full enough that it
-// should grow and cannot (it is at exactSlotsMax): the caller then switches to
-// the Bloom filter. h is inserted either way.
-func (s *hashSet) add(h uint64) bool {
+// add inserts h. It reports whether h was new, and ok false when the
+// table is full enough that it should grow and cannot (it is at
+// exactSlotsMax): the caller then switches to the Bloom filter. h is
+// inserted either way.
+func (s *hashSet) add(h uint64) (isNew, ok bool) {
 	mask := uint64(len(s.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		v := s.slots[i]
 		if v == h {
-			return true
+			return false, true
 		}
 		if v == 0 {
 			s.slots[i] = h
@@ -73,13 +74,13 @@ func (s *hashSet) add(h uint64) bool {
 		}
 	}
 	if 2*s.n <= len(s.slots) {
-		return true
+		return true, true
 	}
 	if len(s.slots) >= s.max {
-		return false
+		return true, false
 	}
 	s.grow()
-	return true
+	return true, true
 }
 
 func (s *hashSet) grow() {

@@ -16,6 +16,7 @@ package taint
 
 import (
 	"bytes"
+	"crypto/cipher"
 	"sync"
 	"unsafe"
 )
@@ -49,8 +50,17 @@ type Store struct {
 
 	// onRecord, if set, receives the hashes of each Record or RecordJSON
 	// once they are in the store (package session writes them where the
-	// client's other proxies read them).
+	// client's other proxies read them): those that were new to it.
 	onRecord func([]uint64)
+
+	// rec is held while this store's own record inserts hashes and hands
+	// the new ones to onRecord, so that a record that finds a hash already
+	// in the store (and so does not hand it on) finds it handed on already.
+	// The digests of the long pieces and documents recorded so far
+	// (recordedText) are guarded by it too.
+	rec    sync.Mutex
+	pieces map[digest]struct{}
+	dkey   cipher.AEAD
 }
 
 // Stats describes a store's memory, for benchmarks and diagnostics.
@@ -78,14 +88,18 @@ func (s *Store) Stats() Stats {
 
 // NewStore returns an empty store with a random hash key.
 func NewStore() *Store {
-	return &Store{seed: newKeyed(), set: newHashSet()}
+	return newStore(newKeyed())
 }
 
 // NewStoreWithKey returns an empty store whose token hashes are keyed by
 // key: stores with the same key hash alike, so AddHashes can take what
 // another recorded. Keep the key as secret as the output itself.
 func NewStoreWithKey(key [KeySize]byte) *Store {
-	return &Store{seed: keyedFrom(key), set: newHashSet()}
+	return newStore(keyedFrom(key))
+}
+
+func newStore(seed keyed) *Store {
+	return &Store{seed: seed, set: newHashSet(), dkey: newDigester()}
 }
 
 // SetMinLen sets the shortest form, in runes, that the store records and
@@ -116,7 +130,7 @@ func (s *Store) OnRecord(fn func(hashes []uint64)) { s.onRecord = fn }
 // (see OnRecord), as if this store had recorded the text itself.
 func (s *Store) AddHashes(hs []uint64) {
 	if len(hs) > 0 {
-		s.insert(hs)
+		s.insert(hs, false)
 	}
 }
 
@@ -135,35 +149,52 @@ func (s *Store) scanner(record bool) *scanner {
 		sc.store = s
 	}
 	sc.hashes = sc.hashes[:0]
+	sc.all = sc.all[:0]
+	sc.texts = sc.texts[:0]
 	sc.collect = nil
 	return sc
 }
 
 func putScanner(sc *scanner) {
 	for _, b := range [...][]byte{sc.lower, sc.f.a, sc.f.b, sc.pf.a, sc.pf.b, sc.phr.a, sc.phr.b,
-		sc.dec[0], sc.dec[1], sc.dec[2], sc.cat, sc.jbuf, sc.plus} {
+		sc.dec[0], sc.dec[1], sc.dec[2], sc.cat, sc.jbuf, sc.plus, sc.pair} {
 		if cap(b) > maxPooled {
 			return
 		}
 	}
 	sc.store = nil
 	sc.collect = nil
+	sc.prev = nil // a slice of the text last recorded
 	scanners.Put(sc)
 }
 
 // insert adds hashes under the write lock, switching to the Bloom filter
-// when the exact set is full.
-func (s *Store) insert(hs []uint64) {
+// when the exact set is full. With fresh, it moves the hashes that were
+// new to the store to the front of hs and returns them: while the store
+// is an exact set, a hash it holds already is one that some store with its
+// key recorded and handed on. Once it is a Bloom filter it can't tell (a
+// hash may only look present), so every hash counts as new.
+func (s *Store) insert(hs []uint64, fresh bool) []uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.added += uint64(len(hs))
 	s.touch(hs)
+	n := 0
 	for _, h := range hs {
 		if s.bf != nil {
 			s.bf.add(h)
+			if fresh {
+				hs[n] = h
+				n++
+			}
 			continue
 		}
-		if !s.set.add(h) {
+		isNew, ok := s.set.add(h)
+		if isNew && fresh {
+			hs[n] = h
+			n++
+		}
+		if !ok {
 			bf := newBloom()
 			for _, v := range s.set.slots {
 				if v != 0 {
@@ -173,6 +204,7 @@ func (s *Store) insert(hs []uint64) {
 			s.bf, s.set = bf, nil
 		}
 	}
+	return hs[:n]
 }
 
 // touch loads the slot or block of every hash before any is written. The
@@ -207,42 +239,70 @@ func bytesOf(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
-// Record adds one piece of untrusted text.
+// Record adds one piece of untrusted text. Text the store recorded whole
+// before (see recordedText) is not read again.
 func (s *Store) Record(text string) {
+	b := bytesOf(text)
 	sc := s.scanner(true)
-	sc.piece(bytesOf(text))
+	sc.piece(b)
 	s.flush(sc)
 }
 
 // RecordJSON adds every string value and every object key in a JSON document
 // (a tool result, a resource, an error), each as its own piece of text.
 // Numbers are recorded too, since a phone number or chat id can be a
-// destination. Invalid JSON is recorded as plain text.
+// destination. Invalid JSON is recorded as plain text. A document the
+// store recorded before, or a long string in it, is not read again (see
+// recordedText).
 func (s *Store) RecordJSON(doc []byte) {
 	sc := s.scanner(true)
-	sc.json(doc)
+	if d, ok := sc.digest(doc, domainJSON); !ok || !s.recordedText(d) {
+		sc.json(doc)
+		if ok {
+			sc.texts = append(sc.texts, d)
+		}
+	}
 	s.flush(sc)
 }
 
 func (s *Store) flush(sc *scanner) {
-	if len(sc.hashes) > 0 {
-		s.recorded(sc.hashes)
+	if len(sc.hashes) > 0 || len(sc.texts) > 0 {
+		s.recorded(sc.hashes, sc.texts)
 	}
 	putScanner(sc)
 }
 
-// recorded inserts hashes this store's own Record produced, and hands them
-// to the OnRecord function.
-func (s *Store) recorded(hs []uint64) {
-	s.insert(hs)
-	if s.onRecord != nil {
-		s.onRecord(hs)
+// recorded inserts hashes this store's own Record produced, and hands the
+// new ones to the OnRecord function; then it notes the texts whose every
+// hash is now recorded (see recordedText).
+func (s *Store) recorded(hs []uint64, texts []digest) {
+	s.rec.Lock()
+	defer s.rec.Unlock()
+	if len(hs) > 0 {
+		if fresh := s.insert(hs, true); len(fresh) > 0 && s.onRecord != nil {
+			s.onRecord(fresh)
+		}
+	}
+	if len(texts) > 0 {
+		if s.pieces == nil || len(s.pieces)+len(texts) > maxTexts {
+			s.pieces = make(map[digest]struct{}, len(texts))
+		}
+		for _, d := range texts {
+			s.pieces[d] = struct{}{}
+		}
 	}
 }
 
 // piece records one piece of text: its tokens, and the piece as a whole when
-// it is short enough to be a multi-word destination ("Alice Smith").
+// it is short enough to be a multi-word destination ("Alice Smith"). A
+// long piece the store recorded before is not read again.
 func (sc *scanner) piece(b []byte) {
+	if d, ok := sc.digest(b, domainText); ok {
+		if sc.store.recordedText(d) {
+			return
+		}
+		sc.texts = append(sc.texts, d)
+	}
 	sc.record(b, 0)
 	if len(b) > maxPhraseBytes || !mayHaveSpace(b) {
 		return
@@ -280,12 +340,26 @@ func (s *Store) Seen(dest string) bool {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for _, h := range sc.hashes {
+	return s.hasAny(sc.hashes, sc.all)
+}
+
+// hasAny reports whether s holds any of hashes, or every one of all (the
+// pairs of a run of short words), under s.mu.
+func (s *Store) hasAny(hashes, all []uint64) bool {
+	for _, h := range hashes {
 		if s.has(h) {
 			return true
 		}
 	}
-	return false
+	if len(all) == 0 {
+		return false
+	}
+	for _, h := range all {
+		if !s.has(h) {
+			return false
+		}
+	}
+	return true
 }
 
 // Match is Seen that also says which form of dest was found (for a verdict's
@@ -305,6 +379,9 @@ func (s *Store) Match(dest string) (form string, ok bool) {
 		if s.has(h) {
 			return forms[i], true
 		}
+	}
+	if s.hasAny(nil, sc.all) {
+		return dest, true
 	}
 	return "", false
 }
@@ -345,6 +422,7 @@ func dedupe(in []string) []string {
 // be asked without folding and hashing the destination again.
 type Probe struct {
 	hashes []uint64
+	all    []uint64 // the pairs of a run of short words, all of which must be seen
 }
 
 // Probe computes dest's lookup hashes under s's key. A destination shorter
@@ -355,21 +433,16 @@ func (s *Store) Probe(dest string) Probe {
 	if !sc.destHashes([]byte(dest)) {
 		return Probe{}
 	}
-	return Probe{hashes: append([]uint64(nil), sc.hashes...)}
+	return Probe{hashes: append([]uint64(nil), sc.hashes...), all: append([]uint64(nil), sc.all...)}
 }
 
 // Has reports whether s recorded any form of the probed destination. The
 // Probe must come from a store with the same key.
 func (s *Store) Has(p Probe) bool {
-	if len(p.hashes) == 0 {
+	if len(p.hashes) == 0 && len(p.all) == 0 {
 		return false
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for _, h := range p.hashes {
-		if s.has(h) {
-			return true
-		}
-	}
-	return false
+	return s.hasAny(p.hashes, p.all)
 }

@@ -249,7 +249,14 @@ func TestUntraceable(t *testing.T) {
 func TestPhrases(t *testing.T) {
 	runSeen(t, []seenCase{
 		{"whole short piece", []string{"Alice  Smith"}, "alice smith", true},
-		{"phrase inside longer text is not a token", []string{"From: Alice Smith wrote"}, "Alice Smith", false},
+		// A run of short words inside longer text is seen as a whole
+		// (a name, a street address), in its order and adjacent.
+		{"run of short words inside longer text", []string{"From: Alice Smith wrote"}, "Alice Smith", true},
+		{"street address of short words", []string{"Please redirect my shipment bearing id 'XYZ' to a new address, 123 Maine st, Troy, MI 48083."}, "123 Maine st, Troy, MI 48083", true},
+		{"short words in another order", []string{"From: Alice Smith wrote"}, "Smith Alice", false},
+		{"short words not adjacent", []string{"Alice and Bob met Smith"}, "Alice Smith", false},
+		{"a long word between ends the run", []string{"123 Maine avenue st, Troy"}, "123 Maine st, Troy", false},
+		{"short words from two pieces", []string{"to Alice", "Smith there"}, "Alice Smith", false},
 		{"dest phrase word of six", []string{"signed, Jonathan"}, "Jonathan Smithers", true},
 	})
 	s := NewStore()

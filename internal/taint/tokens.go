@@ -51,6 +51,9 @@ type scanner struct {
 	seed    keyed
 	min     int // the shortest form recorded or looked up, in runes
 	hashes  []uint64
+	texts   []digest  // long pieces and documents read whole (recordedText)
+	dsum    digest    // the digest being made
+	nonce   [12]byte  // its domain
 	collect *[]string // when set, forms are also kept as text (Tokens)
 
 	lower []byte // lower-cased copy of an ASCII word
@@ -63,6 +66,15 @@ type scanner struct {
 	jbuf []byte // unescaped JSON strings
 	plus []byte // a query value with '+' read as space
 
+	// The run of short words (see pairWord): the last one as the text
+	// being recorded has it (trimmed, not folded), whether it has a capital
+	// or a digit, and whether there is one.
+	prev       []byte
+	prevMarked bool
+	hasPrev    bool
+	pair       []byte
+	all        []uint64 // a destination's word pairs, all of which must be seen
+
 	chunkFlags uint16
 }
 
@@ -73,7 +85,7 @@ func (sc *scanner) emit(t []byte) {
 	}
 	sc.hashes = append(sc.hashes, fixHash(sc.seed.sum(t)))
 	if len(sc.hashes) >= batchSize && sc.store != nil {
-		sc.store.recorded(sc.hashes)
+		sc.store.recorded(sc.hashes, nil)
 		sc.hashes = sc.hashes[:0]
 	}
 }
@@ -140,8 +152,44 @@ func (sc *scanner) untag(t []byte) []byte {
 	return sc.cat
 }
 
+// pairWord takes the next word of a piece for runs of short words: a
+// street address or a name of several words, each shorter than MinLen
+// ("123 Maine st, Troy, MI 48083"), is no token of its own, so a pair of
+// adjacent short ASCII words is recorded as "w1 w2" when either has a
+// capital or a digit, as a name or an address in output has (two
+// lower-case words of prose are no destination, and their pairs would
+// cost as much as the rest of the record). A destination whose words are
+// all short is seen when all its pairs are (destPairs). A long word or a
+// non-ASCII one ends the run.
+func (sc *scanner) pairWord(raw []byte, flags uint16) {
+	t := trim(raw)
+	switch {
+	case len(t) == 0:
+		return // a dash or a quote between the words
+	case len(t) >= sc.min:
+		sc.hasPrev = false
+		return
+	}
+	marked := flags&(cUpper|cDigit) != 0
+	if sc.hasPrev && (marked || sc.prevMarked) {
+		sc.pair = sc.pair[:0]
+		for _, c := range sc.prev {
+			sc.pair = append(sc.pair, asciiLower[c])
+		}
+		sc.pair = append(sc.pair, ' ')
+		for _, c := range t {
+			sc.pair = append(sc.pair, asciiLower[c])
+		}
+		sc.emit(sc.pair)
+	}
+	sc.prev, sc.prevMarked, sc.hasPrev = t, marked, true
+}
+
 // record processes raw text (not yet folded) at a decoding depth.
 func (sc *scanner) record(b []byte, depth int) {
+	if depth == 0 {
+		sc.hasPrev = false
+	}
 	for i := 0; i < len(b); {
 		c := b[i]
 		if asciiClass[c]&cSpace != 0 {
@@ -159,6 +207,18 @@ func (sc *scanner) record(b []byte, depth int) {
 			i++
 		}
 		raw := b[start:i]
+		if depth == 0 {
+			switch {
+			case flags&cUni != 0 || len(raw) >= 2*sc.min:
+				sc.hasPrev = false // a long or non-ASCII word ends a run
+			case flags&(cUpper|cDigit|cSpecial) == 0 && !sc.prevMarked && !leadEdge[raw[0]] && !trailEdge[raw[len(raw)-1]]:
+				// A plain lower-case word after another: no pair to
+				// record, only the run to keep (pairWord's fast path).
+				sc.prev, sc.hasPrev = raw, len(raw) < sc.min
+			default:
+				sc.pairWord(raw, flags)
+			}
+		}
 		if len(raw) < sc.min && flags&cSpecial == 0 {
 			continue // a short plain word has no form to record
 		}

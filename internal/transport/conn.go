@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/bouncer-mcp/bouncer/internal/jsontext"
 )
 
 // maxDepth is the deepest nesting a frame may have, the go-sdk's limit.
@@ -45,7 +47,23 @@ type Conn struct {
 
 	queue []jsonrpc.Message // the rest of the last batch read
 
+	// idle, if set, runs in Read's goroutine whenever Read is about to
+	// wait for more of the peer's bytes (see OnIdle).
+	idle func()
+
+	// The write side. Messages are encoded into out; one goroutine at a
+	// time (writing) hands out to the peer in one write(2), and messages
+	// that other goroutines add meanwhile, or while the Conn is corked,
+	// go out together in the next one. werr, once a write failed, fails
+	// every later Write. drained is signalled after each write(2), for a
+	// writer waiting for out to shrink. All guarded by writeMu.
 	writeMu sync.Mutex
+	out     []byte
+	spare   []byte // the last buffer written, reused for out
+	writing bool
+	corks   int
+	werr    error
+	drained *sync.Cond
 
 	// owed holds every request read from this side that has not been
 	// answered yet, with the batch it came in (nil when it came alone).
@@ -73,7 +91,9 @@ func (e *RefusedError) Error() string { return e.Reason }
 // NewConn returns a Conn reading r and writing w; Close closes r and w if
 // they are closers.
 func NewConn(r io.Reader, w io.Writer) *Conn {
-	c := &Conn{r: bufio.NewReaderSize(r, 64<<10), w: w, owed: map[jsonrpc.ID]*msgBatch{}}
+	c := &Conn{w: w, owed: map[jsonrpc.ID]*msgBatch{}}
+	c.r = bufio.NewReaderSize(idleReader{r, c}, 64<<10)
+	c.drained = sync.NewCond(&c.writeMu)
 	if rc, ok := r.(io.Closer); ok {
 		c.closer = append(c.closer, rc)
 	}
@@ -108,6 +128,110 @@ func (c *Conn) TolerateNoise(report func(line []byte, size int)) { c.noise = rep
 
 // SessionID is empty: stdio has no sessions.
 func (c *Conn) SessionID() string { return "" }
+
+// OnIdle makes fn run in Read's goroutine whenever Read has used up what
+// the peer sent and is about to wait for more: the moment a reader that
+// gathered work from the messages already read (the pump's audit lines,
+// its corked writes) must finish it, since nothing more may come for a
+// while. Call it before the first Read.
+func (c *Conn) OnIdle(fn func()) { c.idle = fn }
+
+// idleReader calls the Conn's idle function before each read of the
+// peer's stream: bufio reads the stream only when its buffer is used up.
+type idleReader struct {
+	r io.Reader
+	c *Conn
+}
+
+func (r idleReader) Read(p []byte) (int, error) {
+	if r.c.idle != nil {
+		r.c.idle()
+	}
+	return r.r.Read(p)
+}
+
+// Cork holds the messages written from now on until as many Uncorks as
+// Corks: they then go to the peer in one write(2). A reader of the other
+// side corks this one while it has messages in hand, so that their
+// answers and forwards leave together (the pump's coalesced writes). A
+// Write while corked returns at once: it neither waits for the peer nor
+// can fail but for an earlier write's error.
+func (c *Conn) Cork() {
+	c.writeMu.Lock()
+	c.corks++
+	c.writeMu.Unlock()
+}
+
+// Uncork undoes a Cork; the last one writes what the corks held.
+func (c *Conn) Uncork() {
+	c.writeMu.Lock()
+	if c.corks--; c.corks > 0 || c.writing {
+		// Still corked, or the goroutine writing takes what is queued.
+		c.writeMu.Unlock()
+		return
+	}
+	_ = c.flushLocked()
+}
+
+// maxQueued is how much may queue behind a write(2) in progress before a
+// Write waits for it: a peer that stops reading holds up its writers, as
+// a plain write would, rather than growing out without bound.
+const maxQueued = 4 << 20
+
+// queueLocked ends a message (or a batch's array) appended to c.out, and
+// writes c.out unless the Conn is corked or another goroutine is writing
+// (which then writes this too). The caller holds writeMu; queueLocked
+// releases it.
+func (c *Conn) queueLocked() error {
+	c.out = append(c.out, '\n')
+	if c.corks > 0 {
+		err := c.werr
+		c.writeMu.Unlock()
+		return err
+	}
+	if c.writing {
+		for c.writing && len(c.out) > maxQueued && c.werr == nil {
+			c.drained.Wait()
+		}
+		err := c.werr
+		c.writeMu.Unlock()
+		return err
+	}
+	return c.flushLocked()
+}
+
+// flushLocked writes c.out, and whatever other goroutines add to it
+// meanwhile, until it is empty or the Conn is corked. The caller holds
+// writeMu; flushLocked releases it.
+func (c *Conn) flushLocked() error {
+	for len(c.out) > 0 && c.corks == 0 && c.werr == nil {
+		buf := c.out
+		c.out, c.spare = c.spare[:0], nil
+		c.writing = true
+		c.writeMu.Unlock()
+		n, err := c.w.Write(buf)
+		if err == nil && n < len(buf) {
+			err = io.ErrShortWrite
+		}
+		c.writeMu.Lock()
+		c.writing = false
+		if err != nil {
+			c.werr = err
+			c.out = c.out[:0]
+		}
+		if cap(buf) <= maxKept {
+			c.spare = buf[:0]
+		}
+		c.drained.Broadcast()
+	}
+	err := c.werr
+	c.writeMu.Unlock()
+	return err
+}
+
+// maxKept is the largest write buffer kept for reuse; one that grew past
+// it (a large result) is left to the garbage collector.
+const maxKept = 256 << 10
 
 // Close closes the underlying streams.
 func (c *Conn) Close() error {
@@ -208,15 +332,15 @@ func (c *Conn) readMessage(frame []byte) (jsonrpc.Message, error) {
 		return c.readBatch(frame)
 	}
 	m, err := decodeMessage(frame)
-	var bad *badIDError
-	if errors.As(err, &bad) {
-		if bad.request {
-			c.refuse(false, []refusal{{reason: bad.reason}})
-			return nil, &RefusedError{"refused a request: " + bad.reason}
-		}
-		return nil, &RefusedError{"dropped a response: " + bad.reason}
-	}
 	if err != nil {
+		var bad *badIDError
+		if errors.As(err, &bad) {
+			if bad.request {
+				c.refuse(false, []refusal{{reason: bad.reason}})
+				return nil, &RefusedError{"refused a request: " + bad.reason}
+			}
+			return nil, &RefusedError{"dropped a response: " + bad.reason}
+		}
 		return nil, err
 	}
 	if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
@@ -362,10 +486,9 @@ func (c *Conn) refuse(batch bool, rs []refusal) {
 	if batch {
 		data = append(append([]byte{'['}, data...), ']')
 	}
-	data = append(data, '\n')
 	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, _ = c.w.Write(data)
+	c.out = append(c.out, data...)
+	_ = c.queueLocked()
 }
 
 // Write sends one message. A response is written only if it answers a
@@ -374,45 +497,53 @@ func (c *Conn) refuse(batch bool, rs []refusal) {
 // with an error, so no request is ever answered twice. The last answer
 // owed to a batch sends the batch's answers as one array; the ones before
 // it are held until then.
+//
+// Messages leave in the order their Writes took the lock. A Write made
+// while no other is under way writes at once; one made while another
+// goroutine is in write(2), or while the Conn is corked, is queued and
+// leaves with the next write, so that messages that pile up cost one
+// system call, not one each. A queued Write returns before its bytes
+// are written: a failure to write them is returned by the Writes that
+// follow (the peer is gone, which its side's reader will see too).
 func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	var data []byte
+	mark := len(c.out)
 	if resp, ok := m.(*jsonrpc.Response); ok {
 		batch, inBatch, err := c.settle(resp)
 		if err != nil {
+			c.writeMu.Unlock()
 			return err
 		}
 		if inBatch {
 			if batch == nil {
+				c.writeMu.Unlock()
 				return nil // more answers are owed to this batch
 			}
-			data = append(data, '[')
+			c.out = append(c.out, '[')
 			for i, r := range batch {
-				enc, err := encodeMessage(r)
-				if err != nil {
+				if i > 0 {
+					c.out = append(c.out, ',')
+				}
+				if c.out, err = appendMessage(c.out, r); err != nil {
+					c.out = c.out[:mark]
+					c.writeMu.Unlock()
 					return fmt.Errorf("encoding batch message: %w", err)
 				}
-				if i > 0 {
-					data = append(data, ',')
-				}
-				data = append(data, enc...)
 			}
-			data = append(data, ']', '\n')
-			_, err := c.w.Write(data)
-			return err
+			c.out = append(c.out, ']')
+			return c.queueLocked()
 		}
 	}
-	data, err := encodeMessage(m)
-	if err != nil {
+	var err error
+	if c.out, err = appendMessage(c.out, m); err != nil {
+		c.out = c.out[:mark]
+		c.writeMu.Unlock()
 		return fmt.Errorf("marshaling message: %w", err)
 	}
-	data = append(data, '\n')
-	_, err = c.w.Write(data)
-	return err
+	return c.queueLocked()
 }
 
 // settle takes resp's request off the ledger. It reports whether the
@@ -502,18 +633,36 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 	}
 	var (
 		parts [][]byte // the pieces of a frame longer than the buffer
-		size  int
-		sc    = scanner{lines: c.noise != nil}
+		size  int      // their length
+		// held is how much of the frame is scanned and still in the
+		// reader's buffer: a frame that fits the buffer stays there
+		// until it is whole, and is copied out once.
+		held int
+		sc   = scanner{lines: c.noise != nil}
 	)
 	for {
-		if c.r.Buffered() == 0 {
-			if _, err := c.r.Peek(1); err != nil {
+		if c.r.Buffered() == held {
+			if held == c.r.Size() {
+				// The buffer is full of the frame: a long frame is kept
+				// as pieces and joined once, at its exact size
+				// (appending would copy it again at every doubling).
+				piece, _ := c.r.Peek(held)
+				parts = append(parts, bytes.Clone(piece))
+				size += held
+				_, _ = c.r.Discard(held)
+				held = 0
+			}
+			// Read more, after what is held.
+			if _, err := c.r.Peek(held + 1); err != nil {
 				if errors.Is(err, io.EOF) {
+					pending, _ := c.r.Peek(held)
 					if sc.scalar {
-						return join(parts, size), false, 0, nil // a bare scalar ends the stream
+						return join(append(parts, pending), size+held), false, 0, nil // a bare scalar ends the stream
 					}
 					if c.noise != nil {
-						return shownOf(parts, nil), true, size, nil // the last line, cut short
+						shown := shownOf(parts, pending)
+						_, _ = c.r.Discard(held)
+						return shown, true, size + held, nil // the last line, cut short
 					}
 					return nil, false, 0, io.ErrUnexpectedEOF
 				}
@@ -521,7 +670,8 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 			}
 		}
 		buf, _ := c.r.Peek(c.r.Buffered())
-		end, done, err := sc.feed(buf)
+		end, done, err := sc.feed(buf[held:])
+		end += held
 		if err != nil {
 			if c.noise == nil {
 				return nil, false, 0, err
@@ -531,21 +681,16 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 			_, _ = c.r.Discard(end)
 			return frame, true, size + end, nil
 		}
-		if !done || parts != nil {
-			// A long frame is kept as pieces and joined once, at its
-			// exact size: appending would copy it again at every doubling.
-			parts = append(parts, bytes.Clone(buf[:end]))
-			size += end
+		if !done {
+			held = end
+			continue
+		}
+		if parts != nil {
+			frame = join(append(parts, buf[:end]), size+end)
 		} else {
 			frame = append([]byte(nil), buf[:end]...)
 		}
 		_, _ = c.r.Discard(end)
-		if !done {
-			continue
-		}
-		if parts != nil {
-			frame = join(parts, size)
-		}
 		if c.noise != nil {
 			// The line must end after the value, as the clients' line
 			// readers see it: spaces may come before its end, nothing
@@ -801,8 +946,8 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	}
 	id, idErr := ParseID(w.ID)
 	if len(w.Method) > 0 {
-		var method string
-		if err := parseJSON(w.Method, &method); err != nil {
+		method, err := methodOf(w.Method)
+		if err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 		if idErr != nil {
@@ -821,6 +966,20 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 		resp.Error = w.Error
 	}
 	return resp, nil
+}
+
+// methodOf decodes a message's method (raw, as written, already parsed
+// once with the message). A method of plain ASCII, as every MCP method is,
+// is its own text; anything else is decoded by the parser.
+func methodOf(raw json.RawMessage) (string, error) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		if inner := []byte(raw[1 : n-1]); jsontext.RunOf(inner, true) == len(inner) {
+			return string(inner), nil
+		}
+	}
+	var method string
+	err := parseJSON(raw, &method)
+	return method, err
 }
 
 // maxExactID is the largest integer id the go-sdk's jsonrpc.ID holds
@@ -938,12 +1097,19 @@ func exactString(b []byte) bool {
 }
 
 // IDText is an id as JSON, for messages.
-func IDText(id jsonrpc.ID) string {
-	b, err := json.Marshal(id.Raw())
-	if err != nil {
-		return fmt.Sprint(id.Raw())
+func IDText(id jsonrpc.ID) string { return string(AppendID(nil, id)) }
+
+// AppendID appends id as JSON, as json.Marshal writes its value (null for
+// no id): the one way the pump writes an id, on the wire and in an audit
+// line.
+func AppendID(buf []byte, id jsonrpc.ID) []byte {
+	switch v := id.Raw().(type) {
+	case int64:
+		return strconv.AppendInt(buf, v, 10)
+	case string:
+		return jsontext.AppendQuoted(buf, v)
 	}
-	return string(b)
+	return append(buf, "null"...)
 }
 
 // Stdio returns the Conn to the client on the process's stdin and stdout.

@@ -3,81 +3,138 @@ package transport
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/bouncer-mcp/bouncer/internal/jsontext"
 )
 
-// rawInline is the size from which encodeMessage writes a message's params
-// or result itself instead of through encoding/json.
+// rawInline is the size from which appendMessage writes a message's params
+// or result as they are, without compacting them.
 const rawInline = 4 << 10
 
-// encodeMessage returns m as one line's worth of JSON (without the line
-// end), byte for byte what jsonrpc.EncodeMessage writes for it, save for
-// insignificant whitespace.
+// appendMessage appends m as one line's worth of JSON (without the line
+// end) to buf: byte for byte what jsonrpc.EncodeMessage writes for it,
+// save for insignificant whitespace in a params or result of rawInline
+// bytes or more.
 //
-// jsonrpc.EncodeMessage runs a params or result (a json.RawMessage) through
-// encoding/json's compaction, a byte-by-byte pass that, for a 1 MiB result,
-// costs more than reading it did. That pass adds nothing here: every raw
-// value the proxy holds was parsed whole already, by the reader that took
-// it off the wire (segmentio's parser, as strict as encoding/json but for
-// UTF-8, which compaction does not check either) or made by encoding/json
-// or the engine's encoder. So a large one is written as it is, with only
-// the envelope from encoding/json. A raw value holding a line end (the
-// peer's pretty-printing; a string can't hold one unescaped) is compacted,
-// since on stdio a line end ends the message.
-func encodeMessage(m jsonrpc.Message) ([]byte, error) { return encodeFrom(m, rawInline) }
-
-// encodeFrom is encodeMessage with the size from which a raw value is
-// written as it is (tests take every size).
-func encodeFrom(m jsonrpc.Message, inline int) ([]byte, error) {
-	switch m := m.(type) {
-	case *jsonrpc.Response:
-		if m.Error == nil && len(m.Result) > 0 && len(m.Result) >= inline {
-			c := *m
-			c.Result = nil
-			return splice(&c, "result", m.Result)
-		}
-	case *jsonrpc.Request:
-		if len(m.Params) > 0 && len(m.Params) >= inline {
-			c := *m
-			c.Params = nil
-			return splice(&c, "params", m.Params)
-		}
-	}
-	return jsonrpc.EncodeMessage(m)
+// The envelope is written here, by hand: jsonrpc.EncodeMessage's trip
+// through encoding/json's reflection and its buffers cost more than the
+// rest of a small message's way through the pump. Its fields, their order
+// and their omissions are jsonrpc's (FuzzEncodeMessage holds the two
+// together). A params or result (a json.RawMessage) is not parsed again:
+// every raw value the proxy holds was parsed whole already, by the reader
+// that took it off the wire (segmentio's parser, as strict as
+// encoding/json but for UTF-8, which compaction does not check either) or
+// made by encoding/json or the engine's encoder. A small one is compacted,
+// as jsonrpc.EncodeMessage compacts it; a large one is written as it is,
+// unless it holds a line end (the peer's pretty-printing; a string can't
+// hold one unescaped), since on stdio a line end ends the message.
+func appendMessage(buf []byte, m jsonrpc.Message) ([]byte, error) {
+	return appendFrom(buf, m, rawInline)
 }
 
-// splice encodes m (whose params or result is left out) and adds raw under
-// key as its last member, where encoding/json would have put it: both come
-// after jsonrpc, id and method, and an error (which a spliced response
-// never has) is the only member after them.
-func splice(m jsonrpc.Message, key string, raw json.RawMessage) ([]byte, error) {
-	head, err := jsonrpc.EncodeMessage(m)
-	if err != nil {
-		return nil, err
-	}
-	if len(head) < 2 || head[len(head)-1] != '}' {
-		return nil, fmt.Errorf("marshaling jsonrpc message: unexpected envelope %q", head)
-	}
-	out := make([]byte, 0, len(head)+len(key)+len(raw)+8)
-	out = append(out, head[:len(head)-1]...)
-	if len(head) > 2 {
-		out = append(out, ',')
-	}
-	out = append(out, '"')
-	out = append(out, key...)
-	out = append(out, '"', ':')
-	if bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0 {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return nil, fmt.Errorf("marshaling jsonrpc message: %w", err)
+// appendFrom is appendMessage with the size from which a raw value is
+// written as it is (tests take every size).
+func appendFrom(buf []byte, m jsonrpc.Message, inline int) ([]byte, error) {
+	start := len(buf)
+	buf = append(buf, `{"jsonrpc":"2.0"`...)
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		buf = appendID(buf, m.ID)
+		if m.Method != "" {
+			buf = append(buf, `,"method":`...)
+			buf = jsontext.AppendQuoted(buf, m.Method)
 		}
-		raw = buf.Bytes()
+		if len(m.Params) > 0 {
+			buf = append(buf, `,"params":`...)
+			buf = appendRaw(buf, m.Params, inline)
+		}
+	case *jsonrpc.Response:
+		buf = appendID(buf, m.ID)
+		if len(m.Result) > 0 {
+			buf = append(buf, `,"result":`...)
+			buf = appendRaw(buf, m.Result, inline)
+		}
+		if m.Error != nil {
+			e, ok := m.Error.(*jsonrpc.Error)
+			if !ok {
+				return appendEncoded(buf[:start], m)
+			}
+			buf = append(buf, `,"error":{"code":`...)
+			buf = strconv.AppendInt(buf, e.Code, 10)
+			buf = append(buf, `,"message":`...)
+			buf = jsontext.AppendQuoted(buf, e.Message)
+			if len(e.Data) > 0 {
+				buf = append(buf, `,"data":`...)
+				buf = appendRaw(buf, e.Data, inline)
+			}
+			buf = append(buf, '}')
+		}
+	default:
+		return appendEncoded(buf[:start], m)
 	}
-	out = append(out, raw...)
-	out = append(out, '}')
-	return out, nil
+	return append(buf, '}'), nil
+}
+
+// appendEncoded appends what jsonrpc.EncodeMessage writes for m: for what
+// appendFrom does not write itself (an error of another type than
+// jsonrpc.Error, which the pump never makes).
+func appendEncoded(buf []byte, m jsonrpc.Message) ([]byte, error) {
+	b, err := jsonrpc.EncodeMessage(m)
+	if err != nil {
+		return buf, err
+	}
+	return append(buf, b...), nil
+}
+
+// appendID appends the id member, if the message has an id.
+func appendID(buf []byte, id jsonrpc.ID) []byte {
+	if !id.IsValid() {
+		return buf
+	}
+	return AppendID(append(buf, `,"id":`...), id)
+}
+
+// appendRaw appends a raw JSON value: compacted when it is smaller than
+// inline or holds a line end, as it is otherwise.
+func appendRaw(buf []byte, raw json.RawMessage, inline int) []byte {
+	if len(raw) >= inline && !hasLineEnd(raw) {
+		return append(buf, raw...)
+	}
+	return appendCompact(buf, raw)
+}
+
+// hasLineEnd reports whether b holds '\n' or '\r' (two vectorized
+// searches: b is a large value).
+func hasLineEnd(b []byte) bool {
+	return bytes.IndexByte(b, '\n') >= 0 || bytes.IndexByte(b, '\r') >= 0
+}
+
+// appendCompact appends the valid JSON text src without its insignificant
+// whitespace, which is all json.Compact changes in a valid text. Strings
+// are skipped whole, to their closing quote.
+func appendCompact(dst, src []byte) []byte {
+	done := 0 // src[:done] is in dst
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '"':
+			for i++; i < len(src); i++ {
+				i += jsontext.RunOf(src[i:], false)
+				if i >= len(src) || src[i] == '"' {
+					break
+				}
+				if src[i] == '\\' {
+					i++ // the escaped byte
+				}
+			}
+		case ' ', '\t', '\n', '\r':
+			dst = append(dst, src[done:i]...)
+			done = i + 1
+		}
+	}
+	return append(dst, src[done:]...)
 }
 
 // SetField returns the JSON object doc with key set to value; other members

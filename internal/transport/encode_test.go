@@ -9,27 +9,36 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// encodeMessage must write what jsonrpc.EncodeMessage writes, save for
+// appendMessage must write what jsonrpc.EncodeMessage writes, save for
 // whitespace, and never a line end (it would end the message on stdio).
 func checkEncode(t *testing.T, m jsonrpc.Message, inline int) {
 	t.Helper()
 	want, wantErr := jsonrpc.EncodeMessage(m)
-	got, err := encodeFrom(m, inline)
+	got, err := appendFrom([]byte("before"), m, inline)
 	if (err != nil) != (wantErr != nil) {
-		t.Fatalf("encodeFrom error %v, jsonrpc.EncodeMessage error %v", err, wantErr)
+		t.Fatalf("appendFrom error %v, jsonrpc.EncodeMessage error %v", err, wantErr)
 	}
 	if err != nil {
 		return
+	}
+	got, ok := bytes.CutPrefix(got, []byte("before"))
+	if !ok {
+		t.Fatalf("appendFrom wrote over what was in its buffer: %q", got)
+	}
+	if inline > len(got) && !bytes.Equal(got, want) {
+		// Below inline, appendFrom compacts as jsonrpc.EncodeMessage does:
+		// the same bytes.
+		t.Fatalf("appendFrom wrote\n%s\njsonrpc.EncodeMessage wrote\n%s", got, want)
 	}
 	if bytes.ContainsAny(got, "\r\n") {
 		t.Fatalf("a line end in the encoded message: %q", got)
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, got); err != nil {
-		t.Fatalf("encodeFrom wrote invalid JSON %q: %v", got, err)
+		t.Fatalf("appendFrom wrote invalid JSON %q: %v", got, err)
 	}
 	if !bytes.Equal(compact.Bytes(), want) {
-		t.Fatalf("encodeFrom wrote\n%s\njsonrpc.EncodeMessage wrote\n%s", got, want)
+		t.Fatalf("appendFrom wrote\n%s\njsonrpc.EncodeMessage wrote\n%s", got, want)
 	}
 }
 
@@ -49,18 +58,21 @@ func TestEncodeMessage(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":8,"method":"","params":{"x":"\u00e9\ud83d\ude00"}}`,
 		`{"jsonrpc":"2.0","id":9,"method":"m","params":[1, 2 ,3]}`,
+		`{"jsonrpc":"2.0","id":"x \" y\u2028","method":"m\"<>","params":{ "a b" : "c \\\" d\\" , "e":[ ] }}`,
+		`{"jsonrpc":"2.0","id":-12,"error":{"code":-32000,"message":"m\u0000<","data":{ "k" : [ 1 , "two" ] }}}`,
+		`{"jsonrpc":"2.0","id":10,"result":"\\"}`,
 	} {
 		m, err := decodeMessage([]byte(frame))
 		if err != nil {
 			t.Fatalf("%s: %v", frame, err)
 		}
-		for _, inline := range []int{0, rawInline} {
+		for _, inline := range []int{0, rawInline, 1 << 30} {
 			checkEncode(t, m, inline)
 		}
 	}
 }
 
-// FuzzEncodeMessage compares encodeMessage with jsonrpc.EncodeMessage on
+// FuzzEncodeMessage compares appendMessage with jsonrpc.EncodeMessage on
 // every message the stdio reader accepts, splicing every raw value
 // whatever its size.
 func FuzzEncodeMessage(f *testing.F) {
@@ -74,5 +86,7 @@ func FuzzEncodeMessage(f *testing.F) {
 			return
 		}
 		checkEncode(t, m, 0)
+		checkEncode(t, m, rawInline)
+		checkEncode(t, m, 1<<30)
 	})
 }

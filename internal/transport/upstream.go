@@ -128,6 +128,15 @@ func (p *Process) Read(ctx context.Context) (jsonrpc.Message, error) { return p.
 // Write sends a message to the upstream.
 func (p *Process) Write(ctx context.Context, m jsonrpc.Message) error { return p.conn.Write(ctx, m) }
 
+// OnIdle is Conn.OnIdle on the upstream's connection.
+func (p *Process) OnIdle(fn func()) { p.conn.OnIdle(fn) }
+
+// Cork is Conn.Cork on the upstream's connection.
+func (p *Process) Cork() { p.conn.Cork() }
+
+// Uncork is Conn.Uncork on the upstream's connection.
+func (p *Process) Uncork() { p.conn.Uncork() }
+
 // InBatch is Conn.InBatch on the upstream's connection.
 func (p *Process) InBatch(id jsonrpc.ID) bool { return p.conn.InBatch(id) }
 

@@ -112,7 +112,12 @@ type Runner struct {
 
 // check runs `bouncer check` on a session given as bytes.
 func (r *Runner) check(ctx context.Context, policies []string, session []byte) ([]Verdict, error) {
-	args := []string{"check", "--home", r.Home}
+	return r.checkWith(ctx, policies, nil, session)
+}
+
+// checkWith is check with further flags (--tools FILE).
+func (r *Runner) checkWith(ctx context.Context, policies, flags []string, session []byte) ([]Verdict, error) {
+	args := append([]string{"check", "--home", r.Home}, flags...)
 	for _, p := range policies {
 		args = append(args, "--policy", p)
 	}

@@ -46,6 +46,8 @@ func Main() {
 		err = ServeHelpdeskHTTP(os.Getenv(EnvDir))
 	case name == "mcpgo-http":
 		err = ServeMCPGoHTTP(os.Getenv(EnvDir))
+	case name == "fast":
+		err = Fast(os.Getenv(EnvDir))
 	case strings.HasPrefix(name, "raw-"):
 		err = Raw(strings.TrimPrefix(name, "raw-"), os.Getenv(EnvDir))
 	default:

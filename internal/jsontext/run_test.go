@@ -1,8 +1,8 @@
-package engine
+package jsontext
 
 import "testing"
 
-// naiveRun is runOf one byte at a time.
+// naiveRun is RunOf one byte at a time.
 func naiveRun(b []byte, ascii bool) int {
 	for i, c := range b {
 		if c < 0x20 || c == '"' || c == '\\' || (ascii && c >= 0x80) {
@@ -12,7 +12,7 @@ func naiveRun(b []byte, ascii bool) int {
 	return len(b)
 }
 
-// runOf's eight-bytes-at-a-time test must stop exactly where a byte-by-byte
+// RunOf's eight-bytes-at-a-time test must stop exactly where a byte-by-byte
 // scan does, wherever the byte that stops it sits in a word.
 func TestRunOf(t *testing.T) {
 	stops := []byte{0x00, 0x1f, '"', '\\', 0x80, 0xff, 0xe2}
@@ -30,11 +30,11 @@ func TestRunOf(t *testing.T) {
 					}
 					for _, ascii := range []bool{false, true} {
 						want := naiveRun(b, ascii)
-						if got := runOf(b, ascii); got != want {
-							t.Fatalf("runOf(%q, %v) = %d, want %d", b, ascii, got, want)
+						if got := RunOf(b, ascii); got != want {
+							t.Fatalf("RunOf(%q, %v) = %d, want %d", b, ascii, got, want)
 						}
-						if got := runOf(string(b), ascii); got != want {
-							t.Fatalf("runOf(string %q, %v) = %d, want %d", b, ascii, got, want)
+						if got := RunOf(string(b), ascii); got != want {
+							t.Fatalf("RunOf(string %q, %v) = %d, want %d", b, ascii, got, want)
 						}
 					}
 				}
@@ -48,8 +48,8 @@ func FuzzRunOf(f *testing.F) {
 	f.Add([]byte("abcdefghijklmno\x1fp"), true)
 	f.Add([]byte("abcdefghéijklmnop"), true)
 	f.Fuzz(func(t *testing.T, b []byte, ascii bool) {
-		if got, want := runOf(b, ascii), naiveRun(b, ascii); got != want {
-			t.Fatalf("runOf(%q, %v) = %d, want %d", b, ascii, got, want)
+		if got, want := RunOf(b, ascii), naiveRun(b, ascii); got != want {
+			t.Fatalf("RunOf(%q, %v) = %d, want %d", b, ascii, got, want)
 		}
 	})
 }

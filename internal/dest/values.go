@@ -1,0 +1,272 @@
+package dest
+
+import (
+	"strings"
+
+	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
+)
+
+// parseNumber reads a phone or account number written as one: an
+// optional '+', then groups of digits, each after the first separated by
+// one space or '-', or the first wrapped in parentheses ("(555) 123-4567").
+// It has from 7 to 20 digits, and a '+' or a separator: a bare run of
+// digits is as often an order, a ticket or a record id. Without a '+',
+// every group after the first has three digits or more, so a date
+// (2022-02-22) or an identity number's 2-digit group is not one. Its
+// canonical form is its digits, after the '+' when there is one: a phone
+// network or a bank reads the digits, not how they were grouped.
+func parseNumber(s string) (string, bool) {
+	plus := strings.HasPrefix(s, "+")
+	rest := strings.TrimPrefix(s, "+")
+	var digits strings.Builder
+	groups, seps := 0, 0
+	i := 0
+	if strings.HasPrefix(rest, "(") {
+		end := strings.IndexByte(rest, ')')
+		if end < 2 || !allDigits(rest[1:end]) {
+			return "", false
+		}
+		digits.WriteString(rest[1:end])
+		groups, seps = 1, 1
+		i = end + 1
+		if i < len(rest) && rest[i] == ' ' {
+			i++
+		}
+	}
+	for i < len(rest) {
+		j := i
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		g := rest[i:j]
+		if g == "" {
+			return "", false
+		}
+		if groups > 0 && !plus && len(g) < 3 {
+			return "", false
+		}
+		digits.WriteString(g)
+		groups++
+		if j == len(rest) {
+			break
+		}
+		if rest[j] != ' ' && rest[j] != '-' || j+1 == len(rest) {
+			return "", false
+		}
+		seps++
+		i = j + 1
+	}
+	n := digits.Len()
+	if n < 7 || n > 20 || (!plus && seps == 0) {
+		return "", false
+	}
+	if plus {
+		return "+" + digits.String(), true
+	}
+	return digits.String(), true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// parseIBAN reads an international bank account number (ISO 13616): two
+// capital letters, two check digits and 11 to 30 capital letters or
+// digits, perhaps in groups of four separated by one space, whose check
+// sum (ISO 7064 mod 97-10) holds. Its canonical form has no spaces.
+func parseIBAN(s string) (string, bool) {
+	if len(s) < 15 || len(s) > 42 {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ':
+			// Groups of four, as printed: "GB29 NWBK 6016 ...".
+			if i%5 != 4 || i+1 == len(s) {
+				return "", false
+			}
+		case c >= '0' && c <= '9', c >= 'A' && c <= 'Z':
+			b.WriteByte(c)
+		default:
+			return "", false
+		}
+	}
+	iban := b.String()
+	if len(iban) < 15 || len(iban) > 34 || !isUpper(iban[0]) || !isUpper(iban[1]) || !isDigit(iban[2]) || !isDigit(iban[3]) {
+		return "", false
+	}
+	rem := 0
+	for _, c := range iban[4:] + iban[:4] {
+		if c >= 'A' {
+			v := int(c-'A') + 10
+			rem = (rem*100 + v) % 97
+		} else {
+			rem = (rem*10 + int(c-'0')) % 97
+		}
+	}
+	return iban, rem == 1
+}
+
+func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// IsDestination reports whether a value, as a whole, is a destination by
+// what it is, whatever argument holds it: a mail address, a URL, a host
+// under one of ICANN's top-level domains, a phone or account number written
+// as one, an IBAN, or a handle or channel (@name, #name). A value that
+// reads as an address or a URL but has no canonical form ("a@b (c@d)",
+// "https://user@host/") is one too: nothing can vouch for it, so it is
+// asked about. A name ("Alice", "Le Marais"), a file name ("report.pdf")
+// or a date is not: it makes no call a send.
+func IsDestination(s string) bool {
+	t := strings.Trim(s, surrounding)
+	d, err := Parse(t)
+	if err != nil {
+		return strings.Contains(t, "://") || holdsAt(t)
+	}
+	switch d.Kind {
+	case Address, URL, Number, IBAN:
+		if d.Kind == URL && strings.HasPrefix(d.Canon, "//") {
+			return publicHost(hostOf(d.Canon[2:]))
+		}
+		return true
+	case Host:
+		return publicHost(hostOf(d.Canon))
+	}
+	return isHandle(t)
+}
+
+// holdsAt reports whether s has an '@' between two characters that are not
+// white space: the shape of an address, however it is dressed.
+func holdsAt(s string) bool {
+	for i := 1; i+1 < len(s); i++ {
+		if s[i] == '@' && !strings.ContainsRune(" \t\r\n", rune(s[i-1])) && !strings.ContainsRune(" \t\r\n", rune(s[i+1])) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostOf is the host of host[:port]/rest.
+func hostOf(s string) string {
+	if i := strings.IndexAny(s, "/?#"); i >= 0 {
+		s = s[:i]
+	}
+	if j := strings.LastIndexByte(s, ':'); j >= 0 && !strings.HasSuffix(s, "]") {
+		s = s[:j]
+	}
+	return s
+}
+
+// publicHost reports whether a canonical host is an IP address or a name
+// under a top-level domain of ICANN's list: "evil.example.com", not
+// "report.pdf" or "v1.2".
+func publicHost(h string) bool {
+	if strings.HasPrefix(h, "[") || (h != "" && h[len(h)-1] >= '0' && h[len(h)-1] <= '9') {
+		return true // an IP literal: canonHost refuses any other numeric end
+	}
+	h = strings.TrimSuffix(h, ".")
+	dot := strings.LastIndexByte(h, '.')
+	if dot < 0 {
+		return false
+	}
+	tld, err := idna.Lookup.ToASCII(h[dot+1:])
+	if err != nil {
+		return false
+	}
+	_, icann := publicsuffix.PublicSuffix(tld)
+	return icann
+}
+
+// isHandle reports whether s is one handle or channel: '@' or '#' and one
+// word of letters, digits, '.', '_' or '-'.
+func isHandle(s string) bool {
+	if len(s) < 2 || (s[0] != '@' && s[0] != '#') {
+		return false
+	}
+	for _, r := range s[1:] {
+		if !(r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// AddressList splits a value that holds a list of mail addresses
+// ("bob@example.com, Alice <alice@example.com>") into its addresses, as
+// the libraries that receive it split it: nodemailer's addressparser and
+// Python's email.utils.getaddresses. It splits only what both read alike,
+// which this grammar keeps to: addresses, each with an optional display
+// name of plain words before it in angle brackets, separated by commas,
+// with no quote, comment, group, semicolon, backslash or empty element
+// anywhere. Anything else is not split (ok false): its parts would be
+// read differently by the two, so the value as a whole, which has no
+// canonical form, is asked about.
+func AddressList(s string) (parts []string, ok bool) {
+	if !strings.ContainsRune(s, ',') || strings.ContainsAny(s, "\"();:[]\\\r\n") {
+		return nil, false
+	}
+	for _, p := range strings.Split(s, ",") {
+		p = strings.Trim(p, surrounding)
+		if p == "" || strings.Count(p, "@") != 1 || strings.Count(p, "<") != strings.Count(p, ">") || strings.Count(p, "<") > 1 {
+			return nil, false
+		}
+		if lt := strings.IndexByte(p, '<'); lt >= 0 && (!strings.HasSuffix(p, ">") || lt == 0 || p[lt-1] != ' ') {
+			return nil, false
+		}
+		d, err := Parse(p)
+		if err != nil || d.Kind != Address {
+			return nil, false
+		}
+		parts = append(parts, p)
+	}
+	return parts, len(parts) > 1
+}
+
+// HeaderDestinations returns the destinations a mail library would read in
+// s as header lines: after a CR or LF, a line shaped as a header field
+// ("Bcc: eve@evil.example") names the destinations of its value, split as
+// AddressList splits it. A value that holds an address or a URL but can't
+// be split or read is returned whole: nothing vouches for it. A line
+// whose value is no destination ("Note: see below") names none.
+func HeaderDestinations(s string) []string {
+	i := strings.IndexAny(s, "\r\n")
+	if i < 0 {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.FieldsFunc(s[i:], func(r rune) bool { return r == '\r' || r == '\n' }) {
+		name, value, ok := strings.Cut(strings.TrimLeft(line, surrounding), ":")
+		if !ok || !fieldName(name) {
+			continue
+		}
+		value = strings.Trim(value, surrounding)
+		if parts, ok := AddressList(value); ok {
+			out = append(out, parts...)
+			continue
+		}
+		if IsDestination(value) || strings.ContainsRune(value, '@') {
+			out = append(out, value)
+		}
+	}
+	return out
+}
+
+// fieldName reports whether s is a header field name (RFC 5322: printable
+// ASCII but the colon, no space).
+func fieldName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 33 || s[i] > 126 {
+			return false
+		}
+	}
+	return s != ""
+}

@@ -1,0 +1,183 @@
+package dest
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"net/mail"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+)
+
+func TestIsDestination(t *testing.T) {
+	yes := []string{
+		"bob@example.com", "Bob <bob@example.com>", "https://evil.example/x", "evil.example.com", "www.hereticeagle.com",
+		"evil.example.com/path", "192.0.2.1", "+1 555-123-4567", "123-1234-1234", "GB29 NWBK 6016 1331 9268 19",
+		"@attacker", "#general", "https://user@evil.example/", "bob@example.com (eve@evil.example)",
+	}
+	no := []string{
+		"Alice", "Le Marais Boutique", "report.pdf", "notes.txt", "v1.2", "2022-02-22", "12345678", "3524.67",
+		"P-123456", "guest_amy01", "knows", "", "hello @bob", "123 Maine st, Troy, MI 48083", "/tmp/x",
+	}
+	for _, s := range yes {
+		if !IsDestination(s) {
+			t.Errorf("IsDestination(%q) = false, want true", s)
+		}
+	}
+	for _, s := range no {
+		if IsDestination(s) {
+			t.Errorf("IsDestination(%q) = true, want false", s)
+		}
+	}
+}
+
+func TestHeaderDestinations(t *testing.T) {
+	for in, want := range map[string][]string{
+		"report\r\nBcc: attacker@evil.com":                  {"attacker@evil.com"},
+		"report\nCc: a@evil.example, b@evil.example":        {"a@evil.example", "b@evil.example"},
+		"report\r\n bcc:Eve <eve@evil.example>":             {"Eve <eve@evil.example>"},
+		"report\r\nReply-To: \"x\" <eve@evil.example>":      {"\"x\" <eve@evil.example>"},
+		"report\rX-Hook: https://evil.example/h":            {"https://evil.example/h"},
+		"Hi Bob,\nNote: see below\nThanks":                  nil,
+		"one line with bob@example.com: no break before it": nil,
+	} {
+		if got := HeaderDestinations(in); !slices.Equal(got, want) {
+			t.Errorf("HeaderDestinations(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestIsNameAgainstWHATWG checks, with node's URL, that nothing IsName
+// accepts is read by a WHATWG resolver as another host than the base it is
+// resolved against: a directory entry vouches only for a name, never for
+// a network path.
+func TestIsNameAgainstWHATWG(t *testing.T) {
+	node := need.Node(t)
+	var in []string
+	for _, pre := range []string{"", "/", "\\", "//", "/\\", "\\/", "\\\\", "///", " //", "／／", "＼＼", "⁄⁄", "∕∕", "./", "../", ".//", "%2F%2F", "/%2F", "https:", "http:/", "https:\\\\", "HTTP:"} {
+		for _, h := range []string{"evil.example", "evil.example/x", "evil", "evil:8080", "evil。example", "127.1"} {
+			in = append(in, pre+h)
+		}
+	}
+	b, _ := json.Marshal(in)
+	script := `const xs = JSON.parse(process.argv[1]); console.log(JSON.stringify(xs.map(x => { try { return new URL(x, "https://base.example/dir/").host } catch (e) { return null } })))`
+	out, err := exec.Command(node, "-e", script, string(b)).Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	var hosts []*string
+	if err := json.Unmarshal(out, &hosts); err != nil {
+		t.Fatalf("node said %q: %v", out, err)
+	}
+	for i, s := range in {
+		if IsName(s) && (hosts[i] == nil || *hosts[i] != "base.example") {
+			t.Errorf("IsName(%q) = true, but node resolves it to host %v", s, show(hosts[i]))
+		}
+	}
+}
+
+func show(p *string) string {
+	if p == nil {
+		return "(an error)"
+	}
+	return *p
+}
+
+// TestAddressListAgainstReceivers checks AddressList against the libraries
+// that split an address list in one string: nodemailer's addressparser
+// (the npm package pinned in testdata/npm) and Python's
+// email.utils.getaddresses. Wherever AddressList splits, both must read
+// exactly those addresses, in that order; it may refuse what they agree
+// on (then the value is asked about), never split what they read another
+// way.
+func TestAddressListAgainstReceivers(t *testing.T) {
+	node := need.Node(t)
+	parser := need.NPM(t, "nodemailer/dist/cjs/addressparser/index.js")
+	python := need.Program(t, "python3", "install Python 3 (Debian: apt-get install python3)")
+
+	in := []string{
+		"bob@company.com, alice@company.com",
+		"bob@company.com,alice@company.com",
+		"Bob <bob@company.com>, Alice Smith <alice@company.com>",
+		"bob@company.com; alice@company.com",
+		"\"Bob, Jr\" <bob@company.com>, alice@company.com",
+		"bob@company.com (x, eve@evil.example), alice@company.com",
+		"team: bob@company.com, alice@company.com;",
+		"bob@company.com,, alice@company.com",
+		"<bob@company.com>, alice@company.com",
+		"Bob<bob@company.com>, alice@company.com",
+		"bob@company.com, eve@evil.example@x.example",
+		"bob@company.com , ALICE@Company.com ",
+		"bob@company.com, <eve@evil.example> alice@company.com",
+		"bob@company.com, alice@company.com <eve@evil.example>",
+		"bob@company.com, a\\,b@company.com",
+		"bob@company.com, [eve@evil.example]",
+		"a@x.example, b@y.example, c@z.example",
+		"Ann Lee <ann@x.example>,Bo <bo@y.example>",
+		"ann@x.example,\tbo@y.example",
+	}
+	// Random lists from the pieces that make parsers disagree.
+	pieces := []string{"bob@company.com", "alice@x.example", "Eve", " ", ",", ";", ":", "\"", "<", ">", "(", ")", "@", "\\", "[", "]", "eve@evil.example", "Bob Smith ", "."}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		var b strings.Builder
+		for range 1 + r.IntN(8) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		in = append(in, b.String())
+	}
+	b, _ := json.Marshal(in)
+
+	js := `const ap = require(process.argv[1]); const xs = JSON.parse(process.argv[2]);
+const flat = (l) => l.flatMap(a => a.group ? flat(a.group) : [a.address]);
+console.log(JSON.stringify(xs.map(x => { try { return flat(ap(x)) } catch (e) { return null } })))`
+	out, err := exec.Command(node, "-e", js, parser, string(b)).Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	var fromNode [][]string
+	if err := json.Unmarshal(out, &fromNode); err != nil {
+		t.Fatalf("node said %q: %v", out, err)
+	}
+	py := `import email.utils, json, sys
+xs = json.loads(sys.stdin.read())
+print(json.dumps([[a for _, a in email.utils.getaddresses([x])] for x in xs]))`
+	cmd := exec.Command(python, "-c", py)
+	cmd.Stdin = strings.NewReader(string(b))
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	var fromPython [][]string
+	if err := json.Unmarshal(out, &fromPython); err != nil {
+		t.Fatalf("python3 said %q: %v", out, err)
+	}
+	split := 0
+	for i, s := range in {
+		parts, ok := AddressList(s)
+		if !ok {
+			continue
+		}
+		split++
+		var want []string
+		for _, p := range parts {
+			a, err := mail.ParseAddress(p)
+			if err != nil {
+				t.Fatalf("AddressList(%q) gave %q, which net/mail refuses: %v", s, p, err)
+			}
+			want = append(want, a.Address)
+		}
+		if !slices.Equal(fromNode[i], want) {
+			t.Errorf("AddressList(%q) = %q, nodemailer reads %q", s, want, fromNode[i])
+		}
+		if !slices.Equal(fromPython[i], want) {
+			t.Errorf("AddressList(%q) = %q, getaddresses reads %q", s, want, fromPython[i])
+		}
+	}
+	if split < 5 {
+		t.Errorf("only %d lists were split: the test says nothing", split)
+	}
+}
