@@ -24,19 +24,23 @@ import (
 // download, a shell tool, a Python tool). Each attack
 // tries to read the state directory (remembered.json, audit.jsonl) or to
 // write remembered.json, this proxy's policy, another proxy's policy named
-// in the same client config, or that config, spelled so that a reader of
-// the arguments alone can miss it. The same attacks run in each form
+// in the same client config, that config, another client's config that
+// init wrapped, or the originals init kept in the state directory for it
+// (upstreams.json), spelled so that a reader of the arguments alone can
+// miss it. The same attacks run in each form
 // own_files allows: namespace (the default) and landlock must hold them
 // all; the argument checks alone hold only some, which the test states.
 
 // ownLayout is one client session's files: a project with a client config
-// that init wrapped, its policy, a second proxy's policy, and the state
-// directory.
+// that init wrapped, its policy, a second proxy's policy, a second client's
+// config that init wrapped too (Gemini CLI's, whose originals init keeps in
+// the state directory), and the state directory.
 type ownLayout struct {
 	home, proj, state string
 	remembered, audit string
 	policy, mail      string
 	config, hooks     string
+	gemini, kept      string
 	// before holds each target's bytes before the attacks.
 	before map[string][]byte
 }
@@ -57,7 +61,9 @@ func newOwnLayout(t *testing.T, form string, fsServer e2e.Server) *ownLayout {
 	l.mail = filepath.Join(l.proj, "mail.yaml")
 	l.config = filepath.Join(l.proj, ".mcp.json")
 	l.hooks = filepath.Join(l.proj, ".claude", "settings.json") // init writes the prompt hook there
-	for _, d := range []string{filepath.Join(l.proj, "src"), l.state} {
+	l.gemini = filepath.Join(l.proj, ".gemini", "settings.json")
+	l.kept = filepath.Join(l.state, "upstreams.json")
+	for _, d := range []string{filepath.Join(l.proj, "src"), filepath.Dir(l.gemini), l.state} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -75,11 +81,16 @@ func newOwnLayout(t *testing.T, form string, fsServer e2e.Server) *ownLayout {
 	}}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	write(t, l.config, string(b))
-	// bouncer init wraps the servers and writes the policy.
-	init := e2e.Start(t, e2e.Server{Name: "init", Argv: []string{e2e.Bouncer(t), "init", "--yes", "--config", ".mcp.json"}},
-		e2e.Options{Direct: true, NoHandshake: true, Dir: l.proj, Env: l.env()})
-	if err := init.Close(); err != nil {
-		t.Fatalf("bouncer init: %v\n%s", err, init.Stderr())
+	write(t, l.gemini, `{"mcpServers": {"other": {"command": "`+box.Argv[0]+`"}}}`)
+	// bouncer init wraps the servers and writes the policy; its record
+	// names both configs, and it keeps Gemini CLI's originals in
+	// upstreams.json.
+	for _, config := range []string{".gemini/settings.json", ".mcp.json"} {
+		ini := e2e.Start(t, e2e.Server{Name: "init", Argv: []string{e2e.Bouncer(t), "init", "--yes", "--config", config}},
+			e2e.Options{Direct: true, NoHandshake: true, Dir: l.proj, Env: l.env()})
+		if err := ini.Close(); err != nil {
+			t.Fatalf("bouncer init --config %s: %v\n%s", config, err, ini.Stderr())
+		}
 	}
 	// The mail server's proxy has a policy of its own, named in the config.
 	var wrapped map[string]map[string]map[string]any
@@ -102,7 +113,7 @@ func newOwnLayout(t *testing.T, form string, fsServer e2e.Server) *ownLayout {
 		}
 	}
 	l.before = map[string][]byte{}
-	for _, p := range []string{l.remembered, l.audit, l.policy, l.mail, l.config, l.hooks} {
+	for _, p := range []string{l.remembered, l.audit, l.policy, l.mail, l.config, l.hooks, l.gemini, l.kept} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -190,12 +201,18 @@ func guarded(t *testing.T, s *e2e.Session, l *ownLayout, server string) map[stri
 }
 
 // ownLists is what guarded found for each server, relative to the home
-// directory. It starts with what the own-state list holds for certain: the
-// state directory and the proxy's own policy.
-var ownLists = map[string]map[string]bool{
-	"box":  {".bouncer": true, "proj/bouncer.yaml": true},
-	"fs":   {".bouncer": true, "proj/bouncer.yaml": true},
-	"mail": {".bouncer": true, "proj/mail.yaml": true},
+// directory. It starts with what the own-state list must hold (setup's
+// OwnPaths): the state directory, both policies the launching config
+// names, that config and its client's hook file, and the other config
+// init's record names; a run in the namespace form puts what the launcher
+// was given in its place.
+var ownLists = map[string]map[string]bool{}
+
+func init() {
+	for _, server := range []string{"box", "fs", "mail"} {
+		ownLists[server] = map[string]bool{".bouncer": true, "proj/bouncer.yaml": true, "proj/mail.yaml": true,
+			"proj/.mcp.json": true, "proj/.claude/settings.json": true, "proj/.gemini/settings.json": true}
+	}
 }
 
 // attack is one try at an own file.
@@ -253,7 +270,7 @@ func (l *ownLayout) toolAttacks(code bool) []attack {
 	var out []attack
 	for _, w := range []struct{ name, path string }{
 		{"remembered.json", l.remembered}, {"this proxy's policy", l.policy}, {"another proxy's policy", l.mail}, {"the client config", l.config},
-		{"the hook file", l.hooks},
+		{"the hook file", l.hooks}, {"another client's config", l.gemini}, {"the kept originals", l.kept},
 	} {
 		rel, _ := filepath.Rel("/var/tmp", w.path)
 		download := func(filename string) map[string]any {
@@ -322,6 +339,8 @@ func (l *ownLayout) filesystemAttacks() []attack {
 		fs("write another proxy's policy", "write_file", map[string]any{"path": l.mail, "content": "forged"}, l.mail, false),
 		fs("write the client config", "write_file", map[string]any{"path": l.config, "content": "{}"}, l.config, false),
 		fs("write the hook file", "write_file", map[string]any{"path": l.hooks, "content": "{}"}, l.hooks, false),
+		fs("write another client's config", "write_file", map[string]any{"path": l.gemini, "content": "{}"}, l.gemini, false),
+		fs("write the kept originals", "write_file", map[string]any{"path": l.kept, "content": "{}"}, l.kept, false),
 		fs("edit another proxy's policy", "edit_file", map[string]any{"path": l.mail, "edits": []any{map[string]any{"oldText": "send_email", "newText": "x"}}}, l.mail, false),
 		fs("move the project aside", "move_file", map[string]any{"source": l.proj, "destination": l.home + "/old"}, l.policy, false),
 	}
@@ -356,14 +375,14 @@ func (l *ownLayout) run(t *testing.T, server string, attacks []attack, form, wan
 		held := !changed && !leaked && (r.IsError || r.Error != nil)
 		onList := g[a.target] || g[filepath.Dir(a.target)] // the state directory is guarded whole
 		switch {
-		case form == "arguments" && a.argsHold && onList && !held:
+		case !onList:
+			// Every target is Bouncer's own: a list without it is a
+			// gap in the own-state list, whatever the form.
+			t.Errorf("%s: %s: %s is not on the launcher's list", server, a.name, a.target)
+		case form == "arguments" && a.argsHold && !held:
 			t.Errorf("%s: %s: the argument checks should refuse it: changed %v, leaked %v: %s", server, a.name, changed, leaked, r.Raw)
 		case form == "arguments":
 			t.Logf("%s: %s: held %v (%s)", server, a.name, held, short(r.Text))
-		case !onList && !held:
-			// Not in the own-state list this proxy was given: nothing
-			// to say about the form.
-			t.Logf("%s: %s: NOT held, and %s is not on the launcher's list", server, a.name, a.target)
 		case !held:
 			t.Errorf("%s: %s: not held: changed %v, leaked %v: %s", server, a.name, changed, leaked, r.Raw)
 		}
