@@ -32,7 +32,7 @@ buildGo126Module {
   pname = "bouncer";
   inherit version src;
 
-  vendorHash = "sha256-bR38vDPhfkI6ej7+1QMPCj/pSjo79LgPl2onLX4ImjY=";
+  vendorHash = "sha256-nlT0qMZd6GSERSenDTjJbxT+VfvhhP5TTAiJyzXi7Qo=";
 
   subPackages = [ "cmd/bouncer" ];
 
