@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -297,8 +298,26 @@ func listenBackends(file, sandboxMode string, dec *setup.Decider, dir string) ([
 				return nil, err
 			}
 			prepared := up.cmd
+			var once sync.Once
 			out = append(out, listen.Backend{Name: s.Name, Process: true, Start: func(context.Context) (transport.Upstream, error) {
-				return transport.Start(prepared, os.Stderr)
+				// Every process starts as run starts its one (startLocal:
+				// the sandbox key's launcher, and the strongest form that
+				// keeps it off Bouncer's own files), from a plan of its
+				// own: a plan holds one start's launcher status and the
+				// forms it fell back from.
+				c := prepared
+				plan, err := planUpstreamSandbox(sandboxMode, dec.Policy, dir, dec.Own, &c)
+				if err != nil {
+					return nil, err
+				}
+				proc, err := startLocal(c, plan)
+				if err != nil {
+					return nil, err
+				}
+				if plan.launch != nil {
+					once.Do(func() { errorf("server %q: %s", s.Name, plan.launch.OwnNote()) })
+				}
+				return proc, nil
 			}})
 		default:
 			u, err := url.Parse(rc.URL)

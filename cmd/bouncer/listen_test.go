@@ -75,9 +75,16 @@ func newListenTestServers(t testing.TB, servers map[string]any, extra string) *l
 // startListenTest is newListenTestServers without the wait for the pins.
 func startListenTest(t testing.TB, servers map[string]any, extra string) *listenTest {
 	t.Helper()
-	lt := &listenTest{t: t, home: t.TempDir(), dir: t.TempDir(), tokens: map[string]string{}}
+	return startListenTestIn(t, t.TempDir(), "off", servers, extra)
+}
+
+// startListenTestIn is startListenTest with the state directory home and
+// the --sandbox mode given.
+func startListenTestIn(t testing.TB, home, sandboxMode string, servers map[string]any, extra string) *listenTest {
+	t.Helper()
+	lt := &listenTest{t: t, home: home, dir: t.TempDir(), tokens: map[string]string{}}
 	cfgFile, pol := lt.writeConfig(servers, extra)
-	f := &listenFlags{home: lt.home, config: cfgFile, addr: "127.0.0.1:0", sandbox: "off"}
+	f := &listenFlags{home: lt.home, config: cfgFile, addr: "127.0.0.1:0", sandbox: sandboxMode}
 	f.policies = multiFlag{pol}
 	l, _, closeLog, err := buildListener(f)
 	if err != nil {
@@ -1225,5 +1232,52 @@ func TestListenOperatorTrust(t *testing.T) {
 	}
 	if text, _ := call(t, bob, "send_email", toDave); text != "sent" || asked.Load() != 2 {
 		t.Fatalf("bob's send to dave: %q, asked %d times; want him asked", text, asked.Load())
+	}
+}
+
+// A session's server is kept off Bouncer's own files as bouncer run keeps
+// its one, by the kernel: a helpdesk whose own side effects land in the
+// listener's state directory (a path no argument of the call names, so
+// the argument checks have nothing to judge) cannot write there, while the
+// same helpdesk under --sandbox off can.
+func TestListenServersOffOwnFiles(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mode string
+		kept bool
+	}{{"auto", true}, {"off", false}} {
+		t.Run(c.mode, func(t *testing.T) {
+			home := t.TempDir()
+			inside := filepath.Join(home, "server-side")
+			if err := os.Mkdir(inside, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			lt := startListenTestIn(t, home, c.mode, map[string]any{"helpdesk": map[string]any{
+				"command": exe,
+				"env":     map[string]string{testserver.EnvServer: "helpdesk", testserver.EnvDir: inside},
+			}}, "")
+			for deadline := time.Now().Add(30 * time.Second); !lt.l.Pinned(); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the helpdesk was not pinned within 30s")
+				}
+			}
+			// boss@corp.example is a trusted destination: the call is
+			// allowed and forwarded, so only the kernel can stop the
+			// write, and the server answers with its error.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := lt.client("alice", nil).CallTool(ctx, &mcp.CallToolParams{Name: "send_email", Arguments: map[string]any{"to": "boss@corp.example", "subject": "s", "body": "b"}})
+			failed := err != nil || res.IsError
+			_, statErr := os.Stat(filepath.Join(inside, "mails.jsonl"))
+			if wrote := statErr == nil; wrote == c.kept || failed != c.kept {
+				t.Fatalf("--sandbox %s: the server wrote into the state directory: %v; the call failed: %v (%v)", c.mode, wrote, failed, err)
+			}
+			if c.kept && !strings.Contains(fmt.Sprint(err), "mails.jsonl") {
+				t.Fatalf("the call failed otherwise than by the server's write: %v", err)
+			}
+		})
 	}
 }

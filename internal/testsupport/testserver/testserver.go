@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,7 +36,10 @@ const (
 // exits the process when it ends. Call it first thing in TestMain.
 func Main() {
 	name := os.Getenv(EnvServer)
-	if name == "" {
+	if name == "" || len(os.Args) > 1 && os.Args[1] == sandbox.LauncherName {
+		// Not a server; or the sandbox launcher, which has the server's
+		// environment and starts it (this binary again) once the server's
+		// confinement is set up.
 		return
 	}
 	var err error
