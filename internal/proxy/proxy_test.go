@@ -781,12 +781,14 @@ func TestBatch(t *testing.T) {
 // A large result is recorded alongside its write to the client, not before
 // it; a call the client sends the moment it has the result must still be
 // judged on the recorded result. The raw client sends the next call as soon
-// as the result's line arrives, without the SDK's decoding in between.
+// as the result's line arrives, without the SDK's decoding in between (and
+// from its own goroutine, as a real client writes: pipelined).
 func TestLargeResultRecordedBeforeNextDecision(t *testing.T) {
 	slowRecord = func() { time.Sleep(100 * time.Millisecond) }
 	defer func() { slowRecord = nil }()
 	h := newHarness(t, hopts{policy: helpdeskPolicy})
 	r := h.raw()
+	r.pipelined()
 	r.handshake()
 	filler := strings.Repeat("lorem ipsum dolor sit amet ", 20000) // ~540 KB, over parallelRecord
 	for i := 0; i < 3; i++ {
@@ -814,12 +816,15 @@ func TestLargeResultRecordedBeforeNextDecision(t *testing.T) {
 // read together), and still a result is recorded before the client can
 // see it: each send_email the client sends on reading an echo's result, to
 // the address in it, is denied as untrusted, though every recording is
-// slowed down.
+// slowed down. The client reads and writes independently, as a real one
+// does (pipelined): the proxy's read loop writes each denial while more
+// echo results wait for the client, which must not wait for it to send.
 func TestPipelinedResultsRecordedBeforeNextDecision(t *testing.T) {
 	slowRecord = func() { time.Sleep(2 * time.Millisecond) }
 	defer func() { slowRecord = nil }()
 	h := newHarness(t, hopts{policy: helpdeskPolicy})
 	r := h.raw()
+	r.pipelined()
 	r.handshake()
 	const n = 40
 	addr := func(i int) string { return fmt.Sprintf("piped-%d@evil.example", i) }
