@@ -32,7 +32,7 @@ buildGo126Module {
   pname = "bouncer";
   inherit version src;
 
-  vendorHash = "sha256-s/clgDEf1ZCzJMNCchnTBP3egXj+8jHR4CE4aMeUJfE=";
+  vendorHash = "sha256-nlT0qMZd6GSERSenDTjJbxT+VfvhhP5TTAiJyzXi7Qo=";
 
   subPackages = [ "cmd/bouncer" ];
 

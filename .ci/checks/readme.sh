@@ -128,6 +128,9 @@ while IFS=$'\t' read -r n cmd; do
       run "printf 'y\\ny\\ny\\ny\\n' | $cmd >'$work/init.out' 2>&1 || { cat '$work/init.out'; exit 1; }"
       add "grep -q x-bouncer-upstream .mcp.json || { cat '$work/init.out' .mcp.json; echo 'bouncer init did not wrap .mcp.json'; exit 1; }"
       add "echo '     wrapped .mcp.json'" ;;
+    'bouncer status')
+      run "$cmd >'$work/status.out' 2>&1 || { cat '$work/status.out'; exit 1; }"
+      add "grep -q ': wrapped, launches ' '$work/status.out' || { cat '$work/status.out'; echo 'bouncer status does not show the wrapped server'; exit 1; }" ;;
     'bouncer init --undo')
       run "printf 'y\\ny\\ny\\ny\\n' | $cmd >'$work/undo.out' 2>&1 || { cat '$work/undo.out'; exit 1; }"
       add "cmp -s .mcp.json '$work/mcp.json.orig' || { cat '$work/undo.out'; diff '$work/mcp.json.orig' .mcp.json; echo 'init --undo did not put .mcp.json back'; exit 1; }"

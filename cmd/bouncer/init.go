@@ -15,6 +15,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/setup"
 )
 
 const initSynopsis = `bouncer init [--config FILE] [--server NAME]... [--policy FILE] [--yes]
@@ -82,6 +83,9 @@ func cmdInit(args []string) error {
 			fmt.Printf("  %s\n", plan.Label(t))
 		}
 	}
+	if !*undo {
+		plan.FindPolicies(targets, runPolicy)
+	}
 	for _, t := range targets {
 		if !in.single {
 			fmt.Println()
@@ -95,6 +99,11 @@ func cmdInit(args []string) error {
 		in.sum.Write(os.Stdout)
 	}
 	in.sum.WriteOthers(os.Stdout, *undo)
+	if !*undo && in.sum.WriteLast(os.Stdout) > 0 {
+		// A server left as it was runs with nothing enforced: never a
+		// quiet success (docs/clients.md).
+		in.fail(exitFail)
+	}
 	if in.status != exitOK {
 		return silently(in.status) // each problem was said as it came
 	}
@@ -117,11 +126,16 @@ type initRun struct {
 
 // runPolicy is the policy `bouncer run` would load with the wrapped
 // entry's args (initplan.Loader): run's own flags, through the one policy
-// loader (setup.LoadPolicy).
+// loader (setup.LoadPolicy). A policy that does not load still names its
+// --policy files: they are another server's policy all the same.
 func runPolicy(args []string, base string) (*policy.Policy, []string, error) {
-	in, err := runArgsPolicy(args, base)
+	src, err := runArgsSources(args, base)
 	if err != nil {
 		return nil, nil, err
+	}
+	in, err := setup.LoadPolicy(src)
+	if err != nil {
+		return nil, src.Policies, err
 	}
 	return in.Policy, in.Files, nil
 }
@@ -155,13 +169,14 @@ func (in *initRun) ask(q string) bool {
 
 // do wraps or unwraps one config file and its hook file.
 func (in *initRun) do(t mcpconfig.Found) int {
-	cfg, err := mcpconfig.Load(t.Path)
+	cfg, err := mcpconfig.Load(t.Path, in.plan.Kept())
 	if err != nil {
 		if _, statErr := os.Lstat(t.Path); errors.Is(statErr, fs.ErrNotExist) {
 			err = fmt.Errorf("%s does not exist; name the MCP client config that lists your servers, or run bouncer init without --config to find them", in.show(t.Path))
 		}
 		errorf("%v", err)
 		in.fail(exitUsage)
+		in.sum.Unread(t, "not read")
 		return exitUsage
 	}
 	if t.Project != "" {
@@ -179,6 +194,11 @@ func (in *initRun) do(t mcpconfig.Found) int {
 	return in.doWrap(t, cfg)
 }
 
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 func readIfExists(p string) ([]byte, error) {
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -192,7 +212,7 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 	if err != nil {
 		errorf("%s: nothing written: %v", in.show(t.Path), err)
 		in.fail(exitFail)
-		in.sum.Done(t, cfg)
+		in.sum.Unread(t, "nothing written: see the error above")
 		return exitFail
 	}
 	relaunch := func(cur string) bool { return in.bin.Relaunch(t, cur, command) }
@@ -200,9 +220,11 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 	if err != nil {
 		errorf("%v", err)
 		in.fail(exitUsage)
+		in.sum.Unread(t, "not wrapped: see the error above")
 		return exitUsage
 	}
 	in.sum.KeptOut(t, w.KeptOut)
+	in.sum.Left(t, w.Changes, "")
 	polFile, pe := w.PolicyFile, w.Policy
 	if w.Rewrite && in.single {
 		os.Stdout.Write(w.Out)
@@ -246,34 +268,63 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 		case w.WritePolicy:
 			q = "Write " + in.show(polFile)
 		}
-		if in.ask(q + "?") {
-			// The policy first: a wrapped entry must never name a file
-			// that is not there yet.
-			if w.WritePolicy {
-				if err := initplan.Write(polFile, pe.Old, pe.New, t.Workspace == ""); err != nil {
-					errorf("%v", err)
-					in.fail(exitFail)
-					return exitFail
-				}
-				fmt.Printf("  Wrote %s.\n", in.show(polFile))
-			}
-			if w.Rewrite {
-				if err := cfg.Write(w.Out); err != nil {
-					errorf("%v", err)
-					in.fail(exitFail)
-					return exitFail
-				}
-				fmt.Printf("  Wrote %s (the previous version is in %s.bak). Restart your client.\n", in.show(t.Path), in.show(t.Path))
-			}
-		} else {
-			fmt.Println("Not written.")
+		notWritten := func(why string) int {
 			in.fail(exitFail)
+			in.sum.Left(t, w.Changes, why)
+			in.sum.Done(t, cfg)
 			return exitFail
 		}
+		if !in.ask(q + "?") {
+			fmt.Println("Not written.")
+			return notWritten("you answered no")
+		}
+		// The policy first: a wrapped entry must never name a file that
+		// is not there yet.
+		if w.WritePolicy {
+			if err := initplan.Write(polFile, pe.Old, pe.New, t.Workspace == ""); err != nil {
+				errorf("%v", err)
+				return notWritten("not written: see the error above")
+			}
+			fmt.Printf("  Wrote %s.\n", in.show(polFile))
+		}
+		if w.Rewrite {
+			// The originals a Strict client's entries can't hold, before
+			// the entries that need them.
+			if err := in.plan.Kept().Record(t.Path, w.Changes); err != nil {
+				errorf("%v", err)
+				return notWritten("not written: see the error above")
+			}
+			if err := cfg.Write(w.Out); err != nil {
+				errorf("%v", err)
+				return notWritten("not written: see the error above")
+			}
+			fmt.Printf("  Wrote %s (the previous version is in %s.bak). Restart your client.\n", in.show(t.Path), in.show(t.Path))
+		}
 	}
+	in.recordWrapped(t)
 	in.offerHook(t, command)
 	in.sum.Done(t, cfg)
 	return exitOK
+}
+
+// recordWrapped records in init's record whether config t (as it is now)
+// has wrapped servers: every proxy then counts it as Bouncer's own, so a
+// server of another config can't unwrap these (setup.LaunchFiles).
+func (in *initRun) recordWrapped(t mcpconfig.Found) {
+	abs, err := filepath.Abs(t.Path)
+	if err != nil {
+		return
+	}
+	wrapped := false
+	if cfg, err := mcpconfig.Load(t.Path, in.plan.Kept()); err == nil {
+		servers, _ := cfg.Servers(t.Project)
+		for _, s := range servers {
+			wrapped = wrapped || s.Wrapped && !s.HandWrapped
+		}
+	}
+	if err := in.rec.Wrapped(abs, wrapped); err != nil {
+		errorf("%v (the other servers' proxies won't count %s as Bouncer's own)", err, in.show(t.Path))
+	}
 }
 
 // offerHook adds Bouncer's prompt hook (and, for Claude Code, the deny
@@ -302,7 +353,15 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 		return
 	}
 	stale := func(p string) bool { return in.bin.Relaunch(t, p, program) }
-	h, err := hooks.Plan(path, client, old, command, stale)
+	var edit []string
+	if hooks.HasEditRules(client) {
+		var skipped []string
+		edit, skipped = hooks.EditRules(path, in.plan.Home, in.plan.Keep())
+		for _, s := range skipped {
+			fmt.Printf("  %s: no permissions.deny rule for %s: its name has a character Claude Code's rules would read as a pattern\n", in.show(path), s)
+		}
+	}
+	h, err := hooks.Plan(path, client, old, command, stale, edit)
 	if err != nil {
 		errorf("%v", err)
 		in.fail(exitUsage)
@@ -318,8 +377,19 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 	if h.Added.Hook {
 		fmt.Printf("    add the prompt hook (%s runs `%s`): a destination you type is then yours to send to, even if a server's output holds it too\n", hooks.Event(client), command)
 	}
-	if len(h.Added.Deny) > 0 {
-		fmt.Printf("    add permissions.deny %s: an agent with a shell could otherwise approve its own blocked calls, trust an address, or forge a prompt that vouches for one\n", strings.Join(h.Added.Deny, ", "))
+	var bash, files []string
+	for _, r := range h.Added.Deny {
+		if strings.HasPrefix(r, "Bash(") {
+			bash = append(bash, r)
+		} else {
+			files = append(files, r)
+		}
+	}
+	if len(bash) > 0 {
+		fmt.Printf("    add permissions.deny %s: an agent with a shell could otherwise approve its own blocked calls, trust an address, or forge a prompt that vouches for one\n", strings.Join(bash, ", "))
+	}
+	if len(files) > 0 {
+		fmt.Printf("    add permissions.deny %s: the agent's own Edit, Write and NotebookEdit tools could otherwise change a policy, what Bouncer remembers, an MCP config or these rules\n", strings.Join(files, ", "))
 	}
 	if !in.ask(fmt.Sprintf("Change %s?", in.show(path))) {
 		fmt.Println("Not written.")
@@ -366,8 +436,15 @@ func (in *initRun) doUndo(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 			in.fail(exitFail)
 			return exitFail
 		}
+		if err := in.plan.Kept().Record(t.Path, changes); err != nil {
+			// The file is back as it was; what is kept only goes unused.
+			errorf("%v (the original entries it kept for %s stay there, unused)", err, in.show(t.Path))
+		}
+		in.recordWrapped(t)
 		fmt.Printf("  Wrote %s (the previous version is in %s.bak). Restart your client.\n", in.show(t.Path), in.show(t.Path))
-		fmt.Printf("  %s is left in place: it holds rules you may still want.\n", in.show(in.plan.PolicyFile(t)))
+		if pf := in.plan.PolicyFile(t); fileExists(pf) {
+			fmt.Printf("  %s is left in place: it holds rules you may still want.\n", in.show(pf))
+		}
 	} else {
 		fmt.Println("Not written.")
 		in.fail(exitFail)

@@ -35,6 +35,7 @@ var commands = map[string]command{
 	"pending": {run: cmdPending, short: "list open approval codes"},
 	"audit":   {run: cmdAudit, short: "verify the audit log's hash chain (audit verify), or ship it to a collector (audit ship)"},
 	"init":    {run: cmdInit, short: "wrap the MCP servers (stdio and remote) of your clients' configs; --undo puts them back"},
+	"status":  {run: cmdStatus, short: "show, per client config, which servers are wrapped, their policy, the hook, and what is unprotected"},
 	"report":  {run: cmdReport, short: "write the Markdown review pack"},
 	"serve":   {run: cmdServe, short: "Bouncer's own MCP server for policy authors (the default)"},
 	"verify":  {run: cmdVerify, short: "verify policy files against their Sigstore bundles"},

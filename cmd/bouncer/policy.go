@@ -116,7 +116,7 @@ func suggestPolicy(pf *policyFlags, dir string, entries []audit.Entry) (*setup.I
 		logged[e.Server] = true
 	}
 	for _, f := range mcpconfig.Candidates(mcpconfig.Where{Home: homeDir, Dir: cwd, GOOS: runtime.GOOS, ConfigHome: os.Getenv("XDG_CONFIG_HOME")}) {
-		cfg, err := mcpconfig.Load(f.Path)
+		cfg, err := mcpconfig.Load(f.Path, mcpconfig.Kept{State: dir})
 		if err != nil {
 			continue // a config that isn't there, or can't be read
 		}

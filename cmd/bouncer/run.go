@@ -218,7 +218,11 @@ func (f *runFlags) upstream() (*upstreamSpec, error) {
 		if len(f.rest) > 0 || f.remoteURL != "" {
 			return nil, usageErr("give one of --config/--server, --url or -- COMMAND")
 		}
-		c, rc, r, err := upstreamFromConfig(f.configFile, f.project, f.serverName)
+		state, err := stateDir(f.home)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		c, rc, r, err := upstreamFromConfig(f.configFile, f.project, f.serverName, state)
 		if err != nil {
 			return nil, badInput(err)
 		}
@@ -463,16 +467,19 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// upstreamFromConfig returns the upstream of the x-bouncer-upstream entry
-// of server name in a client config (in its projects[project] block when
-// project is set), with the client's ${...} variables expanded from our
+// upstreamFromConfig returns the upstream of the original entry of server
+// name in a client config (in its projects[project] block when project is
+// set): its x-bouncer-upstream member, or the entry init kept in the state
+// directory state for a client that refuses that key, with the client's ${...} variables expanded from our
 // environment, which is the one the client gave us: for a stdio server its
 // command and args, its env laid over ours (as the client would have done)
 // and its cwd; for a remote one (an entry with a url) its url, headers and
 // transport (rc is then set). r says where the config was found: its
-// Base is the directory relative --policy files are resolved against.
-func upstreamFromConfig(file, project, name string) (c transport.Command, rc *transport.RemoteConfig, r mcpconfig.Resolved, err error) {
-	r, err = mcpconfig.Resolve(mcpconfig.Lookup{File: file, Project: project, Server: name, Getenv: os.LookupEnv})
+// Base is the directory relative --policy files are resolved against. A
+// client that keeps its originals in the state directory state has them
+// found there (mcpconfig.Kept).
+func upstreamFromConfig(file, project, name, state string) (c transport.Command, rc *transport.RemoteConfig, r mcpconfig.Resolved, err error) {
+	r, err = mcpconfig.Resolve(mcpconfig.Lookup{File: file, Project: project, Server: name, Getenv: os.LookupEnv, Kept: mcpconfig.Kept{State: state}})
 	if err != nil {
 		return transport.Command{}, nil, r, err
 	}

@@ -20,7 +20,8 @@
 //
 // Taint, where a false match only denies, folds far more (package taint).
 // It may ask for a destination's other spellings (Variants) so that a host
-// re-spelled in punycode is still seen.
+// re-spelled in punycode, a URL as a WHATWG parser reads it (whatwg.go) or
+// a number by its digits is still seen.
 package dest
 
 import (
@@ -455,14 +456,17 @@ func networkPath(s string) bool {
 
 // Variants returns the other spellings of s that taint may have recorded
 // it under: a host (alone, in an address or in a URL) both in punycode and
-// in Unicode, a host with and without a trailing dot, and an address as
-// net/mail reads it (quotes and display name taken off). Only the taint side asks for them: there a match denies, so
-// more spellings are safer; an allow never uses them.
+// in Unicode, a host with and without a trailing dot, a host written with
+// a port without it, an address as net/mail reads it (quotes and display
+// name taken off), a URL as a WHATWG parser reads it (webForm: userinfo
+// and a default port dropped, dot segments resolved, backslashes, a
+// network path, "https:evil.example", a numeric IPv4 host), what a URL
+// with no host names ("tel:+15550109999", "mailto:a%40b.example"), a
+// phone or account number by its digits (numberForms) and an IBAN in the
+// groups of four it is printed in. Only the taint side asks for them:
+// there a match denies, so more spellings are safer; an allow never uses
+// them.
 func Variants(s string) []string {
-	d, err := Parse(s)
-	if err != nil || d.Kind == Name {
-		return nil
-	}
 	var out []string
 	add := func(v string) {
 		if v == "" || v == s {
@@ -474,6 +478,33 @@ func Variants(s string) []string {
 			}
 		}
 		out = append(out, v)
+	}
+	// The receiver's reading, and its own spellings.
+	if u, ok := webURL(s); ok {
+		w := webForm(u)
+		if w == "" {
+			w, _ = opaqueTarget(u)
+		}
+		if w != "" && w != strings.Trim(s, surrounding) {
+			add(w)
+			for _, v := range Variants(w) {
+				add(v)
+			}
+		}
+	}
+	d, err := Parse(s)
+	if err != nil || d.Kind == Name {
+		// A number only the looser reading takes ("415.555.0199"), an
+		// IBAN in lower case, as banks read it.
+		t := strings.Trim(s, surrounding)
+		for _, f := range NumberForms(t) {
+			add(f)
+		}
+		if c, ok := parseIBAN(strings.ToUpper(t)); ok {
+			add(c)
+			add(groupsOfFour(c))
+		}
+		return out
 	}
 	uni := func(h string) string {
 		u, err := idna.Lookup.ToUnicode(h)
@@ -494,7 +525,11 @@ func Variants(s string) []string {
 	case Host:
 		add(d.Canon)
 		add(uni(d.Canon))
-		if !strings.ContainsRune(d.Canon, ':') {
+		if h := hostOf(d.Canon); h != d.Canon && !strings.HasSuffix(d.Canon, "]") {
+			// evil.example:22 is evil.example.
+			add(h)
+			add(uni(h))
+		} else if !strings.ContainsRune(d.Canon, ':') {
 			add(dot(d.Canon))
 		}
 	case Address:
@@ -520,8 +555,68 @@ func Variants(s string) []string {
 		if !strings.HasSuffix(hostOnly, "]") {
 			add(pre + dot(hostOnly) + host[len(hostOnly):] + tail)
 		}
+	case Number:
+		for _, f := range numberForms(d.Canon) {
+			add(f)
+		}
+	case IBAN:
+		add(d.Canon)
+		add(groupsOfFour(d.Canon))
 	}
 	return out
+}
+
+// numberForms are the spellings of a phone or account number (its
+// canonical form: digits, perhaps after a '+') that taint records for
+// every number written in groups (package taint): its digits alone, and,
+// since the same line is written with and without its country or trunk
+// prefix ("+1 415-555-0199", "(415) 555-0199", "001 415 555 0199",
+// "020 7946 0958" for "+44 20 7946 0958"), its digits without the first
+// one to three (a country code) after a '+' or an international "00" or
+// "011", and without a trunk '0'.
+func numberForms(canon string) []string {
+	digits := strings.TrimPrefix(canon, "+")
+	out := []string{digits}
+	intl := digits != canon
+	for _, p := range []string{"00", "011"} {
+		if !intl && strings.HasPrefix(digits, p) {
+			digits, intl = digits[len(p):], true
+			out = append(out, digits)
+		}
+	}
+	if intl {
+		for n := 1; n <= 3 && len(digits)-n >= 7; n++ {
+			out = append(out, digits[n:])
+		}
+	} else if strings.HasPrefix(digits, "0") && len(digits) > 7 {
+		out = append(out, digits[1:])
+	}
+	return out
+}
+
+// NumberForms returns the forms taint records for a number written in
+// groups in text ("+1 415-555-0199", "(415) 555-0199", "415.555.0199",
+// "01 42 68 53 00"), the same numberForms that Variants gives a
+// destination: nil when s is no such number. Since taint may over-match,
+// dots separate groups here too and a group may have two digits.
+func NumberForms(s string) []string {
+	c, ok := readNumber(strings.ReplaceAll(s, ".", "-"), 2)
+	if !ok {
+		return nil
+	}
+	return numberForms(c)
+}
+
+// groupsOfFour writes an IBAN as it is printed ("DE89 3704 0044 ...").
+func groupsOfFour(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i += 4 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s[i:min(i+4, len(s))])
+	}
+	return b.String()
 }
 
 // Exact is the key by which a value a person looked at is matched again

@@ -9,53 +9,64 @@ import (
 
 // parseNumber reads a phone or account number written as one: an
 // optional '+', then groups of digits, each after the first separated by
-// one space or '-', or the first wrapped in parentheses ("(555) 123-4567").
-// It has from 7 to 20 digits, and a '+' or a separator: a bare run of
-// digits is as often an order, a ticket or a record id. Without a '+',
-// every group after the first has three digits or more, so a date
-// (2022-02-22) or an identity number's 2-digit group is not one. Its
-// canonical form is its digits, after the '+' when there is one: a phone
-// network or a bank reads the digits, not how they were grouped.
-func parseNumber(s string) (string, bool) {
+// one space or '-', any one of them perhaps wrapped in parentheses ("(555)
+// 123-4567", "+1 (555) 123-4567"). It has from 7 to 20 digits, and a '+'
+// or a separator: a bare run of digits is as often an order, a ticket or a
+// record id. Without a '+', every group after the first has three digits
+// or more, so a date (2022-02-22) or an identity number's 2-digit group is
+// not one. Its canonical form is its digits, after the '+' when there is
+// one: a phone network or a bank reads the digits, not how they were
+// grouped.
+func parseNumber(s string) (string, bool) { return readNumber(s, 3) }
+
+// readNumber is parseNumber with minGroup the fewest digits of a group
+// after the first when there is no '+'.
+func readNumber(s string, minGroup int) (string, bool) {
 	plus := strings.HasPrefix(s, "+")
 	rest := strings.TrimPrefix(s, "+")
 	var digits strings.Builder
-	groups, seps := 0, 0
-	i := 0
-	if strings.HasPrefix(rest, "(") {
-		end := strings.IndexByte(rest, ')')
-		if end < 2 || !allDigits(rest[1:end]) {
-			return "", false
+	groups, seps, parens := 0, 0, 0
+	for i := 0; i < len(rest); {
+		var g string
+		if rest[i] == '(' {
+			end := strings.IndexByte(rest[i:], ')')
+			if end < 2 || parens > 0 || !allDigits(rest[i+1:i+end]) {
+				return "", false
+			}
+			g, parens = rest[i+1:i+end], 1
+			i += end + 1
+			seps++
+			if i < len(rest) && rest[i] == ' ' {
+				i++
+			}
+			if i == len(rest) {
+				return "", false
+			}
+		} else {
+			j := i
+			for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+				j++
+			}
+			g = rest[i:j]
+			if g == "" {
+				return "", false
+			}
+			i = j
+			if i < len(rest) && rest[i] == '(' {
+				seps++ // "+1(415)555-0199"
+			} else if i < len(rest) {
+				if rest[i] != ' ' && rest[i] != '-' || i+1 == len(rest) {
+					return "", false
+				}
+				seps++
+				i++
+			}
 		}
-		digits.WriteString(rest[1:end])
-		groups, seps = 1, 1
-		i = end + 1
-		if i < len(rest) && rest[i] == ' ' {
-			i++
-		}
-	}
-	for i < len(rest) {
-		j := i
-		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
-			j++
-		}
-		g := rest[i:j]
-		if g == "" {
-			return "", false
-		}
-		if groups > 0 && !plus && len(g) < 3 {
+		if groups > 0 && !plus && len(g) < minGroup {
 			return "", false
 		}
 		digits.WriteString(g)
 		groups++
-		if j == len(rest) {
-			break
-		}
-		if rest[j] != ' ' && rest[j] != '-' || j+1 == len(rest) {
-			return "", false
-		}
-		seps++
-		i = j + 1
 	}
 	n := digits.Len()
 	if n < 7 || n > 20 || (!plus && seps == 0) {
@@ -124,10 +135,26 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // as one, an IBAN, or a handle or channel (@name, #name). A value that
 // reads as an address or a URL but has no canonical form ("a@b (c@d)",
 // "https://user@host/") is one too: nothing can vouch for it, so it is
-// asked about. A name ("Alice", "Le Marais"), a file name ("report.pdf")
-// or a date is not: it makes no call a send.
+// asked about. So is what a WHATWG URL parser reads as a URL with a host
+// ("https:evil.example/x", "//evil.example/x" under a public host), a URL
+// whose path is a destination ("tel:+15550109999", "mailto:a%40b.example"),
+// and a value whose percent-escapes, decoded, are one ("a%40b.example").
+// A name ("Alice", "Le Marais"), a file name ("report.pdf") or a date is
+// not: it makes no call a send.
 func IsDestination(s string) bool {
 	t := strings.Trim(s, surrounding)
+	if u, ok := webURL(t); ok {
+		if target, ok := opaqueTarget(u); ok {
+			if target != t && IsDestination(target) {
+				return true
+			}
+		} else if u.Hostname() != "" && (!networkPath(t) || publicHost(u.Hostname())) {
+			return true
+		}
+	}
+	if d, ok := percentDecoded(t); ok && IsDestination(d) {
+		return true
+	}
 	d, err := Parse(t)
 	if err != nil {
 		return strings.Contains(t, "://") || holdsAt(t)
@@ -141,18 +168,55 @@ func IsDestination(s string) bool {
 	case Host:
 		return publicHost(hostOf(d.Canon))
 	}
+	if _, ok := parseIBAN(strings.ToUpper(t)); ok {
+		return true // an IBAN in lower case, which banks read alike
+	}
 	return isHandle(t)
 }
 
 // holdsAt reports whether s has an '@' between two characters that are not
-// white space: the shape of an address, however it is dressed.
+// white space: the shape of an address, however it is dressed. An '@'
+// before a version ("lodash@4.17.21", "@scope/pkg@^1.2.0") is a package's,
+// not an address's: a domain whose last label is a number, and that is no
+// IPv4 address, names no mail host (canonHost refuses it too).
 func holdsAt(s string) bool {
 	for i := 1; i+1 < len(s); i++ {
-		if s[i] == '@' && !strings.ContainsRune(" \t\r\n", rune(s[i-1])) && !strings.ContainsRune(" \t\r\n", rune(s[i+1])) {
+		if s[i] == '@' && !strings.ContainsRune(" \t\r\n", rune(s[i-1])) && !strings.ContainsRune(" \t\r\n", rune(s[i+1])) && !version(s[i+1:]) {
 			return true
 		}
 	}
 	return false
+}
+
+// version reports whether s starts with a version or a version range and
+// nothing else up to white space or the end: digits and dots, perhaps
+// after a range operator ("4.17.21", "^1.2.0", "~2.0", ">=1.0.0").
+func version(s string) bool {
+	if i := strings.IndexAny(s, " \t\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimLeft(s, "^~<>=v")
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c == '.' || c == 'x' || c == '*') {
+			return false
+		}
+	}
+	return true
+}
+
+// MayBeFileName reports whether s, a destination by value, is a bare name
+// of two labels with no scheme, port, path or trailing dot ("README.md",
+// "setup.py", "notes.md", "evil.com"): read alone, a file or an entity is
+// named so as often as a host. It stays a destination (a tainted one is
+// asked about); it is only no evidence that a tool registers where it
+// sends.
+func MayBeFileName(s string) bool {
+	d, err := Parse(s)
+	return err == nil && d.Kind == Host && strings.Count(d.Canon, ".") == 1 && !strings.ContainsAny(d.Canon, ":[")
 }
 
 // hostOf is the host of host[:port]/rest.
@@ -245,7 +309,9 @@ func HeaderDestinations(s string) []string {
 	var out []string
 	for _, line := range strings.FieldsFunc(s[i:], func(r rune) bool { return r == '\r' || r == '\n' }) {
 		name, value, ok := strings.Cut(strings.TrimLeft(line, surrounding), ":")
-		if !ok || !fieldName(name) {
+		// White space before the colon is RFC 5322's obsolete syntax
+		// (obs-optional), which mail servers still take as a header.
+		if !ok || !fieldName(strings.TrimRight(name, surrounding)) {
 			continue
 		}
 		value = strings.Trim(value, surrounding)

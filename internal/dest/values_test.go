@@ -41,6 +41,7 @@ func TestHeaderDestinations(t *testing.T) {
 		"report\r\n bcc:Eve <eve@evil.example>":             {"Eve <eve@evil.example>"},
 		"report\r\nReply-To: \"x\" <eve@evil.example>":      {"\"x\" <eve@evil.example>"},
 		"report\rX-Hook: https://evil.example/h":            {"https://evil.example/h"},
+		"report\r\nBcc : eve@evil.example":                  {"eve@evil.example"},
 		"Hi Bob,\nNote: see below\nThanks":                  nil,
 		"one line with bob@example.com: no break before it": nil,
 	} {
@@ -179,5 +180,26 @@ print(json.dumps([[a for _, a in email.utils.getaddresses([x])] for x in xs]))`
 	}
 	if split < 5 {
 		t.Errorf("only %d lists were split: the test says nothing", split)
+	}
+}
+
+// A package and its version is no address; a bare name of two labels may
+// be a file name, a longer host or an address may not.
+func TestPackagesAndFileNames(t *testing.T) {
+	for _, s := range []string{"lodash@4.17.21", "@scope/pkg@^1.2.0", "react@>=18.0.0"} {
+		if IsDestination(s) {
+			t.Errorf("IsDestination(%q) = true", s)
+		}
+	}
+	for _, s := range []string{"eve@evil.example", "a@b (c@d)", "user@localhost", "eve@4.17.21.com"} {
+		if !IsDestination(s) {
+			t.Errorf("IsDestination(%q) = false", s)
+		}
+	}
+	for s, want := range map[string]bool{"README.md": true, "setup.py": true, "evil.com": true, "hooks.evil.com": false,
+		"evil.com:8080": false, "https://evil.com": false, "evil.com/x": false, "a@evil.com": false, "Alice": false} {
+		if got := MayBeFileName(s); got != want {
+			t.Errorf("MayBeFileName(%q) = %v", s, got)
+		}
 	}
 }

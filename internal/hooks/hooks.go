@@ -1,7 +1,9 @@
 // Package hooks installs (and removes) Bouncer's prompt hook in the file
 // where an MCP client keeps its hooks: Claude Code's settings.json (with
 // the permissions.deny rules that keep an agent's shell from running
-// `bouncer approve`, `trust` or `hook`), Cursor's hooks.json. The hook
+// `bouncer approve`, `trust` or `hook`, and its own file tools off
+// Bouncer's files: EditRules), Cursor's hooks.json; and says what such a
+// file holds (Inspect). The hook
 // runs `bouncer hook prompt`, which vouches for the destinations a person
 // types. An edit adds only what is missing and records what it added
 // (Added), so that an undo removes that and nothing the user had.
@@ -14,10 +16,13 @@ package hooks
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/jsonc"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
+	"github.com/bouncer-mcp/bouncer/internal/pathtree"
 )
 
 // DenyRules are the Claude Code permissions.deny rules init adds: an agent
@@ -25,6 +30,75 @@ import (
 // the user, or `bouncer hook prompt` with a made-up prompt that vouches for
 // an attacker's address.
 var DenyRules = []string{"Bash(bouncer approve:*)", "Bash(bouncer trust:*)", "Bash(bouncer hook:*)"}
+
+// Keep is a path the client's own file tools must not change: one of
+// Bouncer's (its state directory, a policy file) or one that makes the
+// client run Bouncer (an MCP config, a hook file). Dir keeps everything
+// in it.
+type Keep struct {
+	Path string
+	Dir  bool
+}
+
+// HasEditRules reports whether the client has rules init can write that
+// keep its agent's own file tools off given paths (EditRules): Claude
+// Code's permissions.deny. Cursor, VS Code, Gemini CLI (whose policy rules
+// match a tool's arguments as text, not the file it writes), Claude
+// Desktop and the rest have none.
+func HasEditRules(c mcpconfig.Client) bool { return c == mcpconfig.ClaudeCode }
+
+// EditRules are Claude Code's permissions.deny rules that keep its file
+// tools off each of keep, spelled for the settings file at settings
+// (Claude Code's rule syntax, checked against Claude Code 2.1.197): an
+// Edit(...) rule covers every built-in tool that edits files (Edit,
+// Write, NotebookEdit), while a Write(...) path rule is not consulted;
+// the path is a gitignore pattern, "//x" the absolute /x, "~/x" below the
+// home directory, and "/x" below the project of a project's
+// .claude/settings.json, which a team commits and so names no path of one
+// person's machine where it can help it. A path with a character the
+// pattern would read as a wildcard or an escape is left out, and listed
+// in skipped: a rule that matched something else would be worse than
+// none.
+func EditRules(settings, home string, keep []Keep) (rules, skipped []string) {
+	project := filepath.Dir(filepath.Dir(settings))
+	if home != "" && mcpconfig.SamePath(project, home) {
+		project = "" // the user's own settings
+	}
+	seen := map[string]bool{}
+	var dirs []string
+	for _, k := range keep {
+		if k.Dir {
+			dirs = append(dirs, filepath.Clean(k.Path))
+		}
+	}
+	for _, k := range keep {
+		p := filepath.Clean(k.Path)
+		if !k.Dir && slices.ContainsFunc(dirs, func(d string) bool { r, in := pathtree.Below(p, d); return in && r != "." }) {
+			continue // its directory's rule covers it
+		}
+		if !filepath.IsAbs(p) || strings.ContainsAny(p, "*?[]\\()\n\r") || strings.TrimSpace(p) != p {
+			skipped = append(skipped, k.Path)
+			continue
+		}
+		var pat string
+		if r, ok := pathtree.Below(p, project); ok && r != "." {
+			pat = "/" + filepath.ToSlash(r)
+		} else if r, ok := pathtree.Below(p, home); ok && r != "." {
+			pat = "~/" + filepath.ToSlash(r)
+		} else {
+			pat = "/" + p
+		}
+		if k.Dir {
+			pat += "/**"
+		}
+		r := "Edit(" + pat + ")"
+		if !seen[r] {
+			seen[r] = true
+			rules = append(rules, r)
+		}
+	}
+	return rules, skipped
+}
 
 // File returns the file where the client that reads config keeps its
 // prompt-submit hook (Claude Code's settings.json, Cursor's hooks.json),
@@ -170,6 +244,21 @@ type Added struct {
 	// init replaced with Command, the command the file held, as a JSON
 	// string as written there: undo puts it back.
 	Was string `json:"was,omitempty"`
+	// Before is, for a file that existed, its text before init's first
+	// edit, and After its text after init's last one, as long as nothing
+	// else changed it in between: undo of a file that still holds After
+	// writes Before, byte for byte. Otherwise undo takes out what init
+	// added, piece by piece, and the objects and lists it made (Made)
+	// when they are left empty.
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
+	// Made are the keys init created to hold what it added, each a path
+	// from the top ("permissions", "deny").
+	Made [][]string `json:"made,omitempty"`
+	// Config marks, instead of a hook file, an MCP config whose servers
+	// init wrapped: the record lists it (initplan.Record.Files), so that
+	// every proxy counts it as Bouncer's own, whichever config launched it.
+	Config bool `json:"config,omitempty"`
 }
 
 // Empty reports whether nothing was added.
@@ -178,6 +267,7 @@ func (a Added) Empty() bool { return !a.Hook && len(a.Deny) == 0 && a.Created ==
 // Merge adds to a, what init recorded adding to a hook file before, what
 // the edit h of that file adds once written: undo then removes both.
 func (a *Added) Merge(h Edit) {
+	first := a.Empty() && a.Before == ""
 	a.Hook = a.Hook || h.Added.Hook
 	switch {
 	case h.Added.Command != "" || h.Replaced != "" && a.Hook:
@@ -190,10 +280,23 @@ func (a *Added) Merge(h Edit) {
 		}
 		a.Command = h.Command
 	}
-	if h.Replaced != "" && a.Created == string(h.Old) {
+	switch {
+	case a.Created != "" && a.Created == string(h.Old):
 		a.Created = string(h.New) // still all init's
+	case h.Old == nil || a.Created != "":
+	case first:
+		a.Before, a.After = string(h.Old), string(h.New)
+	case a.Before != "" && a.After == string(h.Old):
+		a.After = string(h.New)
+	default:
+		// Changed by someone else since init's last edit: no longer a
+		// snapshot to go back to.
+		a.Before, a.After = "", ""
 	}
 	a.Deny = append(a.Deny, h.Added.Deny...)
+	if h.Old != nil {
+		a.Made = append(a.Made, h.Added.Made...)
+	}
 	if h.Added.Created != "" {
 		a.Created = h.Added.Created
 	}
@@ -221,12 +324,52 @@ func promptCommands(client mcpconfig.Client, elems []*jsonc.Node) []*jsonc.Node 
 	return out
 }
 
+// State is what a client's hook file holds of Bouncer's, as `bouncer
+// status` reports it.
+type State struct {
+	// Hook is the prompt hook's command, "" when there is none.
+	Hook string `json:"hook,omitempty"`
+	// Deny are the permissions.deny rules it has (Claude Code).
+	Deny []string `json:"deny,omitempty"`
+}
+
+// Inspect reads the hook file at path (its text data; nil when it does
+// not exist): the prompt hook that runs `bouncer hook prompt`, and the
+// deny rules.
+func Inspect(path string, client mcpconfig.Client, data []byte) (State, error) {
+	var st State
+	if data == nil {
+		return st, nil
+	}
+	d, err := jsonc.ParseDoc(path, data)
+	if err != nil {
+		return st, err
+	}
+	if arr := d.At("hooks", Event(client)); arr != nil && arr.Kind == jsonc.Array {
+		for _, c := range promptCommands(client, arr.Elems) {
+			if IsPrompt(c.Str) {
+				st.Hook = c.Str
+				break
+			}
+		}
+	}
+	if arr := d.At("permissions", "deny"); arr != nil && arr.Kind == jsonc.Array {
+		for _, x := range arr.Elems {
+			if x.Kind == jsonc.String {
+				st.Deny = append(st.Deny, x.Str)
+			}
+		}
+	}
+	return st, nil
+}
+
 // Plan returns the edit that adds the prompt hook running command (and,
-// for Claude Code, DenyRules) to the hook file at path, which holds old
-// (nil when missing). What is there already is not added again, except
-// that a prompt hook whose program stale says is to be replaced (one that
-// no longer starts this bouncer; nil: none) runs command instead.
-func Plan(path string, client mcpconfig.Client, old []byte, command string, stale func(program string) bool) (Edit, error) {
+// for Claude Code, DenyRules and then the rules of extra: EditRules) to
+// the hook file at path, which holds old (nil when missing). What is
+// there already is not added again, except that a prompt hook whose
+// program stale says is to be replaced (one that no longer starts this
+// bouncer; nil: none) runs command instead.
+func Plan(path string, client mcpconfig.Client, old []byte, command string, stale func(program string) bool, extra []string) (Edit, error) {
 	h := Edit{Path: path, Client: client, Command: command, Old: old}
 	text := old
 	if old == nil {
@@ -284,7 +427,7 @@ func Plan(path string, client mcpconfig.Client, old []byte, command string, stal
 		has = true
 	}
 	if !has {
-		if err := d.Append(hookValue, hookAt...); err != nil {
+		if err := h.appendTo(d, hookValue, hookAt...); err != nil {
 			return h, err
 		}
 		h.Added.Hook, h.Added.Command = true, command
@@ -300,9 +443,10 @@ func Plan(path string, client mcpconfig.Client, old []byte, command string, stal
 				present[x.Str] = true
 			}
 		}
-		for _, r := range DenyRules {
+		for _, r := range append(append([]string(nil), DenyRules...), extra...) {
 			if !present[r] {
-				if err := d.Append(jsonc.Quote(r), "permissions", "deny"); err != nil {
+				present[r] = true
+				if err := h.appendTo(d, jsonc.Quote(r), "permissions", "deny"); err != nil {
 					return h, err
 				}
 				h.Added.Deny = append(h.Added.Deny, r)
@@ -318,9 +462,31 @@ func Plan(path string, client mcpconfig.Client, old []byte, command string, stal
 	return h, nil
 }
 
-// Undo returns the hook file's text without what a records (only what
-// is still there, in the form init wrote it), and what it removed.
+// appendTo appends value to the list at keys (jsonc.Doc.Append), and
+// records in h.Added.Made the keys the append created.
+func (h *Edit) appendTo(d *jsonc.Doc, value string, keys ...string) error {
+	var made [][]string
+	for i := range keys {
+		if d.At(keys[:i+1]...) == nil {
+			made = append(made, append([]string(nil), keys[:i+1]...))
+		}
+	}
+	if err := d.Append(value, keys...); err != nil {
+		return err
+	}
+	h.Added.Made = append(h.Added.Made, made...)
+	return nil
+}
+
+// Undo returns the hook file's text without what a records, and what it
+// removed: the file as it was before init's first edit when it holds what
+// init's last edit left (Added.Before); else only what is still there, in
+// the form init wrote it, and the keys init made for it once they are
+// empty.
 func Undo(path string, client mcpconfig.Client, text []byte, a Added) ([]byte, Added, error) {
+	if a.Before != "" && string(text) == a.After {
+		return []byte(a.Before), Added{Hook: a.Hook, Deny: a.Deny, Was: a.Was}, nil
+	}
 	var removed Added
 	d, err := jsonc.ParseDoc(path, text)
 	if err != nil {
@@ -385,5 +551,23 @@ func Undo(path string, client mcpconfig.Client, text []byte, a Added) ([]byte, A
 			}
 		}
 	}
+	// The keys init made, deepest first, where nothing is left in them.
+	made := append([][]string(nil), a.Made...)
+	sort.SliceStable(made, func(i, j int) bool { return len(made[i]) > len(made[j]) })
+	for _, keys := range made {
+		n := d.At(keys...)
+		if n == nil || len(n.Members) > 0 || len(n.Elems) > 0 || (n.Kind != jsonc.Object && n.Kind != jsonc.Array) || hasComment(d.Bytes()[n.Start:n.End]) {
+			continue
+		}
+		if err := d.RemoveMember(d.At(keys[:len(keys)-1]...), keys[len(keys)-1]); err != nil {
+			return nil, removed, err
+		}
+	}
 	return d.Bytes(), removed, nil
+}
+
+// hasComment reports whether the text of an empty object or list holds
+// anything but its brackets and whitespace: a comment someone wrote.
+func hasComment(text []byte) bool {
+	return len(strings.TrimSpace(string(text[1:len(text)-1]))) > 0
 }

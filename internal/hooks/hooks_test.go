@@ -18,7 +18,7 @@ func TestPlanClaude(t *testing.T) {
   }
 }
 `)
-	h, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, old, "bouncer hook prompt", nil)
+	h, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, old, "bouncer hook prompt", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestPlanClaude(t *testing.T) {
 		t.Errorf("added %+v", h.Added)
 	}
 	// Twice: nothing more.
-	h2, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, h.New, "/opt/bouncer hook prompt", nil)
+	h2, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, h.New, "/opt/bouncer hook prompt", nil, nil)
 	if err != nil || string(h2.New) != string(h.New) || !h2.Added.Empty() {
 		t.Errorf("second plan changed it (%v): %+v", err, h2.Added)
 	}
@@ -56,7 +56,7 @@ func TestPlanClaude(t *testing.T) {
 }
 
 func TestPlanNewFiles(t *testing.T) {
-	h, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, nil, "bouncer hook prompt", nil)
+	h, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, nil, "bouncer hook prompt", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestPlanNewFiles(t *testing.T) {
 	if h.Added.Created != string(h.New) || len(h.Added.Deny) != 3 {
 		t.Errorf("added %+v", h.Added)
 	}
-	c, err := Plan("/p/.cursor/hooks.json", mcpconfig.Cursor, nil, "bouncer hook prompt", nil)
+	c, err := Plan("/p/.cursor/hooks.json", mcpconfig.Cursor, nil, "bouncer hook prompt", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestPlanNewFiles(t *testing.T) {
 	}
 	// An existing mcpconfig.Cursor file with other hooks keeps them.
 	old := []byte("{\"version\": 1, \"hooks\": {\"beforeSubmitPrompt\": [{\"command\": \"./audit.sh\"}], \"stop\": []}}")
-	c, err = Plan("/p/.cursor/hooks.json", mcpconfig.Cursor, old, "bouncer hook prompt", nil)
+	c, err = Plan("/p/.cursor/hooks.json", mcpconfig.Cursor, old, "bouncer hook prompt", nil, nil)
 	if err != nil || string(c.New) != "{\"version\": 1, \"hooks\": {\"beforeSubmitPrompt\": [{\"command\": \"./audit.sh\"}, {\"command\": \"bouncer hook prompt\"}], \"stop\": []}}" {
 		t.Errorf("cursor existing (%v):\n%s", err, c.New)
 	}
@@ -86,7 +86,7 @@ func TestPlanNewFiles(t *testing.T) {
 		t.Errorf("cursor undo (%v):\n%s", err, undone)
 	}
 	// A hooks key of the wrong type is refused, naming it.
-	if _, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, []byte(`{"hooks": []}`), "bouncer hook prompt", nil); err == nil || !strings.Contains(err.Error(), "hooks is not an object") {
+	if _, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, []byte(`{"hooks": []}`), "bouncer hook prompt", nil, nil); err == nil || !strings.Contains(err.Error(), "hooks is not an object") {
 		t.Errorf("err %v", err)
 	}
 }
@@ -113,11 +113,11 @@ func TestCommandByPath(t *testing.T) {
 			t.Errorf("%s: read back as %q", c.program, w)
 		}
 		for _, client := range []mcpconfig.Client{mcpconfig.ClaudeCode, mcpconfig.Cursor} {
-			h, err := Plan("/h/hooks.json", client, []byte("{}\n"), cmd, nil)
+			h, err := Plan("/h/hooks.json", client, []byte("{}\n"), cmd, nil, nil)
 			if err != nil || !h.Added.Hook || h.Added.Command != cmd {
 				t.Fatalf("%s, %s: %v %+v", c.program, client, err, h.Added)
 			}
-			again, err := Plan("/h/hooks.json", client, h.New, cmd, nil)
+			again, err := Plan("/h/hooks.json", client, h.New, cmd, nil, nil)
 			if err != nil || !again.Added.Empty() {
 				t.Errorf("%s, %s: added again: %+v", c.program, client, again.Added)
 			}
@@ -135,7 +135,7 @@ func TestCommandByPath(t *testing.T) {
 func TestPlanReplacesStale(t *testing.T) {
 	old := []byte(`{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "/gone/bouncer hook prompt"}]}, {"hooks": [{"type": "command", "command": "lint-prompt"}]}]}, "permissions": {"deny": ["Bash(bouncer approve:*)", "Bash(bouncer trust:*)", "Bash(bouncer hook:*)"]}}`)
 	gone := func(p string) bool { return p == "/gone/bouncer" }
-	h, err := Plan("/h/.claude/settings.json", mcpconfig.ClaudeCode, old, "/new/bouncer hook prompt", gone)
+	h, err := Plan("/h/.claude/settings.json", mcpconfig.ClaudeCode, old, "/new/bouncer hook prompt", gone, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestPlanReplacesStale(t *testing.T) {
 		t.Errorf("undo (%v), removed %+v:\n%s", err, removed, undone)
 	}
 	escaped := []byte(`{"hooks": {"beforeSubmitPrompt": [{"command": "\/gone\/bouncer hook prompt"}]}}`)
-	c, err := Plan("/h/.cursor/hooks.json", mcpconfig.Cursor, escaped, "/new/bouncer hook prompt", gone)
+	c, err := Plan("/h/.cursor/hooks.json", mcpconfig.Cursor, escaped, "/new/bouncer hook prompt", gone, nil)
 	if err != nil || c.ReplacedJSON != `"\/gone\/bouncer hook prompt"` {
 		t.Fatalf("cursor (%v): replaced %q", err, c.ReplacedJSON)
 	}
@@ -158,7 +158,7 @@ func TestPlanReplacesStale(t *testing.T) {
 	if err != nil || string(undone) != string(escaped) {
 		t.Errorf("cursor undo (%v):\n%s", err, undone)
 	}
-	kept, err := Plan("/h/.claude/settings.json", mcpconfig.ClaudeCode, old, "/new/bouncer hook prompt", func(string) bool { return false })
+	kept, err := Plan("/h/.claude/settings.json", mcpconfig.ClaudeCode, old, "/new/bouncer hook prompt", func(string) bool { return false }, nil)
 	if err != nil || string(kept.New) != string(old) || kept.Replaced != "" {
 		t.Errorf("a hook that still runs was changed (%v):\n%s", err, kept.New)
 	}
@@ -176,11 +176,11 @@ func FuzzPlan(f *testing.F) {
 		if cursor {
 			client = mcpconfig.Cursor
 		}
-		h, err := Plan("s.json", client, data, "bouncer hook prompt", nil)
+		h, err := Plan("s.json", client, data, "bouncer hook prompt", nil, nil)
 		if err != nil {
 			return
 		}
-		h2, err := Plan("s.json", client, h.New, "bouncer hook prompt", nil)
+		h2, err := Plan("s.json", client, h.New, "bouncer hook prompt", nil, nil)
 		if err != nil || string(h2.New) != string(h.New) {
 			t.Fatalf("not idempotent (%v):\n%q\n%q", err, h.New, h2.New)
 		}
@@ -201,7 +201,7 @@ func TestMerge(t *testing.T) {
 	gone := func(p string) bool { return p != "/opt/kept/bouncer" } // every other bouncer is gone
 	plan := func(old []byte, command string) Edit {
 		t.Helper()
-		h, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, old, command, gone)
+		h, err := Plan("/p/.claude/settings.json", mcpconfig.ClaudeCode, old, command, gone, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,9 +222,13 @@ func TestMerge(t *testing.T) {
 		{"init's own hook pointed at another bouncer", Added{}, []Edit{created, replacedOwn},
 			Added{Hook: true, Command: newCmd, Deny: DenyRules, Created: string(replacedOwn.New)}},
 		{"the user's hook pointed at this bouncer", Added{}, []Edit{replacedUsers},
-			Added{Command: newCmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules}},
+			Added{Command: newCmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules,
+				Before: string(users), After: string(replacedUsers.New), Made: [][]string{{"permissions"}, {"permissions", "deny"}}}},
 		{"the user's hook pointed twice: what the user had is kept", Added{}, []Edit{replacedUsers, again},
-			Added{Command: cmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules}},
+			Added{Command: cmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules,
+				Before: string(users), After: string(again.New), Made: [][]string{{"permissions"}, {"permissions", "deny"}}}},
+		{"edited by someone else in between: no snapshot", Added{}, []Edit{replacedUsers, plan([]byte(strings.Replace(string(replacedUsers.New), "{", `{"model": "x", `, 1)), cmd)},
+			Added{Command: cmd, Was: `"/gone/bouncer hook prompt"`, Deny: DenyRules, Made: [][]string{{"permissions"}, {"permissions", "deny"}}}},
 	} {
 		a := c.had
 		for _, h := range c.edits {
@@ -233,5 +237,76 @@ func TestMerge(t *testing.T) {
 		if !reflect.DeepEqual(a, c.want) {
 			t.Errorf("%s: recorded %+v, want %+v", c.name, a, c.want)
 		}
+	}
+}
+
+// Undo of a file that existed gives it back byte for byte: from the
+// snapshot while nothing else changed it, and otherwise by taking out
+// what init added and the keys it made for that, once empty, so no
+// "deny": [] or "UserPromptSubmit": [] is left behind.
+func TestUndoExisting(t *testing.T) {
+	for _, tt := range []struct {
+		name, before string
+	}{
+		{"one key", "{\n  \"theme\": \"dark\"\n}\n"},
+		{"comments and a deny list of the user's", "{\n  // mine\n  \"theme\": \"dark\",\n  \"permissions\": {\"deny\": [\"Read(.env)\"]},\n  \"hooks\": {}\n}\n"},
+		{"one line", `{"theme": "dark"}`},
+		{"empty", "{}\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := Plan("/h/.claude/settings.json", mcpconfig.ClaudeCode, []byte(tt.before), "bouncer hook prompt", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a Added
+			a.Merge(h)
+			undone, removed, err := Undo("/h/.claude/settings.json", mcpconfig.ClaudeCode, h.New, a)
+			if err != nil || string(undone) != tt.before || !removed.Hook || len(removed.Deny) != len(DenyRules) {
+				t.Errorf("from the snapshot: %q, %+v, %v", undone, removed, err)
+			}
+			// The user changed the theme since: piece by piece.
+			edited := strings.Replace(string(h.New), `"dark"`, `"light"`, 1)
+			undone, removed, err = Undo("/h/.claude/settings.json", mcpconfig.ClaudeCode, []byte(edited), a)
+			if want := strings.Replace(tt.before, `"dark"`, `"light"`, 1); err != nil || string(undone) != want {
+				t.Errorf("piece by piece:\n%s\nwant:\n%s\n(%v)", undone, want, err)
+			}
+			if !removed.Hook || len(removed.Deny) != len(DenyRules) {
+				t.Errorf("removed %+v", removed)
+			}
+		})
+	}
+}
+
+// EditRules spells each path as Claude Code reads a rule in that settings
+// file (checked with Claude Code 2.1.197 against a loopback API: Edit(...)
+// denies Write and NotebookEdit too; "/x" in a project's settings is below
+// the project; "~/x" below home; "//x" the absolute /x), and leaves out a
+// path its patterns would read otherwise.
+func TestEditRules(t *testing.T) {
+	keep := []Keep{
+		{Path: "/home/me/.bouncer", Dir: true},
+		{Path: "/home/me/proj/bouncer.yaml"},
+		{Path: "/home/me/proj/.mcp.json"},
+		{Path: "/home/me/.claude.json"},
+		{Path: "/srv/team/policy.yaml"},
+		{Path: "/home/me/proj/we*rd.yaml"},
+		{Path: "/home/me/proj/bouncer.yaml"},
+	}
+	rules, skipped := EditRules("/home/me/proj/.claude/settings.json", "/home/me", keep)
+	want := []string{"Edit(~/.bouncer/**)", "Edit(/bouncer.yaml)", "Edit(/.mcp.json)", "Edit(~/.claude.json)", "Edit(//srv/team/policy.yaml)"}
+	if !reflect.DeepEqual(rules, want) || !reflect.DeepEqual(skipped, []string{"/home/me/proj/we*rd.yaml"}) {
+		t.Errorf("project settings: %q (skipped %q), want %q", rules, skipped, want)
+	}
+	rules, _ = EditRules("/home/me/.claude/settings.json", "/home/me", keep[:3])
+	if want := []string{"Edit(~/.bouncer/**)", "Edit(~/proj/bouncer.yaml)", "Edit(~/proj/.mcp.json)"}; !reflect.DeepEqual(rules, want) {
+		t.Errorf("user settings: %q, want %q", rules, want)
+	}
+	// Planned in: after the Bash rules, each once, and undone with them.
+	h, err := Plan("/home/me/proj/.claude/settings.json", mcpconfig.ClaudeCode, nil, "bouncer hook prompt", nil, append(rules, rules[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Added.Deny; !reflect.DeepEqual(got, append(append([]string(nil), DenyRules...), rules...)) {
+		t.Errorf("added %q", got)
 	}
 }

@@ -13,51 +13,122 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/protect"
 )
 
-// Guarded returns the paths no filesystem server's writes may reach
-// (protect.Around): Bouncer's own files (the state directory, which holds
-// the audit log and its head, the approvals, the remembered destinations,
-// the user's trust file and policy, and installed policy sets; the policy
-// file init writes) and the files that make the clients run Bouncer (every
-// MCP config of this user and project, this one included, and their hook
-// files), and the backups init keeps of them. The system trust file,
-// /etc/bouncer/trust.yaml, is root's.
-func (p *Plan) Guarded(t mcpconfig.Found, polFile string) []string {
-	g := []string{p.State, polFile}
-	if p.Policy != "" {
-		g = append(g, p.Policy)
-	}
-	configs := []string{t.Path}
-	for _, dir := range []string{p.Cwd, t.Workspace} {
-		if dir == "" {
-			continue
-		}
-		for _, c := range mcpconfig.Candidates(mcpconfig.Where{Home: p.Home, Dir: dir, GOOS: runtime.GOOS, ConfigHome: os.Getenv("XDG_CONFIG_HOME")}) {
-			configs = append(configs, c.Path)
-		}
-	}
-	for _, c := range configs {
-		g = append(g, c)
-		if h, _, ok := hooks.File(c, p.Home); ok {
-			g = append(g, h)
-		}
-	}
-	for _, f := range g[1:] {
-		// The backup init's writes keep of each (mcpconfig.Replace): what
-		// a user restores by hand.
-		g = append(g, f+".bak")
-	}
+// Guarded returns the paths no prefix init writes for config t's
+// filesystem servers may hold (protect.Around): the state directory (the
+// audit log and its head, approvals, remembered destinations, the user's
+// trust file and policy, installed policy sets) and every policy file but
+// polFile, the one those servers load (Plan.Policies: another proxy's
+// policy, which this proxy does not count as its own state, so a server
+// that could write it could loosen another server's rules).
+//
+// The servers' own files (polFile, the config that launches them, its
+// hook file) are not among them: a server can't reach those whatever its
+// prefix says, by construction where the kernel allows (bouncer run
+// starts it with them read-only or hidden) and by the engine's argument
+// guard everywhere. So a server rooted at a project is confined to the
+// project itself, and a new file at its top is no surprise.
+func (p *Plan) Guarded(polFile string) []string {
+	g := append([]string{p.State}, p.Policies...)
+	own, _ := filepath.Abs(polFile)
 	seen := map[string]bool{}
-	out := g[:0]
+	out := g[:0:0]
 	for _, f := range g {
 		if abs, err := filepath.Abs(f); err == nil {
-			f = abs // a relative --home or --config, against the working directory
+			f = abs // a relative --home, against the working directory
 		}
-		if !seen[f] {
-			seen[f] = true
-			out = append(out, f)
+		if mcpconfig.SamePath(f, own) || seen[f] {
+			continue
 		}
+		seen[f] = true
+		out = append(out, f)
 	}
 	return out
+}
+
+// FindPolicies sets p.Policies: the policy files the wrapped entries of
+// configs name (as bouncer run would load them, by load: run's own
+// flags), and those init is to write for them (PolicyFile), absolute.
+// configs are those init found, and those of this user and project it
+// could find besides: a policy any of them names is another server's.
+// p.Configs are all of those configs.
+func (p *Plan) FindPolicies(configs []mcpconfig.Found, load Loader) {
+	seen := map[string]bool{}
+	add := func(f string) {
+		if abs, err := filepath.Abs(f); err == nil && !seen[abs] {
+			seen[abs] = true
+			p.Policies = append(p.Policies, abs)
+		}
+	}
+	configs = append(configs, mcpconfig.Discover(mcpconfig.Where{Home: p.Home, Dir: p.Cwd, GOOS: runtime.GOOS, ConfigHome: os.Getenv("XDG_CONFIG_HOME")})...)
+	for _, t := range configs {
+		p.Configs = append(p.Configs, t.Path)
+		cfg, err := mcpconfig.Load(t.Path, p.Kept())
+		if err != nil {
+			continue // said when init comes to it
+		}
+		servers, err := cfg.Servers(t.Project)
+		if err != nil || len(servers) == 0 {
+			continue
+		}
+		add(p.PolicyFile(t))
+		for _, srv := range servers {
+			if !srv.Wrapped {
+				continue
+			}
+			args, base := p.runArgs(t, cfg, srv)
+			_, files, _ := load(args, base)
+			for _, f := range files {
+				if !filepath.IsAbs(f) {
+					f = filepath.Join(base, f)
+				}
+				add(f)
+			}
+		}
+	}
+}
+
+// Keep is what a client's own file tools are to be kept off, where the
+// client has rules for that (hooks.EditRules): the state directory,
+// every policy file (Policies), every MCP config of this user and project
+// (Configs) and each one's hook file. An agent that could edit those
+// could loosen a policy, forge what Bouncer remembers, unwrap a server, or
+// take these very rules out.
+func (p *Plan) Keep() []hooks.Keep {
+	keep := []hooks.Keep{{Path: p.State, Dir: true}}
+	for _, f := range p.Policies {
+		keep = append(keep, hooks.Keep{Path: f})
+	}
+	for _, c := range p.Configs {
+		if abs, err := filepath.Abs(c); err == nil {
+			c = abs
+		}
+		keep = append(keep, hooks.Keep{Path: c})
+		if h, _, ok := hooks.File(c, p.Home); ok {
+			keep = append(keep, hooks.Keep{Path: h})
+		}
+	}
+	return keep
+}
+
+// runArgs are the wrapped entry's arguments as the client passes them to
+// bouncer run (its variables expanded; one that can't be is left as
+// written), and the directory run resolves a relative --policy against:
+// the project for a project's file, else the working directory.
+func (p *Plan) runArgs(t mcpconfig.Found, cfg *mcpconfig.Config, srv mcpconfig.Server) (args []string, base string) {
+	x := mcpconfig.Expander{Client: cfg.Client, Workspace: t.Workspace, Home: p.Home, Getenv: os.LookupEnv}
+	args = make([]string, len(srv.Args))
+	for i, a := range srv.Args {
+		if v, err := x.Expand(a); err == nil {
+			args[i] = v
+		} else {
+			args[i] = a
+		}
+	}
+	base = t.Workspace
+	if base == "" {
+		base = p.Cwd
+	}
+	return args, base
 }
 
 // Confined is what confines a config's filesystem servers (Plan.Confine).
@@ -72,7 +143,8 @@ type Confined struct {
 	// policy file, and why.
 	Notes []string
 	// KeptOut is, per server, what of its directories its writes are kept
-	// from (Bouncer's own files, the clients' configs), as Show names them.
+	// from (another server's policy, the state directory), as Show names
+	// them.
 	KeptOut map[string][]string
 }
 
@@ -124,7 +196,7 @@ func (p *Plan) Confine(t mcpconfig.Found, cfg *mcpconfig.Config, servers []mcpco
 			}
 			if len(cover) == 0 {
 				emptied = true
-				c.Notes = append(c.Notes, fmt.Sprintf("%s: directory %s holds nothing but Bouncer's own files and the MCP clients' configs, which it must not write; its writes there are refused", s.Name, d))
+				c.Notes = append(c.Notes, fmt.Sprintf("%s: directory %s is Bouncer's state directory or another server's policy, or lies in one, which it must not write; its writes there are refused", s.Name, d))
 				continue
 			}
 			for _, cv := range cover {

@@ -3,9 +3,11 @@
 // and why (Launcher); which policy file a config's entries name, and how
 // (Plan.PolicyFile, ProjectArg); which paths no filesystem server may
 // write and which directories confine those servers' writes
-// (Plan.Guarded, Plan.Confine); what init added to each hook file, kept
-// in the state directory so that --undo removes that and nothing the user
-// had (Record); and the closing summary of what is enforced (Summary).
+// (Plan.Guarded, Plan.Confine: never another server's policy); what init
+// added to each hook file, kept in the state directory so that --undo
+// removes that and nothing the user had (Record); the closing summary of
+// what is enforced and what is left unprotected (Summary); and `bouncer
+// status`, which reads the same per-server state (Summary.Status).
 //
 // cmd/bouncer's init parses the flags, asks each yes/no question, and
 // wires this package to internal/mcpconfig (the clients' configs),
@@ -35,7 +37,15 @@ type Plan struct {
 	Policy string
 	// Servers is --server: only these servers; empty for all.
 	Servers []string
+	// Policies are the policy files of every config init found
+	// (FindPolicies): no filesystem server may be given a prefix that
+	// holds one but its own (Guarded). Configs are those configs.
+	Policies, Configs []string
 }
+
+// Kept is where the original entries of a KeepsOriginal client's wrapped servers
+// are kept: in the state directory.
+func (p *Plan) Kept() mcpconfig.Kept { return mcpconfig.Kept{State: p.State} }
 
 // Show names a path as the user would type it: relative to the working
 // directory when below it, ~/... when below the home directory.

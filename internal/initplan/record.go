@@ -51,7 +51,7 @@ func (r Record) Update(path string, f func(*hooks.Added)) error {
 	}
 	a := all[path]
 	f(&a)
-	if a.Empty() {
+	if a.Empty() && !a.Config {
 		delete(all, path)
 	} else {
 		all[path] = a
@@ -69,7 +69,9 @@ func (r Record) Update(path string, f func(*hooks.Added)) error {
 	return nil
 }
 
-// Files lists the hook files init recorded adding to, in name order.
+// Files lists the hook files init recorded adding to, and the MCP configs
+// whose servers it wrapped, in name order: Bouncer's own files, for every
+// proxy (setup.LaunchFiles).
 func (r Record) Files() ([]string, error) {
 	all, err := r.read()
 	if err != nil {
@@ -86,6 +88,12 @@ func (r Record) Files() ([]string, error) {
 // Forget drops what is recorded for the hook file at path.
 func (r Record) Forget(path string) error {
 	return r.Update(path, func(a *hooks.Added) { *a = hooks.Added{} })
+}
+
+// Wrapped records whether the MCP config at path (absolute) has servers
+// init wrapped.
+func (r Record) Wrapped(path string, wrapped bool) error {
+	return r.Update(path, func(a *hooks.Added) { a.Config = wrapped })
 }
 
 // read returns the whole record; nil when there is none.

@@ -68,3 +68,25 @@ func TestRecord(t *testing.T) {
 		t.Errorf("updating a record others may write: %v", err)
 	}
 }
+
+// The configs whose servers init wrapped are listed with the hook files
+// (Files, which every proxy counts as Bouncer's own), until undo leaves
+// none wrapped.
+func TestRecordWrappedConfigs(t *testing.T) {
+	r := Record{State: filepath.Join(t.TempDir(), ".bouncer")}
+	if err := r.Update("/p/.claude/settings.json", func(a *hooks.Added) { a.Hook = true }); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Wrapped("/p/.vscode/mcp.json", true); err != nil {
+		t.Fatal(err)
+	}
+	if files, err := r.Files(); err != nil || !reflect.DeepEqual(files, []string{"/p/.claude/settings.json", "/p/.vscode/mcp.json"}) {
+		t.Errorf("files %q, %v", files, err)
+	}
+	if err := r.Wrapped("/p/.vscode/mcp.json", false); err != nil {
+		t.Fatal(err)
+	}
+	if files, err := r.Files(); err != nil || !reflect.DeepEqual(files, []string{"/p/.claude/settings.json"}) {
+		t.Errorf("after undo: files %q, %v", files, err)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/bouncer-mcp/bouncer/internal/hooks"
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/protect"
@@ -37,6 +39,16 @@ type Summary struct {
 	// keptOut is, per config and server, what of its directories its
 	// writes are kept from, as Confined.KeptOut has it.
 	keptOut map[[2]string][]string
+	// why is, per config and server, why init left it unwrapped (an
+	// entry it can't wrap, a file not written), as Left has it.
+	why map[[2]string]string
+	// unread are the configs init could not read or plan, with why.
+	unread []string
+	// unprotected are the servers Write found not proxied, each with its
+	// file and why: what the last line names; described counts the
+	// servers Write described.
+	unprotected []string
+	described   int
 }
 
 type done struct {
@@ -62,6 +74,33 @@ func (s *Summary) KeptOut(t mcpconfig.Found, kept map[string][]string) {
 	}
 }
 
+// Left records why servers of config t are left unwrapped: each change
+// that left an entry alone, with its reason, and with declined set (the
+// user answered no, or the write failed), each that was to be wrapped.
+func (s *Summary) Left(t mcpconfig.Found, changes []mcpconfig.Change, declined string) {
+	for _, c := range changes {
+		why := ""
+		switch {
+		case c.Status == mcpconfig.Skipped:
+			why = c.Reason
+		case c.Status == mcpconfig.Wrapped && declined != "":
+			why = declined
+		default:
+			continue
+		}
+		if s.why == nil {
+			s.why = map[[2]string]string{}
+		}
+		s.why[[2]string{t.Path, c.Server}] = why
+	}
+}
+
+// Unread records a config init could not read or wrap (the error was
+// said): its servers are left as they were.
+func (s *Summary) Unread(t mcpconfig.Found, why string) {
+	s.unread = append(s.unread, fmt.Sprintf("every server of %s (%s)", s.Plan.Show(t.Path), why))
+}
+
 // Others records the servers of ~/.claude.json's other projects (t.Project
 // names this one), which init leaves as they are.
 func (s *Summary) Others(t mcpconfig.Found, cfg *mcpconfig.Config) {
@@ -85,7 +124,7 @@ func (s *Summary) Write(w io.Writer) {
 	var sections []section
 	for _, d := range s.done {
 		t, cfg := d.t, d.cfg
-		if c, err := mcpconfig.Load(t.Path); err == nil {
+		if c, err := mcpconfig.Load(t.Path, s.Plan.Kept()); err == nil {
 			cfg = c
 		}
 		lines := s.describe(t, cfg, shared)
@@ -122,6 +161,127 @@ func (s *Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, "  %s is one policy for the filesystem servers %s: Bouncer lets each write in the directories of all of them (docs/clients.md: one policy per server).\n",
 			s.Plan.Show(f), strings.Join(shared[f], ", "))
 	}
+	// The clients' own file tools, which no proxy sees: said as the hook
+	// files now are (a change the user declined is not in).
+	var kept, open, lacking []string
+	seen := map[string]bool{}
+	for _, d := range s.done {
+		name, _ := kind(d.t)
+		path, client, ok := hooks.File(d.t.Path, s.Plan.Home)
+		switch {
+		case !hooks.HasEditRules(d.t.Client):
+			if !slices.Contains(open, name) {
+				open = append(open, name)
+			}
+		case ok && !seen[path]:
+			seen[path] = true
+			if h := s.hookState(path, client); h.Error == "" && len(h.MissingDeny) == 0 {
+				kept = append(kept, s.Plan.Show(path))
+			} else {
+				lacking = append(lacking, s.Plan.Show(path))
+			}
+		}
+	}
+	if len(kept) > 0 {
+		fmt.Fprintf(w, "  Claude Code's own Edit, Write and NotebookEdit tools are kept off Bouncer's files and the MCP configs by the permissions.deny rules of %s.\n", strings.Join(kept, ", "))
+	}
+	if len(lacking) > 0 {
+		fmt.Fprintf(w, "  %s lacks permissions.deny rules init would write, so Claude Code's own tools can still change Bouncer's files (bouncer status lists them; run bouncer init again and answer yes).\n", strings.Join(lacking, ", "))
+	}
+	if len(open) > 0 {
+		fmt.Fprintf(w, "  %s: no rules keep the agent's own file tools off Bouncer's files and the MCP configs, so it can still change them; review its edits to those files (docs/clients.md).\n", strings.Join(open, ", "))
+	}
+}
+
+// ServerState is what holds for one server of a config, as init's summary
+// and `bouncer status` say it.
+type ServerState struct {
+	Name  string `json:"name"`
+	Block string `json:"block"`
+	// Wrapped: the entry launches bouncer run in front of its server.
+	Wrapped bool `json:"wrapped"`
+	// Original says where the wrapped entry's original is: "file"
+	// (x-bouncer-upstream), "state" (the state directory), "command line"
+	// (wrapped by hand); "" when not wrapped.
+	Original string `json:"original,omitempty"`
+	// Launches is what the wrapped entry starts: bouncer, by name or path.
+	Launches string `json:"launches,omitempty"`
+	// Policy are the policy files bouncer run loads for it, absolute, in
+	// load order; PolicyError why that policy does not load (bouncer run
+	// then refuses to start it).
+	Policy      []string `json:"policy,omitempty"`
+	PolicyError string   `json:"policy_error,omitempty"`
+	// Enforced says in one line what is enforced on it.
+	Enforced string `json:"enforced"`
+	// Unprotected says why it runs with nothing enforced, or what of
+	// Bouncer's its writes reach; "" when neither.
+	Unprotected string `json:"unprotected,omitempty"`
+
+	pack string // the pack written for it
+}
+
+// States returns the state of each server of config t, read as cfg (those
+// --server selects): whether it is wrapped and where its original is,
+// which policy it loads (by s.Load: run's own flags) and what that
+// enforces, and what is left unprotected.
+func (s *Summary) States(t mcpconfig.Found, cfg *mcpconfig.Config) ([]ServerState, error) {
+	servers, err := cfg.Servers(t.Project)
+	if err != nil {
+		return nil, err
+	}
+	var out []ServerState
+	for _, srv := range servers {
+		if !s.Plan.selected(srv.Name) {
+			continue
+		}
+		st := ServerState{Name: srv.Name, Block: srv.Block, Wrapped: srv.Wrapped}
+		switch {
+		case srv.Lost:
+			st.Enforced = "not started: bouncer run finds its original entry nowhere"
+			st.Unprotected = "wrapped, but bouncer run refuses to start it: " + cfg.LostOriginal()
+		case !srv.Wrapped:
+			st.Enforced = "not proxied; nothing enforced"
+			st.Unprotected = s.why[[2]string{t.Path, srv.Name}]
+			if st.Unprotected == "" {
+				st.Unprotected = "not wrapped"
+			}
+		default:
+			st.Launches = srv.Command
+			switch {
+			case srv.HandWrapped:
+				st.Original = "command line"
+			case srv.Kept:
+				st.Original = "state"
+			default:
+				st.Original = "file"
+			}
+			args, base := s.Plan.runArgs(t, cfg, srv)
+			pol, inForce, err := s.Load(args, base)
+			for _, f := range inForce {
+				if !filepath.IsAbs(f) {
+					f = filepath.Join(base, f)
+				}
+				st.Policy = append(st.Policy, f)
+			}
+			if err != nil {
+				st.PolicyError = err.Error()
+				st.Enforced = fmt.Sprintf("its policy does not load (%v): bouncer run will refuse to start it", err)
+				break
+			}
+			st.pack, _, _ = protect.Recognize(srv.Launch)
+			st.Enforced = protect.Describe(pol, st.pack, t.Workspace)
+			if reach := protect.Reaches(pol, others(s.Plan.Policies, st.Policy)); len(reach) > 0 && len(st.Policy) > 0 {
+				var names []string
+				for _, r := range reach {
+					names = append(names, s.Plan.Show(r))
+				}
+				st.Unprotected = fmt.Sprintf("its writes reach %s, another server's policy: take it out of allowed_path_prefixes in %s", strings.Join(names, ", "), s.Plan.Show(st.Policy[len(st.Policy)-1]))
+				st.Enforced += "; " + st.Unprotected
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // describe returns one summary line per server of the config: what the
@@ -129,63 +289,62 @@ func (s *Summary) Write(w io.Writer) {
 // files as bouncer run will load them. It adds each filesystem server
 // that loads a policy file to shared, by file.
 func (s *Summary) describe(t mcpconfig.Found, cfg *mcpconfig.Config, shared map[string][]string) []string {
-	servers, err := cfg.Servers(t.Project)
+	states, err := s.States(t, cfg)
 	if err != nil {
 		return nil
 	}
-	x := mcpconfig.Expander{Client: cfg.Client, Workspace: t.Workspace, Home: s.Plan.Home, Getenv: os.LookupEnv}
 	var lines []string
-	for _, srv := range servers {
-		if !s.Plan.selected(srv.Name) {
-			continue
-		}
-		name := srv.Name
-		if strings.HasPrefix(srv.Block, "projects[") {
+	for _, st := range states {
+		name := st.Name
+		if strings.HasPrefix(st.Block, "projects[") {
 			name += " (this project's)"
 		}
-		line := name + ": "
-		switch {
-		case !srv.Wrapped:
-			line += "not proxied; nothing enforced"
-		default:
-			args := make([]string, len(srv.Args))
-			for i, a := range srv.Args {
-				if p, err := x.Expand(a); err == nil {
-					args[i] = p
-				} else {
-					args[i] = a
-				}
-			}
-			base := t.Workspace
-			if base == "" {
-				base = s.Plan.Cwd
-			}
-			pol, inForce, err := s.Load(args, base)
-			if err != nil {
-				line += fmt.Sprintf("its policy does not load (%v): bouncer run will refuse to start it", err)
-				break
-			}
-			var files []string
-			for _, f := range inForce {
-				if !filepath.IsAbs(f) {
-					f = filepath.Join(base, f)
-				}
-				files = append(files, f)
-			}
-			pack, _, _ := protect.Recognize(srv.Launch)
-			line += protect.Describe(pol, pack, t.Workspace)
-			if kept := s.keptOut[[2]string{t.Path, srv.Name}]; len(kept) > 0 {
-				line += "; kept from its writes: " + strings.Join(kept, ", ") + " (Bouncer's own files and the MCP clients' configs)"
-			}
-			if pack == protect.FilesystemPack {
-				for _, f := range files {
-					shared[f] = append(shared[f], fmt.Sprintf("%s (%s)", srv.Name, s.Plan.Show(t.Path)))
-				}
+		line := name + ": " + st.Enforced
+		s.described++
+		if st.Unprotected != "" {
+			s.unprotected = append(s.unprotected, fmt.Sprintf("%s (%s: %s)", st.Name, s.Plan.Show(t.Path), st.Unprotected))
+		}
+		if kept := s.keptOut[[2]string{t.Path, st.Name}]; len(kept) > 0 {
+			line += "; kept from its writes: " + strings.Join(kept, ", ") + " (another server's policy, Bouncer's state directory)"
+		}
+		if st.pack == protect.FilesystemPack && st.PolicyError == "" {
+			for _, f := range st.Policy {
+				shared[f] = append(shared[f], fmt.Sprintf("%s (%s)", st.Name, s.Plan.Show(t.Path)))
 			}
 		}
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// WriteLast writes the summary's last line, after Write: every server of
+// the configs init went through that is left unprotected, or that none
+// is. It returns how many are: init's exit status says so too, since a
+// server left as it was runs with nothing enforced and the user may not
+// read up to that line.
+func (s *Summary) WriteLast(w io.Writer) int {
+	left := append(append([]string(nil), s.unprotected...), s.unread...)
+	if len(left) == 0 {
+		if s.described > 0 {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "Every server init went through is wrapped.")
+		}
+		return 0
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Left unprotected, with nothing enforced: %s.\n", strings.Join(left, "; "))
+	return len(left)
+}
+
+// others are the policy files among all that are not among own.
+func others(all, own []string) []string {
+	var out []string
+	for _, f := range all {
+		if !slices.ContainsFunc(own, func(o string) bool { return mcpconfig.SamePath(o, f) }) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // LaunchedBy is the command the config's wrapped entries launch, when

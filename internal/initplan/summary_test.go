@@ -57,12 +57,20 @@ func TestSummaryWrite(t *testing.T) {
 		s.Done(f, nil)
 	}
 	s.KeptOut(mcpconfig.FoundAt(filepath.Join(proj, ".mcp.json"), mcpconfig.Where{}), map[string][]string{"fs": {"src/.mcp.json"}})
+	// The last line names what is left unprotected, with why: the reason
+	// Left recorded, else that it is not wrapped; and the configs init
+	// could not read.
+	s.Left(mcpconfig.FoundAt(filepath.Join(proj, ".mcp.json"), mcpconfig.Where{}), []mcpconfig.Change{
+		{Server: "plain", Status: mcpconfig.Skipped, Reason: "env.T: ${input:t} is filled in by VS Code itself"},
+		{Server: "fs", Status: mcpconfig.AlreadyWrapped},
+	}, "you answered no")
+	s.Unread(mcpconfig.FoundAt(filepath.Join(proj, ".vscode", "mcp.json"), mcpconfig.Where{}), "not read")
 	var out bytes.Buffer
 	s.Write(&out)
 	got := out.String()
 	for _, want := range []string{
 		"\nWhat is enforced:\n  .mcp.json (Claude Code, project; its servers launch bouncer):\n    fs: ",
-		"; kept from its writes: src/.mcp.json (Bouncer's own files and the MCP clients' configs)\n    plain: not proxied; nothing enforced\n",
+		"; kept from its writes: src/.mcp.json (another server's policy, Bouncer's state directory)\n    plain: not proxied; nothing enforced\n",
 		"  .cursor/mcp.json (Cursor, project; its servers launch /opt/bouncer):\n    fs: ",
 		"    bad: its policy does not load (",
 		"): bouncer run will refuse to start it\n",
@@ -74,6 +82,11 @@ func TestSummaryWrite(t *testing.T) {
 	}
 	if strings.Contains(got, "missing.yaml is one policy") {
 		t.Errorf("a policy that does not load is said to be shared:\n%s", got)
+	}
+
+	var last bytes.Buffer
+	if n := s.WriteLast(&last); n != 2 || last.String() != "\nLeft unprotected, with nothing enforced: plain (.mcp.json: env.T: ${input:t} is filled in by VS Code itself); every server of .vscode/mcp.json (not read).\n" {
+		t.Errorf("last line (%d): %q", n, last.String())
 	}
 
 	var none bytes.Buffer
@@ -95,7 +108,7 @@ func TestSummaryWriteOthers(t *testing.T) {
 	  "`+theirs+`": {"mcpServers": {"time": {"command": "uvx"}, "two": {"command": "bouncer", "args": ["run"], "x-bouncer-upstream": {"command": "y"}}}},
 	  "/gone/project": {"mcpServers": {"old": {"command": "z"}}}
 	}}`)
-	cfg, err := mcpconfig.Load(claude)
+	cfg, err := mcpconfig.Load(claude, mcpconfig.Kept{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func (p *Plan) Wrap(t mcpconfig.Found, cfg *mcpconfig.Config, command string, re
 	if err != nil {
 		return nil, err
 	}
-	c := p.Confine(t, cfg, servers, w.PolicyFile, p.Guarded(t, w.PolicyFile))
+	c := p.Confine(t, cfg, servers, w.PolicyFile, p.Guarded(w.PolicyFile))
 	w.Notes, w.KeptOut = c.Notes, c.KeptOut
 	oldPol, err := os.ReadFile(w.PolicyFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -75,8 +75,15 @@ func (p *Plan) Wrap(t mcpconfig.Found, cfg *mcpconfig.Config, command string, re
 		// that the client can't find, launch this one now.
 		Relaunch: relaunch,
 	}
+	if cfg.Client.KeepsOriginal() && t.Workspace == "" && filepath.Clean(p.State) != filepath.Join(p.Home, ".bouncer") {
+		// The originals are kept in this state directory, which bouncer
+		// run started by the client would not look in by default. A
+		// project's file, which a team shares, names no path of this
+		// machine: there $BOUNCER_HOME must be the same (docs/clients.md).
+		opts.ExtraArgs = append(opts.ExtraArgs, "--home", p.State)
+	}
 	if usePolicy {
-		opts.ExtraArgs = []string{"--policy", ProjectArg(t, w.PolicyFile)}
+		opts.ExtraArgs = append(opts.ExtraArgs, "--policy", ProjectArg(t, w.PolicyFile))
 	}
 	if w.Out, w.Changes, err = cfg.Wrap(opts); err != nil {
 		return nil, err

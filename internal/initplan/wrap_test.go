@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/protect"
 )
 
 // Wrap plans a project's config: its filesystem server confined to its
@@ -25,7 +27,7 @@ func TestWrap(t *testing.T) {
 	never := func(string) bool { return false }
 
 	f := mcpconfig.FoundAt(filepath.Join(proj, ".mcp.json"), where)
-	cfg, err := mcpconfig.Load(f.Path)
+	cfg, err := mcpconfig.Load(f.Path, mcpconfig.Kept{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +49,7 @@ func TestWrap(t *testing.T) {
 	}
 
 	u := mcpconfig.FoundAt(user, where)
-	cfg, err = mcpconfig.Load(user)
+	cfg, err = mcpconfig.Load(user, mcpconfig.Kept{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,4 +63,56 @@ func TestWrap(t *testing.T) {
 	if w.WritePolicy || !strings.Contains(string(w.Out), `"command": "/opt/bouncer"`) || strings.Contains(string(w.Out), "--policy") {
 		t.Errorf("user: write policy %v, entry:\n%s", w.WritePolicy, w.Out)
 	}
+}
+
+// FindPolicies gathers the policy files of every config init found: what
+// their wrapped entries load (a VS Code entry's ${workspaceFolder} and a
+// Claude Code entry's relative --policy resolved as bouncer run resolves
+// them) and what init is to write. Guarded keeps the others, and the state
+// directory, out of a server's prefixes, but not the server's own policy:
+// a server at the project's root is confined to the root.
+func TestFindPolicies(t *testing.T) {
+	proj, home := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(proj, ".vscode", "mcp.json"), `{"servers": {"a": {"command": "bouncer", "args": ["run", "--config", "${workspaceFolder}/.vscode/mcp.json", "--server", "a", "--policy", "${workspaceFolder}/team.yaml"], "x-bouncer-upstream": {"command": "x"}}}}`)
+	writeFile(t, filepath.Join(proj, ".mcp.json"), `{"mcpServers": {"b": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}`)
+	writeFile(t, filepath.Join(home, ".claude.json"), `{"mcpServers": {"c": {"command": "bouncer", "args": ["run", "--config", "/x", "--server", "c", "--policy", "/etc/mine.yaml", "--policy", "rel.yaml"], "x-bouncer-upstream": {"command": "y"}}}}`)
+	plan := &Plan{Cwd: proj, Home: home, State: filepath.Join(home, ".bouncer")}
+	plan.FindPolicies(nil, loadPolicyArgs)
+	want := map[string]bool{
+		filepath.Join(proj, "bouncer.yaml"):            true, // the project's files', to write
+		filepath.Join(proj, "team.yaml"):               true,
+		filepath.Join(home, ".bouncer", "policy.yaml"): true, // the user's file's, to write
+		"/etc/mine.yaml":                               true,
+		filepath.Join(proj, "rel.yaml"):                true, // a user's file: relative to where init runs
+	}
+	if len(plan.Policies) != len(want) {
+		t.Errorf("policies %q", plan.Policies)
+	}
+	for _, p := range plan.Policies {
+		if !want[p] {
+			t.Errorf("policies %q: %s is not one", plan.Policies, p)
+		}
+	}
+	g := plan.Guarded(filepath.Join(proj, "bouncer.yaml"))
+	if strings.Contains(strings.Join(g, "\n"), filepath.Join(proj, "bouncer.yaml")) || g[0] != plan.State || len(g) != len(want) {
+		t.Errorf("guarded %q", g)
+	}
+	// team.yaml, which VS Code's server loads, is another server's
+	// policy for the project's filesystem server: the project's entries
+	// around it.
+	if cover, left := protect.Around(proj, g); strings.Join(cover, " ") != filepath.Join(proj, ".mcp.json")+" "+filepath.Join(proj, ".vscode") || len(left) != 0 {
+		t.Errorf("around the project: %q, left %q", cover, left)
+	}
+}
+
+// loadPolicyArgs is a Loader that names a wrapped entry's --policy files,
+// without loading them.
+func loadPolicyArgs(args []string, base string) (*policy.Policy, []string, error) {
+	var files []string
+	for i, a := range args {
+		if a == "--policy" && i+1 < len(args) {
+			files = append(files, args[i+1])
+		}
+	}
+	return nil, files, nil
 }

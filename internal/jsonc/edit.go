@@ -120,6 +120,45 @@ func (d *Doc) Remove(arr, elem *Node) error {
 	return d.Splice(s)
 }
 
+// RemoveMember deletes the member key of the object obj (of this
+// document), with the comma that separates it from its neighbour: the
+// member addMember would have added goes as it came. A missing key is
+// no edit.
+func (d *Doc) RemoveMember(obj *Node, key string) error {
+	idx := -1
+	for i, m := range obj.Members {
+		if m.Key == key {
+			idx = i
+		}
+	}
+	var s Splice
+	switch {
+	case idx < 0:
+		return nil
+	case len(obj.Members) == 1:
+		s = Splice{obj.Start, obj.End, "{}"}
+		if obj == d.root {
+			// The root keeps its own line breaks: what fillEmpty wrote.
+			s.Text = "{" + d.nl() + "}"
+		}
+	case idx < len(obj.Members)-1:
+		s = Splice{lineStartOr(d.data, obj.Members[idx].KeyStart), lineStartOr(d.data, obj.Members[idx+1].KeyStart), ""}
+	default:
+		s = Splice{obj.Members[idx-1].Val.End, obj.Members[idx].Val.End, ""}
+	}
+	return d.Splice(s)
+}
+
+// lineStartOr is the start of the line holding off when only whitespace
+// comes before off on it (so that a member on its own line goes with its
+// indentation), else off.
+func lineStartOr(data []byte, off int) int {
+	if ind, own := LineIndent(data, off); own {
+		return off - len(ind)
+	}
+	return off
+}
+
 // Splice makes the edits, which are of the current text and must not
 // overlap, and reads the result again: the nodes read before are stale
 // after it. The result must still be a JSONC object, else nothing changes.

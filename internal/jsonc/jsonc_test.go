@@ -173,3 +173,30 @@ func TestGetReadsTheLastOfARepeatedKey(t *testing.T) {
 		t.Errorf("get(hooks) = %s, the clients read %v", data[got.Start:got.End], std["hooks"])
 	}
 }
+
+// RemoveMember takes out a member as Append's addMember put it in: with
+// its separating comma, and its line when it has one of its own.
+func TestRemoveMember(t *testing.T) {
+	for _, tt := range []struct{ in, key, want string }{
+		{`{"a": 1, "b": 2, "c": 3}`, "b", `{"a": 1, "c": 3}`},
+		{`{"a": 1, "b": 2}`, "b", `{"a": 1}`},
+		{`{"a": 1, "b": 2}`, "a", `{"b": 2}`},
+		{"{\n  \"a\": 1,\n  \"b\": [],\n  \"c\": 3\n}\n", "b", "{\n  \"a\": 1,\n  \"c\": 3\n}\n"},
+		{"{\n  \"a\": 1,\n  \"b\": []\n}\n", "b", "{\n  \"a\": 1\n}\n"},
+		{"{\n  \"b\": []\n}\n", "b", "{\n}\n"},
+		{`{"a": 1}`, "missing", `{"a": 1}`},
+	} {
+		d, err := ParseDoc("f.json", []byte(tt.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.RemoveMember(d.At(), tt.key); err != nil || string(d.Bytes()) != tt.want {
+			t.Errorf("%q without %s: %q (%v), want %q", tt.in, tt.key, d.Bytes(), err, tt.want)
+		}
+	}
+	// Inside an object that is not the root: its last member goes as {}.
+	d, _ := ParseDoc("f.json", []byte(`{"p": {"deny": []}, "x": 1}`))
+	if err := d.RemoveMember(d.At("p"), "deny"); err != nil || string(d.Bytes()) != `{"p": {}, "x": 1}` {
+		t.Errorf("nested: %q (%v)", d.Bytes(), err)
+	}
+}

@@ -3,6 +3,7 @@ package mcpconfig
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Where says whose configs Discover looks for.
@@ -43,7 +44,8 @@ func FoundAt(path string, w Where) Found {
 }
 
 // Candidates lists where each client keeps its MCP servers, project files
-// first. Checked against the clients' documentation:
+// first (clientFiles says which client reads which; docs/clients.md has
+// the table, checked against each client's documentation):
 //
 //   - Claude Code: .mcp.json in the project (project scope); ~/.claude.json,
 //     its top-level mcpServers (user scope) and projects[DIR].mcpServers
@@ -55,22 +57,44 @@ func FoundAt(path string, w Where) Found {
 //   - Gemini CLI: .gemini/settings.json in the project, ~/.gemini/settings.json.
 //   - Claude Desktop: ~/Library/Application Support/Claude on macOS,
 //     ~/.config/Claude on Linux (claude_desktop_config.json).
+//   - Windsurf: ~/.codeium/windsurf/mcp_config.json.
+//   - Zed: .zed/settings.json in the project; ~/.config/zed/settings.json
+//     (on macOS too; $XDG_CONFIG_HOME on Linux).
+//   - Cline and Roo Code: their settings in the global storage of VS Code,
+//     Cursor and Windsurf (cline_mcp_settings.json, mcp_settings.json), and
+//     ~/.cline/data/settings for the Cline CLI; Roo Code's .roo/mcp.json in
+//     the project.
+//   - Kiro: .kiro/settings/mcp.json in the project, ~/.kiro/settings/mcp.json.
+//   - LM Studio: ~/.lmstudio/mcp.json.
+//   - Amazon Q Developer: .amazonq/mcp.json in the project,
+//     ~/.aws/amazonq/mcp.json.
+//   - Codex CLI: ~/.codex/config.toml (TOML, codex.go), and a trusted
+//     project's .codex/config.toml. $CODEX_HOME is not searched.
+//   - Continue: ~/.continue/config.yaml, and the block files of a
+//     project's .continue/mcpServers/*.yaml (YAML, continue.go).
 func Candidates(w Where) []Found {
 	var out []Found
-	for _, rel := range []string{".mcp.json", ".cursor/mcp.json", ".vscode/mcp.json", ".gemini/settings.json"} {
-		p := filepath.Join(w.Dir, filepath.FromSlash(rel))
-		if ws := Workspace(p, w.Home); ws != "" {
-			out = append(out, Found{Path: p, Client: ClientOf(p), Workspace: ws})
+	for _, rel := range projectFiles() {
+		paths := []string{filepath.Join(w.Dir, filepath.FromSlash(rel))}
+		if strings.ContainsAny(rel, "*?[") {
+			paths, _ = filepath.Glob(paths[0])
+		}
+		for _, p := range paths {
+			if ws := Workspace(p, w.Home); ws != "" {
+				out = append(out, Found{Path: p, Client: ClientOf(p), Workspace: ws})
+			}
 		}
 	}
 	if w.Home == "" {
 		return out
 	}
-	config := filepath.Join(w.Home, ".config")
+	xdg := filepath.Join(w.Home, ".config")
+	if w.GOOS != "darwin" && filepath.IsAbs(w.ConfigHome) {
+		xdg = w.ConfigHome
+	}
+	config := xdg // where Electron apps keep their user data
 	if w.GOOS == "darwin" {
 		config = filepath.Join(w.Home, "Library", "Application Support")
-	} else if filepath.IsAbs(w.ConfigHome) {
-		config = w.ConfigHome
 	}
 	user := []string{
 		filepath.Join(w.Home, ".claude.json"),
@@ -79,7 +103,23 @@ func Candidates(w Where) []Found {
 		filepath.Join(config, "Code - Insiders", "User", "mcp.json"),
 		filepath.Join(w.Home, ".gemini", "settings.json"),
 		filepath.Join(config, "Claude", "claude_desktop_config.json"),
+		filepath.Join(w.Home, ".codeium", "windsurf", "mcp_config.json"),
+		filepath.Join(xdg, "zed", "settings.json"),
 	}
+	for _, editor := range []string{"Code", "Cursor", "Windsurf"} {
+		storage := filepath.Join(config, editor, "User", "globalStorage")
+		user = append(user,
+			filepath.Join(storage, "saoudrizwan.claude-dev", "settings", "cline_mcp_settings.json"),
+			filepath.Join(storage, "rooveterinaryinc.roo-cline", "settings", "mcp_settings.json"))
+	}
+	user = append(user,
+		filepath.Join(w.Home, ".cline", "data", "settings", "cline_mcp_settings.json"),
+		filepath.Join(w.Home, ".kiro", "settings", "mcp.json"),
+		filepath.Join(w.Home, ".lmstudio", "mcp.json"),
+		filepath.Join(w.Home, ".aws", "amazonq", "mcp.json"),
+		filepath.Join(w.Home, ".codex", "config.toml"),
+		filepath.Join(w.Home, ".continue", "config.yaml"),
+	)
 	for _, p := range user {
 		f := Found{Path: p, Client: ClientOf(p)}
 		if filepath.Base(p) == ".claude.json" {

@@ -2,68 +2,10 @@ package mcpconfig
 
 import (
 	"fmt"
+	"os/user"
 	"path/filepath"
 	"strings"
 )
-
-// Client is an MCP client whose config format and ${...} variables this
-// package knows.
-type Client string
-
-// The clients, by the names their users know them by.
-const (
-	UnknownClient Client = ""
-	ClaudeCode    Client = "Claude Code"
-	ClaudeDesktop Client = "Claude Desktop"
-	Cursor        Client = "Cursor"
-	VSCode        Client = "VS Code"
-	Gemini        Client = "Gemini CLI"
-)
-
-// Desktop reports whether the client is an app, which when started from
-// the Dock or a desktop menu starts its servers with the environment the
-// desktop session gave it, not the user's shell's: a command found on the
-// shell's PATH may not be found there. Claude Desktop has launchd's PATH
-// on macOS (/usr/bin:/bin:/usr/sbin:/sbin). VS Code and Cursor (a fork of
-// VS Code) read the login shell's environment at startup, but give up on
-// a slow or unusual shell and never see a PATH set in one terminal, so
-// they count as apps too. Claude Code and Gemini CLI run in the shell.
-func (c Client) Desktop() bool {
-	return c == ClaudeDesktop || c == Cursor || c == VSCode
-}
-
-// ClientOf tells which client reads the config at path, by the file's name
-// and the directory it sits in: .mcp.json and .claude.json are Claude
-// Code's, claude_desktop_config.json Claude Desktop's, mcp.json in .cursor
-// Cursor's, mcp.json in .vscode or in a VS Code user directory (User, or a
-// profile under User/profiles) VS Code's, settings.json in .gemini Gemini
-// CLI's. Any other file is UnknownClient, whose variables are not expanded.
-func ClientOf(path string) Client {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
-	base := filepath.Base(abs)
-	dir := filepath.Dir(abs)
-	parent := filepath.Base(dir)
-	switch {
-	case base == ".mcp.json" || base == ".claude.json":
-		return ClaudeCode
-	case base == "claude_desktop_config.json":
-		return ClaudeDesktop
-	case base == "mcp.json" && parent == ".cursor":
-		return Cursor
-	case base == "mcp.json" && parent == ".vscode":
-		return VSCode
-	case base == "mcp.json" && parent == "User":
-		return VSCode
-	case base == "mcp.json" && filepath.Base(filepath.Dir(dir)) == "profiles" && filepath.Base(filepath.Dir(filepath.Dir(dir))) == "User":
-		return VSCode
-	case base == "settings.json" && parent == ".gemini":
-		return Gemini
-	}
-	return UnknownClient
-}
 
 // Expander expands the ${...} variables of a config string the way Client
 // does when it starts a server, from Getenv (bouncer's own environment,
@@ -80,7 +22,16 @@ func ClientOf(path string) Client {
 //     the rest are the editor's to fill in and are an error here.
 //   - Gemini CLI: $NAME and ${NAME}; an unset variable stays as written, as
 //     Gemini CLI leaves it.
-//   - Claude Desktop and files of no known client: nothing is expanded.
+//   - Windsurf and Roo Code: ${env:NAME}. Unset is an error: their
+//     documentation does not say what they send instead, and bouncer
+//     would not guess a credential. Any other ${...} is theirs to fill in.
+//   - Claude Desktop and Codex CLI: nothing is expanded, as they expand
+//     none (Codex's env_http_headers and bearer_token_env_var name
+//     variables instead, which Resolve reads).
+//   - Zed, Cline, Kiro, LM Studio, Amazon Q Developer, and files of no
+//     known client: a ${ is an error, since their rule is not known here
+//     (the entry is left unwrapped, and said so); the rest is taken as
+//     written.
 type Expander struct {
 	Client Client
 	// Workspace is the project directory of a project's own file, "" for a
@@ -90,6 +41,19 @@ type Expander struct {
 	Home string
 	// Getenv looks a variable up; ok is false when it is unset.
 	Getenv func(name string) (value string, ok bool)
+}
+
+// UserHome is the home directory an editor expands ${userHome} to, as
+// Node's os.homedir() finds it: $HOME, else the user database's entry for
+// this user; "" when neither has one.
+func UserHome(getenv func(string) (string, bool)) string {
+	if h, ok := getenv("HOME"); ok && h != "" {
+		return h
+	}
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
+	}
+	return ""
 }
 
 // VarError is a variable an Expander could not expand.
@@ -109,12 +73,34 @@ func (x Expander) Expand(s string) (string, error) {
 		return x.braces(s, x.editor)
 	case Gemini:
 		return x.gemini(s), nil
+	case Windsurf, RooCode:
+		return x.braces(s, x.envOnly)
+	case ClaudeDesktop, Codex:
+		return s, nil
 	case UnknownClient:
 		if strings.Contains(s, "${") {
-			return "", &VarError{Var: firstVar(s), Reason: "is in a file bouncer can't tell the client of, so not how the client expands it (it knows .mcp.json, .claude.json, .cursor/mcp.json, .vscode/mcp.json, claude_desktop_config.json and .gemini/settings.json)"}
+			return "", &VarError{Var: firstVar(s), Reason: "is in a file bouncer can't tell the client of, so not how the client expands it (docs/clients.md lists the files it knows)"}
+		}
+	default:
+		if strings.Contains(s, "${") {
+			return "", &VarError{Var: firstVar(s), Reason: fmt.Sprintf("is in a file of %s, whose variables bouncer does not know how to expand; wrap it by hand (docs/clients.md)", x.Client)}
 		}
 	}
 	return s, nil
+}
+
+// envOnly expands ${env:NAME}, refusing it unset, and refuses every other
+// ${...}.
+func (x Expander) envOnly(inner string) (string, error) {
+	name, ok := strings.CutPrefix(inner, "env:")
+	if !ok {
+		return "", &VarError{Var: "${" + inner + "}", Reason: fmt.Sprintf("is filled in by %s itself, which bouncer can't do; wrap it by hand (docs/clients.md)", x.Client)}
+	}
+	v, set := x.Getenv(name)
+	if !set {
+		return "", &VarError{Var: "${" + inner + "}", Reason: fmt.Sprintf("is not set in the environment the client started bouncer with: set %s where you start %s", name, x.Client)}
+	}
+	return v, nil
 }
 
 func firstVar(s string) string {
@@ -171,7 +157,7 @@ func (x Expander) editor(inner string) (string, error) {
 	switch inner {
 	case "userHome":
 		if x.Home == "" {
-			return "", &VarError{Var: "${userHome}", Reason: "can't be expanded: HOME is not set"}
+			return "", &VarError{Var: "${userHome}", Reason: "can't be expanded: neither HOME nor the user database gives bouncer a home directory"}
 		}
 		return x.Home, nil
 	case "pathSeparator", "/":

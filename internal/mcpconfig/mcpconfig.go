@@ -1,26 +1,24 @@
 // Package mcpconfig reads and rewrites MCP client configuration files: the
-// `mcpServers` block of Claude Code's .mcp.json and ~/.claude.json (and the
-// `projects[DIR].mcpServers` blocks where `claude mcp add` keeps a
-// project's servers), Cursor's mcp.json, Claude Desktop's config and Gemini
-// CLI's settings.json, and the `servers` block of VS Code's mcp.json.
+// JSON (and JSONC) of Claude Code, Cursor, VS Code, Gemini CLI, Claude
+// Desktop, Windsurf, Zed, Cline, Roo Code, Kiro, LM Studio and Amazon Q
+// Developer, Codex CLI's TOML (codex.go) and Continue's YAML (continue.go).
 //
-// It is the model of the clients: which clients there are and where each
-// keeps its servers (Candidates, Discover, ClientOf), the shape of a
-// server entry, how an entry is wrapped to launch `bouncer run` and
-// unwrapped again, the x-bouncer-upstream record `bouncer run --config`
-// starts the real server from (Resolve), and each client's own ${...}
-// rule (Expander). Writing a client's file keeps its mode, owner and
-// symbolic link (Replace).
+// It is the model of the clients: which clients there are, which files
+// each reads and where (clientFiles, Candidates, Discover, ClientOf), the
+// shape of a server entry, how an entry is wrapped to launch `bouncer run`
+// and unwrapped again, where the original entry is kept (under
+// x-bouncer-upstream in the file, or, for a client that may refuse or drop
+// a key it doesn't know, in the state directory: Kept), how `bouncer run
+// --config` finds the real server from it (Resolve), and each client's own
+// ${...} rule (Expander). Writing a client's file keeps its mode, owner
+// and symbolic link (Replace).
 //
-// Files may hold comments and trailing commas (JSONC, which VS Code, Cursor
-// and Gemini CLI accept), read by internal/jsonc. A rewrite replaces only
-// the byte ranges of the server entries it changes; every other byte of
-// the file (comments, unknown keys, their order, the author's formatting)
-// stays as it was. The original entry is kept under "x-bouncer-upstream"
-// byte for byte, only indented one level deeper, which is both how
-// `bouncer run --config` finds the real server and how Undo puts it back
-// exactly. The prompt hook init installs beside a config is
-// internal/hooks'.
+// A rewrite replaces only the byte ranges of the server entries it
+// changes; every other byte of the file (comments, unknown keys, their
+// order, the author's formatting) stays as it was. JSON files are read by
+// internal/jsonc. The original entry is kept byte for byte, which is how
+// Undo puts it back exactly. The prompt hook init installs beside a config
+// is internal/hooks'.
 package mcpconfig
 
 import (
@@ -40,9 +38,6 @@ type Error = jsonc.Error
 // UpstreamKey is the member of a wrapped entry that holds the original entry.
 const UpstreamKey = "x-bouncer-upstream"
 
-// Blocks are the top-level keys that hold server entries, in lookup order.
-var Blocks = []string{"mcpServers", "servers"}
-
 // Config is one parsed client config file.
 type Config struct {
 	// Path is the file's name as given.
@@ -54,6 +49,14 @@ type Config struct {
 	root   *jsonc.Node
 	nl     string // the file's line ending
 	indent string // the file's indentation unit
+	// kept are the original entries kept for a KeepsOriginal client's file in
+	// the state directory (Kept), by block and server; keptIn names
+	// that state file.
+	kept   map[string]map[string]keptEntry
+	keptIn string
+	// regions is a config whose entries init rewrites whole (Codex's
+	// TOML, regions.go); nil for the JSON files root holds.
+	regions *regionDoc
 }
 
 // maxFileSize bounds a config file read: a client's config can hold its
@@ -61,13 +64,25 @@ type Config struct {
 const maxFileSize = 256 << 20
 
 // Load reads and parses a config file (a regular file: a FIFO is refused,
-// never waited on).
-func Load(path string) (*Config, error) {
+// never waited on). A wrapped entry of a client that keeps its originals
+// in the state directory (Client.KeepsOriginal) finds its original in k;
+// the zero Kept finds none.
+func Load(path string, k Kept) (*Config, error) {
 	data, err := statefile.ReadFile(path, maxFileSize)
 	if err != nil {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
-	return Parse(path, data)
+	c, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if c.Client.KeepsOriginal() {
+		c.keptIn = k.Path()
+		if c.kept, err = k.of(path); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // Parse parses config text; path is used in messages and to tell the
@@ -75,6 +90,13 @@ func Load(path string) (*Config, error) {
 // or a block named twice, is refused because clients disagree on which one
 // wins and wrapping one would leave the other running unguarded.
 func Parse(path string, data []byte) (*Config, error) {
+	if f := ClientOf(path).regionFormat(); f != nil {
+		d, err := f.parse(path, data)
+		if err != nil {
+			return nil, err
+		}
+		return &Config{Path: path, Client: ClientOf(path), data: data, regions: d}, nil
+	}
 	root, err := jsonc.Parse(path, data)
 	if err != nil {
 		return nil, err
@@ -83,7 +105,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	if root.Kind != jsonc.Object {
 		return nil, c.errAt(root.Start, "the top level is not a JSON object")
 	}
-	for _, b := range Blocks {
+	for _, b := range c.Client.blocks() {
 		if _, err := c.checkedBlock(c.root, b, b, "the top level"); err != nil {
 			return nil, err
 		}
@@ -125,7 +147,7 @@ type block struct {
 // other projects are not this project's business.
 func (c *Config) blocks(project string) ([]block, error) {
 	var out []block
-	for _, b := range Blocks {
+	for _, b := range c.Client.blocks() {
 		n, err := c.checkedBlock(c.root, b, b, "the top level")
 		if err != nil {
 			return nil, err
@@ -170,13 +192,16 @@ type ProjectServers struct {
 // that directory). It reads what it can and passes over what it can't: a
 // wrap or undo of project reads those blocks strictly, this only reports.
 func (c *Config) OtherProjects(project string) []ProjectServers {
+	if c.regions != nil {
+		return nil
+	}
 	var out []ProjectServers
 	projects, ok := c.root.Get("projects")
 	if !ok || projects.Kind != jsonc.Object {
 		return nil
 	}
 	for _, p := range projects.Members {
-		if p.Val.Kind != jsonc.Object || (project != "" && samePath(p.Key, project)) {
+		if p.Val.Kind != jsonc.Object || (project != "" && SamePath(p.Key, project)) {
 			continue
 		}
 		servers, ok := p.Val.Get("mcpServers")
@@ -223,16 +248,27 @@ func (c *Config) objectMember(parent *jsonc.Node, key, label, parentLabel string
 // counting projects[project].mcpServers), so a search of a user's files
 // can pass over settings files that configure no server.
 func (c *Config) HasServers(project string) bool {
+	if c.regions != nil {
+		return len(c.regions.servers) > 0
+	}
 	bl, err := c.blocks(project)
 	return err == nil && len(bl) > 0
 }
 
 func (c *Config) noBlocks(project string) error {
-	msg := `no "mcpServers" (Claude Code, Cursor, Claude Desktop, Gemini CLI) or "servers" (VS Code) object at the top level`
-	if project != "" {
-		msg = fmt.Sprintf(`no "mcpServers" (Claude Code, Cursor, Claude Desktop, Gemini CLI) or "servers" (VS Code) object at the top level, and none in projects[%s]`, project)
+	var want string
+	if c.Client == UnknownClient {
+		want = `no "mcpServers" (Claude Code, Cursor, Claude Desktop, Gemini CLI and most others) or "servers" (VS Code) object at the top level`
+	} else {
+		want = fmt.Sprintf("no %s object at the top level, where %s keeps its servers", quoteList(c.Client.blocks()[:1]), c.Client)
+		if c.Client == VSCode {
+			want = `no "servers" object at the top level, where VS Code keeps its servers`
+		}
 	}
-	return &Error{File: c.Path, Msg: msg}
+	if project != "" {
+		want += fmt.Sprintf(", and none in projects[%s]", project)
+	}
+	return &Error{File: c.Path, Msg: want}
 }
 
 // Status says what a rewrite did, or why it left an entry alone.
@@ -263,6 +299,11 @@ type Change struct {
 	Remote bool
 	// Text is the new entry, for a Wrapped or Restored change.
 	Text string
+	// Kept is, in a KeepsOriginal client's file, the original entry as written:
+	// for a Wrapped change, to be kept in the state directory (Kept.Record)
+	// since the wrapped entry can't hold it; for a Restored one, what was
+	// kept there and is to be forgotten.
+	Kept string
 }
 
 func (ch Change) String() string {
@@ -371,6 +412,9 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 	if command == "" {
 		command = "bouncer"
 	}
+	if c.regions != nil {
+		return c.wrapRegions(opts, cfgArg, command)
+	}
 	var changes []Change
 	var edits []jsonc.Splice
 	err := c.entries(opts.Project, opts.Servers, func(block string, m jsonc.Member) error {
@@ -378,8 +422,12 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 		e := m.Val
 		remote := isRemote(e)
 		ch.Remote = remote
+		orig, err := c.originalOf(block, m)
+		if err != nil {
+			return err
+		}
 		switch reason := c.unwrappable(e, opts); {
-		case e.Kind == jsonc.Object && e.Has(UpstreamKey):
+		case orig != nil:
 			ch.Status = AlreadyWrapped
 			if cmd, ok := e.Get("command"); ok && cmd.Kind == jsonc.String && cmd.Str != command && opts.Relaunch != nil && opts.Relaunch(cmd.Str) {
 				ch.Status, ch.Reason = CommandUpdated, "was "+jsonc.Quote(cmd.Str)
@@ -400,6 +448,9 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 			}
 			args = append(args, "--server", m.Key)
 			args = append(args, opts.ExtraArgs...)
+			if c.Client.KeepsOriginal() {
+				ch.Kept = string(c.data[e.Start:e.End])
+			}
 			ch.Text = c.wrapped(e, c.lineIndent(m.KeyStart), command, args, remote)
 			edits = append(edits, jsonc.Splice{Start: e.Start, End: e.End, Text: ch.Text})
 		}
@@ -412,13 +463,22 @@ func (c *Config) Wrap(opts WrapOptions) ([]byte, []Change, error) {
 	return c.apply(edits), changes, nil
 }
 
-// isRemote reports whether an entry names a remote server (url, or Gemini
-// CLI's httpUrl) instead of a command.
+// urlKeys are the members that name a remote server's address: url,
+// Gemini CLI's httpUrl, Windsurf's serverUrl.
+var urlKeys = []string{"url", "httpUrl", "serverUrl"}
+
+// isRemote reports whether an entry names a remote server (urlKeys)
+// instead of a command.
 func isRemote(e *jsonc.Node) bool {
 	if e.Kind != jsonc.Object || e.Has("command") {
 		return false
 	}
-	return e.Has("url") || e.Has("httpUrl")
+	for _, k := range urlKeys {
+		if e.Has(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // unwrappable says why an entry can't be proxied, or "" when it can.
@@ -437,7 +497,7 @@ func (c *Config) unwrappable(e *jsonc.Node, opts WrapOptions) string {
 		if !opts.Remote {
 			return RemoteNotYet
 		}
-		for _, k := range []string{"url", "httpUrl"} {
+		for _, k := range urlKeys {
 			if u, ok := e.Get(k); ok && (u.Kind != jsonc.String || u.Str == "") {
 				return k + " is not a non-empty string"
 			}
@@ -464,8 +524,11 @@ func (c *Config) unwrappable(e *jsonc.Node, opts WrapOptions) string {
 
 // variablesProblem says which ${...} of the entry's launch keys bouncer run
 // could not expand the way the client does, or "" when it can expand all.
+// It asks only whether each variable has a rule: the values are those of
+// the environment the client will give bouncer run, not init's, so every
+// variable counts as set and ${userHome} as known (Resolve reads it then).
 func (c *Config) variablesProblem(e *jsonc.Node, workspace string) string {
-	x := Expander{Client: c.Client, Workspace: workspace, Getenv: func(string) (string, bool) { return "", true }}
+	x := Expander{Client: c.Client, Workspace: workspace, Home: string(filepath.Separator), Getenv: func(string) (string, bool) { return "", true }}
 	var problem string
 	eachLaunchString(e, func(where, s string, at *jsonc.Node) bool {
 		if _, err := x.Expand(s); err != nil {
@@ -482,10 +545,10 @@ func (c *Config) variablesProblem(e *jsonc.Node, workspace string) string {
 // timeout, trust, includeTools, envFile, ...) is the client's own business
 // and stays on the wrapped entry too. envFile stays because the client
 // loads it into bouncer's environment, which the upstream inherits.
-var launchKeys = map[string]bool{"command": true, "args": true, "env": true, "cwd": true, "url": true, "httpUrl": true, "headers": true}
+var launchKeys = map[string]bool{"command": true, "args": true, "env": true, "cwd": true, "url": true, "httpUrl": true, "serverUrl": true, "headers": true}
 
 // eachLaunchString calls fn with every string of an entry's launch keys
-// (command, args, env values, cwd, url, httpUrl, header values), saying
+// (command, args, env values, cwd, urlKeys, header values), saying
 // where it is, until fn returns false.
 func eachLaunchString(e *jsonc.Node, fn func(where, s string, at *jsonc.Node) bool) {
 	for _, m := range e.Members {
@@ -551,8 +614,9 @@ func stringValues(n *jsonc.Node) bool {
 
 // wrapped renders the replacement for entry e: the client's own members as
 // written, then command and args, then the original entry under
-// x-bouncer-upstream. A remote entry's "type" (http, sse) becomes "stdio",
-// since the client now starts a process.
+// x-bouncer-upstream, except in a KeepsOriginal client's file, whose original is
+// kept in the state directory. A remote entry's "type" (http, sse) becomes
+// "stdio", since the client now starts a process.
 func (c *Config) wrapped(e *jsonc.Node, base, command string, args []string, remote bool) string {
 	in := base + c.indent
 	var b strings.Builder
@@ -579,9 +643,12 @@ func (c *Config) wrapped(e *jsonc.Node, base, command string, args []string, rem
 		}
 		b.WriteString(jsonc.Quote(a))
 	}
-	b.WriteString("]," + c.nl)
-	b.WriteString(in + jsonc.Quote(UpstreamKey) + ": ")
-	b.WriteString(reindent(string(c.data[e.Start:e.End]), c.indent))
+	b.WriteString("]")
+	if !c.Client.KeepsOriginal() {
+		b.WriteString("," + c.nl)
+		b.WriteString(in + jsonc.Quote(UpstreamKey) + ": ")
+		b.WriteString(reindent(string(c.data[e.Start:e.End]), c.indent))
+	}
 	b.WriteString(c.nl + base + "}")
 	return b.String()
 }
@@ -616,27 +683,33 @@ func unindent(text, add string) string {
 }
 
 // Undo returns the config text with each selected wrapped entry replaced by
-// its x-bouncer-upstream entry, as it was written before wrapping. Entries
-// that were never wrapped are listed and left alone.
+// its original entry (x-bouncer-upstream, or the one kept in the state
+// directory), as it was written before wrapping. Entries that were never
+// wrapped are listed and left alone. Restored changes of a KeepsOriginal client
+// carry Kept, for Kept.Record to forget once the file is written.
 func (c *Config) Undo(project string, servers []string) ([]byte, []Change, error) {
+	if c.regions != nil {
+		return c.undoRegions(servers)
+	}
 	var changes []Change
 	var edits []jsonc.Splice
 	err := c.entries(project, servers, func(block string, m jsonc.Member) error {
 		ch := Change{Block: block, Server: m.Key}
-		up, ok := m.Val.Get(UpstreamKey)
+		o, err := c.originalOf(block, m)
 		switch {
-		case !ok:
+		case err != nil:
+			return err
+		case o == nil && launchesConfig(m.Val, m.Key):
+			ch.Status, ch.Reason = Skipped, c.LostOriginal()
+		case o == nil:
 			ch.Status = NotWrapped
-		case up.Kind != jsonc.Object:
-			return c.errAt(up.Start, fmt.Sprintf("server %q: %s is not an object; restore it by hand (or from the .bak file)", m.Key, UpstreamKey))
 		default:
 			ch.Status = Restored
-			ch.Remote = isRemote(up)
-			// Wrap indented the entry by the difference between the
-			// wrapped entry's line and its x-bouncer-upstream line.
-			base := c.lineIndent(m.KeyStart)
-			add := strings.TrimPrefix(c.lineIndent(c.memberKeyStart(m.Val, UpstreamKey)), base)
-			ch.Text = unindent(string(c.data[up.Start:up.End]), add)
+			ch.Remote = isRemote(o.n)
+			ch.Text = c.text(o, m)
+			if o.kept {
+				ch.Kept = ch.Text
+			}
 			edits = append(edits, jsonc.Splice{Start: m.Val.Start, End: m.Val.End, Text: ch.Text})
 		}
 		changes = append(changes, ch)
@@ -646,6 +719,16 @@ func (c *Config) Undo(project string, servers []string) ([]byte, []Change, error
 		return nil, nil, err
 	}
 	return c.apply(edits), changes, nil
+}
+
+// LostOriginal says why an entry that launches `bouncer run --config ...
+// --server NAME`, as init writes it, has no original (Server.Lost):
+// bouncer run refuses to start it, and undo can't restore it.
+func (c *Config) LostOriginal() string {
+	if c.Client.KeepsOriginal() {
+		return fmt.Sprintf("its original entry is in neither the file nor %s (wrapped with another state directory, or on another machine); put it back by hand, or from the .bak file", c.keptIn)
+	}
+	return fmt.Sprintf("it has no %s; put the original entry back by hand, or from the .bak file", UpstreamKey)
 }
 
 func (c *Config) memberKeyStart(n *jsonc.Node, key string) int {

@@ -100,7 +100,7 @@ func TestWrap(t *testing.T) {
 		{"only named", claudeCode, WrapOptions{Servers: []string{"git"}}, "mcpServers", []string{"git: wrapped"}},
 		{"vscode servers", vscode, WrapOptions{}, "servers", []string{"github: wrapped"}},
 		{"unknown client's variables", `{"servers": {"gh": {"command": "x", "env": {"T": "${input:tok}"}}}}`, WrapOptions{}, "servers",
-			[]string{"gh: left alone (env.T: ${input:tok} is in a file bouncer can't tell the client of, so not how the client expands it (it knows .mcp.json, .claude.json, .cursor/mcp.json, .vscode/mcp.json, claude_desktop_config.json and .gemini/settings.json))"}},
+			[]string{"gh: left alone (env.T: ${input:tok} is in a file bouncer can't tell the client of, so not how the client expands it (docs/clients.md lists the files it knows))"}},
 		{"not an object", `{"mcpServers": {"a": 3}}`, WrapOptions{}, "mcpServers", []string{"a: left alone (not an object)"}},
 		{"bad args", `{"mcpServers": {"a": {"command": "x", "args": "y"}}}`, WrapOptions{}, "mcpServers", []string{"a: left alone (args is not a list of strings)"}},
 		{"hand-wrapped", `{"mcpServers": {"a": {"command": "/usr/local/bin/bouncer", "args": ["run", "--", "x"]}, "b": {"command": "bouncer", "args": ["serve"]}}}`, WrapOptions{}, "mcpServers",
@@ -251,7 +251,7 @@ func TestWriteFile(t *testing.T) {
 	if err := os.Chmod(path, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Load(path)
+	c, err := Load(path, Kept{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestWriteThroughSymlink(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Load(link)
+	c, err := Load(link, Kept{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,10 +392,17 @@ func TestResolve(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{claudeCode, canonical, vscode, vscodeComments, `{"mcpServers": {"a": {"command": "x", "x-bouncer-upstream": {}}}}`, "{", `{"servers": []}`,
 		"{\"mcpServers\": {\"a\": {\"command\": \"x\" /* c */, \"type\": \"stdio\",}}}", `{"mcpServers": {"r": {"type": "http", "url": "https://x"}}}`} {
-		f.Add([]byte(s), false)
+		f.Add([]byte(s), false, false)
+		f.Add([]byte(s), true, true)
 	}
-	f.Fuzz(func(t *testing.T, data []byte, remote bool) {
-		c, err := Parse("f.json", data)
+	f.Fuzz(func(t *testing.T, data []byte, remote, strict bool) {
+		// A KeepsOriginal client's file (Gemini CLI's) keeps its originals out
+		// of the file, here in memory as Kept.Record would.
+		name := "f.json"
+		if strict {
+			name = "/p/.gemini/settings.json"
+		}
+		c, err := Parse(name, data)
 		if err != nil {
 			return
 		}
@@ -404,9 +411,23 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		c2, err := Parse("f.json", out)
+		c2, err := Parse(name, out)
 		if err != nil {
 			t.Fatalf("wrapped output does not parse: %v\n%q\n%q", err, data, out)
+		}
+		if strict {
+			c2.kept = map[string]map[string]keptEntry{}
+			for _, ch := range changes {
+				if ch.Kept != "" {
+					if c2.kept[ch.Block] == nil {
+						c2.kept[ch.Block] = map[string]keptEntry{}
+					}
+					c2.kept[ch.Block][ch.Server] = keptEntry{Entry: ch.Kept}
+				}
+			}
+			if strings.Contains(string(out), UpstreamKey) && !strings.Contains(string(data), UpstreamKey) {
+				t.Fatalf("a strict client's file got %s:\n%q", UpstreamKey, out)
+			}
 		}
 		// A strict JSON file (what Claude Desktop and Claude Code read with
 		// JSON.parse) stays strict JSON; that a JSONC file stays JSONC is

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bouncer-mcp/bouncer/internal/jsonc"
@@ -20,22 +21,34 @@ type Launch struct {
 	// EnvOrder is Env's keys in file order.
 	EnvOrder []string
 	Cwd      string
-	// URL is a remote server's address (url, or Gemini CLI's httpUrl).
+	// URL is a remote server's address (url, Gemini CLI's httpUrl,
+	// Windsurf's serverUrl).
 	URL     string
 	Headers map[string]string
 	// Type is the entry's "type" ("stdio", "http", "sse"), if any.
 	Type string
 }
 
-// Server is one entry of a config as init reports it.
+// Server is one entry of a config as init and status report it.
 type Server struct {
 	Block, Name string
-	// Wrapped is true when the entry has x-bouncer-upstream.
-	Wrapped bool
-	// Launch is the original entry: the x-bouncer-upstream one when
-	// wrapped. Its zero value when the entry is not an object.
+	// Wrapped is true when the entry launches bouncer run in front of its
+	// server: wrapped by init (its original found), or by hand (`bouncer
+	// run ... -- COMMAND`, HandWrapped).
+	Wrapped, HandWrapped bool
+	// Kept is true when the original entry is kept in the state directory
+	// (Client.KeepsOriginal), not under x-bouncer-upstream.
+	Kept bool
+	// Lost is true for an entry that launches `bouncer run --config ...
+	// --server NAME` as init writes it, but whose original is found
+	// nowhere (not in the file, not in the state directory): bouncer run
+	// refuses to start it.
+	Lost bool
+	// Launch is the original entry: the x-bouncer-upstream one (or the one
+	// kept) when wrapped by init, what follows -- when wrapped by hand.
+	// Its zero value when the entry is not an object.
 	Launch Launch
-	// Command and Args are what the wrapped entry itself launches (bouncer,
+	// Command and Args are what a wrapped entry itself launches (bouncer,
 	// by name or path, and its flags); empty when the entry is not wrapped.
 	Command string
 	Args    []string
@@ -47,6 +60,9 @@ type Server struct {
 // projects[project].mcpServers too), in file order. An entry whose shape is
 // wrong is listed with what could be read of it.
 func (c *Config) Servers(project string) ([]Server, error) {
+	if c.regions != nil {
+		return c.serversRegions(), nil
+	}
 	bl, err := c.blocks(project)
 	if err != nil {
 		return nil, err
@@ -55,20 +71,30 @@ func (c *Config) Servers(project string) ([]Server, error) {
 	for _, b := range bl {
 		for _, m := range b.n.Members {
 			s := Server{Block: b.label, Name: m.Key}
-			e := m.Val
-			if up, ok := e.Get(UpstreamKey); ok {
-				s.Wrapped = true
-				if c, ok := e.Get("command"); ok && c.Kind == jsonc.String {
+			o, err := c.originalOf(b.label, m)
+			hand := err == nil && o == nil && runsBouncer(m.Val) && !launchesConfig(m.Val, m.Key)
+			if err != nil || o != nil || hand {
+				s.Wrapped, s.HandWrapped = true, hand
+				if c, ok := m.Val.Get("command"); ok && c.Kind == jsonc.String {
 					s.Command = c.Str
 				}
-				if a, ok := e.Get("args"); ok && allStrings(a) {
+				if a, ok := m.Val.Get("args"); ok && allStrings(a) {
 					s.Args = strs(a)
 				}
-				e = up
 			}
-			if e.Kind == jsonc.Object {
-				s.Launch, _ = c.launch(e, m.Key)
-				s.Remote = isRemote(e)
+			switch {
+			case o != nil:
+				s.Kept = o.kept
+				s.Launch, _ = c.launch(o, m.Key)
+				s.Remote = isRemote(o.n)
+			case hand:
+				if i := slices.Index(s.Args, "--"); i >= 0 && i+1 < len(s.Args) {
+					s.Launch = Launch{Command: s.Args[i+1], Args: s.Args[i+2:]}
+				}
+			case err == nil && m.Val.Kind == jsonc.Object:
+				s.Lost = launchesConfig(m.Val, m.Key)
+				s.Launch, _ = c.launch(&original{n: m.Val, data: c.data}, m.Key)
+				s.Remote = isRemote(m.Val)
 			}
 			out = append(out, s)
 		}
@@ -84,11 +110,13 @@ func strs(n *jsonc.Node) []string {
 	return out
 }
 
-// launch reads an entry's launch keys, checking their types.
-func (c *Config) launch(up *jsonc.Node, server string) (Launch, error) {
+// launch reads the launch keys of a wrapped entry's original o, checking
+// their types.
+func (c *Config) launch(o *original, server string) (Launch, error) {
 	var l Launch
+	up := o.n
 	bad := func(n *jsonc.Node, key, want string) error {
-		return c.errAt(n.Start, fmt.Sprintf("server %q: %s.%s must be %s", server, UpstreamKey, key, want))
+		return c.origErr(o, n, server, key, " must be "+want)
 	}
 	if t, ok := up.Get("type"); ok && t.Kind == jsonc.String {
 		l.Type = t.Str
@@ -99,7 +127,7 @@ func (c *Config) launch(up *jsonc.Node, server string) (Launch, error) {
 		}
 		l.Command = cmd.Str
 	}
-	for _, k := range []string{"url", "httpUrl"} {
+	for _, k := range urlKeys {
 		if u, ok := up.Get(k); ok && l.URL == "" {
 			if u.Kind != jsonc.String || u.Str == "" {
 				return l, bad(u, k, "a non-empty string")
@@ -139,7 +167,7 @@ func (c *Config) launch(up *jsonc.Node, server string) (Launch, error) {
 		l.Cwd = cwd.Str
 	}
 	if l.Command == "" && l.URL == "" {
-		return l, c.errAt(up.Start, fmt.Sprintf("server %q: %s.command must be a non-empty string", server, UpstreamKey))
+		return l, c.origErr(o, up, server, "command", " must be a non-empty string")
 	}
 	return l, nil
 }
@@ -179,6 +207,9 @@ type Lookup struct {
 	// Getenv is bouncer's own environment (os.LookupEnv), which the
 	// client's variables are expanded from.
 	Getenv func(string) (string, bool)
+	// Kept is where a KeepsOriginal client's original entries are kept: the
+	// state directory of bouncer run.
+	Kept Kept
 }
 
 // Resolved is a found entry and where it was found.
@@ -227,9 +258,12 @@ func Resolve(l Lookup) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
-	c, err := Load(file)
+	c, err := Load(file, l.Kept)
 	if err != nil {
 		return Resolved{}, err
+	}
+	if c.regions != nil {
+		return c.resolveRegions(l, file, base)
 	}
 	bl, err := c.blocks(l.Project)
 	if err != nil {
@@ -260,18 +294,21 @@ func Resolve(l Lookup) (Resolved, error) {
 		return Resolved{}, c.errAt(found[1].KeyStart, fmt.Sprintf("server %q is in both %s and %s; rename one", l.Server, foundIn[0], foundIn[1]))
 	}
 	m := found[0]
-	up, ok := m.Val.Get(UpstreamKey)
-	if !ok {
+	o, err := c.originalOf(foundIn[0], m)
+	switch {
+	case err != nil:
+		return Resolved{}, err
+	case o == nil && c.Client.KeepsOriginal():
+		return Resolved{}, c.errAt(m.KeyStart, fmt.Sprintf("server %q has no original entry kept for it in %s (%s keeps no %s in its entries, so bouncer init keeps them there): it was wrapped with another state directory (pass its --home), or on another machine; put the original entry back and run bouncer init", l.Server, c.keptIn, c.Client, UpstreamKey))
+	case o == nil:
 		return Resolved{}, c.errAt(m.KeyStart, fmt.Sprintf("server %q was never wrapped (no %s); run bouncer init first", l.Server, UpstreamKey))
 	}
-	if up.Kind != jsonc.Object {
-		return Resolved{}, c.errAt(up.Start, fmt.Sprintf("server %q: %s is not an object", l.Server, UpstreamKey))
-	}
-	la, err := c.launch(up, l.Server)
+	la, err := c.launch(o, l.Server)
 	if err != nil {
 		return Resolved{}, err
 	}
-	home, _ := l.Getenv("HOME")
+	up := o.n
+	home := UserHome(l.Getenv)
 	x := Expander{Client: c.Client, Workspace: Workspace(file, home), Home: home, Getenv: l.Getenv}
 	var verr error
 	expand := func(where, s string, at *jsonc.Node) string {
@@ -280,7 +317,7 @@ func Resolve(l Lookup) (Resolved, error) {
 		}
 		v, err := x.Expand(s)
 		if err != nil {
-			verr = c.errAt(at.Start, fmt.Sprintf("server %q: %s.%s: %v", l.Server, UpstreamKey, where, err))
+			verr = c.origErr(o, at, l.Server, where, ": "+err.Error())
 		}
 		return v
 	}
@@ -289,7 +326,7 @@ func Resolve(l Lookup) (Resolved, error) {
 	if cmd, ok := up.Get("command"); ok {
 		e.Command = expand("command", cmd.Str, cmd)
 	}
-	for _, k := range []string{"url", "httpUrl"} {
+	for _, k := range urlKeys {
 		if u, ok := up.Get(k); ok && e.URL == "" {
 			e.URL = expand(k, u.Str, u)
 		}
@@ -324,33 +361,9 @@ func Resolve(l Lookup) (Resolved, error) {
 	return Resolved{Entry: e, File: file, Base: base}, nil
 }
 
-// Workspace is the project directory of a project's own config file (the
-// directory holding .mcp.json, or .vscode, .cursor or .gemini), or "" for a
-// user's file. ~/.cursor/mcp.json and ~/.gemini/settings.json are the
-// user's own files, not those of a project at home.
-func Workspace(file, home string) string {
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return ""
-	}
-	dir := filepath.Dir(abs)
-	parent := filepath.Dir(dir)
-	switch base := filepath.Base(abs); {
-	case base == ".mcp.json":
-		return dir
-	case base == "mcp.json" && filepath.Base(dir) == ".vscode":
-		return parent
-	case base == "mcp.json" && filepath.Base(dir) == ".cursor",
-		base == "settings.json" && filepath.Base(dir) == ".gemini":
-		if home != "" && samePath(parent, home) {
-			return ""
-		}
-		return parent
-	}
-	return ""
-}
-
-func samePath(a, b string) bool {
+// SamePath reports whether a and b name one file: equal once cleaned, or
+// once their links are resolved.
+func SamePath(a, b string) bool {
 	if filepath.Clean(a) == filepath.Clean(b) {
 		return true
 	}

@@ -459,11 +459,15 @@ func eachDestinationKey(v any, fn func(any) bool) bool {
 }
 
 // holdsDestination reports whether v is, or lists, a value that is a
-// destination (dest.IsDestination).
+// destination (dest.IsDestination) and nothing else: a bare name of two
+// labels ("README.md", "setup.py") is as often a file or an entity as a
+// host (dest.MayBeFileName), and that ambiguity must end in a question (the
+// value is still judged, and a tainted one asked about), not in a deny
+// because the tool was taken for one that registers where it sends.
 func holdsDestination(v any) bool {
 	switch x := v.(type) {
 	case string:
-		return dest.IsDestination(x)
+		return dest.IsDestination(x) && !dest.MayBeFileName(x)
 	case []any:
 		for _, e := range x {
 			if holdsDestination(e) {

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/bouncer-mcp/bouncer/internal/pathtree"
+	"github.com/bouncer-mcp/bouncer/internal/policy"
 )
 
 // Around returns the paths that together cover the directory dir except
@@ -101,6 +102,28 @@ func Covered(prefixes, guarded []string) []string {
 			if pathtree.Within(p, pre) || pathtree.Within(resolve(p), resolve(pre)) {
 				out = append(out, p)
 				break
+			}
+		}
+	}
+	return out
+}
+
+// Reaches returns the paths among others that a write tool of pol may
+// write: those one of its allowed_path_prefixes covers (Covered). A tool
+// refused outright (max_calls: 0) reaches none; one with no prefixes is
+// unconfined, which Describe says, and is not counted here.
+func Reaches(pol *policy.Policy, others []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, name := range pol.Names() {
+		t, ok := pol.Lookup(name)
+		if !ok || len(t.WriteParams) == 0 || len(t.AllowedPathPrefixes) == 0 || t.MaxCalls != nil && *t.MaxCalls == 0 {
+			continue
+		}
+		for _, p := range Covered(t.AllowedPathPrefixes, others) {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
 			}
 		}
 	}

@@ -93,8 +93,9 @@ func TestAround(t *testing.T) {
 	}
 }
 
-// A fresh project whose directory holds nothing but the clients' configs:
-// the write tools are refused (max_calls: 0), never left unconfined.
+// A server whose directory is the state directory, or lies in another
+// server's policy: the write tools are refused (max_calls: 0), never left
+// unconfined.
 func TestExtendRefuse(t *testing.T) {
 	e, err := Extend("/p/bouncer.yaml", nil, Confinement{Refuse: true, Guarded: []string{"/p/bouncer.yaml"}})
 	if err != nil {
@@ -137,7 +138,7 @@ func TestExtendGuarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	left := strings.Join(e.Left, "\n")
-	if !strings.Contains(left, "write_file (/p/bouncer.yaml:1): its allowed_path_prefixes cover /p/bouncer.yaml, /p/.mcp.json, Bouncer's own files or the MCP clients' configs") {
+	if !strings.Contains(left, "write_file (/p/bouncer.yaml:1): its allowed_path_prefixes cover /p/bouncer.yaml, /p/.mcp.json, another server's policy or Bouncer's state directory") {
 		t.Errorf("left %q", e.Left)
 	}
 	if _, err := Extend("/p/bouncer.yaml", nil, Confinement{Dirs: []string{"."}, Guarded: []string{"/p/bouncer.yaml"}}); err == nil || !strings.Contains(err.Error(), "a bug; nothing written") {
@@ -145,7 +146,7 @@ func TestExtendGuarded(t *testing.T) {
 	}
 	// Listed: the file says the list is what the directory holds.
 	e, err = Extend("/p/bouncer.yaml", nil, Confinement{Dirs: []string{"README.md", "src"}, Guarded: []string{"/p/bouncer.yaml"}, Listed: true})
-	if err != nil || !strings.Contains(string(e.New), "a new entry at a level\n# listed here is refused until you add it") {
+	if err != nil || !strings.Contains(string(e.New), "a new entry at\n# a level listed here is refused until you add it") {
 		t.Errorf("%v\n%s", err, e.New)
 	}
 }

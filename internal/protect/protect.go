@@ -174,7 +174,7 @@ func Extend(path string, old []byte, c Confinement) (Edit, error) {
 				continue
 			}
 			if g := Covered(t.AllowedPathPrefixes, c.Guarded); len(g) > 0 {
-				e.Left = append(e.Left, fmt.Sprintf("%s (%s): its allowed_path_prefixes cover %s, Bouncer's own files or the MCP clients' configs: a server that may write there can rewrite its own rules or unwrap itself. Name what it may write instead (the entries beside them), as init does for a new policy",
+				e.Left = append(e.Left, fmt.Sprintf("%s (%s): its allowed_path_prefixes cover %s, another server's policy or Bouncer's state directory: a server that may write there can loosen another server's rules. Name what it may write instead (the entries beside them), as init does for a new policy",
 					tool, t.Source, someOf(g)))
 			}
 		}
@@ -247,7 +247,7 @@ func Extend(path string, old []byte, c Confinement) (Edit, error) {
 			// Named already, and there is nothing to add to it: say so if
 			// it lets the server write anywhere.
 			if t, ok := oldPol.Lookup(tool); oldPol != nil && ok && len(t.AllowedPathPrefixes) == 0 && (t.MaxCalls == nil || *t.MaxCalls != 0) {
-				e.Left = append(e.Left, fmt.Sprintf("%s (%s) is configured in a way init leaves alone, and does not confine the filesystem server's writes; its directories hold only Bouncer's own files and the MCP clients' configs: set max_calls: 0 there, or name in allowed_path_prefixes what it may write", tool, where))
+				e.Left = append(e.Left, fmt.Sprintf("%s (%s) is configured in a way init leaves alone, and does not confine the filesystem server's writes; its directories are Bouncer's state directory or another server's policy: set max_calls: 0 there, or name in allowed_path_prefixes what it may write", tool, where))
 			}
 			continue
 		}
@@ -312,17 +312,17 @@ func Extend(path string, old []byte, c Confinement) (Edit, error) {
 	if appendText.Len() > 0 {
 		switch {
 		case len(dirs) == 0:
-			out.WriteString("\n# Added by bouncer init: the filesystem server's directories hold only Bouncer's own\n" +
-				"# files and the MCP clients' configs, which it must not write, so its writes are\n" +
+			out.WriteString("\n# Added by bouncer init: the filesystem server's directories are Bouncer's state\n" +
+				"# directory or another server's policy, which it must not write, so its writes are\n" +
 				"# refused. To let it write, replace max_calls: 0 with allowed_path_prefixes naming\n" +
 				"# what it may write (a subdirectory, say).")
 		case old != nil:
 			out.WriteString("\n# Added by bouncer init: the filesystem server's writes stay in its own directories.")
 		}
 		if len(dirs) > 0 && c.Listed && old == nil {
-			out.WriteString("\n# They name what the directories hold but Bouncer's own files and the MCP clients'\n" +
-				"# configs, which a server that can write must not reach: a new entry at a level\n" +
-				"# listed here is refused until you add it.")
+			out.WriteString("\n# They name what the directories hold but another server's policy and Bouncer's\n" +
+				"# state directory, which a server that can write must not reach: a new entry at\n" +
+				"# a level listed here is refused until you add it.")
 		}
 		out.WriteString(appendText.String())
 	}

@@ -55,3 +55,36 @@ func TestNPMMemoryRelations(t *testing.T) {
 		t.Errorf("relation verdicts %v, want allow allow deny", verdicts)
 	}
 }
+
+// Entities named like files ("setup.py", "README.md": two labels under a
+// top-level domain, as a host is named too) in the real memory server's
+// own output: a relation between them is ambiguous, so it is asked about,
+// never denied as if create_relations registered where it sends.
+func TestNPMMemoryFileNamedEntities(t *testing.T) {
+	cmd := npmServer(t, "server-memory")
+	cmd.Env = append(cmd.Env, "MEMORY_FILE_PATH="+filepath.Join(t.TempDir(), "memory.jsonl"))
+	h := newHarness(t, hopts{cmd: &cmd})
+	cs := h.client(nil)
+	if _, isErr := callTool(t, cs, "create_entities", map[string]any{"entities": []any{
+		map[string]any{"name": "setup.py", "entityType": "file", "observations": []any{"builds the package"}},
+		map[string]any{"name": "README.md", "entityType": "file", "observations": []any{"documents setup.py"}},
+	}}); isErr {
+		t.Fatal("create_entities failed")
+	}
+	if graph, _ := callTool(t, cs, "read_graph", map[string]any{}); !strings.Contains(graph, "README.md") {
+		t.Fatalf("read_graph = %q", graph)
+	}
+	rel := map[string]any{"relations": []any{map[string]any{"from": "README.md", "to": "setup.py", "relationType": "documents"}}}
+	callTool(t, cs, "create_relations", rel)
+	var verdicts []string
+	for _, e := range h.auditLines() {
+		if e.Tool == "create_relations" {
+			verdicts = append(verdicts, e.Verdict)
+		}
+	}
+	// The harness's client declines the question, which the audit log
+	// records after it.
+	if len(verdicts) == 0 || verdicts[0] != "ask" {
+		t.Errorf("create_relations verdicts %v, want ask first", verdicts)
+	}
+}

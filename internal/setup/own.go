@@ -109,7 +109,7 @@ type Launch struct {
 // arguments bouncer run would refuse names no policy in force and is
 // passed over; a config that can't be read is an error, as it is for run.
 func LaunchFiles(l Launch, stateDir, home string) ([]string, error) {
-	cfg, err := mcpconfig.Load(l.File)
+	cfg, err := mcpconfig.Load(l.File, mcpconfig.Kept{State: stateDir})
 	if err != nil {
 		return nil, err
 	}

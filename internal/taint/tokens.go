@@ -3,6 +3,8 @@ package taint
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/bouncer-mcp/bouncer/internal/dest"
 )
 
 // How output is cut into tokens (the record side). Every form a reader could
@@ -74,6 +76,11 @@ type scanner struct {
 	hasPrev    bool
 	pair       []byte
 	all        []uint64 // a destination's word pairs, all of which must be seen
+
+	// The run of words that may write a number in groups (see numberWord):
+	// their text, joined by spaces, and where each starts.
+	num       []byte
+	numStarts []int
 
 	chunkFlags uint16
 }
@@ -185,10 +192,84 @@ func (sc *scanner) pairWord(raw []byte, flags uint16) {
 	sc.prev, sc.prevMarked, sc.hasPrev = t, marked, true
 }
 
+// maxNumberWords bounds the words of a run that numberWord keeps: a phone
+// or account number has no more groups than this.
+const maxNumberWords = 8
+
+// numberWord takes the next word of a piece for numbers written in groups
+// ("+1 415-555-0199", "(415) 555.0199", "DE89 3704 ..." is an IBAN and the
+// word pairs hold it): a number is read by its digits wherever it is sent
+// (an SMS or a bank API takes "+14155550199"), so the forms dest.NumberForms
+// gives for each run of words of digits and "+()-." are recorded, and a
+// destination's digits meet them (dest.Variants). A word with anything
+// else, or one that ends a clause ("0199,"), ends the run.
+func (sc *scanner) numberWord(raw []byte, flags uint16) {
+	if flags&cDigit == 0 || flags&(cUpper|cUni) != 0 {
+		sc.flushNumber()
+		return
+	}
+	end := len(raw)
+	for end > 0 && (raw[end-1] == ',' || raw[end-1] == ';' || raw[end-1] == ':' || raw[end-1] == '.') {
+		end--
+	}
+	for _, c := range raw[:end] {
+		if !(c >= '0' && c <= '9' || c == '+' || c == '(' || c == ')' || c == '-' || c == '.') {
+			sc.flushNumber()
+			return
+		}
+	}
+	if len(sc.numStarts) == maxNumberWords {
+		sc.num = append(sc.num[:0], sc.num[sc.numStarts[1]:]...)
+		for i := range sc.numStarts[1:] {
+			sc.numStarts[i] = sc.numStarts[i+1] - sc.numStarts[1]
+		}
+		sc.numStarts = sc.numStarts[:maxNumberWords-1]
+	}
+	if len(sc.numStarts) > 0 {
+		sc.num = append(sc.num, ' ')
+	}
+	sc.numStarts = append(sc.numStarts, len(sc.num))
+	sc.num = append(sc.num, raw[:end]...)
+	if end < len(raw) {
+		sc.flushNumber()
+	}
+}
+
+// flushNumber records the number forms of the run numberWord kept: for
+// each word it starts at, the longest run from there that is a number. A
+// run of one word with no '+', '-', '.' or '(' is a bare run of digits (an
+// id, an amount), which is no number to dest.NumberForms anyway.
+func (sc *scanner) flushNumber() {
+	n := len(sc.numStarts)
+	if n == 0 || n == 1 && !bytes.ContainsAny(sc.num, "+-.(") {
+		sc.num, sc.numStarts = sc.num[:0], sc.numStarts[:0]
+		return
+	}
+	for i := 0; i < n; i++ {
+		for j := n - 1; j >= i; j-- {
+			end := len(sc.num)
+			if j+1 < n {
+				end = sc.numStarts[j+1] - 1
+			}
+			forms := dest.NumberForms(string(sc.num[sc.numStarts[i]:end]))
+			for _, f := range forms {
+				if len(f) >= sc.min {
+					sc.emit([]byte(f))
+				}
+			}
+			if forms != nil {
+				break
+			}
+		}
+	}
+	sc.num, sc.numStarts = sc.num[:0], sc.numStarts[:0]
+}
+
 // record processes raw text (not yet folded) at a decoding depth.
 func (sc *scanner) record(b []byte, depth int) {
 	if depth == 0 {
 		sc.hasPrev = false
+		defer sc.flushNumber()
 	}
 	for i := 0; i < len(b); {
 		c := b[i]
@@ -208,6 +289,7 @@ func (sc *scanner) record(b []byte, depth int) {
 		}
 		raw := b[start:i]
 		if depth == 0 {
+			sc.numberWord(raw, flags)
 			switch {
 			case flags&cUni != 0 || len(raw) >= 2*sc.min:
 				sc.hasPrev = false // a long or non-ASCII word ends a run

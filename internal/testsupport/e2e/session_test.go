@@ -153,8 +153,17 @@ func TestObserveSuggestEnforce(t *testing.T) {
 	}
 	observed := e2e.Start(t, e2e.MCPGo(t, "attacker@evil.example"), e2e.Options{Home: home, Policy: sessionPolicy, Args: []string{"--observe", "--name", "mail"}})
 	session(observed)
-	if n := len(observed.SideEffects()); n != 2 {
-		t.Fatalf("observe mode forwarded %d of the 2 sends", n)
+	// suggest allowlists only on evidence that a destination is the
+	// user's: later in the session the user typed carol's address (the
+	// client's prompt hook), and the agent mailed her again.
+	hook := exec.Command(e2e.Bouncer(t), "hook", "prompt", "--home", home)
+	hook.Stdin = strings.NewReader(`{"hook_event_name":"UserPromptSubmit","session_id":"x","prompt":"send the notes to carol@partner.example again"}`)
+	if out, err := hook.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Fatalf("hook prompt: %v %q", err, out)
+	}
+	observed.CallTool(4, "send_email", `{"to":"carol@partner.example","subject":"notes","body":"again"}`)
+	if n := len(observed.SideEffects()); n != 3 {
+		t.Fatalf("observe mode forwarded %d of the 3 sends", n)
 	}
 	observed.Close()
 
