@@ -256,8 +256,12 @@ func cmdPolicySuggest(args []string) error {
 	if h, err := os.UserHomeDir(); err == nil {
 		homes = append(homes, h)
 	}
+	written, err := setup.InitFiles(dir)
+	if err != nil {
+		return failed(fmt.Errorf("policy suggest: %v", err))
+	}
 	var own []string
-	for _, o := range setup.OwnPaths(setup.OwnSources{StateDir: dir, InForce: inForce.OwnFiles(), Vouch: vouch.Files(dir), Launch: configs}) {
+	for _, o := range setup.OwnPaths(setup.OwnSources{StateDir: dir, InForce: inForce.OwnFiles(), Vouch: vouch.Files(dir), Launch: configs, Init: written}) {
 		own = append(own, o.Path)
 	}
 	res := suggest.Suggest(inForce.Policy, in, suggest.Options{Resolve: fsresolve.Existing, Homes: homes, Own: own})

@@ -111,7 +111,7 @@ func cmdRun(args []string) error {
 	defer stop()
 
 	up.cmd.Name = f.name // for the warnings about its stdout
-	conn, reach, closeUp, err := startUpstream(ctx, up, dir, f.sandbox != "off")
+	conn, reach, closeUp, err := startUpstream(ctx, up, dir, f.sandbox != "off", launch)
 	if err != nil {
 		return failed(err)
 	}
@@ -312,9 +312,9 @@ func (f *runFlags) loadPolicy(dir string, up *upstreamSpec) (*setup.Decider, err
 	return dec, nil
 }
 
-// prepareUpstream readies a stdio upstream's command (found in PATH, and
-// wrapped in the sandbox launcher when the policy has a sandbox: key), or
-// says that the key does not apply to a remote one. In strict mode it
+// prepareUpstream readies a stdio upstream's command (found in PATH) and
+// plans its start (planUpstreamSandbox), or says that the sandbox key does
+// not apply to a remote one. In strict mode it
 // refuses before anything starts if the kernel can't confine the proxy.
 func prepareUpstream(mode string, pol *policy.Policy, dir string, own []string, up *upstreamSpec) (*launchPlan, error) {
 	if up.remote != nil {
@@ -346,9 +346,9 @@ func badInputIf(err error) error {
 }
 
 // startUpstream starts the command, or dials the remote server.
-func startUpstream(ctx context.Context, up *upstreamSpec, dir string, sandboxed bool) (transport.Upstream, upstreamReach, func(), error) {
+func startUpstream(ctx context.Context, up *upstreamSpec, dir string, sandboxed bool, plan *launchPlan) (transport.Upstream, upstreamReach, func(), error) {
 	if up.remote == nil {
-		proc, err := transport.Start(up.cmd, os.Stderr)
+		proc, err := startLocal(up.cmd, plan)
 		if err != nil {
 			return nil, upstreamReach{}, nil, err
 		}

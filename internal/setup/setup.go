@@ -115,10 +115,14 @@ func Load(c Config) (*Decider, error) {
 	// set's files it holds the rollback floor (high-water.json), the
 	// current link and the sets kept beside, which a tool that could
 	// write would lower, move back, or break. So are the files of the
-	// client config that launched run. The sandbox keeps the upstream
-	// from writing the same paths.
+	// client config that launched run, and the configs and hook files
+	// init wrote. The sandbox keeps the upstream from writing the same
+	// paths.
 	home, _ := os.UserHomeDir()
 	src := OwnSources{StateDir: c.StateDir, InForce: in.OwnFiles(), Vouch: vouch.Files(c.StateDir)}
+	if src.Init, err = InitFiles(c.StateDir); err != nil {
+		return nil, err
+	}
 	if c.Launch != nil {
 		if src.Launch, err = LaunchFiles(*c.Launch, c.StateDir, home); err != nil {
 			return nil, err
