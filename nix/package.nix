@@ -32,7 +32,7 @@ buildGo126Module {
   pname = "bouncer";
   inherit version src;
 
-  vendorHash = "sha256-nlT0qMZd6GSERSenDTjJbxT+VfvhhP5TTAiJyzXi7Qo=";
+  vendorHash = "sha256-E7N7ApqMz/RrgRScYwEGOT+LQJ2RhDSZUKGKWSUCA8g=";
 
   subPackages = [ "cmd/bouncer" ];
 

@@ -18,10 +18,13 @@
 #      filesystem holds no shell, and the entrypoint, run from the exported
 #      filesystem with chroot --userspec=65532:65532, answers initialize,
 #      tools/list and a tools/call through bouncer, whose audit line lands
-#      in the image's state directory. The wrappers run with their template
-#      policy's sandbox: key under --sandbox strict: bouncer says the server
-#      is confined, and the Python server's probe tool finds it can write
-#      /data and can neither read nor write bouncer's state.
+#      in the image's state directory; the release image also runs as the
+#      gateway (bouncer listen, container/test/listen.mjs) in front of its
+#      own MCP server, answers a session's call and drains on SIGTERM. The
+#      wrappers run with their template policy's sandbox: key under
+#      --sandbox strict: bouncer says the server is confined, and the
+#      Python server's probe tool finds it can write /data and can neither
+#      read nor write bouncer's state.
 # Installs what it needs (buildah and busybox-static from apt, crane with go
 # install) and can be
 # run again: all its state lives in a temporary directory it removes.
@@ -359,11 +362,48 @@ run_image() {
   echo "   $name: the server wrote /data; bouncer's state, the policy and /tmp refused it (EACCES)"
 }
 
+# run_listen NAME: the entrypoint as the HTTP gateway (bouncer listen), as
+# the image's user, in front of the image's own MCP server on stdio: ready
+# once that server's tool list is pinned, a session's call answered through
+# it and audited with the session's user and replica, and SIGTERM drains it
+# to exit 0 (container/test/listen.mjs).
+run_listen() {
+  local name=$1 dir=$work/check-$1
+  local root=$dir/rootfs dev maj min lport rc=0
+  mkdir -p "$root/dev" "$root/proc" "$root/etc/bouncer-listen"
+  while read -r dev maj min; do
+    [ -e "$root/dev/$dev" ] || mknod -m 666 "$root/dev/$dev" c "$maj" "$min"
+  done <<'DEVS'
+null 1 3
+zero 1 5
+random 1 8
+urandom 1 9
+DEVS
+  printf '%s\n' '{"mcpServers": {"bouncer": {"command": "/usr/local/bin/bouncer"}}, "x-bouncer-listen": {"replica": "image-check"}}' >"$root/etc/bouncer-listen/mcp.json"
+  lport=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+  mount -t proc proc "$root/proc"
+  mounted+=("$root/proc")
+  node container/test/listen.mjs "$dir/config.json" "$root" "$lport" list_packs '{"name":"gmail"}' -- \
+    listen --config /etc/bouncer-listen/mcp.json --addr "127.0.0.1:$lport" >"$dir/listen.out" 2>"$dir/listen.err" || rc=$?
+  umount "$root/proc"
+  mounted=("${mounted[@]/"$root/proc"/}")
+  if [ "$rc" != 0 ]; then
+    cat "$dir/listen.out" "$dir/listen.err" >&2
+    fail "$name: bouncer listen from the image"
+  fi
+  cut -c1-200 "$dir/listen.out" | sed 's/^/   /'
+  { grep -F '"tool":"list_packs"' "$root/var/lib/bouncer/audit.jsonl" | grep -F '"replica":"image-check"' | grep -qF '"user":"local"'; } ||
+    fail "$name: no audit line of the call through listen naming its user and replica"
+  echo "   $name: bouncer listen as 65532: ready, a session's call answered and audited, drained on SIGTERM"
+}
+
 step "checking bouncer:ci"
 check_image bouncer "$reg/bouncer:ci"
 "$work/check-bouncer/rootfs/usr/local/bin/bouncer" version
-# With no arguments the image serves Bouncer's own MCP server.
+# With no arguments the image serves Bouncer's own MCP server; with listen
+# it is the gateway in front of servers (here, that one).
 run_image bouncer list_packs '{"name":"gmail"}' noaudit
+run_listen bouncer
 
 step "checking bouncer-source:ci"
 check_image source "$reg/bouncer-source:ci"

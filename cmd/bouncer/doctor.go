@@ -14,10 +14,11 @@ import (
 
 const doctorSynopsis = `bouncer doctor [--json] [--policy-dir DIR] [--trust FILE]
 
-Shows what confinement this machine offers (Landlock, seccomp) and what bouncer run
---sandbox auto and strict would apply with it, and checks the installed policy set as
-bouncer run --policy-dir would, and the state directory (where the audit log is) as run
-does. Exits 2 when an installed set or the state directory would stop run.`
+Shows what confinement this machine offers (Landlock, seccomp, user namespaces) and what
+bouncer run --sandbox auto and strict would apply with it, which form keeps a server off
+Bouncer's own files, and checks the installed policy set as bouncer run --policy-dir
+would, and the state directory (where the audit log is) as run does. Exits 2 when an
+installed set or the state directory would stop run.`
 
 // cmdDoctor shows what confinement this machine offers and what
 // `bouncer run --sandbox auto` (and strict) would do with it, and checks
@@ -36,6 +37,7 @@ func cmdDoctor(args []string) error {
 		return usageErr("%s", "doctor takes no arguments")
 	}
 	c := sandbox.Probe()
+	own := ownFilesLine()
 	auto, _ := c.Plan(sandbox.Auto)
 	strictPlan, strictErr := c.Plan(sandbox.Strict)
 	ps := policySet(*home, *policyDir, *trust)
@@ -46,9 +48,10 @@ func cmdDoctor(args []string) error {
 			Auto        string           `json:"run_sandbox_auto"`
 			Strict      string           `json:"run_sandbox_strict,omitempty"`
 			StrictError string           `json:"run_sandbox_strict_error,omitempty"`
+			OwnFiles    ownFilesStatus   `json:"own_files"`
 			PolicySet   *policySetStatus `json:"policy_set"`
 			StateDir    *stateDirStatus  `json:"state_dir"`
-		}{Capabilities: c, Auto: auto, Strict: strictPlan, PolicySet: ps, StateDir: sd}
+		}{Capabilities: c, Auto: auto, Strict: strictPlan, OwnFiles: own, PolicySet: ps, StateDir: sd}
 		if strictErr != nil {
 			out.StrictError = strictErr.Error()
 		}
@@ -87,6 +90,7 @@ func cmdDoctor(args []string) error {
 	} else {
 		fmt.Fprintf(w, "run --sandbox strict: %s\n", strictPlan)
 	}
+	fmt.Fprintf(w, "own files:     %s\n", own.Line)
 	for _, l := range ps.lines() {
 		fmt.Fprintln(w, l)
 	}
@@ -138,4 +142,29 @@ func (s *stateDirStatus) line() string {
 		return fmt.Sprintf("state dir:     %s: %s", s.Dir, s.Error)
 	}
 	return fmt.Sprintf("state dir:     %s: yours, and no other user can change it or a directory above it", s.Dir)
+}
+
+// ownFilesStatus is which form keeps a server off Bouncer's own files here,
+// as bouncer run would find it by trying.
+type ownFilesStatus struct {
+	Form string   `json:"form"`
+	Why  []string `json:"why,omitempty"`
+	Line string   `json:"line"`
+}
+
+func ownFilesLine() ownFilesStatus {
+	form, why := sandbox.ProbeOwn()
+	s := ownFilesStatus{Form: form.String(), Why: why}
+	switch form {
+	case sandbox.OwnNamespace:
+		s.Line = "namespace: each server bouncer run starts gets namespaces of its own, where the state directory is hidden and the other own files are read-only"
+	case sandbox.OwnLandlock:
+		s.Line = "landlock: each server bouncer run starts gets a Landlock domain that grants everything around the own files"
+	default:
+		s.Line = "arguments: only the argument checks keep a server off the own files"
+	}
+	if len(why) > 0 {
+		s.Line += ": " + strings.Join(why, "; ")
+	}
+	return s
 }

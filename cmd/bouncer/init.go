@@ -309,7 +309,7 @@ func (in *initRun) doWrap(t mcpconfig.Found, cfg *mcpconfig.Config) int {
 
 // recordWrapped records in init's record whether config t (as it is now)
 // has wrapped servers: every proxy then counts it as Bouncer's own, so a
-// server of another config can't unwrap these (setup.LaunchFiles).
+// server of another config can't unwrap these (setup.InitFiles).
 func (in *initRun) recordWrapped(t mcpconfig.Found) {
 	abs, err := filepath.Abs(t.Path)
 	if err != nil {

@@ -30,6 +30,7 @@ type command struct {
 
 var commands = map[string]command{
 	"run":     {run: cmdRun, short: "proxy an MCP server on stdio, enforcing the policy"},
+	"listen":  {run: cmdListen, short: "serve MCP servers over streamable HTTP to many clients, one judged session each"},
 	"check":   {run: cmdCheck, short: "replay a recorded session against a policy, offline"},
 	"approve": {run: cmdApprove, short: "approve a blocked destination by its one-time code (needs a terminal)"},
 	"pending": {run: cmdPending, short: "list open approval codes"},

@@ -257,8 +257,12 @@ func cmdPolicySuggest(args []string) error {
 	if h, err := os.UserHomeDir(); err == nil {
 		homes = append(homes, h)
 	}
+	written, err := setup.InitFiles(dir)
+	if err != nil {
+		return failed(fmt.Errorf("policy suggest: %v", err))
+	}
 	var own []string
-	for _, o := range setup.OwnPaths(setup.OwnSources{StateDir: dir, InForce: inForce.OwnFiles(), Vouch: vouch.Files(dir), Launch: configs}) {
+	for _, o := range setup.OwnPaths(setup.OwnSources{StateDir: dir, InForce: inForce.OwnFiles(), Vouch: vouch.Files(dir), Launch: configs, Init: written}) {
 		own = append(own, o.Path)
 	}
 	// The pack each server's proxy applied, kept with its pinned tool list.

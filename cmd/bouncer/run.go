@@ -152,7 +152,7 @@ func (f *runFlags) run() error {
 	defer stop()
 
 	up.cmd.Name = f.name // for the warnings about its stdout
-	conn, reach, closeUp, err := startUpstream(ctx, up, dir, f.sandbox != "off")
+	conn, reach, closeUp, err := startUpstream(ctx, up, dir, f.sandbox != "off", launch)
 	if err != nil {
 		return failed(err)
 	}
@@ -360,9 +360,9 @@ func (f *runFlags) loadPolicy(dir string, up *upstreamSpec) (*setup.Decider, err
 	return dec, nil
 }
 
-// prepareUpstream readies a stdio upstream's command (found in PATH, and
-// wrapped in the sandbox launcher when the policy has a sandbox: key), or
-// says that the key does not apply to a remote one. In strict mode it
+// prepareUpstream readies a stdio upstream's command (found in PATH) and
+// plans its start (planUpstreamSandbox), or says that the sandbox key does
+// not apply to a remote one. In strict mode it
 // refuses before anything starts if the kernel can't confine the proxy.
 func prepareUpstream(mode string, pol *policy.Policy, dir string, own []string, up *upstreamSpec) (*launchPlan, error) {
 	if up.remote != nil {
@@ -394,9 +394,9 @@ func badInputIf(err error) error {
 }
 
 // startUpstream starts the command, or dials the remote server.
-func startUpstream(ctx context.Context, up *upstreamSpec, dir string, sandboxed bool) (transport.Upstream, upstreamReach, func(), error) {
+func startUpstream(ctx context.Context, up *upstreamSpec, dir string, sandboxed bool, plan *launchPlan) (transport.Upstream, upstreamReach, func(), error) {
 	if up.remote == nil {
-		proc, err := transport.Start(up.cmd, os.Stderr)
+		proc, err := startLocal(up.cmd, plan)
 		if err != nil {
 			return nil, upstreamReach{}, nil, err
 		}
@@ -551,13 +551,21 @@ func upstreamFromConfig(file, project, name, state string) (c transport.Command,
 	if err != nil {
 		return transport.Command{}, nil, r, err
 	}
-	e := r.Entry
+	c, rc = entryUpstream(r.Entry)
+	return c, rc, r, nil
+}
+
+// entryUpstream is the upstream of an expanded config entry: a stdio
+// server's command and args, its env laid over ours (as the client would
+// have done) and its cwd; or, for an entry with a url and no command, a
+// remote server's url, headers and transport (rc is then set).
+func entryUpstream(e mcpconfig.Entry) (c transport.Command, rc *transport.RemoteConfig) {
 	if e.Command == "" {
 		rc = &transport.RemoteConfig{URL: e.URL, Headers: http.Header{}, Transport: transportOf(e.Type)}
 		for k, v := range e.Headers {
 			rc.Headers.Add(k, v)
 		}
-		return transport.Command{}, rc, r, nil
+		return transport.Command{}, rc
 	}
 	c = transport.Command{Path: e.Command, Args: e.Args, Dir: e.Cwd}
 	if len(e.Env) > 0 {
@@ -571,7 +579,7 @@ func upstreamFromConfig(file, project, name, state string) (c transport.Command,
 			c.Env = append(c.Env, k+"="+e.Env[k]) // exec keeps the last of duplicate keys
 		}
 	}
-	return c, nil, r, nil
+	return c, nil
 }
 
 // toolNames lists the names in a tools/list result's tools.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/bouncer-mcp/bouncer/internal/policy"
+	"github.com/bouncer-mcp/bouncer/internal/protect"
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/transport"
@@ -23,9 +24,12 @@ type launchPlan struct {
 	source string // the sandbox key's FILE:LINE
 }
 
-// planUpstreamSandbox rewrites the upstream command to start through the
-// launcher when the policy has a sandbox: key. In strict mode it refuses
-// before the upstream starts if the kernel can't confine the proxy.
+// planUpstreamSandbox plans how the upstream starts: through the launcher
+// when the policy has a sandbox: key, and kept off Bouncer's own files
+// (own, with the state directory) by the strongest form the policy's
+// own_files key and the kernel allow (startLocal tries them). In strict
+// mode it refuses before the upstream starts if the kernel can't confine
+// the proxy. A nil policy is a remote upstream: there is nothing to start.
 func planUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, own []string, cmd *transport.Command) (*launchPlan, error) {
 	m, err := sandbox.ParseMode(mode)
 	if err != nil {
@@ -37,21 +41,76 @@ func planUpstreamSandbox(mode string, pol *policy.Policy, stateDir string, own [
 		}
 	}
 	plan := &launchPlan{}
-	if pol == nil || pol.Sandbox == nil {
+	if pol == nil {
 		return plan, nil
 	}
-	plan.source = pol.Sandbox.Source
-	if m == sandbox.Off {
-		plan.note = fmt.Sprintf("the upstream is NOT confined: --sandbox off overrides the sandbox key at %s", pol.Sandbox.Source)
-		return plan, nil
+	l := sandbox.Direct(cmd.Path, cmd.Args)
+	if pol.Sandbox != nil {
+		plan.source = pol.Sandbox.Source
+		if m == sandbox.Off {
+			plan.note = fmt.Sprintf("the upstream is NOT confined: --sandbox off overrides the sandbox key at %s", pol.Sandbox.Source)
+		} else {
+			c, err := sandbox.LauncherArgs(m, setup.Confinement(pol, stateDir, own), cmd.Path, cmd.Args, cmd.Dir)
+			if err != nil {
+				return nil, err
+			}
+			l, plan.note = &c, c.String()
+		}
 	}
-	l, err := sandbox.LauncherArgs(m, setup.Confinement(pol, stateDir, own), cmd.Path, cmd.Args, cmd.Dir)
-	if err != nil {
-		return nil, err
+	dir := cmd.Dir
+	if dir != "" {
+		if dir, err = filepath.Abs(dir); err != nil {
+			return nil, err
+		}
 	}
-	cmd.Path, cmd.Args = l.Path, l.Args
-	plan.launch, plan.note = &l, l.String()
+	g := sandbox.Guarding{Files: sandbox.NewOwnFiles(stateDir, own), Max: sandbox.OwnNamespace, Dir: dir,
+		Strict: m == sandbox.Strict, Around: protect.Around}
+	switch {
+	case m == sandbox.Off:
+		g.Max, g.Why = sandbox.OwnArguments, "--sandbox off"
+	case pol.OwnFiles != nil:
+		if g.Max, err = sandbox.ParseOwnForm(pol.OwnFiles.Form); err != nil {
+			return nil, fmt.Errorf("%s: %w", pol.OwnFiles.Source, err)
+		}
+		if g.Max != sandbox.OwnNamespace {
+			g.Why = fmt.Sprintf("own_files: %s at %s", pol.OwnFiles.Form, pol.OwnFiles.Source)
+		}
+	}
+	l.Guard(g)
+	plan.launch = l
 	return plan, nil
+}
+
+// startLocal starts the upstream command as planned, with the strongest
+// own-files form that works: when the launcher can't set one up (a user
+// namespace refused by the kernel or an LSM, say), it says why and exits,
+// and the next weaker form is tried; the start line says which one holds
+// and why no stronger one does.
+func startLocal(c transport.Command, plan *launchPlan) (*transport.Process, error) {
+	if plan == nil || plan.launch == nil {
+		return transport.Start(c, os.Stderr)
+	}
+	l := plan.launch
+	for {
+		cmd := c
+		path, args, setup, err := l.Command()
+		if err != nil {
+			return nil, err
+		}
+		cmd.Path, cmd.Args, cmd.Setup = path, args, setup
+		proc, err := transport.Start(cmd, os.Stderr)
+		if err == nil {
+			if err = l.Started(); err == nil {
+				return proc, nil
+			}
+			_ = proc.Stop(stopGrace)
+		} else {
+			l.Abandon()
+		}
+		if !l.Fallback(err) {
+			return nil, err
+		}
+	}
 }
 
 // confineProxy restricts the proxy itself once the upstream runs: it
@@ -76,6 +135,12 @@ func confineProxy(mode string, pol *policy.Policy, stateDir string, up upstreamR
 	s := r.String()
 	if plan != nil && plan.note != "" {
 		s += "; " + plan.note
+	}
+	switch {
+	case up.Remote:
+		s += "; own files: the server is remote, so there is no process of it here to keep off them"
+	case plan != nil && plan.launch != nil:
+		s += "; " + plan.launch.OwnNote()
 	}
 	return s, nil
 }

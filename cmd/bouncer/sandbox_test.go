@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
 )
@@ -148,6 +149,13 @@ edit_file:
 	if !strings.Contains(stderr.String(), "bouncer: sandbox: landlock ABI") || !strings.Contains(stderr.String(), "seccomp allowlist; upstream confined (landlock, seccomp denylist): read-write "+ws) {
 		t.Errorf("stderr does not say what was applied:\n%s", stderr.String())
 	}
+	// The sandbox key narrows what a kernel form (the namespace, or
+	// Landlock where user namespaces are refused) already keeps the
+	// server off: both apply.
+	if !strings.Contains(stderr.String(), "; own files: mount namespace (state directory hidden, 1 path read-only)") &&
+		!strings.Contains(stderr.String(), "; own files: landlock around 2 paths") {
+		t.Errorf("stderr does not say the own files are kept in a namespace:\n%s", stderr.String())
+	}
 	audit, _ := os.ReadFile(filepath.Join(home, "audit.jsonl"))
 	if n := strings.Count(string(audit), "\n"); n < 4 {
 		t.Errorf("audit has %d lines, want at least 4:\n%s", n, audit)
@@ -188,4 +196,21 @@ func procStatus(t *testing.T, pid int) map[string]string {
 		}
 	}
 	return m
+}
+
+// The policy parser accepts exactly the own_files values the sandbox
+// knows, strongest first.
+func TestOwnFilesFormsAgree(t *testing.T) {
+	for i, s := range policy.OwnFilesForms {
+		f, err := sandbox.ParseOwnForm(s)
+		if err != nil || f.String() != s {
+			t.Errorf("%q: %v, %v", s, f, err)
+		}
+		if want := sandbox.OwnNamespace - sandbox.OwnForm(i); f != want {
+			t.Errorf("%q is form %v, want %v (the list is strongest first)", s, f, want)
+		}
+	}
+	if len(policy.OwnFilesForms) != int(sandbox.OwnNamespace)+1 {
+		t.Errorf("policy knows %d forms, the sandbox %d", len(policy.OwnFilesForms), sandbox.OwnNamespace+1)
+	}
 }

@@ -44,6 +44,7 @@ func serveHelpdesk(ts *testscript.TestScript, neg bool, args []string) {
 // TestMain lets the test binary act as the bouncer command inside scripts,
 // so the CLI cases run the real dispatch, flags and exit codes.
 func TestMain(m *testing.M) {
+	testserver.Main() // listen_test.go's servers: this binary, re-executed
 	testscript.Main(m, map[string]func(){
 		"bouncer": func() { os.Exit(dispatch(os.Args[1:])) },
 		// run's sandbox launcher re-executes this very binary as

@@ -51,8 +51,14 @@ type Entry struct {
 	Verdict  string `json:"verdict"`
 	Reason   string `json:"reason"`
 	Rule     string `json:"rule"`
-	// Session identifies one proxy process's session.
+	// Session identifies one proxy process's session (bouncer listen: the
+	// MCP session's id).
 	Session string `json:"session,omitempty"`
+	// User and Replica name, on a line of bouncer listen, who signed in
+	// and which replica judged the call (each replica keeps its own
+	// chain).
+	User    string `json:"user,omitempty"`
+	Replica string `json:"replica,omitempty"`
 	// ID is the JSON-RPC id of the tools/call, as sent.
 	ID json.RawMessage `json:"id,omitempty"`
 	// Code is the one-time approval code issued or redeemed, if any.
@@ -614,6 +620,8 @@ func appendLine(buf []byte, e *Entry) ([]byte, error) {
 	buf = append(buf, `,"rule":`...)
 	buf = jsontext.AppendQuoted(buf, e.Rule)
 	buf = appendOpt(buf, `,"session":`, e.Session)
+	buf = appendOpt(buf, `,"user":`, e.User)
+	buf = appendOpt(buf, `,"replica":`, e.Replica)
 	if len(e.ID) > 0 {
 		buf = append(buf, `,"id":`...)
 		b := bytes.NewBuffer(buf)

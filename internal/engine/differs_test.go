@@ -48,3 +48,21 @@ func TestDiffers(t *testing.T) {
 		})
 	}
 }
+
+// Refuse refuses every tool, pinned and unchanged ones too, with its
+// reason and rule pinning.
+func TestRefuse(t *testing.T) {
+	greet := json.RawMessage(`{"name":"greet","inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`)
+	pol, err := policy.LoadSources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(pol, taint.NewStore(), Options{})
+	if err := e.Pin([]json.RawMessage{greet}); err != nil {
+		t.Fatal(err)
+	}
+	check(t, e.Decide(call("greet", `{}`)), want{Allow, RuleDefault, ""})
+	e.Refuse("the upstream lists other tools")
+	check(t, e.Decide(call("greet", `{}`)), want{Deny, RulePinning, "the upstream lists other tools"})
+	check(t, e.Decide(call("other", `{}`)), want{Deny, RulePinning, "the upstream lists other tools"})
+}

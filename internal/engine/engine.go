@@ -114,6 +114,18 @@ type Options struct {
 	Own OwnState
 	// Home is the home directory a server expands "~" to.
 	Home string
+	// Budget, when set, counts each tool's calls beyond this engine's own
+	// count (bouncer listen: one user's calls across sessions, in a time
+	// window), and max_calls holds for both counts: a new session does
+	// not start a new budget.
+	Budget Budget
+}
+
+// Budget is a count of calls kept outside one engine (see Options.Budget).
+// Take counts one attempt at tool when count is set, and returns the
+// attempts counted so far.
+type Budget interface {
+	Take(tool string, count bool) int
 }
 
 // Engine decides calls for one session of one server. It is safe for
@@ -129,6 +141,7 @@ type Engine struct {
 	pinAll    bool
 	pinned    map[string]*pinnedTool
 	changed   map[string]string // tool → why it is refused since startup
+	refused   string            // why every tool is refused (Refuse), or ""
 	calls     map[string]int    // tool → attempts so far
 	approvals map[approvalKey]bool
 }
@@ -330,12 +343,7 @@ func (e *Engine) checkBudget(t *policy.Tool, count bool) (Decision, bool) {
 		return Decision{}, true
 	}
 	max := *t.MaxCalls
-	e.mu.Lock()
-	if count {
-		e.calls[t.Name]++
-	}
-	n := e.calls[t.Name]
-	e.mu.Unlock()
+	n := e.count(t.Name, count)
 	if max == 0 {
 		return Decision{Verdict: Deny, Rule: RuleBudget,
 			Reason: fmt.Sprintf("tool %s is forbidden (max_calls: 0, %s)", quote(t.Name), t.Source)}, false
@@ -345,6 +353,21 @@ func (e *Engine) checkBudget(t *policy.Tool, count bool) (Decision, bool) {
 			Reason: fmt.Sprintf("call budget %d for %s exceeded (attempt %d)", max, quote(t.Name), n)}, false
 	}
 	return Decision{}, true
+}
+
+// count counts an attempt at tool (when count is set) in this engine and
+// in Options.Budget, and returns the larger count.
+func (e *Engine) count(tool string, count bool) int {
+	e.mu.Lock()
+	if count {
+		e.calls[tool]++
+	}
+	n := e.calls[tool]
+	e.mu.Unlock()
+	if e.opts.Budget != nil {
+		n = max(n, e.opts.Budget.Take(tool, count))
+	}
+	return n
 }
 
 // checkCountsAs takes a slot of each other tool's budget that the call
@@ -360,12 +383,7 @@ func (e *Engine) checkCountsAs(t *policy.Tool, args map[string]any, count bool) 
 			continue
 		}
 		max := *other.MaxCalls
-		e.mu.Lock()
-		if count {
-			e.calls[other.Name]++
-		}
-		n := e.calls[other.Name]
-		e.mu.Unlock()
+		n := e.count(other.Name, count)
 		if n > max {
 			return Decision{Verdict: Deny, Rule: RuleBudget,
 				Reason: fmt.Sprintf("%s with %s counts as %s, whose call budget %d is used up (attempt %d)",

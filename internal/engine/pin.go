@@ -178,10 +178,22 @@ func diffFields(old, cur *pinnedTool) []string {
 	return diff
 }
 
+// Refuse refuses every tool from now on, for why, with rule pinning: the
+// session's upstream can no longer be held to the pin (bouncer listen: it
+// lists other tools than those pinned for the whole deployment).
+func (e *Engine) Refuse(why string) {
+	e.mu.Lock()
+	e.refused = why
+	e.mu.Unlock()
+}
+
 // checkPinned returns the pinned schema and its parameter names, or a deny.
 func (e *Engine) checkPinned(tool string) (pinnedTool, Decision, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.refused != "" {
+		return pinnedTool{}, Decision{Verdict: Deny, Rule: RulePinning, Reason: e.refused}, false
+	}
 	if why, ok := e.changed[tool]; ok {
 		return pinnedTool{}, Decision{Verdict: Deny, Rule: RulePinning, Reason: why}, false
 	}

@@ -71,7 +71,7 @@ func (r Record) Update(path string, f func(*hooks.Added)) error {
 
 // Files lists the hook files init recorded adding to, and the MCP configs
 // whose servers it wrapped, in name order: Bouncer's own files, for every
-// proxy (setup.LaunchFiles).
+// proxy (setup.InitFiles).
 func (r Record) Files() ([]string, error) {
 	all, err := r.read()
 	if err != nil {

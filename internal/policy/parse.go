@@ -58,11 +58,22 @@ const SharedSessionKey = "shared_session"
 // send that goes to them alone.
 const OwnKey = "own_destinations"
 
+// OwnFilesKey is the reserved top-level key that says how the upstream is
+// kept off Bouncer's own files (own_files: namespace, landlock or
+// arguments): the strongest form bouncer run may use for this server. The
+// default is namespace; a server that can't run in a user namespace (a
+// setuid helper, owner checks on other users' files) is given a weaker
+// form here, and the start line says which form holds.
+const OwnFilesKey = "own_files"
+
+// OwnFilesForms are the values own_files takes, strongest first.
+var OwnFilesForms = []string{"namespace", "landlock", "arguments"}
+
 // Reserved reports whether name is a reserved top-level key of a policy
-// file (sandbox, shared_session, own_destinations): no tool entry can be
-// written under it.
+// file (sandbox, shared_session, own_destinations, own_files): no tool
+// entry can be written under it.
 func Reserved(name string) bool {
-	return name == SandboxKey || name == SharedSessionKey || name == OwnKey
+	return name == SandboxKey || name == SharedSessionKey || name == OwnKey || name == OwnFilesKey
 }
 
 const (
@@ -78,6 +89,7 @@ type document struct {
 	sandbox *Confinement
 	shared  *bool           // shared_session, if set
 	own     map[string]bool // own_destinations, if set
+	ownFile *OwnFiles       // own_files, if set
 }
 
 // parser carries one document through validation.
@@ -159,6 +171,16 @@ func (p *parser) document(isPack bool) (*document, error) {
 				return nil, err
 			}
 			doc.own = own
+			continue
+		}
+		if name == OwnFilesKey {
+			if isPack {
+				return nil, p.errf(k, name, "a pack can't say how the server is kept off Bouncer's files")
+			}
+			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || !slices.Contains(OwnFilesForms, v.Value) {
+				return nil, p.errf(v, name, "must be one of %s, got %s", strings.Join(OwnFilesForms, ", "), yamlstrict.Describe(v))
+			}
+			doc.ownFile = &OwnFiles{Form: v.Value, Source: p.source(k)}
 			continue
 		}
 		if name == SandboxKey {

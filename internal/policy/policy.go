@@ -217,6 +217,15 @@ type Confinement struct {
 	Source string
 }
 
+// OwnFiles is the own_files key: the strongest form bouncer run may use to
+// keep the upstream off Bouncer's own files.
+type OwnFiles struct {
+	// Form is one of OwnFilesForms.
+	Form string
+	// Source is "FILE:LINE" of the key, for messages.
+	Source string
+}
+
 // Policy is the layered result of the user files and, for the server it
 // is for (ForServer), that server's pack. It is immutable after Load and
 // safe for concurrent use.
@@ -236,6 +245,9 @@ type Policy struct {
 	// false: the server keeps its own history, apart from its client's
 	// other servers.
 	Isolated bool
+	// OwnFiles is the own_files key of the last user file that set it, or
+	// nil (bouncer run then uses the strongest form the kernel allows).
+	OwnFiles *OwnFiles
 	// own holds the canonical keys of own_destinations (dest.Key).
 	own map[string]bool
 
@@ -372,6 +384,9 @@ func load(srcs []Source) (*Policy, error) {
 		}
 		if doc.own != nil {
 			p.own = doc.own
+		}
+		if doc.ownFile != nil {
+			p.OwnFiles = doc.ownFile
 		}
 		if s.abs != "" {
 			p.Files = append(p.Files, s.abs)

@@ -910,6 +910,47 @@ func TestForCallNested(t *testing.T) {
 	}
 }
 
+func TestOwnFilesKey(t *testing.T) {
+	pol, err := LoadSources(
+		Source{Name: "a.yaml", Data: []byte("own_files: landlock\n")},
+		Source{Name: "b.yaml", Data: []byte("send_email:\n  max_calls: 1\nown_files: arguments\n")},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (&OwnFiles{Form: "arguments", Source: "b.yaml:3"}); !reflect.DeepEqual(pol.OwnFiles, want) {
+		t.Errorf("own_files = %+v, want %+v (the last file wins)", pol.OwnFiles, want)
+	}
+	if _, ok := pol.Lookup(OwnFilesKey); ok {
+		t.Error("the own_files key became a tool entry")
+	}
+	pol, err = loadYAML(t, "send_email:\n  max_calls: 1\n")
+	if err != nil || pol.OwnFiles != nil {
+		t.Fatalf("no key: %+v, %v", pol.OwnFiles, err)
+	}
+	for doc, want := range map[string]string{
+		"own_files: mount\n":      `p.yaml:1: own_files: must be one of namespace, landlock, arguments, got the string "mount"`,
+		"own_files: [landlock]\n": `p.yaml:1: own_files: must be one of namespace, landlock, arguments, got a list`,
+		"own_files:\n":            `p.yaml:1: own_files: must be one of namespace, landlock, arguments, got nothing (null)`,
+		"own_files: Namespace\n":  `p.yaml:1: own_files: must be one of namespace, landlock, arguments, got the string "Namespace"`,
+		"own_files: !!str true\n": "",
+	} {
+		_, err := loadYAML(t, doc)
+		if want == "" {
+			if err == nil {
+				t.Errorf("%q accepted", doc)
+			}
+			continue
+		}
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: got %v, want %s", doc, err, want)
+		}
+	}
+	if _, err := parse(Source{Name: "p", Data: []byte("own_files: arguments\n")}, true); err == nil {
+		t.Error("a pack set own_files")
+	}
+}
+
 // Sends reads a tool's whole name, toolkit prefix and camel case, and
 // its description where the name says nothing.
 func TestSends(t *testing.T) {

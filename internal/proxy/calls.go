@@ -568,12 +568,12 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 	raw, _ := json.Marshal(params)
 	id := p.newID()
 	ch := p.routes.askDown(id)
-	p.writeDown(&jsonrpc.Request{ID: id, Method: "elicitation/create", Params: raw})
+	p.writeDownAbout(c.req.ID, &jsonrpc.Request{ID: id, Method: "elicitation/create", Params: raw})
 
 	withdrawQuestion := func(why string) {
 		p.routes.forgetDown(id)
 		b, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": why})
-		p.writeDown(&jsonrpc.Request{Method: "notifications/cancelled", Params: b})
+		p.writeDownAbout(c.req.ID, &jsonrpc.Request{Method: "notifications/cancelled", Params: b})
 	}
 
 	var resp *jsonrpc.Response

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -374,17 +375,58 @@ type rawClient struct {
 	t       *testing.T
 	conn    mcp.Connection
 	timeout time.Duration // per read; default 30s
+	// queue, once the client is pipelined, holds what send was given, for
+	// the sending goroutine to write in order.
+	queue chan jsonrpc.Message
 }
 
+// send writes line to the proxy: at once, or, if the client is
+// pipelined, from the sending goroutine after what was sent before it.
 func (r *rawClient) send(line string) {
 	r.t.Helper()
 	m, err := jsonrpc.DecodeMessage([]byte(line))
 	if err != nil {
 		r.t.Fatalf("bad test message %s: %v", line, err)
 	}
+	if r.queue != nil {
+		select {
+		case r.queue <- m:
+		default:
+			r.t.Fatalf("more than %d messages wait to be sent", cap(r.queue))
+		}
+		return
+	}
 	if err := r.conn.Write(context.Background(), m); err != nil {
 		r.t.Fatal(err)
 	}
+}
+
+// pipelined makes the client's writes independent of its reads, as a real
+// client's are (a reader of its own, and the kernel's pipe buffers): send
+// returns at once, and a goroutine writes the messages in order. The
+// harness's io.Pipes buffer nothing, so a test that sends while the proxy
+// has more for it than it has read (answers in flight, and a denial the
+// proxy's read loop writes on reading the call before) would otherwise
+// block in send, with the proxy's read loop blocked writing to it: each
+// waits for the other. A write that fails fails the test.
+func (r *rawClient) pipelined() {
+	r.queue = make(chan jsonrpc.Message, 1024)
+	done := make(chan struct{})
+	var quiet atomic.Bool // the test is over, or a write failed already
+	go func() {
+		defer close(done)
+		for m := range r.queue {
+			if err := r.conn.Write(context.Background(), m); err != nil && !quiet.Swap(true) {
+				r.t.Errorf("send: %v", err)
+			}
+		}
+	}()
+	r.t.Cleanup(func() {
+		quiet.Store(true)
+		r.conn.Close() // a write still blocked returns
+		close(r.queue)
+		<-done
+	})
 }
 
 // next reads the next message, skipping notifications unless keep says so.

@@ -30,7 +30,9 @@
 //     upstream's answers to IDs it was never sent.
 //
 // Everything the upstream sends is recorded as untrusted in the session's
-// taint store before the client sees it.
+// taint store before the client has it: a small message before it is
+// written, a large result while it is written, its last byte held back
+// until the recording is done (transport.Conn.WriteHeld).
 //
 // # Locks
 //
@@ -211,7 +213,11 @@ type Proxy struct {
 	// recording is read-held while a large result is recorded as untrusted
 	// in parallel with its write to the client; every decision takes it
 	// for writing first, so no call is decided on a half-recorded history.
+	// holds says the client's side can hold a frame's last byte back
+	// until its recording is done (holder), which that parallel recording
+	// needs.
 	recording sync.RWMutex
+	holds     bool
 
 	// routes says where each message in flight is owed (lifecycle.go).
 	routes *routes
@@ -306,6 +312,7 @@ func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up transport.Upstr
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.ctx, p.down, p.up = ctx, down, up
+	_, p.holds = down.(holder)
 	if r, ok := up.(transport.Resumer); ok {
 		r.SetRepinner(repinner{p})
 	}
@@ -470,6 +477,25 @@ func (p *Proxy) writeDown(m jsonrpc.Message) {
 	}
 }
 
+// writeDownAbout sends one of the pump's own messages to the client, about
+// the client's request id (its question about a call it holds): a client
+// side with a stream per request sends it on that request's stream
+// (transport.WithRelated), where a client that opened no other stream
+// still reads it.
+func (p *Proxy) writeDownAbout(id jsonrpc.ID, m jsonrpc.Message) {
+	if err := p.down.Write(transport.WithRelated(context.Background(), id), m); err != nil {
+		p.logf("writing to the client: %v", err)
+	}
+}
+
+// writeDownHeld is writeDown, but the last byte of m's frame leaves only
+// once ready is closed (transport.Conn.WriteHeld).
+func (p *Proxy) writeDownHeld(m jsonrpc.Message, ready <-chan struct{}) {
+	if err := p.down.(holder).WriteHeld(context.Background(), m, ready); err != nil {
+		p.logf("writing to the client: %v", err)
+	}
+}
+
 // writeUp sends a message to the upstream.
 func (p *Proxy) writeUp(m jsonrpc.Message) error {
 	if err := p.up.Write(context.Background(), m); err != nil {
@@ -494,6 +520,13 @@ func ours(id jsonrpc.ID) bool {
 // *transport.Process for a server's): OnIdle's function runs in the
 // reading goroutine when what the peer sent is used up.
 type idler interface{ OnIdle(func()) }
+
+// holder is implemented by the client's stdio connection: a message may
+// be written but for its last byte until it is recorded. Without it, a
+// large result is recorded before it is written, as a small one is.
+type holder interface {
+	WriteHeld(ctx context.Context, m jsonrpc.Message, ready <-chan struct{}) error
+}
 
 // corker is implemented by the stdio connections: what is written between
 // Cork and Uncork leaves in one write.
@@ -895,7 +928,8 @@ func (p *Proxy) recordResponse(m *jsonrpc.Response, tool string) {
 }
 
 // parallelRecord is the result size from which recording runs alongside
-// the write to the client instead of before it.
+// the write to the client instead of before it (up to the frame's last
+// byte, which waits for it).
 const parallelRecord = 64 << 10
 
 // slowRecord, set only by tests, delays every recording so that a test
@@ -903,9 +937,10 @@ const parallelRecord = 64 << 10
 var slowRecord func()
 
 // recordHeld records a result whose recording holds p.recording's read
-// side, and releases it.
-func (p *Proxy) recordHeld(doc json.RawMessage, tool string) {
+// side, then closes done and releases the lock.
+func (p *Proxy) recordHeld(doc json.RawMessage, tool string, done chan<- struct{}) {
 	defer p.recording.RUnlock()
+	defer close(done)
 	p.record(doc, tool)
 }
 
@@ -918,6 +953,7 @@ func (p *Proxy) settled() {
 
 func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 	var a answer
+	var ready <-chan struct{} // closed once m is recorded, when that runs alongside its write
 	if !ours(m.ID) {
 		a = p.routes.answered(m.ID)
 	}
@@ -945,12 +981,19 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 		}
 		p.cfg.Trusted.RecordJSON(m.Result)
 		p.recording.RUnlock()
-	} else if len(m.Result) >= parallelRecord && m.Error == nil && !ours(m.ID) {
-		// The read lock is taken here, before the client can see the
-		// result, so a call it sends after seeing it waits in settled()
-		// until the result is recorded.
+	} else if len(m.Result) >= parallelRecord && m.Error == nil && !ours(m.ID) && p.holds {
+		// Recorded while it is written to the client: the client reads
+		// all of it but the last byte meanwhile, and that byte waits
+		// until the result is in the store and in the session's file,
+		// where the client's other proxies read it (ready). The read
+		// lock, taken before the client can see any of it, keeps this
+		// proxy's decisions behind the recording too (settled), so the
+		// tape, which has the result first, replays as the call was
+		// decided.
+		done := make(chan struct{})
 		p.recording.RLock()
-		go p.recordHeld(m.Result, a.tool)
+		go p.recordHeld(m.Result, a.tool, done)
+		ready = done
 	} else {
 		p.recordResponse(m, a.tool)
 	}
@@ -977,6 +1020,10 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 		m = p.upstreamInitialized(m)
 	case method == "tools/list" && m.Error == nil:
 		p.observeList(m.Result, "the client's tools/list")
+	}
+	if ready != nil {
+		p.writeDownHeld(m, ready)
+		return
 	}
 	p.writeDown(m)
 }

@@ -9,9 +9,13 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bouncer-mcp/bouncer/internal/protect"
 )
 
 // benchChild restricts itself (args[0] "strict") or not ("off"), then for
@@ -99,6 +103,66 @@ func BenchmarkRestrictStartup(b *testing.B) {
 					b.Fatalf("%v: %s", err, out)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkOwnStart measures what each own-files form adds to starting an
+// upstream, the cost bouncer run pays once per server start: each op
+// plans the form, starts /bin/true through the launcher as bouncer run
+// does, reads the launcher's word and waits for the exit. The own files
+// are a state directory and three read-only files, two directories deep
+// in a home directory; "arguments" starts /bin/true directly. cpu-ns/op
+// is the CPU time the started process tree used (user and system), which
+// a loaded machine inflates less than the elapsed time.
+func BenchmarkOwnStart(b *testing.B) {
+	needKernel(b)
+	root := b.TempDir()
+	home := root + "/home"
+	for _, d := range []string{home + "/.bouncer", home + "/proj/src", home + "/.config/bouncer"} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ro := []string{home + "/proj/bouncer.yaml", home + "/proj/.mcp.json", home + "/.config/bouncer/trust.yaml"}
+	for _, f := range ro {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, form := range []OwnForm{OwnArguments, OwnLandlock, OwnNamespace} {
+		if why := formUnavailable(form); why != "" {
+			b.Fatalf("%s: %s", form, why)
+		}
+		b.Run("form="+form.String(), func(b *testing.B) {
+			var cpu time.Duration
+			for i := 0; i < b.N; i++ {
+				l := Direct("/bin/true", nil)
+				l.Guard(Guarding{Files: OwnFiles{Hidden: []string{home + "/.bouncer"}, ReadOnly: ro}, Max: form, Dir: home + "/proj", Around: protect.Around})
+				path, args, setup, err := l.Command()
+				if err != nil {
+					b.Fatal(err)
+				}
+				cmd := exec.Command(path, args...)
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				if setup != nil {
+					setup(cmd)
+				}
+				if err := cmd.Start(); err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Started(); err != nil {
+					b.Fatal(err)
+				}
+				if err := cmd.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+				if l.Form() != form {
+					b.Fatalf("ran as %s: %s", l.Form(), l.OwnNote())
+				}
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

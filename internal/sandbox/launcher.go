@@ -97,21 +97,49 @@ const selfProc = "/proc/self"
 // launchPlan is the resolved domain, passed to the launcher on its command
 // line. Every path is absolute.
 type launchPlan struct {
-	Strict bool     `json:"strict,omitempty"`
-	Exec   []string `json:"exec,omitempty"`
-	Read   []string `json:"read,omitempty"`
-	Write  []string `json:"write,omitempty"`
-	TCP    []int    `json:"tcp,omitempty"`
+	Strict bool `json:"strict,omitempty"`
+	// Confine is true when the policy's sandbox key confines the server
+	// to Exec, Read, Write and TCP.
+	Confine bool     `json:"confine,omitempty"`
+	Exec    []string `json:"exec,omitempty"`
+	Read    []string `json:"read,omitempty"`
+	Write   []string `json:"write,omitempty"`
+	TCP     []int    `json:"tcp,omitempty"`
+	// Own keeps the server off Bouncer's own files; nil leaves them to
+	// the argument checks.
+	Own *ownPlan `json:"own,omitempty"`
+}
+
+// ownPlan is how the launcher keeps the server off Bouncer's own files.
+type ownPlan struct {
+	// Form is "namespace" or "landlock" (OwnForm's spelling).
+	Form     string   `json:"form"`
+	Hidden   []string `json:"hidden,omitempty"`
+	ReadOnly []string `json:"read_only,omitempty"`
+	// Around is what the landlock form grants whole: everything but the
+	// own files and the directories that hold them.
+	Around []string `json:"around,omitempty"`
+	// Dir is the server's working directory, entered again once the
+	// mounts are made (a directory entered before them would lead
+	// under them).
+	Dir string `json:"dir,omitempty"`
+	// Probe sets up the form, reports and exits without starting the
+	// server (bouncer doctor).
+	Probe bool `json:"probe,omitempty"`
 }
 
 // Launch describes the upstream's confined start.
 type Launch struct {
 	// Path and Args replace the upstream's command: Path is this binary,
-	// Args start with LauncherName.
+	// Args start with LauncherName. With Guard, Command gives them
+	// instead, for the form being tried.
 	Path string
 	Args []string
 	plan launchPlan
 	caps Capabilities // what the launcher will find, for String
+	// argv is the upstream's own command line, path first.
+	argv []string
+	own  *ownStart
 }
 
 // String says what the server will be allowed, for the proxy's stderr line.
@@ -185,6 +213,7 @@ func LauncherArgs(m Mode, c Confinement, path string, args []string, dir string)
 		return Launch{}, err
 	}
 	p.Strict = m == Strict
+	p.Confine = true
 	p.Write = append(p.Write, "/dev/null")
 	p.Exec = append(p.Exec, systemExec...)
 	p.Read = append(p.Read, systemRead...)
@@ -232,16 +261,19 @@ func LauncherArgs(m Mode, c Confinement, path string, args []string, dir string)
 		return Launch{}, err
 	}
 
+	l = Launch{plan: p, caps: caps, argv: append([]string{path}, args...)}
+	l.Path, l.Args, err = l.launcher(p)
+	return l, err
+}
+
+// launcher is the command line that runs the launcher with plan p.
+func (l Launch) launcher(p launchPlan) (path string, args []string, err error) {
 	enc, err := json.Marshal(p)
 	if err != nil {
-		return Launch{}, fmt.Errorf("sandbox: %w", err)
+		return "", nil, fmt.Errorf("sandbox: %w", err)
 	}
-	return Launch{
-		Path: "/proc/self/exe", // this very binary, even if it was replaced on disk since
-		Args: append([]string{LauncherName, base64.RawURLEncoding.EncodeToString(enc), "--", path}, args...),
-		plan: p,
-		caps: caps,
-	}, nil
+	// This very binary, even if it was replaced on disk since.
+	return launcherPath, append([]string{LauncherName, base64.RawURLEncoding.EncodeToString(enc), "--"}, l.argv...), nil
 }
 
 // Validate checks a policy's confinement on its own, without an upstream
@@ -456,7 +488,11 @@ func dedupe(s []string) []string {
 // only on failure, with status 126 (the shell's "cannot execute") after a
 // "bouncer: sandbox launcher: ..." line on stderr.
 func RunLauncher(args []string) int {
-	if err := launch(args); err != nil {
+	err := launch(args)
+	if errors.Is(err, errOwnSetup) {
+		return 125 // the proxy was told why, and tries a weaker form
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "bouncer: sandbox launcher: %v\n", err)
 		return 126
 	}
@@ -477,6 +513,44 @@ func launch(args []string) error {
 		if err := caps.strictError(); err != nil {
 			return err
 		}
+	}
+	// In the namespace form (started in new namespaces by the proxy) the
+	// launcher makes the mounts, and then runs the server as the PID
+	// namespace's init; in the landlock form it applies the domain and
+	// becomes the server. Either way it tells the proxy first.
+	namespace := p.Own != nil && p.Own.Form == OwnNamespace.String()
+	if p.Own != nil {
+		var st ownStatus
+		var err error
+		if namespace {
+			st, err = mountOwn(*p.Own)
+		} else {
+			st, err = guardAround(*p.Own, caps.LandlockABI)
+		}
+		if err := reportOwn(st, err); err != nil {
+			return err
+		}
+		if p.Own.Probe {
+			os.Exit(0)
+		}
+	}
+	if err := confine(p, caps); err != nil {
+		return err
+	}
+	if namespace {
+		return runInit(argv, caps.LandlockABI > 0)
+	}
+	if err := syscall.Exec(argv[0], argv, os.Environ()); err != nil {
+		return fmt.Errorf("exec %s: %w", argv[0], err)
+	}
+	return nil
+}
+
+// confine applies the sandbox key's Landlock domain and seccomp denylist,
+// as far as the kernel offers them (p.Strict made sure it offers both).
+func confine(p launchPlan, caps Capabilities) error {
+	if !p.Confine {
+		return nil
 	}
 	if caps.LandlockABI > 0 {
 		rules, err := upstreamRules(p, caps.LandlockABI)
@@ -500,9 +574,6 @@ func launch(args []string) error {
 			return err
 		}
 	}
-	if err := syscall.Exec(argv[0], argv, os.Environ()); err != nil {
-		return fmt.Errorf("exec %s: %w", argv[0], err)
-	}
 	return nil
 }
 
@@ -522,7 +593,17 @@ func decodePlan(s string) (launchPlan, error) {
 	if dec.More() {
 		return p, errors.New("plan: trailing data")
 	}
-	for _, list := range [][]string{p.Exec, p.Read, p.Write} {
+	lists := [][]string{p.Exec, p.Read, p.Write}
+	if p.Own != nil {
+		if f, err := ParseOwnForm(p.Own.Form); err != nil || f == OwnArguments {
+			return p, fmt.Errorf("plan: own files form %q", p.Own.Form)
+		}
+		if p.Own.Dir != "" && !filepath.IsAbs(p.Own.Dir) {
+			return p, fmt.Errorf("plan: %q is not absolute", p.Own.Dir)
+		}
+		lists = append(lists, p.Own.Hidden, p.Own.ReadOnly, p.Own.Around)
+	}
+	for _, list := range lists {
 		for _, path := range list {
 			if !filepath.IsAbs(path) {
 				return p, fmt.Errorf("plan: %q is not absolute", path)

@@ -37,6 +37,18 @@ func TestMain(m *testing.M) {
 			os.Exit(upstreamProbe(os.Args[2:]))
 		case "bench-child":
 			os.Exit(benchChild(os.Args[2:]))
+		case "own-probe":
+			os.Exit(ownProbe(os.Args[2:]))
+		case "exit-probe":
+			os.Exit(exitProbe(os.Args[2:]))
+		case "bare-probe":
+			os.Exit(bareProbe(os.Args[2:]))
+		case "bare-proxy":
+			os.Exit(bareProxy(os.Args[2:]))
+		case "seccomp-proxy":
+			os.Exit(seccompProxy(os.Args[2:]))
+		case "own-proxy":
+			os.Exit(ownProxy(os.Args[2:]))
 		case "remote-probe":
 			os.Exit(remoteProbe(os.Args[2:]))
 		}

@@ -40,8 +40,9 @@ type Session struct {
 	anchors   *anchors                // records and names for anchoring
 	probe     *taint.Store            // any store with the key: makes probes
 
-	disk       *shared     // nil: this process's memory only
-	remembered *Remembered // destinations a human vouched for; may be nil
+	disk       *shared       // nil: this process's memory only
+	remembered []*Remembered // destinations humans vouched for
+	group      *Group        // the sessions whose taint is checked with this one; may be nil
 }
 
 // New returns a session kept in this process's memory only (bouncer check,
@@ -229,6 +230,18 @@ func (s *Session) shareVouches(kind byte, v *vouchSet) {
 // reason).
 func (s *Session) Tainted(d string) (server string, ok bool) {
 	s.sync()
+	forms := append([]string{d}, dest.Variants(d)...)
+	if server, ok := s.taintedHere(forms); ok {
+		return server, true
+	}
+	if s.group != nil {
+		return s.group.tainted(s, forms)
+	}
+	return "", false
+}
+
+// taintedHere is Tainted over this session's own stores.
+func (s *Session) taintedHere(forms []string) (server string, ok bool) {
 	s.mu.RLock()
 	names := sortedKeys(s.untrusted)
 	stores := make([]*taint.Store, len(names))
@@ -236,7 +249,7 @@ func (s *Session) Tainted(d string) (server string, ok bool) {
 		stores[i] = s.untrusted[n]
 	}
 	s.mu.RUnlock()
-	for _, form := range append([]string{d}, dest.Variants(d)...) {
+	for _, form := range forms {
 		p := s.probe.Probe(form)
 		for i, st := range stores {
 			if st.Has(p) {
@@ -265,7 +278,7 @@ func (s *Session) Vouched(server, d string) string {
 	switch {
 	case s.prompts.has(key):
 		return vouch.Prompt
-	case s.remembered != nil && s.remembered.Has(server, d):
+	case s.rememberedHas(server, d):
 		return vouch.Remembered
 	case s.trusted.has(key):
 		return vouch.TrustedOutput
@@ -274,7 +287,25 @@ func (s *Session) Vouched(server, d string) string {
 }
 
 // SetRemembered gives the session the destinations humans chose to remember.
-func (s *Session) SetRemembered(r *Remembered) { s.remembered = r }
+func (s *Session) SetRemembered(r *Remembered) {
+	s.remembered = nil
+	if r != nil {
+		s.remembered = []*Remembered{r}
+	}
+}
+
+// AddRemembered gives the session another file of remembered destinations:
+// bouncer listen gives each session its user's own, and the operator's.
+func (s *Session) AddRemembered(r *Remembered) { s.remembered = append(s.remembered, r) }
+
+func (s *Session) rememberedHas(server, d string) bool {
+	for _, r := range s.remembered {
+		if r.Has(server, d) {
+			return true
+		}
+	}
+	return false
+}
 
 // Shared reports whether the session is shared with other processes on
 // disk (false for New, and after a failure to reach the shared directory).

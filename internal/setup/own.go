@@ -28,8 +28,12 @@ type OwnSources struct {
 	// Launch are the files of the client config that launched this proxy:
 	// the config itself, every policy file, trust file and --policy-dir its
 	// wrapped entries name, for any of its servers, and the client's hook
-	// files (LaunchFiles).
+	// file (LaunchFiles).
 	Launch []string
+	// Init are the files init's record in the state directory says it
+	// wrote (InitFiles): the hook files, and every MCP config whose
+	// servers it wrapped, for every proxy however it was launched.
+	Init []string
 	// Vouch are what the ways to vouch read (vouch.Files): a server that
 	// could write them would vouch for itself.
 	Vouch []string
@@ -60,7 +64,7 @@ func OwnPaths(s OwnSources) []engine.OwnPath {
 		fi, err := os.Stat(p)
 		out = append(out, engine.OwnPath{Path: p, Dir: err == nil && fi.IsDir()})
 	}
-	for _, list := range [][]string{{s.StateDir}, s.InForce, s.Vouch, s.Launch, s.Session} {
+	for _, list := range [][]string{{s.StateDir}, s.InForce, s.Vouch, s.Launch, s.Init, s.Session} {
 		for _, f := range list {
 			add(f)
 			if real, err := filepath.EvalSymlinks(f); err == nil {
@@ -98,16 +102,30 @@ type Launch struct {
 	Sources func(args []string, base string) (Sources, error)
 }
 
+// InitFiles are the files init's record in stateDir says it wrote
+// (OwnSources.Init): every hook file it added to (the prompt hook
+// vouches, the deny rules keep the agent from approving) and every MCP
+// config whose servers it wrapped (a server of one config must not unwrap
+// those of another). A record that can't be trusted is an error: what it
+// would list is not known to be protected. No state directory, or no
+// record, lists nothing.
+func InitFiles(stateDir string) ([]string, error) {
+	if stateDir == "" {
+		return nil, nil
+	}
+	return initplan.Record{State: stateDir}.Files()
+}
+
 // LaunchFiles are the files of the config that launched a proxy that are
 // Bouncer's own (OwnSources.Launch): the config itself (which launches
 // bouncer run, and whose x-bouncer-upstream entries say what it starts);
 // every policy file, trust file and --policy-dir that any of its wrapped
 // entries names, in any of its blocks (a server of one entry must not
-// rewrite the policy of another); the hook file of its client, and every
-// hook file init's record in stateDir says it wrote to (the prompt hook
-// vouches, the deny rules keep the agent from approving). An entry whose
-// arguments bouncer run would refuse names no policy in force and is
-// passed over; a config that can't be read is an error, as it is for run.
+// rewrite the policy of another); and the hook file of its client. The
+// original entries a client refuses in its own file are read from
+// stateDir, as run reads them. An entry whose arguments bouncer run would
+// refuse names no policy in force and is passed over; a config that can't
+// be read is an error, as it is for run.
 func LaunchFiles(l Launch, stateDir, home string) ([]string, error) {
 	cfg, err := mcpconfig.Load(l.File, mcpconfig.Kept{State: stateDir})
 	if err != nil {
@@ -116,13 +134,6 @@ func LaunchFiles(l Launch, stateDir, home string) ([]string, error) {
 	files := []string{l.File}
 	if h, _, ok := hooks.File(l.File, home); ok {
 		files = append(files, h)
-	}
-	if stateDir != "" {
-		written, err := initplan.Record{State: stateDir}.Files()
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, written...)
 	}
 	x := mcpconfig.Expander{Client: cfg.Client, Workspace: mcpconfig.Workspace(l.File, home), Home: home, Getenv: os.LookupEnv}
 	type block struct{ project, base string }

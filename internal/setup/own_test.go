@@ -40,9 +40,9 @@ func runSources(args []string, base string) (Sources, error) {
 
 // The config that launched a proxy names files that are Bouncer's own:
 // itself, the policy, trust file and --policy-dir of every wrapped entry
-// (variables expanded, a relative --policy against the config's base),
-// the client's hook file and those init's record names; not what an
-// entry that bouncer run would refuse, or an unwrapped one, names.
+// (variables expanded, a relative --policy against the config's base) and
+// the client's hook file; not what an entry that bouncer run would refuse,
+// or an unwrapped one, names.
 func TestLaunchFiles(t *testing.T) {
 	dir := t.TempDir()
 	proj := filepath.Join(dir, "proj")
@@ -59,7 +59,6 @@ func TestLaunchFiles(t *testing.T) {
              "x-bouncer-upstream": {"command": "x"}},
   "plain": {"command": "server", "args": ["--policy", "plain.yaml"]}
 }}`)
-	write(t, filepath.Join(state, "init.json"), `{"`+filepath.Join(home, ".cursor", "hooks.json")+`": {"hook": true}}`)
 	got, err := LaunchFiles(Launch{File: config, Base: proj, Sources: runSources}, state, home)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +66,6 @@ func TestLaunchFiles(t *testing.T) {
 	for _, want := range []string{
 		config,
 		filepath.Join(proj, ".claude", "settings.json"),
-		filepath.Join(home, ".cursor", "hooks.json"),
 		filepath.Join(proj, "mail.yaml"),
 		filepath.Join(dir, "team", "fs.yaml"),
 		filepath.Join(dir, "pdir"),
@@ -103,6 +101,46 @@ func TestLaunchFiles(t *testing.T) {
 	// A config that can't be read stops the proxy, as it stops run.
 	if _, err := LaunchFiles(Launch{File: filepath.Join(dir, "gone.json"), Sources: runSources}, state, home); err == nil {
 		t.Error("a missing config was read")
+	}
+}
+
+// What init's record says it wrote is Bouncer's own for every proxy,
+// however it was launched: a proxy started by hand (bouncer run -- CMD,
+// no --config) refuses writes to the configs init wrapped and the hook
+// files it wrote, and its Own (what the sandbox keeps the upstream off)
+// holds them. A record that can't be trusted stops the proxy.
+func TestLoadProtectsWhatInitWrote(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	pol := write(t, filepath.Join(dir, "p.yaml"), "{}\n")
+	gemini := filepath.Join(dir, "proj", ".gemini", "settings.json")
+	cursor := filepath.Join(dir, "home", ".cursor", "hooks.json")
+	record := write(t, filepath.Join(state, "init.json"), `{"`+gemini+`": {"config": true}, "`+cursor+`": {"hook": true}}`)
+	if got, err := InitFiles(state); err != nil || !slices.Equal(got, []string{cursor, gemini}) {
+		t.Errorf("InitFiles: %q, %v", got, err)
+	}
+	dec, err := Load(Config{Sources: Sources{Policies: []string{pol}, StateDir: state}, WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := dec.Engine("fs", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.PinAll()
+	for _, p := range []string{gemini, cursor} {
+		if d := decideWrite(t, e, p); d.Verdict != engine.Deny || !strings.Contains(d.Reason, "Bouncer's own state") {
+			t.Errorf("a write to %s: %s %q", p, d.Verdict, d.Reason)
+		}
+		if !slices.Contains(dec.Own, p) {
+			t.Errorf("%s is not in Own, which the sandbox keeps the upstream from", p)
+		}
+	}
+	if err := os.Chmod(record, 0o622); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(Config{Sources: Sources{Policies: []string{pol}, StateDir: state}, WorkDir: dir}); err == nil || !strings.Contains(err.Error(), record) {
+		t.Errorf("a record others may write was read: %v", err)
 	}
 }
 

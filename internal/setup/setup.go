@@ -55,8 +55,12 @@ type Decider struct {
 	// from. The engines ask for it again on every call (own), so that
 	// what another proxy of the client session publishes later is
 	// protected too.
-	Own     []string
-	own     *ownState
+	Own []string
+	own *ownState
+	// Budget, when set, is counted against by every engine Engine makes,
+	// besides its own count (engine.Options.Budget): bouncer listen's
+	// budget of one user across sessions.
+	Budget  engine.Budget
 	workDir string
 	home    string
 }
@@ -100,7 +104,7 @@ func (d *Decider) Engine(server, pack string) (*engine.Engine, error) {
 	}
 	return engine.New(pol, d.Session.Output(server), engine.Options{
 		Resolve: fsresolve.Existing, WorkDir: d.workDir, Session: d.Session, Server: server,
-		Own: d.own, Home: d.home,
+		Own: d.own, Home: d.home, Budget: d.Budget,
 	}), nil
 }
 
@@ -120,10 +124,14 @@ func Load(c Config) (*Decider, error) {
 	// set's files it holds the rollback floor (high-water.json), the
 	// current link and the sets kept beside, which a tool that could
 	// write would lower, move back, or break. So are the files of the
-	// client config that launched run. The sandbox keeps the upstream
-	// from writing the same paths.
+	// client config that launched run, and the configs and hook files
+	// init wrote. The sandbox keeps the upstream from writing the same
+	// paths.
 	home, _ := os.UserHomeDir()
 	src := OwnSources{StateDir: c.StateDir, InForce: in.OwnFiles(), Vouch: vouch.Files(c.StateDir)}
+	if src.Init, err = InitFiles(c.StateDir); err != nil {
+		return nil, err
+	}
 	if c.Launch != nil {
 		if src.Launch, err = LaunchFiles(*c.Launch, c.StateDir, home); err != nil {
 			return nil, err

@@ -54,11 +54,14 @@ type Conn struct {
 	// The write side. Messages are encoded into out; one goroutine at a
 	// time (writing) hands out to the peer in one write(2), and messages
 	// that other goroutines add meanwhile, or while the Conn is corked,
-	// go out together in the next one. werr, once a write failed, fails
-	// every later Write. drained is signalled after each write(2), for a
-	// writer waiting for out to shrink. All guarded by writeMu.
+	// go out together in the next one. holds are the places in out past
+	// which nothing may be written yet (WriteHeld). werr, once a write
+	// failed, fails every later Write. drained is signalled after each
+	// write(2), for a writer waiting for out to shrink. All guarded by
+	// writeMu.
 	writeMu sync.Mutex
 	out     []byte
+	holds   []hold
 	spare   []byte // the last buffer written, reused for out
 	writing bool
 	corks   int
@@ -79,6 +82,14 @@ type Conn struct {
 type msgBatch struct {
 	slot      map[jsonrpc.ID]int // unanswered request → its place in responses
 	responses []*jsonrpc.Response
+	ready     []<-chan struct{} // what the held answers among them wait for (WriteHeld)
+}
+
+// hold is a place in Conn.out: the byte at is written only once ready is
+// closed.
+type hold struct {
+	at    int
+	ready <-chan struct{}
 }
 
 // RefusedError is what Read returns for a message it refused. Conn has
@@ -205,19 +216,16 @@ func (c *Conn) queueLocked() error {
 // writeMu; flushLocked releases it.
 func (c *Conn) flushLocked() error {
 	for len(c.out) > 0 && c.corks == 0 && c.werr == nil {
-		buf := c.out
-		c.out, c.spare = c.spare[:0], nil
+		buf, holds := c.out, c.holds
+		c.out, c.spare, c.holds = c.spare[:0], nil, nil
 		c.writing = true
 		c.writeMu.Unlock()
-		n, err := c.w.Write(buf)
-		if err == nil && n < len(buf) {
-			err = io.ErrShortWrite
-		}
+		err := writeHolding(c.w, buf, holds)
 		c.writeMu.Lock()
 		c.writing = false
 		if err != nil {
 			c.werr = err
-			c.out = c.out[:0]
+			c.out, c.holds = c.out[:0], nil
 		}
 		if cap(buf) <= maxKept {
 			c.spare = buf[:0]
@@ -226,6 +234,33 @@ func (c *Conn) flushLocked() error {
 	}
 	err := c.werr
 	c.writeMu.Unlock()
+	return err
+}
+
+// writeHolding writes buf to w, stopping before each hold's byte until
+// its ready channel is closed: the peer reads everything before it
+// meanwhile. Messages queued behind a hold wait with it, so they keep
+// their order.
+func writeHolding(w io.Writer, buf []byte, holds []hold) error {
+	done := 0
+	for _, h := range holds {
+		if err := writeFull(w, buf[done:h.at]); err != nil {
+			return err
+		}
+		done = h.at
+		<-h.ready
+	}
+	return writeFull(w, buf[done:])
+}
+
+func writeFull(w io.Writer, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	n, err := w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
 	return err
 }
 
@@ -506,13 +541,34 @@ func (c *Conn) refuse(batch bool, rs []refusal) {
 // are written: a failure to write them is returned by the Writes that
 // follow (the peer is gone, which its side's reader will see too).
 func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
+	return c.write(ctx, m, nil)
+}
+
+// WriteHeld is Write, except that the last byte of the frame that carries
+// m (its own, or its batch's array) leaves only once ready is closed. The
+// peer reads the rest of the frame meanwhile, so a large result streams
+// while the pump does what must be done before the client has it whole
+// (record it as untrusted), and no parser can complete the message
+// before then. What is written after it waits with it. ready must be
+// closed eventually, whatever happens, or this side's writes stop.
+func (c *Conn) WriteHeld(ctx context.Context, m jsonrpc.Message, ready <-chan struct{}) error {
+	return c.write(ctx, m, ready)
+}
+
+func (c *Conn) write(ctx context.Context, m jsonrpc.Message, ready <-chan struct{}) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	c.writeMu.Lock()
+	if c.werr != nil {
+		// The peer is gone: nothing more is queued (and held) for it.
+		err := c.werr
+		c.writeMu.Unlock()
+		return err
+	}
 	mark := len(c.out)
 	if resp, ok := m.(*jsonrpc.Response); ok {
-		batch, inBatch, err := c.settle(resp)
+		batch, inBatch, err := c.settle(resp, ready)
 		if err != nil {
 			c.writeMu.Unlock()
 			return err
@@ -523,7 +579,7 @@ func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 				return nil // more answers are owed to this batch
 			}
 			c.out = append(c.out, '[')
-			for i, r := range batch {
+			for i, r := range batch.responses {
 				if i > 0 {
 					c.out = append(c.out, ',')
 				}
@@ -534,6 +590,7 @@ func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 				}
 			}
 			c.out = append(c.out, ']')
+			c.holdLocked(batch.ready...)
 			return c.queueLocked()
 		}
 	}
@@ -543,13 +600,25 @@ func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 		c.writeMu.Unlock()
 		return fmt.Errorf("marshaling message: %w", err)
 	}
+	c.holdLocked(ready)
 	return c.queueLocked()
 }
 
+// holdLocked holds the frame just appended to c.out (its last byte) until
+// every one of readies (a nil one holds nothing) is closed.
+func (c *Conn) holdLocked(readies ...<-chan struct{}) {
+	for _, r := range readies {
+		if r != nil {
+			c.holds = append(c.holds, hold{at: len(c.out) - 1, ready: r})
+		}
+	}
+}
+
 // settle takes resp's request off the ledger. It reports whether the
-// request came in a batch, and returns the batch's answers once the last
-// one is in; an error means nothing is owed to resp's id.
-func (c *Conn) settle(resp *jsonrpc.Response) ([]*jsonrpc.Response, bool, error) {
+// request came in a batch, and returns the batch once its last answer is
+// in (ready, if set, joins what the batch's frame waits for); an error
+// means nothing is owed to resp's id.
+func (c *Conn) settle(resp *jsonrpc.Response, ready <-chan struct{}) (*msgBatch, bool, error) {
 	c.owedMu.Lock()
 	defer c.owedMu.Unlock()
 	b, owed := c.owed[resp.ID]
@@ -562,10 +631,13 @@ func (c *Conn) settle(resp *jsonrpc.Response) ([]*jsonrpc.Response, bool, error)
 	}
 	b.responses[b.slot[resp.ID]] = resp
 	delete(b.slot, resp.ID)
+	if ready != nil {
+		b.ready = append(b.ready, ready)
+	}
 	if len(b.slot) > 0 {
 		return nil, true, nil
 	}
-	return b.responses, true, nil
+	return b, true, nil
 }
 
 // InBatch reports whether id is a request read from this side that came in
@@ -949,6 +1021,13 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 		method, err := methodOf(w.Method)
 		if err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		if method == "" {
+			// The go-sdk reads a method key of "" (or null) as a request,
+			// and writes a request without its method when it is "", which
+			// a peer then reads as a response: what was judged a request
+			// would arrive as an answer. No MCP method is empty.
+			return nil, errors.New("unmarshaling jsonrpc message: the method is empty")
 		}
 		if idErr != nil {
 			return nil, &badIDError{request: true, reason: idErr.Error()}

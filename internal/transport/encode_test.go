@@ -56,7 +56,7 @@ func TestEncodeMessage(t *testing.T) {
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + string(bigJSON) + `}`,
 		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":8,"method":"","params":{"x":"\u00e9\ud83d\ude00"}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"m","params":{"x":"\u00e9\ud83d\ude00"}}`,
 		`{"jsonrpc":"2.0","id":9,"method":"m","params":[1, 2 ,3]}`,
 		`{"jsonrpc":"2.0","id":"x \" y\u2028","method":"m\"<>","params":{ "a b" : "c \\\" d\\" , "e":[ ] }}`,
 		`{"jsonrpc":"2.0","id":-12,"error":{"code":-32000,"message":"m\u0000<","data":{ "k" : [ 1 , "two" ] }}}`,

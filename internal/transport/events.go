@@ -24,8 +24,12 @@ type eventScanner struct {
 	r *bufio.Reader
 }
 
+// newEventScanner reads r with bufio's default buffer (4 KiB): a session's
+// event stream holds it for as long as the session lasts, mostly idle
+// (bouncer listen holds one per session), and line reads a longer line in
+// pieces.
 func newEventScanner(r io.Reader) *eventScanner {
-	return &eventScanner{r: bufio.NewReaderSize(r, 64<<10)}
+	return &eventScanner{r: bufio.NewReader(r)}
 }
 
 // next returns the next event; false when the stream ended (an event cut

@@ -61,6 +61,11 @@ type RemoteConfig struct {
 	// RootCAs verifies an https server; nil takes the system's pool now,
 	// while its files can still be read.
 	RootCAs *x509.CertPool
+	// Pool, when set, is the pool of connections to the server that this
+	// session shares with others (bouncer listen: one per wrapped server,
+	// from NewRemotePool), and Dial and RootCAs are not used. Nil: the
+	// session has a pool of its own.
+	Pool *http.Transport
 	// Log receives diagnostics, one line each, prefixed "bouncer: ".
 	Log io.Writer
 }
@@ -161,32 +166,11 @@ func DialRemote(cfg RemoteConfig) (*Remote, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	roots := cfg.RootCAs
-	if roots == nil && u.Scheme == "https" {
-		// Loaded now: once the proxy is sandboxed, the certificate files
-		// can't be read.
-		if roots, err = x509.SystemCertPool(); err != nil {
-			return nil, fmt.Errorf("loading the system's certificates for %s: %w", u.Host, err)
+	base := cfg.Pool
+	if base == nil {
+		if base, err = NewRemotePool(cfg.URL, cfg.Dial, cfg.RootCAs); err != nil {
+			return nil, err
 		}
-	}
-	dial := cfg.Dial
-	if dial == nil {
-		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-		d.SetMultipathTCP(false)
-		dial = d.DialContext
-	}
-	base := &http.Transport{
-		// No proxy from the environment: the sandbox lets the proxy reach
-		// the server's port and nothing else.
-		Proxy:                 nil,
-		DialContext:           dial,
-		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          64,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   15 * time.Second,
-		ExpectContinueTimeout: time.Second,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Remote{
@@ -210,6 +194,42 @@ func DialRemote(cfg RemoteConfig) (*Remote, error) {
 		}),
 	}
 	return r, nil
+}
+
+// NewRemotePool returns a pool of connections to the remote server at
+// rawURL, as a session dials them (RemoteConfig.Pool): through dial (nil:
+// a plain net.Dialer), verifying https with roots (nil: the system's
+// pool, loaded now, while its files can still be read).
+func NewRemotePool(rawURL string, dial func(ctx context.Context, network, addr string) (net.Conn, error), roots *x509.CertPool) (*http.Transport, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("--url %q: give the server's MCP endpoint as an http:// or https:// URL", redactURL(rawURL))
+	}
+	if roots == nil && u.Scheme == "https" {
+		// Loaded now: once the proxy is sandboxed, the certificate files
+		// can't be read.
+		if roots, err = x509.SystemCertPool(); err != nil {
+			return nil, fmt.Errorf("loading the system's certificates for %s: %w", u.Host, err)
+		}
+	}
+	if dial == nil {
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+		d.SetMultipathTCP(false)
+		dial = d.DialContext
+	}
+	return &http.Transport{
+		// No proxy from the environment: the sandbox lets the proxy reach
+		// the server's port and nothing else.
+		Proxy:                 nil,
+		DialContext:           dial,
+		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   15 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}, nil
 }
 
 func (r *Remote) logf(format string, a ...any) {

@@ -25,6 +25,10 @@ type Command struct {
 	// Name is the server's name in messages (bouncer run --name); empty
 	// means Path's base name.
 	Name string
+	// Setup, when set, adjusts the command before it starts (the
+	// sandbox's namespaces and its launcher's status pipe); the process
+	// group and the death signal set here stay.
+	Setup func(*exec.Cmd)
 }
 
 // Process is a running upstream server and the MCP connection over its
@@ -66,6 +70,9 @@ func Start(c Command, stderr io.Writer) (*Process, error) {
 	cmd.Stdout = outW
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = procAttr()
+	if c.Setup != nil {
+		c.Setup(cmd)
+	}
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()

@@ -164,3 +164,124 @@ func TestConnOnIdle(t *testing.T) {
 		t.Fatalf("idle ran %d times, want 2 (before waiting for the end)", n)
 	}
 }
+
+// waitWritten waits until w has been handed want, in all.
+func waitWritten(t *testing.T, w *chunkWriter, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Join(w.got(), "") != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("wrote %q, want %q", strings.Join(w.got(), ""), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A held message is written but for the last byte of its frame until it
+// is ready, whether it came alone or in a batch, corked or not; what is
+// written after it waits behind it, in order, and the Writes that queue
+// it do not wait.
+func TestConnWriteHeld(t *testing.T) {
+	ctx := context.Background()
+	id := func(n int) jsonrpc.ID { i, _ := jsonrpc.MakeID(float64(n)); return i }
+	for _, tc := range []struct {
+		name, in string
+		corked   bool
+		// held answers the first request, held; after it the second is
+		// answered plainly (a batch's last answer) or a notification sent.
+		before, after string
+	}{
+		{name: "alone", in: `{"jsonrpc":"2.0","id":1,"method":"a"}`,
+			before: `{"jsonrpc":"2.0","id":1,"result":"big"`,
+			after:  "}\n" + `{"jsonrpc":"2.0","method":"n"}` + "\n"},
+		{name: "alone, corked", in: `{"jsonrpc":"2.0","id":1,"method":"a"}`, corked: true,
+			before: `{"jsonrpc":"2.0","id":1,"result":"big"`,
+			after:  "}\n" + `{"jsonrpc":"2.0","method":"n"}` + "\n"},
+		{name: "batch", in: `[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"}]`,
+			before: `[{"jsonrpc":"2.0","id":1,"result":"big"},{"jsonrpc":"2.0","id":2,"result":"small"}`,
+			after:  "]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &chunkWriter{}
+			c := NewConn(strings.NewReader(tc.in+"\n"), w)
+			for range strings.Count(tc.in, `"id"`) {
+				if _, err := c.Read(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			held := &jsonrpc.Response{ID: id(1), Result: []byte(`"big"`)}
+			var next jsonrpc.Message = note(0)
+			batch := strings.HasPrefix(tc.in, "[")
+			if batch {
+				next = &jsonrpc.Response{ID: id(2), Result: []byte(`"small"`)}
+			}
+			ready := make(chan struct{})
+			errs := make(chan error, 3)
+			switch {
+			case tc.corked:
+				c.Cork()
+				errs <- c.WriteHeld(ctx, held, ready) // returns at once
+				errs <- c.Write(ctx, next)
+				go func() { c.Uncork(); errs <- nil }() // writes, and waits at the hold
+			case batch:
+				errs <- c.WriteHeld(ctx, held, ready) // more answers are owed
+				go func() { errs <- c.Write(ctx, next) }()
+			default:
+				go func() { errs <- c.WriteHeld(ctx, held, ready) }()
+				waitWritten(t, w, tc.before)
+				errs <- c.Write(ctx, next) // queued behind the hold, without waiting
+			}
+			waitWritten(t, w, tc.before)
+			time.Sleep(20 * time.Millisecond)
+			if got := strings.Join(w.got(), ""); got != tc.before {
+				t.Fatalf("before ready, wrote %q, want %q", got, tc.before)
+			}
+			close(ready)
+			waitWritten(t, w, tc.before+tc.after)
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// A held message whose peer is gone fails without waiting for its hold
+// (here never ready): the write before the held byte fails, and ends the
+// wait. Every later Write fails at once and queues nothing, held or not.
+func TestConnWriteHeldPeerGone(t *testing.T) {
+	ctx := context.Background()
+	gone := errors.New("gone")
+	w := &chunkWriter{err: gone}
+	c := NewConn(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"a"}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"b"}`+"\n"), w)
+	for range 2 {
+		if _, err := c.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	never := make(chan struct{})
+	id := func(n int) jsonrpc.ID { i, _ := jsonrpc.MakeID(float64(n)); return i }
+	errs := make(chan error, 1)
+	go func() { errs <- c.WriteHeld(ctx, &jsonrpc.Response{ID: id(1), Result: []byte(`"big"`)}, never) }()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, gone) {
+			t.Fatalf("WriteHeld to a gone peer = %v, want %v", err, gone)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WriteHeld to a gone peer waits for its hold")
+	}
+	if err := c.WriteHeld(ctx, &jsonrpc.Response{ID: id(2), Result: []byte(`"big"`)}, never); !errors.Is(err, gone) {
+		t.Fatalf("a later WriteHeld = %v, want %v", err, gone)
+	}
+	if err := c.Write(ctx, note(0)); !errors.Is(err, gone) {
+		t.Fatalf("a later Write = %v, want %v", err, gone)
+	}
+	c.writeMu.Lock()
+	queued, held := len(c.out), len(c.holds)
+	c.writeMu.Unlock()
+	if queued != 0 || held != 0 || len(w.got()) != 1 {
+		t.Fatalf("after the failed write: %d bytes and %d holds queued, %d writes tried; want none, none, 1", queued, held, len(w.got()))
+	}
+}

@@ -18,8 +18,10 @@
 //   - Builder: testdata/servers/builder-server.mjs, whose tools build what
 //     they act on from their arguments (path.join(savePath, filename),
 //     sh -c, python3 -c), as real servers do.
+//   - Toolbox: internal/testsupport/testserver/toolbox, Builder's
+//     download_attachment in Go (filepath.Join), on mcp-go.
 //
-// The bouncer binary and the mcp-go server are built once per test binary
+// The bouncer binary and the Go test servers are built once per test binary
 // into a temporary directory (go build, from the module root found above
 // the test's working directory). Tests that need node skip when it is not
 // installed (and fail when $CI is set, as the proxy tests' npm helper does).
@@ -71,7 +73,7 @@ var (
 	buildErr  error
 )
 
-// build compiles bouncer and the mcp-go server once per test binary.
+// build compiles bouncer and the Go test servers once per test binary.
 func build(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -86,7 +88,7 @@ func build(t testing.TB) string {
 			return
 		}
 		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-			"./cmd/bouncer", "./internal/testsupport/testserver/mcpgo")
+			"./cmd/bouncer", "./internal/testsupport/testserver/mcpgo", "./internal/testsupport/testserver/toolbox")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
@@ -153,6 +155,14 @@ func MCPGo(t testing.TB, inbox ...string) Server {
 		argv = append(argv, "--inbox", strings.Join(inbox, ","))
 	}
 	return Server{Name: "mcpgo", Argv: argv, SideEffects: se}
+}
+
+// Toolbox returns the toolbox test server: a Gmail-style
+// download_attachment in Go, which writes to filepath.Join(savePath,
+// filename).
+func Toolbox(t testing.TB) Server {
+	t.Helper()
+	return Server{Name: "toolbox", Argv: []string{filepath.Join(build(t), "toolbox")}}
 }
 
 // Node returns the path of node, or skips the test when it is missing
@@ -535,6 +545,9 @@ func (s *Session) Audit() []audit.Entry {
 	}
 	return es
 }
+
+// Pid is the process ID of bouncer (or, with Direct, the server).
+func (s *Session) Pid() int { return s.cmd.Process.Pid }
 
 // Stderr returns what the process wrote to stderr so far.
 func (s *Session) Stderr() string { return s.stderr.String() }
