@@ -377,8 +377,26 @@ func FuzzConnRead(f *testing.F) {
 			t.Fatalf("input %q: wrote %q without refusing anything", input, out.String())
 		}
 		want, wantClean, _ := readAll(sdkConn(input))
+		if !clean && len(got) < len(want) && strings.Join(got, "\n") == strings.Join(want[:len(got)], "\n") && idlessNoMethod(want[len(got)]) {
+			// Where the go-sdk reads a request with an empty or null
+			// method as a response with no id, Conn stops: such a line
+			// is malformed, and would go upstream as something else.
+			return
+		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") || clean != wantClean {
 			t.Fatalf("input %q:\nConn   %q (clean %v)\ngo-sdk %q (clean %v)", input, got, clean, want, wantClean)
 		}
 	})
+}
+
+// idlessNoMethod reports whether an encoded message has neither an id nor
+// a method: what the go-sdk makes of a notification whose method is empty.
+func idlessNoMethod(msg string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(msg), &m) != nil {
+		return false
+	}
+	_, id := m["id"]
+	_, method := m["method"]
+	return !id && !method
 }
