@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -377,7 +378,7 @@ func FuzzConnRead(f *testing.F) {
 			t.Fatalf("input %q: wrote %q without refusing anything", input, out.String())
 		}
 		want, wantClean, _ := readAll(sdkConn(input))
-		if !clean && len(got) < len(want) && strings.Join(got, "\n") == strings.Join(want[:len(got)], "\n") && idlessNoMethod(want[len(got)]) {
+		if !clean && len(got) < len(want) && strings.Join(got, "\n") == strings.Join(want[:len(got)], "\n") && emptyMethodRead(input, want[len(got)]) {
 			// Where the go-sdk reads a request with an empty or null
 			// method as a response with no id, Conn stops: such a line
 			// is malformed, and would go upstream as something else.
@@ -389,14 +390,20 @@ func FuzzConnRead(f *testing.F) {
 	})
 }
 
-// idlessNoMethod reports whether an encoded message has neither an id nor
-// a method: what the go-sdk makes of a notification whose method is empty.
-func idlessNoMethod(msg string) bool {
+// emptyMethod finds a method key whose value is "" or null.
+var emptyMethod = regexp.MustCompile(`"method"\s*:\s*(""|null)`)
+
+// emptyMethodRead reports whether msg, as the go-sdk encodes what it read,
+// is what it makes of a request or notification whose method is empty or
+// null (a message with neither method, result nor error), and input holds
+// such a method.
+func emptyMethodRead(input, msg string) bool {
 	var m map[string]json.RawMessage
-	if json.Unmarshal([]byte(msg), &m) != nil {
+	if !emptyMethod.MatchString(input) || json.Unmarshal([]byte(msg), &m) != nil {
 		return false
 	}
-	_, id := m["id"]
 	_, method := m["method"]
-	return !id && !method
+	_, result := m["result"]
+	_, errKey := m["error"]
+	return !method && !result && !errKey
 }
