@@ -26,6 +26,7 @@ const (
 	AmazonQ       Client = "Amazon Q Developer"
 	Codex         Client = "Codex CLI"
 	Continue      Client = "Continue"
+	Goose         Client = "Goose"
 )
 
 // Desktop reports whether the client is an app, which when started from
@@ -76,6 +77,8 @@ func (c Client) regionFormat() regionFormat {
 		return codexFormat{}
 	case Continue:
 		return continueFormat{}
+	case Goose:
+		return gooseFormat{}
 	}
 	return nil
 }
@@ -90,6 +93,8 @@ func (c Client) blocks() []string {
 		return []string{codexBlock}
 	case Continue:
 		return []string{continueBlock}
+	case Goose:
+		return []string{gooseBlock}
 	}
 	return []string{"mcpServers", "servers"}
 }
@@ -136,6 +141,7 @@ var clientFiles = []clientFile{
 	{Codex, "config.toml", []string{".codex"}, 2, false},
 	{Continue, "config.yaml", []string{".continue"}, 0, false},
 	{Continue, "*.yaml", []string{"mcpServers", ".continue"}, 3, false},
+	{Goose, "config.yaml", []string{"goose"}, 0, false},
 }
 
 // match reports whether abs is a file of this kind (name may be a

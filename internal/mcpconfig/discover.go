@@ -72,6 +72,9 @@ func FoundAt(path string, w Where) Found {
 //     project's .codex/config.toml. $CODEX_HOME is not searched.
 //   - Continue: ~/.continue/config.yaml, and the block files of a
 //     project's .continue/mcpServers/*.yaml (YAML, continue.go).
+//   - Goose: config.yaml in its config directory (~/.config/goose, on
+//     macOS too; $XDG_CONFIG_HOME/goose if set on Linux), its extensions
+//     (YAML, goose.go). $GOOSE_PATH_ROOT is not searched.
 func Candidates(w Where) []Found {
 	var out []Found
 	for _, rel := range projectFiles() {
@@ -119,6 +122,7 @@ func Candidates(w Where) []Found {
 		filepath.Join(w.Home, ".aws", "amazonq", "mcp.json"),
 		filepath.Join(w.Home, ".codex", "config.toml"),
 		filepath.Join(w.Home, ".continue", "config.yaml"),
+		filepath.Join(xdg, "goose", "config.yaml"),
 	)
 	for _, p := range user {
 		f := Found{Path: p, Client: ClientOf(p)}

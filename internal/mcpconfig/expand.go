@@ -28,7 +28,7 @@ import (
 //   - Claude Desktop and Codex CLI: nothing is expanded, as they expand
 //     none (Codex's env_http_headers and bearer_token_env_var name
 //     variables instead, which Resolve reads).
-//   - Zed, Cline, Kiro, LM Studio, Amazon Q Developer, and files of no
+//   - Zed, Cline, Kiro, LM Studio, Amazon Q Developer, Goose, and files of no
 //     known client: a ${ is an error, since their rule is not known here
 //     (the entry is left unwrapped, and said so); the rest is taken as
 //     written.
