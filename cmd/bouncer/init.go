@@ -333,7 +333,7 @@ func (in *initRun) recordWrapped(t mcpconfig.Found) {
 func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 	path, client, ok := hooks.File(t.Path, in.plan.Home)
 	if !ok {
-		if t.Client == mcpconfig.VSCode || t.Client == mcpconfig.Gemini {
+		if t.Client == mcpconfig.VSCode {
 			fmt.Printf("  %s's prompt hook is not installed by init; docs/clients.md shows it.\n", t.Client)
 		}
 		return
@@ -417,6 +417,19 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 }
 
 func (in *initRun) doUndo(t mcpconfig.Found, cfg *mcpconfig.Config) int {
+	if path, _, ok := hooks.File(t.Path, in.plan.Home); ok && len(in.plan.Servers) == 0 && mcpconfig.SamePath(path, t.Path) {
+		// The config is its own hook file (Gemini CLI's settings.json): the
+		// hook comes out first, while the file is what init left, so that
+		// it and then the servers go back byte for byte.
+		in.undoHook(t)
+		again, err := mcpconfig.Load(t.Path, in.plan.Kept())
+		if err != nil {
+			errorf("%v", err)
+			in.fail(exitUsage)
+			return exitUsage
+		}
+		cfg = again
+	}
 	out, changes, err := cfg.Undo(t.Project, in.plan.Servers)
 	if err != nil {
 		errorf("%v", err)
