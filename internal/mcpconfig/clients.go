@@ -27,6 +27,8 @@ const (
 	Codex         Client = "Codex CLI"
 	Continue      Client = "Continue"
 	Goose         Client = "Goose"
+	QwenCode      Client = "Qwen Code"
+	CopilotCLI    Client = "Copilot CLI"
 )
 
 // Desktop reports whether the client is an app, which when started from
@@ -37,10 +39,15 @@ const (
 // on it (Cursor, Windsurf, Kiro, and the Cline and Roo Code extensions)
 // read the login shell's environment at startup, but give up on a slow or
 // unusual shell and never see a PATH set in one terminal, so they count
-// as apps too, as do Zed, LM Studio and Amazon Q's IDE plugins. Claude
-// Code and Gemini CLI run in the shell.
+// as apps too, as do Zed, LM Studio, Amazon Q's IDE plugins and Goose
+// (whose desktop app shares the CLI's config). Claude Code, Gemini CLI,
+// Codex CLI, Qwen Code and Copilot CLI run in the shell.
 func (c Client) Desktop() bool {
-	return c != ClaudeCode && c != Gemini && c != Codex && c != UnknownClient
+	switch c {
+	case ClaudeCode, Gemini, Codex, QwenCode, CopilotCLI, UnknownClient:
+		return false
+	}
+	return true
 }
 
 // KeepsOriginal reports whether the original entry of a wrapped server is
@@ -142,6 +149,8 @@ var clientFiles = []clientFile{
 	{Continue, "config.yaml", []string{".continue"}, 0, false},
 	{Continue, "*.yaml", []string{"mcpServers", ".continue"}, 3, false},
 	{Goose, "config.yaml", []string{"goose"}, 0, false},
+	{QwenCode, "settings.json", []string{".qwen"}, 2, false},
+	{CopilotCLI, "mcp-config.json", []string{".copilot"}, 0, false},
 }
 
 // match reports whether abs is a file of this kind (name may be a

@@ -75,6 +75,10 @@ func FoundAt(path string, w Where) Found {
 //   - Goose: config.yaml in its config directory (~/.config/goose, on
 //     macOS too; $XDG_CONFIG_HOME/goose if set on Linux), its extensions
 //     (YAML, goose.go). $GOOSE_PATH_ROOT is not searched.
+//   - Qwen Code (a fork of Gemini CLI): .qwen/settings.json in the project,
+//     ~/.qwen/settings.json.
+//   - Copilot CLI: ~/.copilot/mcp-config.json ($COPILOT_HOME is not
+//     searched).
 func Candidates(w Where) []Found {
 	var out []Found
 	for _, rel := range projectFiles() {
@@ -123,6 +127,8 @@ func Candidates(w Where) []Found {
 		filepath.Join(w.Home, ".codex", "config.toml"),
 		filepath.Join(w.Home, ".continue", "config.yaml"),
 		filepath.Join(xdg, "goose", "config.yaml"),
+		filepath.Join(w.Home, ".qwen", "settings.json"),
+		filepath.Join(w.Home, ".copilot", "mcp-config.json"),
 	)
 	for _, p := range user {
 		f := Found{Path: p, Client: ClientOf(p)}
