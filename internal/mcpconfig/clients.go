@@ -29,6 +29,7 @@ const (
 	Goose         Client = "Goose"
 	QwenCode      Client = "Qwen Code"
 	CopilotCLI    Client = "Copilot CLI"
+	OpenCode      Client = "OpenCode"
 )
 
 // Desktop reports whether the client is an app, which when started from
@@ -41,10 +42,10 @@ const (
 // unusual shell and never see a PATH set in one terminal, so they count
 // as apps too, as do Zed, LM Studio, Amazon Q's IDE plugins and Goose
 // (whose desktop app shares the CLI's config). Claude Code, Gemini CLI,
-// Codex CLI, Qwen Code and Copilot CLI run in the shell.
+// Codex CLI, Qwen Code, Copilot CLI and OpenCode run in the shell.
 func (c Client) Desktop() bool {
 	switch c {
-	case ClaudeCode, Gemini, Codex, QwenCode, CopilotCLI, UnknownClient:
+	case ClaudeCode, Gemini, Codex, QwenCode, CopilotCLI, OpenCode, UnknownClient:
 		return false
 	}
 	return true
@@ -86,6 +87,8 @@ func (c Client) regionFormat() regionFormat {
 		return continueFormat{}
 	case Goose:
 		return gooseFormat{}
+	case OpenCode:
+		return opencodeFormat{}
 	}
 	return nil
 }
@@ -102,6 +105,8 @@ func (c Client) blocks() []string {
 		return []string{continueBlock}
 	case Goose:
 		return []string{gooseBlock}
+	case OpenCode:
+		return []string{opencodeBlock}
 	}
 	return []string{"mcpServers", "servers"}
 }
@@ -151,6 +156,12 @@ var clientFiles = []clientFile{
 	{Goose, "config.yaml", []string{"goose"}, 0, false},
 	{QwenCode, "settings.json", []string{".qwen"}, 2, false},
 	{CopilotCLI, "mcp-config.json", []string{".copilot"}, 0, false},
+	// The user's first: a project's opencode.json taken for the user's is
+	// written with absolute paths, which still work.
+	{OpenCode, "opencode.json", []string{"opencode"}, 0, false},
+	{OpenCode, "opencode.jsonc", []string{"opencode"}, 0, false},
+	{OpenCode, "opencode.json", nil, 1, true},
+	{OpenCode, "opencode.jsonc", nil, 1, true},
 }
 
 // match reports whether abs is a file of this kind (name may be a

@@ -79,6 +79,9 @@ func FoundAt(path string, w Where) Found {
 //     ~/.qwen/settings.json.
 //   - Copilot CLI: ~/.copilot/mcp-config.json ($COPILOT_HOME is not
 //     searched).
+//   - OpenCode: opencode.json(c) in the project; the user's in its config
+//     directory (~/.config/opencode, $XDG_CONFIG_HOME/opencode if set on
+//     Linux). $OPENCODE_CONFIG is not searched (opencode.go).
 func Candidates(w Where) []Found {
 	var out []Found
 	for _, rel := range projectFiles() {
@@ -129,6 +132,8 @@ func Candidates(w Where) []Found {
 		filepath.Join(xdg, "goose", "config.yaml"),
 		filepath.Join(w.Home, ".qwen", "settings.json"),
 		filepath.Join(w.Home, ".copilot", "mcp-config.json"),
+		filepath.Join(xdg, "opencode", "opencode.json"),
+		filepath.Join(xdg, "opencode", "opencode.jsonc"),
 	)
 	for _, p := range user {
 		f := Found{Path: p, Client: ClientOf(p)}
