@@ -23,7 +23,8 @@ const initSynopsis = `bouncer init [--config FILE] [--server NAME]... [--policy 
 
 With no --config, init finds the MCP client configs of this user and of the
 project in the current directory (Claude Code, Cursor, Claude Desktop,
-VS Code, Gemini CLI), lists them, and asks before changing each.`
+VS Code, Gemini CLI, Codex CLI, Goose, OpenCode and the others
+docs/clients.md lists), lists them, and asks before changing each.`
 
 // cmdInit wraps (or, with --undo, unwraps) the servers of MCP client
 // configs, writes the policy that confines them, and offers the prompt
