@@ -27,6 +27,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/listen"
 	"github.com/bouncer-mcp/bouncer/internal/session"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 )
 
@@ -615,7 +616,7 @@ func TestListenSIGTERMDrains(t *testing.T) {
 	addr, maddr := freeAddr(t), freeAddr(t)
 	cmd := exec.Command("bouncer", "listen", "--config", cfgFile, "--policy", pol, "--home", lt.home, "--sandbox", "off",
 		"--addr", addr, "--metrics-addr", maddr)
-	var stderr syncBuf
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -680,24 +681,6 @@ func TestListenSIGTERMDrains(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("bouncer listen did not exit after draining:\n%s", stderr.String())
 	}
-}
-
-// syncBuf is a bytes.Buffer for a process's stderr, read while written.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Random and near-miss session ids all get 404, through the whole handler
