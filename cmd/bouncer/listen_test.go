@@ -51,6 +51,7 @@ type listenTest struct {
 	l      *listen.Listener
 	srv    *httptest.Server
 	tokens map[string]string
+	policy string // the policy file's text; empty: listenPolicy
 }
 
 func newListenTest(t testing.TB, extra string) *listenTest {
@@ -83,7 +84,14 @@ func startListenTest(t testing.TB, servers map[string]any, extra string) *listen
 // the --sandbox mode given.
 func startListenTestIn(t testing.TB, home, sandboxMode string, servers map[string]any, extra string) *listenTest {
 	t.Helper()
-	lt := &listenTest{t: t, home: home, dir: t.TempDir(), tokens: map[string]string{}}
+	return startListenTestPolicy(t, home, sandboxMode, servers, extra, "")
+}
+
+// startListenTestPolicy is startListenTestIn with the policy file's text
+// given.
+func startListenTestPolicy(t testing.TB, home, sandboxMode string, servers map[string]any, extra, policy string) *listenTest {
+	t.Helper()
+	lt := &listenTest{t: t, home: home, dir: t.TempDir(), tokens: map[string]string{}, policy: policy}
 	cfgFile, pol := lt.writeConfig(servers, extra)
 	f := &listenFlags{home: lt.home, config: cfgFile, addr: "127.0.0.1:0", sandbox: sandboxMode}
 	f.policies = multiFlag{pol}
@@ -152,7 +160,11 @@ func (lt *listenTest) writeConfig(servers map[string]any, extra string) (cfgFile
 		t.Fatal(err)
 	}
 	pol = filepath.Join(cfgDir, "policy.yaml")
-	if err := os.WriteFile(pol, []byte(listenPolicy), 0o600); err != nil {
+	policy := lt.policy
+	if policy == "" {
+		policy = listenPolicy
+	}
+	if err := os.WriteFile(pol, []byte(policy), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfgFile, pol
