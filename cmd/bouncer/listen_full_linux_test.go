@@ -1,14 +1,11 @@
 package main
 
 import (
-	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/smallfs"
 )
@@ -24,34 +21,14 @@ func TestListenFullDisk(t *testing.T) {
 		return
 	}
 	lt := startListenTestIn(t, home, "off", nil, "")
-	deadline := time.Now().Add(30 * time.Second)
-	for !lt.l.Pinned() {
-		if time.Now().After(deadline) {
-			t.Fatal("the helpdesk's tool list was not pinned within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	lt.waitPinned()
 	if st, body := lt.get("alice", "/readyz"); st != http.StatusOK {
 		t.Fatalf("/readyz with room on the disk: %d %q", st, body)
 	}
 	cs := lt.client("alice", nil)
 	send := map[string]any{"to": "boss@corp.example", "subject": "report", "body": "the numbers"}
 
-	filler := filepath.Join(home, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	f.Close()
+	filler := smallfs.Fill(t, home)
 	if st, body := lt.get("alice", "/readyz"); st != http.StatusServiceUnavailable || !strings.Contains(body, "audit log") {
 		t.Fatalf("/readyz on a full disk: %d %q; want 503 naming the audit log", st, body)
 	}

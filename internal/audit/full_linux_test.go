@@ -37,21 +37,7 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("Writable with 4 MiB free: %v", err)
 	}
 
-	filler := filepath.Join(dir, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	f.Close()
+	filler := smallfs.Fill(t, dir)
 	if err := l.Writable(); err == nil || !strings.Contains(err.Error(), "free space there") {
 		t.Fatalf("Writable on a full disk: %v; want it to say the disk is full", err)
 	}

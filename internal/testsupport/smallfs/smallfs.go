@@ -8,8 +8,10 @@
 package smallfs
 
 import (
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -77,4 +79,25 @@ func Dir(t *testing.T, size int) (string, bool) {
 		t.Fatalf("the child did not run %s", t.Name())
 	}
 	return "", false
+}
+
+// Fill writes a file in dir until its file system is full (ENOSPC) and
+// returns the file's path: removing it frees the space again.
+func Fill(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v", dir, err)
+			}
+			return path
+		}
+	}
 }
