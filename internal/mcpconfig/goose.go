@@ -136,21 +136,7 @@ func goosePairs(data []byte, lines []int, exts, k, v *yaml.Node, end int) ([]goo
 	if k.Kind != yaml.ScalarNode || !firstOnLine(data, lines, k) {
 		return nil, "its name is not a plain key on a line of its own, which init does not rewrite"
 	}
-	var bad string
-	var walk func(n *yaml.Node)
-	walk = func(n *yaml.Node) {
-		switch {
-		case n.Anchor != "" || n.Kind == yaml.AliasNode:
-			bad = "it uses a YAML anchor or alias, which init does not rewrite"
-		case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
-			bad = "it has a block scalar (| or >), which init does not rewrite"
-		}
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	walk(v)
-	if bad != "" {
+	if bad := yamlSpliceProblem(v, nil); bad != "" {
 		return nil, bad
 	}
 	var out []goosePair
@@ -279,7 +265,7 @@ func (gooseFormat) launch(v map[string]any) (Launch, string) {
 	default:
 		return l, fmt.Sprintf("its type %q is not one Goose starts an MCP server for", typ)
 	}
-	for _, s := range append(append([]string{l.Command, l.URL}, l.Args...), mapValues(l.Env, l.Headers)...) {
+	for _, s := range l.strings() {
 		if strings.Contains(s, "${") {
 			return l, firstVar(s) + ": Goose's variables are not documented, so bouncer can't fill them in as Goose would; wrap it by hand (docs/clients.md)"
 		}
@@ -287,10 +273,10 @@ func (gooseFormat) launch(v map[string]any) (Launch, string) {
 	return l, ""
 }
 
-// mapValues are the values of the maps.
-func mapValues(ms ...map[string]string) []string {
-	var out []string
-	for _, m := range ms {
+// strings are the strings of l a server is started or reached with.
+func (l Launch) strings() []string {
+	out := append([]string{l.Command, l.URL, l.Cwd}, l.Args...)
+	for _, m := range []map[string]string{l.Env, l.Headers} {
 		for _, s := range m {
 			out = append(out, s)
 		}

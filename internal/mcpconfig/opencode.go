@@ -182,7 +182,7 @@ func (opencodeFormat) launch(v map[string]any) (Launch, string) {
 	default:
 		return l, fmt.Sprintf("its type %q is neither local nor remote", typ)
 	}
-	for _, s := range append(append([]string{l.Command, l.URL, l.Cwd}, l.Args...), mapValues(l.Env, l.Headers)...) {
+	for _, s := range l.strings() {
 		if strings.Contains(s, "{env:") || strings.Contains(s, "{file:") {
 			return l, "it uses OpenCode's {env:...} or {file:...}, which only OpenCode fills in; wrap it by hand (docs/clients.md)"
 		}
