@@ -334,7 +334,7 @@ func (in *initRun) recordWrapped(t mcpconfig.Found) {
 func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 	path, client, ok := hooks.File(t.Path, in.plan.Home)
 	if !ok {
-		if t.Client == mcpconfig.VSCode {
+		if hooks.ByHand(t.Client) {
 			fmt.Printf("  %s's prompt hook is not installed by init; docs/clients.md shows it.\n", t.Client)
 		}
 		return

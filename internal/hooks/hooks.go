@@ -129,6 +129,15 @@ func File(config, home string) (path string, client mcpconfig.Client, ok bool) {
 	return "", client, false
 }
 
+// ByHand reports whether the client has a prompt-submit hook whose event
+// `bouncer hook prompt` reads (Prompt) but that init does not install, for
+// the user to add by hand (docs/clients.md): VS Code's agent hooks and
+// Windsurf's Cascade hooks. A client with neither this nor File has no
+// prompt hook at all, and what is typed there vouches for nothing.
+func ByHand(client mcpconfig.Client) bool {
+	return client == mcpconfig.VSCode || client == mcpconfig.Windsurf
+}
+
 // Event is the client's hook event that runs the prompt hook, before the
 // agent sees what the user typed; the array of that name under "hooks"
 // holds it.
