@@ -104,7 +104,8 @@ type SessionSpec struct {
 	// Approvals holds the session's one-time codes.
 	Approvals *approval.Store
 	// Pinned must be called with every tool list the session's pump
-	// pins (proxy.Config.OnPinned), with the session's engine: it holds
+	// pins (proxy.Config.OnPinned), with the session's engine once that
+	// list is its pin: it holds
 	// the engine to the deployment's pin, and ends the session if its
 	// upstream lists anything else.
 	Pinned func(e Pinner, tools []json.RawMessage)
