@@ -159,6 +159,8 @@ type Listener struct {
 	users    *users
 	limiter  *limiter
 	log      func(format string, a ...any)
+	// sessionsDir holds each session's directory (its one-time codes).
+	sessionsDir sessionsDir
 
 	mu       sync.Mutex
 	sessions map[[32]byte]*Session
@@ -226,6 +228,7 @@ func New(opts Options) (*Listener, error) {
 		metrics:  newMetrics(),
 		sessions: map[[32]byte]*Session{},
 	}
+	l.sessionsDir.path = filepath.Join(opts.StateDir, "sessions")
 	l.metrics.draining = l.draining.Load
 	l.log = func(format string, a ...any) { fmt.Fprintf(opts.Log, "bouncer: "+format+"\n", a...) }
 	l.users = newUsers(opts.StateDir, opts.Limits.BudgetWindow, opts.Now)
@@ -362,8 +365,8 @@ func (l *Listener) open(user string, b *backend) (*Session, error) {
 // start makes the session: its judge, its first upstream, its pump.
 func (l *Listener) start(user string, scope *Scope, b *backend) (*Session, error) {
 	id := l.newSessionID()
-	dir := filepath.Join(l.opts.StateDir, "sessions", strings.ReplaceAll(id, ".", "-"))
-	if err := ensureDir(dir); err != nil {
+	dir := filepath.Join(l.sessionsDir.path, strings.ReplaceAll(id, ".", "-"))
+	if err := l.sessionsDir.make(dir); err != nil {
 		return nil, fmt.Errorf("the session's directory: %w", err)
 	}
 	s := &Session{id: id, user: user, server: b.Name, scope: scope, conn: newConn(id, l.opts.Edge.WriteTimeout), dir: dir, done: make(chan struct{})}
