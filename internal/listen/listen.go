@@ -159,8 +159,6 @@ type Listener struct {
 	users    *users
 	limiter  *limiter
 	log      func(format string, a ...any)
-	// sessionsDir holds each session's directory (its one-time codes).
-	sessionsDir sessionsDir
 
 	mu       sync.Mutex
 	sessions map[[32]byte]*Session
@@ -191,7 +189,7 @@ type Session struct {
 	conn             *conn
 	judge            Judge
 	approvals        *approval.Store
-	dir              string
+	dir              string                 // the approval store's, made by its first code
 	refused          atomic.Pointer[string] // why the pin refused it
 	stop             context.CancelFunc
 	done             chan struct{}
@@ -228,7 +226,6 @@ func New(opts Options) (*Listener, error) {
 		metrics:  newMetrics(),
 		sessions: map[[32]byte]*Session{},
 	}
-	l.sessionsDir.path = filepath.Join(opts.StateDir, "sessions")
 	l.metrics.draining = l.draining.Load
 	l.log = func(format string, a ...any) { fmt.Fprintf(opts.Log, "bouncer: "+format+"\n", a...) }
 	l.users = newUsers(opts.StateDir, opts.Limits.BudgetWindow, opts.Now)
@@ -365,10 +362,10 @@ func (l *Listener) open(user string, b *backend) (*Session, error) {
 // start makes the session: its judge, its first upstream, its pump.
 func (l *Listener) start(user string, scope *Scope, b *backend) (*Session, error) {
 	id := l.newSessionID()
-	dir := filepath.Join(l.sessionsDir.path, strings.ReplaceAll(id, ".", "-"))
-	if err := l.sessionsDir.make(dir); err != nil {
-		return nil, fmt.Errorf("the session's directory: %w", err)
-	}
+	// The session's directory holds its one-time codes. It is made (and
+	// checked) by the approval store when the first code is issued: most
+	// sessions never need one, and making it is a journaled write.
+	dir := filepath.Join(l.opts.StateDir, "sessions", strings.ReplaceAll(id, ".", "-"))
 	s := &Session{id: id, user: user, server: b.Name, scope: scope, conn: newConn(id, l.opts.Edge.WriteTimeout), dir: dir, done: make(chan struct{})}
 	s.approvals = approval.Open(filepath.Join(dir, "pending.json"), nil)
 	spec := SessionSpec{
@@ -385,13 +382,11 @@ func (l *Listener) start(user string, scope *Scope, b *backend) (*Session, error
 	}
 	up, err := l.startUpstream(user, b)
 	if err != nil {
-		removeDir(dir)
 		return nil, err
 	}
 	judge, err := l.opts.NewJudge(spec)
 	if err != nil {
 		up.Close()
-		removeDir(dir)
 		return nil, err
 	}
 	s.judge = judge

@@ -3,12 +3,9 @@ package listen
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/session"
@@ -191,39 +188,5 @@ func (b *Budget) idle() bool {
 // ensureDir makes a directory of Bouncer's own state (0700, this user's).
 func ensureDir(dir string) error { return statefile.Dir(dir) }
 
-// sessionsDir is the directory the sessions' own directories are in.
-type sessionsDir struct {
-	path    string
-	checked atomic.Bool // path was made and checked (statefile.Dir)
-}
-
-// make makes a session's directory. The sessions directory is checked
-// once, by the first session, and again only if it is gone; a session's
-// directory is then made by Mkdir alone, which holds what the check would:
-// it is new (ids are random: a name that exists already is refused, not
-// used), this user's, and its mode at most DirPerm, in a directory that
-// only this user or root can change.
-func (d *sessionsDir) make(dir string) error {
-	if !d.checked.Load() {
-		if err := ensureDir(d.path); err != nil {
-			return err
-		}
-		d.checked.Store(true)
-	}
-	err := os.Mkdir(dir, statefile.DirPerm)
-	if errors.Is(err, fs.ErrNotExist) {
-		// Removed under the listener: made and checked again.
-		if err = ensureDir(d.path); err == nil {
-			err = os.Mkdir(dir, statefile.DirPerm)
-		}
-	}
-	return err
-}
-
-// removeDir removes a session's directory: most hold nothing (no
-// one-time code was issued), and Remove takes those at once.
-func removeDir(dir string) {
-	if os.Remove(dir) != nil {
-		_ = os.RemoveAll(dir)
-	}
-}
+// removeDir removes a session's directory, if one of its codes made it.
+func removeDir(dir string) { _ = os.RemoveAll(dir) }

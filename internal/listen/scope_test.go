@@ -2,8 +2,6 @@ package listen
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -84,48 +82,5 @@ func TestUserScopesPruned(t *testing.T) {
 	c.add(time.Hour + time.Second)
 	if n := u.prune(); n != 0 {
 		t.Fatalf("%d scopes held after the window, want 0", n)
-	}
-}
-
-// A session's directory is made new, 0700, in a sessions directory that
-// is checked (a group-writable one is refused); a name that exists already
-// is refused, not used; a sessions directory removed under the listener
-// is made again; and a session's directory goes with what is in it.
-func TestSessionsDir(t *testing.T) {
-	state := t.TempDir()
-	d := &sessionsDir{path: filepath.Join(state, "sessions")}
-	one := filepath.Join(d.path, "r0-one")
-	if err := d.make(one); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Stat(one); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Fatalf("the session's directory: %v %v", fi, err)
-	}
-	if err := d.make(one); err == nil {
-		t.Fatal("a session's directory that exists already was used")
-	}
-	if err := os.WriteFile(filepath.Join(one, "pending.json"), []byte("{}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	removeDir(one)
-	if _, err := os.Stat(one); !os.IsNotExist(err) {
-		t.Fatalf("the session's directory after removeDir: %v", err)
-	}
-	if err := os.RemoveAll(d.path); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.make(filepath.Join(d.path, "r0-two")); err != nil {
-		t.Fatalf("after the sessions directory was removed: %v", err)
-	}
-
-	loose := &sessionsDir{path: filepath.Join(state, "loose")}
-	if err := os.Mkdir(loose.path, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(loose.path, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := loose.make(filepath.Join(loose.path, "r0-three")); err == nil {
-		t.Fatal("a session's directory was made in a world-writable sessions directory")
 	}
 }
