@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -192,6 +193,7 @@ func (s *stream) writeJSONLocked(data []byte) bool {
 	s.started, s.dead = true, true
 	h := s.w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(data))) // not chunked, however long
 	if s.sessionID != "" {
 		h.Set(sessionHeader, s.sessionID)
 	}

@@ -75,6 +75,9 @@ func TestConnAnswerShape(t *testing.T) {
 			}
 			answer := `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`
 			if tc.wantType == "application/json" {
+				if resp.ContentLength != int64(len(answer)) || len(resp.TransferEncoding) > 0 {
+					t.Fatalf("Content-Length %d, Transfer-Encoding %v; want the length, not chunked", resp.ContentLength, resp.TransferEncoding)
+				}
 				if string(got) != answer {
 					t.Fatalf("body %s, want %s", got, answer)
 				}
