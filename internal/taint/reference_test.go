@@ -12,7 +12,10 @@ import (
 // path (commit 8ce87bd), kept whole as the reference the differential test
 // and fuzz target hold the new one to (TestScanMatchesReference,
 // FuzzScanMatchesReference): every hash it records, the new scanner must
-// record too. Only its methods are copied; the helpers they call (trim,
+// record too. (One fix is applied to it: numberWord read the shift of a
+// run of more than maxNumberWords words after overwriting it, and a run
+// such as "000 0 00 00 00 00 0 0 0" panicked; the fuzz target found it.)
+// Only its methods are copied; the helpers they call (trim,
 // fold, decode, the hash) are shared, and unchanged by the fast path.
 type refScanner scanner
 
@@ -127,9 +130,12 @@ func (sc *refScanner) numberWord(raw []byte, flags uint16) {
 		}
 	}
 	if len(sc.numStarts) == maxNumberWords {
-		sc.num = append(sc.num[:0], sc.num[sc.numStarts[1]:]...)
+		// Drop the first word. (The shift is read once: the loop below
+		// writes over numStarts[1].)
+		shift := sc.numStarts[1]
+		sc.num = append(sc.num[:0], sc.num[shift:]...)
 		for i := range sc.numStarts[1:] {
-			sc.numStarts[i] = sc.numStarts[i+1] - sc.numStarts[1]
+			sc.numStarts[i] = sc.numStarts[i+1] - shift
 		}
 		sc.numStarts = sc.numStarts[:maxNumberWords-1]
 	}
