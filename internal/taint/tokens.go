@@ -2,8 +2,6 @@ package taint
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
 	"unicode/utf8"
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
@@ -282,12 +280,6 @@ func (sc *scanner) record(b []byte, depth int) {
 			i++
 			continue
 		}
-		if depth == 0 {
-			if n := sc.plainWord(b[i:]); n > 0 {
-				i += n
-				continue
-			}
-		}
 		start := i
 		var flags uint16
 		for i < len(b) {
@@ -337,66 +329,6 @@ func (sc *scanner) record(b []byte, depth int) {
 			sc.decodeChunk(raw, depth)
 		}
 	}
-}
-
-// plainWord is record's fast path for the words most text is made of: a
-// run of lower-case ASCII letters, or one capital and such a run, that ends
-// at whitespace or at the end of b. It records such a word at b's start
-// as record's general path would (the same hashes: the differential test
-// against the reference scanner holds it to that) and returns its length,
-// or 0, having done nothing, when b does not start with such a word.
-func (sc *scanner) plainWord(b []byte) int {
-	first := 0
-	if b[0]-'A' < 26 {
-		first = 1
-	}
-	n := first + lowerRun(b[first:])
-	if n == 0 || n < len(b) && asciiClass[b[n]]&cSpace == 0 {
-		return 0
-	}
-	raw := b[:n]
-	if len(sc.numStarts) > 0 {
-		sc.flushNumber() // a word with no digit ends a number's run
-	}
-	// The run of short words (pairWord), as record's switch keeps it.
-	switch {
-	case n >= 2*sc.min:
-		sc.hasPrev = false
-	case first == 0 && !sc.prevMarked:
-		sc.prev, sc.hasPrev = raw, n < sc.min
-	default:
-		sc.pairWord(raw, uint16(first)*cUpper)
-	}
-	if n < sc.min {
-		return n
-	}
-	if first == 0 {
-		sc.emit(raw)
-		return n
-	}
-	sc.lower = append(append(sc.lower[:0], raw[0]+'a'-'A'), raw[1:]...)
-	sc.emit(sc.lower)
-	return n
-}
-
-// lowerRun returns how many bytes at the start of b are lower-case ASCII
-// letters, eight at a time.
-func lowerRun(b []byte) int {
-	const ones, high = 0x0101010101010101, 0x8080808080808080
-	n := 0
-	for ; n+8 <= len(b); n += 8 {
-		x := binary.LittleEndian.Uint64(b[n:])
-		l7 := x &^ high
-		// The high bit of each byte: set where the byte is 'a'..'z'
-		// (at least 'a', below '{', and ASCII).
-		lower := (l7 + (0x80-'a')*ones) &^ (l7 + (0x80-'z'-1)*ones) &^ x & high
-		if lower != high {
-			return n + bits.TrailingZeros64(^lower&high)/8
-		}
-	}
-	for ; n < len(b) && b[n]-'a' < 26; n++ {
-	}
-	return n
 }
 
 // unicodeChunk folds a chunk with non-ASCII runes (which may fold to
