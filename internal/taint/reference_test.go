@@ -616,6 +616,8 @@ var referenceSeeds = []string{
 	" ",
 	"Straße ſ ǅ e\u0301 ﬁle İı",
 	"a@b.c 1234567890 12345 +12345 (12) 3-4",
+	"Alice). bobbyyy.\" Carolina;' Dee?! elevenchars)), twelvecharss.. Ab. ab: AB. don't",
+	"Amy Lee, Main St. Troy; MI 48083. Jonathan, Smithers! maine st.",
 }
 
 // TestScanMatchesReference: on the seeds and on generated text, the
