@@ -8,15 +8,18 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/dest"
 )
 
-// refScanner is the record side's scanner as it was before the ASCII fast
-// path (commit 8ce87bd), kept whole as the reference the differential test
-// and fuzz target hold the new one to (TestScanMatchesReference,
-// FuzzScanMatchesReference): every hash it records, the new scanner must
-// record too. (One fix is applied to it: numberWord read the shift of a
-// run of more than maxNumberWords words after overwriting it, and a run
-// such as "000 0 00 00 00 00 0 0 0" panicked; the fuzz target found it.)
-// Only its methods are copied; the helpers they call (trim,
-// fold, decode, the hash) are shared, and unchanged by the fast path.
+// refScanner is the record side's scanner as of commit 8ce87bd, kept whole
+// as the reference that a faster scanner is held to
+// (TestScanMatchesReference, FuzzScanMatchesReference): what is recorded
+// must not change, and a hash the reference records that the scanner
+// misses is a destination never seen. (The scanner is still the same code:
+// a fast path for plain words was tried against it and backed out as no
+// faster; docs/performance.md. One fix is applied to both: numberWord read
+// the shift of a run of more than maxNumberWords words after overwriting
+// it, so "000 0 00 00 00 00 0 0 0" panicked; the fuzz target found it.)
+// Only its methods are copied; the helpers they call (trim, fold, decode,
+// the hash) are shared, so a change to one of those needs a copy here
+// first.
 type refScanner scanner
 
 // emit hashes one form (already folded and trimmed) and queues it.
