@@ -126,7 +126,7 @@ func buildListener(f *listenFlags) (l *listen.Listener, replica string, closeLog
 		Replica:       replica,
 		StateDir:      filepath.Join(dir, "listen", replica),
 		Audit:         auditLog,
-		AuditWritable: auditLog.Sync,
+		AuditWritable: auditLog.Writable,
 		Log:           os.Stderr,
 	})
 	if err != nil {
