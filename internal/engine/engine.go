@@ -268,7 +268,7 @@ func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
 		return d
 	}
 	schema := pin.schema
-	t := e.pol.ForCall(c.Tool, pin.desc, pin.params, args)
+	t := e.pol.ForPinned(pin.traits, pin.params, args)
 	if d, ok := checkDeclared(t, schema, args); !ok {
 		return d
 	}
