@@ -218,12 +218,14 @@ func setOf(words ...string) map[string]bool {
 // fallback reads it. Exported so reports can show why a rule fired.
 func Words(name string) []string {
 	var words []string
-	var cur []byte
-	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, strings.ToLower(string(cur)))
-			cur = cur[:0]
+	// The word being read is name[start:i]: a word already in lower case
+	// is taken as it is, without a copy.
+	start := 0
+	flush := func(i int) {
+		if i > start {
+			words = append(words, strings.ToLower(name[start:i]))
 		}
+		start = i
 	}
 	isUpper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
 	isLower := func(c byte) bool { return c >= 'a' && c <= 'z' }
@@ -231,18 +233,18 @@ func Words(name string) []string {
 		c := name[i]
 		switch {
 		case c == '_' || c == '-' || c == '.' || c == ' ' || c == '/' || c == ':':
-			flush()
+			flush(i)
+			start = i + 1
 			continue
-		case isUpper(c) && len(cur) > 0:
-			prev := cur[len(cur)-1]
+		case isUpper(c) && i > start:
+			prev := name[i-1]
 			// aB → a|B; ABc → A|Bc (the end of an acronym)
 			if !isUpper(prev) || (i+1 < len(name) && isLower(name[i+1])) {
-				flush()
+				flush(i)
 			}
 		}
-		cur = append(cur, c)
 	}
-	flush()
+	flush(len(name))
 	return words
 }
 
