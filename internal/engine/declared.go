@@ -21,14 +21,14 @@ import (
 // a key would slip past the sink gate and the path check while the server
 // acts on it. Declared names are the pinned inputSchema's properties (at
 // every depth the schema describes) and the names the policy entry uses.
-func checkDeclared(t *policy.Tool, schema map[string]any, args map[string]any) (Decision, bool) {
+func checkDeclared(t *policy.Tool, schema map[string]any, props map[string]map[string]any, args map[string]any) (Decision, bool) {
 	top := make([]string, 0, len(t.SinkParams)+len(t.WriteParams)+len(t.ArgPatterns))
 	top = append(top, t.SinkParams...)
 	top = append(top, t.WriteParams...)
 	for _, ap := range t.ArgPatterns {
 		top = append(top, ap.Arg)
 	}
-	if msg := aliasIn(args, schema, top, "arguments"); msg != "" {
+	if msg := aliasIn(args, props, top, "arguments"); msg != "" {
 		return Decision{Verdict: Deny, Rule: RuleDefault, Reason: msg}, false
 	}
 	if f := checkTypes(schema, args); f != nil {
@@ -38,10 +38,10 @@ func checkDeclared(t *policy.Tool, schema map[string]any, args map[string]any) (
 }
 
 // aliasIn checks the keys of one object against the names declared for it
-// (extra, plus the schema's properties) and recurses where the schema
-// describes deeper levels. It returns why the call is refused, or "".
-func aliasIn(obj map[string]any, schema map[string]any, extra []string, path string) string {
-	props := properties(schema)
+// (extra, plus props, the properties of the schema that describes it) and
+// recurses where the schema describes deeper levels. It returns why the
+// call is refused, or "".
+func aliasIn(obj map[string]any, props map[string]map[string]any, extra []string, path string) string {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
@@ -73,6 +73,11 @@ func aliasIn(obj map[string]any, schema map[string]any, extra []string, path str
 		if !ok {
 			continue
 		}
+		switch obj[k].(type) {
+		case map[string]any, []any:
+		default:
+			continue // a scalar has no keys
+		}
 		if msg := aliasValue(obj[k], sub, joinPath(path, k)); msg != "" {
 			return msg
 		}
@@ -84,10 +89,11 @@ func aliasIn(obj map[string]any, schema map[string]any, extra []string, path str
 func aliasValue(v any, schema map[string]any, path string) string {
 	switch x := v.(type) {
 	case map[string]any:
-		if len(properties(schema)) == 0 {
+		props := properties(schema)
+		if len(props) == 0 {
 			return ""
 		}
-		return aliasIn(x, schema, nil, path)
+		return aliasIn(x, props, nil, path)
 	case []any:
 		items := subschemas(schema, "items")
 		if len(items) == 0 {

@@ -269,7 +269,7 @@ func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
 	}
 	schema := pin.schema
 	t := e.pol.ForPinned(pin.traits, pin.params, args)
-	if d, ok := checkDeclared(t, schema, args); !ok {
+	if d, ok := checkDeclared(t, schema, pin.props, args); !ok {
 		return d
 	}
 	if d, ok := e.checkOwnState(t, args); !ok {

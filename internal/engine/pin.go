@@ -15,9 +15,10 @@ import (
 // top-level fields, so a later list can say which field changed.
 type pinnedTool struct {
 	fields map[string][32]byte
-	params []string       // inputSchema property names, for the fallback policy
-	schema map[string]any // the inputSchema, for the names declared at each depth
-	traits policy.Traits  // what the fallback policy reads from the name and description
+	params []string                  // inputSchema property names, for the fallback policy
+	schema map[string]any            // the inputSchema, for the names declared at each depth
+	props  map[string]map[string]any // properties(schema): the names declared at the top
+	traits policy.Traits             // what the fallback policy reads from the name and description
 }
 
 // parseTool canonicalises one tools/list element.
@@ -46,6 +47,7 @@ func parseTool(raw json.RawMessage) (string, *pinnedTool, error) {
 	p.traits = policy.TraitsOf(name, desc)
 	if schema, ok := obj["inputSchema"].(map[string]any); ok {
 		p.schema = schema
+		p.props = properties(schema)
 		if props, ok := schema["properties"].(map[string]any); ok {
 			for k := range props {
 				p.params = append(p.params, k)
