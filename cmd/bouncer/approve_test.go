@@ -59,6 +59,14 @@ func startPTY(t *testing.T, args ...string) *ptyProc {
 	t.Helper()
 	cmd := exec.Command(bouncerBin(t), args...)
 	cmd.Env = append(os.Environ(), "BOUNCER_HOME=/nonexistent-use-home-flag")
+	return startPTYCmd(t, cmd)
+}
+
+// startPTYCmd starts cmd on a new pseudo-terminal and copies what it
+// writes there into the ptyProc's buffer; the process is killed when the
+// test ends.
+func startPTYCmd(t *testing.T, cmd *exec.Cmd) *ptyProc {
+	t.Helper()
 	f, err := pty.Start(cmd)
 	if err != nil {
 		t.Fatal(err)

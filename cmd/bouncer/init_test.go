@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/creack/pty"
 )
 
 // TestInitAsksOnTerminal answers init's questions on a real terminal: yes
@@ -22,29 +20,11 @@ func TestInitAsksOnTerminal(t *testing.T) {
 	cmd := exec.Command(bouncerBin(t), "init")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+home, "BOUNCER_HOME="+filepath.Join(home, ".bouncer"))
-	f, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &ptyProc{cmd: cmd, f: f, eof: make(chan struct{})}
-	go func() {
-		defer close(p.eof)
-		buf := make([]byte, 4096)
-		for {
-			n, err := f.Read(buf)
-			p.mu.Lock()
-			p.out.Write(buf[:n])
-			p.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { cmd.Process.Kill(); f.Close() })
+	p := startPTYCmd(t, cmd)
 	p.waitFor(t, "Write .mcp.json? [y/N] ")
-	f.Write([]byte("y\r"))
+	p.f.Write([]byte("y\r"))
 	p.waitFor(t, "Change .claude/settings.json? [y/N] ")
-	f.Write([]byte("n\r"))
+	p.f.Write([]byte("n\r"))
 	status, out := p.wait(t)
 	if status != 1 || !strings.Contains(out, "Wrote .mcp.json") || !strings.Contains(out, "Not written.") {
 		t.Fatalf("status %d, output:\n%s", status, out)

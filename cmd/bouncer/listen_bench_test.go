@@ -38,6 +38,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 )
 
@@ -508,7 +509,7 @@ func BenchmarkListenReadyAfterSIGTERM(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		addr := freeAddr(b)
 		cmd := exec.Command("bouncer", "listen", "--config", cfgFile, "--policy", pol, "--home", b.TempDir(), "--sandbox", "off", "--addr", addr)
-		var stderr syncBuf
+		var stderr syncbuf.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)

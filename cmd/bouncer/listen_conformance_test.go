@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 )
 
 // The MCP conformance suite's scenarios about the transport: bouncer
@@ -216,9 +217,9 @@ func rank(status string) int {
 
 // startProcess starts cmd, stopped when the test ends, and returns its
 // stderr as it is written.
-func startProcess(t *testing.T, cmd *exec.Cmd) *syncBuf {
+func startProcess(t *testing.T, cmd *exec.Cmd) *syncbuf.Buffer {
 	t.Helper()
-	var stderr syncBuf
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -229,7 +230,7 @@ func startProcess(t *testing.T, cmd *exec.Cmd) *syncBuf {
 
 // waitReady waits until url answers (200, or any status when stderr is
 // nil: a server with no probe).
-func waitReady(t *testing.T, url string, stderr *syncBuf) {
+func waitReady(t *testing.T, url string, stderr *syncbuf.Buffer) {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		resp, err := http.Get(url)

@@ -15,13 +15,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 )
 
 // replica is one bouncer listen process.
 type replica struct {
 	name, addr string
 	cmd        *exec.Cmd
-	stderr     *syncBuf
+	stderr     *syncbuf.Buffer
 }
 
 // startReplicas starts bouncer-0 and bouncer-1 with the same config, each
@@ -30,7 +31,7 @@ func startReplicas(t *testing.T, lt *listenTest) []*replica {
 	cfgFile, pol := lt.writeConfig(nil, `{"replica": null}`)
 	var rs []*replica
 	for i := range 2 {
-		r := &replica{name: fmt.Sprintf("bouncer-%d", i), addr: freeAddr(t), stderr: &syncBuf{}}
+		r := &replica{name: fmt.Sprintf("bouncer-%d", i), addr: freeAddr(t), stderr: &syncbuf.Buffer{}}
 		r.cmd = exec.Command("bouncer", "listen", "--config", cfgFile, "--policy", pol, "--home", t.TempDir(),
 			"--sandbox", "off", "--addr", r.addr)
 		r.cmd.Env = append(os.Environ(), "BOUNCER_REPLICA="+r.name)
@@ -87,7 +88,7 @@ func TestListenBehindNginx(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb := exec.Command(nginx, "-c", conf, "-p", dir)
-	lb.Stderr = &syncBuf{}
+	lb.Stderr = &syncbuf.Buffer{}
 	if err := lb.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestListenBehindHAProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb := exec.Command(haproxy, "-f", cfg, "-db")
-	lb.Stderr = &syncBuf{}
+	lb.Stderr = &syncbuf.Buffer{}
 	if err := lb.Start(); err != nil {
 		t.Fatal(err)
 	}

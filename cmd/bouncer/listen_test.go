@@ -27,6 +27,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/listen"
 	"github.com/bouncer-mcp/bouncer/internal/session"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 )
 
@@ -50,6 +51,7 @@ type listenTest struct {
 	l      *listen.Listener
 	srv    *httptest.Server
 	tokens map[string]string
+	policy string // the policy file's text; empty: listenPolicy
 }
 
 func newListenTest(t testing.TB, extra string) *listenTest {
@@ -82,7 +84,14 @@ func startListenTest(t testing.TB, servers map[string]any, extra string) *listen
 // the --sandbox mode given.
 func startListenTestIn(t testing.TB, home, sandboxMode string, servers map[string]any, extra string) *listenTest {
 	t.Helper()
-	lt := &listenTest{t: t, home: home, dir: t.TempDir(), tokens: map[string]string{}}
+	return startListenTestPolicy(t, home, sandboxMode, servers, extra, "")
+}
+
+// startListenTestPolicy is startListenTestIn with the policy file's text
+// given.
+func startListenTestPolicy(t testing.TB, home, sandboxMode string, servers map[string]any, extra, policy string) *listenTest {
+	t.Helper()
+	lt := &listenTest{t: t, home: home, dir: t.TempDir(), tokens: map[string]string{}, policy: policy}
 	cfgFile, pol := lt.writeConfig(servers, extra)
 	f := &listenFlags{home: lt.home, config: cfgFile, addr: "127.0.0.1:0", sandbox: sandboxMode}
 	f.policies = multiFlag{pol}
@@ -151,7 +160,11 @@ func (lt *listenTest) writeConfig(servers map[string]any, extra string) (cfgFile
 		t.Fatal(err)
 	}
 	pol = filepath.Join(cfgDir, "policy.yaml")
-	if err := os.WriteFile(pol, []byte(listenPolicy), 0o600); err != nil {
+	policy := lt.policy
+	if policy == "" {
+		policy = listenPolicy
+	}
+	if err := os.WriteFile(pol, []byte(policy), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfgFile, pol
@@ -615,7 +628,7 @@ func TestListenSIGTERMDrains(t *testing.T) {
 	addr, maddr := freeAddr(t), freeAddr(t)
 	cmd := exec.Command("bouncer", "listen", "--config", cfgFile, "--policy", pol, "--home", lt.home, "--sandbox", "off",
 		"--addr", addr, "--metrics-addr", maddr)
-	var stderr syncBuf
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -680,24 +693,6 @@ func TestListenSIGTERMDrains(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("bouncer listen did not exit after draining:\n%s", stderr.String())
 	}
-}
-
-// syncBuf is a bytes.Buffer for a process's stderr, read while written.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Random and near-miss session ids all get 404, through the whole handler

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 )
 
 var (
@@ -55,7 +56,7 @@ func bouncerRun(t *testing.T, bin, home, mode, serverURL string, between func())
 	cmd := exec.Command(bin, "run", "--home", home, "--sandbox", mode, "--name", "remote", "--url", serverURL)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

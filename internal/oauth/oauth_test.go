@@ -17,26 +17,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 )
-
-// syncBuffer is Stderr for the tests (a sign-in writes from its own
-// goroutine).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // fixture is an authorization server, an MCP server it protects, a state
 // directory, and a scripted user behind $BROWSER.
@@ -46,13 +29,13 @@ type fixture struct {
 	rs     *testRS
 	home   string
 	opened string // the fake browser's record of the URLs it opened
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	as := newTestAS(t)
-	f := &fixture{t: t, as: as, rs: newTestRS(t, as, nil), home: filepath.Join(t.TempDir(), "home"), stderr: &syncBuffer{}}
+	f := &fixture{t: t, as: as, rs: newTestRS(t, as, nil), home: filepath.Join(t.TempDir(), "home"), stderr: &syncbuf.Buffer{}}
 	dir := t.TempDir()
 	f.opened = filepath.Join(dir, "opened")
 	self, err := os.Executable()

@@ -21,6 +21,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
@@ -152,7 +153,7 @@ type flightSession struct {
 	r    *bufio.Reader
 	srv  flightServer
 	next int // the next request id
-	err  *syncBuffer
+	err  *syncbuf.Buffer
 }
 
 // startFlight starts srv the given way and completes the handshake and
@@ -184,7 +185,7 @@ func startFlight(b *testing.B, srv flightServer, via string) *flightSession {
 		}
 	}
 	cmd.Env = env
-	s := &flightSession{b: b, cmd: cmd, srv: srv, err: &syncBuffer{}}
+	s := &flightSession{b: b, cmd: cmd, srv: srv, err: &syncbuf.Buffer{}}
 	cmd.Stderr = s.err
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -458,7 +459,7 @@ func BenchmarkPumpInProcess(b *testing.B) {
 		_ = up.Stop(time.Second)
 		<-done
 	})
-	s := &flightSession{b: b, srv: fastServer(b, "echo", `{"text":"hello"}`), err: &syncBuffer{}}
+	s := &flightSession{b: b, srv: fastServer(b, "echo", `{"text":"hello"}`), err: &syncbuf.Buffer{}}
 	s.handshake(c2pW, p2cR)
 	s.calls(2000, 32)
 	b.ReportAllocs()

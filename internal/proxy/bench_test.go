@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 )
 
@@ -271,14 +272,14 @@ func remoteBenchSession(b *testing.B, url string, proxied bool) *mcp.ClientSessi
 // its lines) and shown when the session fails.
 func commandBenchSession(b *testing.B, cmd *exec.Cmd) *mcp.ClientSession {
 	b.Helper()
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	return connectBench(b, &mcp.CommandTransport{Command: cmd}, stderr)
 }
 
 // connectBench connects a go-sdk client over t, showing stderr (if any)
 // when that fails.
-func connectBench(b *testing.B, t mcp.Transport, stderr *syncBuffer) *mcp.ClientSession {
+func connectBench(b *testing.B, t mcp.Transport, stderr *syncbuf.Buffer) *mcp.ClientSession {
 	b.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,6 +26,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/taint"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
@@ -37,25 +36,6 @@ func TestMain(m *testing.M) {
 	runPumpIfAsked()
 	runStdioPumpIfAsked()
 	os.Exit(m.Run())
-}
-
-// syncBuffer is a bytes.Buffer safe for the proxy's and the test's
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // harness is one proxy session: a real upstream subprocess, the real
@@ -74,7 +54,7 @@ type harness struct {
 	clientW *io.PipeWriter   // the proxy's stdin, for a half close
 	clientR *io.PipeReader   // the proxy's stdout, for a client reading lines
 	runErr  chan error
-	log     *syncBuffer
+	log     *syncbuf.Buffer
 	cancel  context.CancelFunc
 }
 
@@ -131,7 +111,7 @@ func selfServer(t testing.TB, name, dir string) transport.Command {
 
 func newHarness(t *testing.T, o hopts) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), home: o.home, log: &syncBuffer{}, runErr: make(chan error, 1)}
+	h := &harness{t: t, dir: t.TempDir(), home: o.home, log: &syncbuf.Buffer{}, runErr: make(chan error, 1)}
 	if h.home == "" {
 		h.home = t.TempDir()
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 )
 
@@ -36,7 +37,7 @@ func TestKill9UnderLoad(t *testing.T) {
 			cmd := exec.Command(bin, "run", "--sandbox", "off", "--name", "fast", "--", exe)
 			cmd.Env = append(os.Environ(), "BOUNCER_HOME="+home,
 				testserver.EnvServer+"=fast", testserver.EnvDir+"="+dir)
-			stderr := &syncBuffer{}
+			stderr := &syncbuf.Buffer{}
 			cmd.Stderr = stderr
 			in, err := cmd.StdinPipe()
 			if err != nil {

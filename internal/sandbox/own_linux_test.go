@@ -15,13 +15,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bouncer-mcp/bouncer/internal/protect"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 )
 
 // The own-files forms, tried against the real kernel: a test starts the
@@ -226,7 +226,7 @@ func seccompProxy(args []string) int {
 
 // startOwn starts the proxy helper as uid (0: as we are) with the server
 // argv; the caller reads its stdout and waits for it.
-func startOwn(t *testing.T, uid int, r ownRun, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *syncBuffer) {
+func startOwn(t *testing.T, uid int, r ownRun, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *syncbuf.Buffer) {
 	t.Helper()
 	exe := os.Args[0]
 	if uid != 0 {
@@ -245,7 +245,7 @@ func startOwn(t *testing.T, uid int, r ownRun, env ...string) (*exec.Cmd, io.Wri
 		cmd.Env = append(cmd.Env, "HOME=/nonexistent")
 	}
 	cmd.Env = append(cmd.Env, env...)
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	must(t, err)
@@ -254,25 +254,6 @@ func startOwn(t *testing.T, uid int, r ownRun, env ...string) (*exec.Cmd, io.Wri
 	must(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd, in, bufio.NewReader(out), stderr
-}
-
-// syncBuffer is a strings.Builder that a child's stderr may write while
-// the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func probeResults(t *testing.T, out *bufio.Reader) map[string]result {

@@ -54,6 +54,7 @@ import (
 
 	"github.com/bouncer-mcp/bouncer/internal/audit"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/need"
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/syncbuf"
 )
 
 const modulePath = "github.com/bouncer-mcp/bouncer"
@@ -245,30 +246,13 @@ type Session struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan []byte
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	done   chan struct{} // closed when the process has exited
 	exit   error
 	closed bool
 	// Others holds the lines Response skipped over (notifications,
 	// requests from the server, responses to other ids), in order.
 	Others [][]byte
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Start runs `bouncer run --sandbox off --home HOME [--policy FILE]
@@ -278,7 +262,7 @@ func (l *lockedBuffer) String() string {
 func Start(t testing.TB, srv Server, o Options) *Session {
 	t.Helper()
 	s := &Session{t: t, Server: srv, Home: o.Home, Dir: o.Dir, Timeout: o.Timeout,
-		lines: make(chan []byte, 256), stderr: &lockedBuffer{}, done: make(chan struct{})}
+		lines: make(chan []byte, 256), stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	if s.Dir == "" {
 		s.Dir = t.TempDir()
 	}
