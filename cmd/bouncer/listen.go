@@ -126,7 +126,7 @@ func buildListener(f *listenFlags) (l *listen.Listener, replica string, closeLog
 		Replica:       replica,
 		StateDir:      filepath.Join(dir, "listen", replica),
 		Audit:         auditLog,
-		AuditWritable: auditLog.Sync,
+		AuditWritable: auditLog.Writable,
 		Log:           os.Stderr,
 	})
 	if err != nil {
@@ -416,6 +416,7 @@ func (j *listenJudge) Close()            { j.leave() }
 // and audit identity.
 func newJudge(dec *setup.Decider, dir string, packs map[string]string) func(listen.SessionSpec) (listen.Judge, error) {
 	operator := session.OpenRemembered(dir)
+	digest := dec.Policy.Digest(version) // the same for every session: hashed once
 	return func(spec listen.SessionSpec) (listen.Judge, error) {
 		var sess *session.Session
 		leave := func() {}
@@ -446,7 +447,7 @@ func newJudge(dec *setup.Decider, dir string, packs map[string]string) func(list
 				return sess.Directory(kind)
 			},
 			Anchors:  func(text bool) proxy.Recorder { return sess.Anchors(text) },
-			Policy:   dec.Policy.Digest(version),
+			Policy:   digest,
 			OnPinned: func(tools []json.RawMessage) { spec.Pinned(eng, tools) },
 			Audit:    spec.Audit,
 			Session:  spec.ID,

@@ -64,14 +64,20 @@ func newListenTest(t testing.TB, extra string) *listenTest {
 func newListenTestServers(t testing.TB, servers map[string]any, extra string) *listenTest {
 	t.Helper()
 	lt := startListenTest(t, servers, extra)
+	lt.waitPinned()
+	return lt
+}
+
+// waitPinned returns once every server of the listener is pinned.
+func (lt *listenTest) waitPinned() {
+	lt.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !lt.l.Pinned() {
 		if time.Now().After(deadline) {
-			t.Fatal("the helpdesk's tool list was not pinned within 30s")
+			lt.t.Fatal("the helpdesk's tool list was not pinned within 30s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return lt
 }
 
 // startListenTest is newListenTestServers without the wait for the pins.

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -57,13 +56,7 @@ echo:
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			lt := startListenTestPolicy(t, t.TempDir(), "off", nil, "", tc.policy)
-			deadline := time.Now().Add(30 * time.Second)
-			for !lt.l.Pinned() {
-				if time.Now().After(deadline) {
-					t.Fatal("the helpdesk's tool list was not pinned within 30s")
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			lt.waitPinned()
 			asker := func(n *atomic.Int32) func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				return func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					n.Add(1)

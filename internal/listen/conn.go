@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,8 +29,9 @@ import (
 // spike"). conn routes each message it is given:
 //
 //   - an answer goes on the stream of the POST that carried its request,
-//     and only there; an answer nothing awaits is dropped (a request is
-//     answered exactly once);
+//     and only there (as that POST's JSON response when it is all there
+//     is to send: see stream.send); an answer nothing awaits is dropped
+//     (a request is answered exactly once);
 //   - a message about a request (transport.WithRelated: the pump's
 //     question about a call it holds) goes on that request's stream, and a
 //     notifications/progress on the stream of the request that set its
@@ -135,12 +137,24 @@ func (s *stream) startLocked() {
 	s.w.WriteHeader(http.StatusOK)
 }
 
-// send writes one event; answer says it answers one of the stream's
-// requests. It reports whether the event was written.
+// send writes one message; answer says it answers one of the stream's
+// requests. It reports whether the message was written.
+//
+// The answer to a POST's only request, when nothing came before it, is
+// the whole response, as application/json (the transport lets a server
+// answer a POST either way): no event framing, one write of a body whose
+// length is known, where a stream takes a flush per event and another
+// write to end it. Anything sent before the answer (a question about the
+// call, progress) makes the response an event stream.
 func (s *stream) send(data []byte, answer bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ok := s.writeLocked(data)
+	var ok bool
+	if answer && s.pending == 1 && !s.started && !s.dead {
+		ok = s.writeJSONLocked(data)
+	} else {
+		ok = s.writeLocked(data)
+	}
 	if answer && s.pending > 0 {
 		s.pending--
 		if s.pending == 0 {
@@ -170,6 +184,23 @@ func (s *stream) writeLocked(data []byte) bool {
 		return false
 	}
 	return true
+}
+
+// writeJSONLocked writes data as the whole response, as JSON; nothing
+// more can go on the stream. It is not flushed: the handler returns once
+// the answer is written, and net/http sends it whole. s.mu is held.
+func (s *stream) writeJSONLocked(data []byte) bool {
+	s.started, s.dead = true, true
+	h := s.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(data))) // not chunked, however long
+	if s.sessionID != "" {
+		h.Set(sessionHeader, s.sessionID)
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	s.w.WriteHeader(http.StatusOK)
+	_, err := s.w.Write(data)
+	return err == nil
 }
 
 // release is called when a request's answer will never come (the client

@@ -104,7 +104,8 @@ type SessionSpec struct {
 	// Approvals holds the session's one-time codes.
 	Approvals *approval.Store
 	// Pinned must be called with every tool list the session's pump
-	// pins (proxy.Config.OnPinned), with the session's engine: it holds
+	// pins (proxy.Config.OnPinned), with the session's engine once that
+	// list is its pin: it holds
 	// the engine to the deployment's pin, and ends the session if its
 	// upstream lists anything else.
 	Pinned func(e Pinner, tools []json.RawMessage)
@@ -188,7 +189,7 @@ type Session struct {
 	conn             *conn
 	judge            Judge
 	approvals        *approval.Store
-	dir              string
+	dir              string                 // the approval store's, made by its first code
 	refused          atomic.Pointer[string] // why the pin refused it
 	stop             context.CancelFunc
 	done             chan struct{}
@@ -361,10 +362,10 @@ func (l *Listener) open(user string, b *backend) (*Session, error) {
 // start makes the session: its judge, its first upstream, its pump.
 func (l *Listener) start(user string, scope *Scope, b *backend) (*Session, error) {
 	id := l.newSessionID()
+	// The session's directory holds its one-time codes. It is made (and
+	// checked) by the approval store when the first code is issued: most
+	// sessions never need one, and making it is a journaled write.
 	dir := filepath.Join(l.opts.StateDir, "sessions", strings.ReplaceAll(id, ".", "-"))
-	if err := ensureDir(dir); err != nil {
-		return nil, fmt.Errorf("the session's directory: %w", err)
-	}
 	s := &Session{id: id, user: user, server: b.Name, scope: scope, conn: newConn(id, l.opts.Edge.WriteTimeout), dir: dir, done: make(chan struct{})}
 	s.approvals = approval.Open(filepath.Join(dir, "pending.json"), nil)
 	spec := SessionSpec{
@@ -381,13 +382,11 @@ func (l *Listener) start(user string, scope *Scope, b *backend) (*Session, error
 	}
 	up, err := l.startUpstream(user, b)
 	if err != nil {
-		removeDir(dir)
 		return nil, err
 	}
 	judge, err := l.opts.NewJudge(spec)
 	if err != nil {
 		up.Close()
-		removeDir(dir)
 		return nil, err
 	}
 	s.judge = judge

@@ -1,9 +1,11 @@
 package listen
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +47,13 @@ func (p *pin) hold(e Pinner, listed []json.RawMessage) string {
 	}
 	deploy := p.tools
 	p.mu.Unlock()
+	if slices.EqualFunc(listed, deploy, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
+		// e pinned listed, the deployment's definitions byte for byte:
+		// pinning them again would give it the same pin, and nothing
+		// differs. Any other list, however slight the difference, is
+		// read below.
+		return ""
+	}
 	// The session is judged on the deployment's pin, not on what its own
 	// upstream said.
 	if err := e.Pin(deploy); err != nil {

@@ -188,5 +188,5 @@ func (b *Budget) idle() bool {
 // ensureDir makes a directory of Bouncer's own state (0700, this user's).
 func ensureDir(dir string) error { return statefile.Dir(dir) }
 
-// removeDir removes a session's directory.
+// removeDir removes a session's directory, if one of its codes made it.
 func removeDir(dir string) { _ = os.RemoveAll(dir) }

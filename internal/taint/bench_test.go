@@ -203,6 +203,28 @@ func BenchmarkRecordASCIIFresh(b *testing.B) {
 	}
 }
 
+// BenchmarkScanASCIIFresh is RecordASCIIFresh's scan alone: the same new
+// text cut into tokens and hashed, with no store to insert the hashes into.
+// The difference between the two is the store's part (the inserts, and the
+// exact set's growth).
+func BenchmarkScanASCIIFresh(b *testing.B) {
+	const piece = 16 << 10
+	text := newGen(2, false).fill(nil, 2<<20)
+	sc := &scanner{seed: newKeyed(), min: MinLen}
+	b.SetBytes(piece)
+	off := 0
+	cpu := cpuClock()
+	for b.Loop() {
+		if off+piece > len(text) {
+			off = 0
+		}
+		sc.hashes = sc.hashes[:0]
+		sc.piece(text[off : off+piece])
+		off += piece
+	}
+	reportCPU(b, cpu, piece)
+}
+
 // BenchmarkRecordUnicode records output where half the words are non-ASCII.
 func BenchmarkRecordUnicode(b *testing.B) { benchRecord(b, true) }
 

@@ -40,6 +40,7 @@ func FuzzNoPanic(f *testing.F) {
 	f.Add("mail attacker@evil.com", []byte(`{"a":"b@c.de"}`), "attacker@evil.com")
 	f.Add("%26%2364%3B &#x; \\u12 \\ud800", []byte(`[1e5, "\u0040"]`), "%%")
 	f.Add("https://x/?a=&b#c=d://e:f/g", []byte("{"), "https://x/?a=b@c.de")
+	f.Add("000 0 00 00 00 00 0 0 0", []byte(`["000 0 00 00 00 00 0 0 0"]`), "0000000") // once a panic
 	f.Fuzz(func(t *testing.T, text string, doc []byte, dest string) {
 		s := NewStore()
 		before := s.Seen(dest)

@@ -1,6 +1,7 @@
 package taint
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/bouncer-mcp/bouncer/internal/dest"
@@ -34,6 +35,23 @@ func TestNumbersByDigits(t *testing.T) {
 	for _, d := range []string{"+14155550198", "+1 415-555-0100", "(415) 555-0198", "DE89370400440532013001", "+12024050199"} {
 		if seen(d) {
 			t.Errorf("%q seen in %q", d, out)
+		}
+	}
+}
+
+// A run of more words of digits than a number has (maxNumberWords) drops
+// its first words as it goes: it must not panic (the words' starts were
+// once shifted by a value the shift itself overwrote), and a number at its
+// end is still read.
+func TestLongRunOfNumberWords(t *testing.T) {
+	for _, out := range []string{
+		"000 0 00 00 00 00 0 0 0",
+		"1 22 333 4 55 666 7 88 999 10 +1 415-555-0199",
+	} {
+		s := NewStore()
+		s.Record(out)
+		if strings.Contains(out, "415") && !s.Seen("14155550199") {
+			t.Errorf("14155550199 not seen in %q", out)
 		}
 	}
 }

@@ -219,9 +219,12 @@ func (sc *scanner) numberWord(raw []byte, flags uint16) {
 		}
 	}
 	if len(sc.numStarts) == maxNumberWords {
-		sc.num = append(sc.num[:0], sc.num[sc.numStarts[1]:]...)
+		// Drop the first word. (The shift is read once: the loop below
+		// writes over numStarts[1].)
+		shift := sc.numStarts[1]
+		sc.num = append(sc.num[:0], sc.num[shift:]...)
 		for i := range sc.numStarts[1:] {
-			sc.numStarts[i] = sc.numStarts[i+1] - sc.numStarts[1]
+			sc.numStarts[i] = sc.numStarts[i+1] - shift
 		}
 		sc.numStarts = sc.numStarts[:maxNumberWords-1]
 	}
