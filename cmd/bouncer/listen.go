@@ -453,6 +453,9 @@ func newJudge(dec *setup.Decider, dir string, packs map[string]string) func(list
 			Session:  spec.ID,
 			Log:      os.Stderr,
 		}
+		if spec.Log != nil {
+			cfg.Log = spec.Log
+		}
 		if spec.Approvals != nil {
 			cfg.Approvals = spec.Approvals
 		}

@@ -109,6 +109,9 @@ type SessionSpec struct {
 	// the engine to the deployment's pin, and ends the session if its
 	// upstream lists anything else.
 	Pinned func(e Pinner, tools []json.RawMessage)
+	// Log, if not nil, receives the session pump's diagnostics instead of
+	// the process's stderr.
+	Log io.Writer
 }
 
 // Backend is one wrapped server.

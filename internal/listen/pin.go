@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -90,8 +91,12 @@ func (l *Listener) takePin(ctx context.Context, b *backend) error {
 	l.metrics.upstreamStarts.Add(1)
 	defer closeUpstream(up)
 	pinned := make(chan string, 1)
+	// What the pump says once the pin is taken is of no use: the session
+	// is torn down then, and a list_changed the server sends after its
+	// list meets a closed client.
+	log := &mutable{w: l.opts.Log}
 	judge, err := l.opts.NewJudge(SessionSpec{
-		Server: b.Name, ID: l.opts.Replica + ".pin-" + b.Name, User: "",
+		Server: b.Name, ID: l.opts.Replica + ".pin-" + b.Name, User: "", Log: log,
 		Audit: scopedAudit{l.opts.Audit, "", l.opts.Replica, l.metrics},
 		Pinned: func(e Pinner, tools []json.RawMessage) {
 			why := b.pin.hold(e, tools)
@@ -120,6 +125,7 @@ func (l *Listener) takePin(ctx context.Context, b *backend) error {
 	defer cs.Close()
 	select {
 	case why := <-pinned:
+		log.mute()
 		if why != "" {
 			return fmt.Errorf("%s", why)
 		}
@@ -196,4 +202,26 @@ func (l *Listener) Pinned() bool {
 		}
 	}
 	return true
+}
+
+// mutable is a writer that drops everything once muted.
+type mutable struct {
+	mu    sync.Mutex
+	w     io.Writer
+	muted bool
+}
+
+func (m *mutable) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.muted || m.w == nil {
+		return len(p), nil
+	}
+	return m.w.Write(p)
+}
+
+func (m *mutable) mute() {
+	m.mu.Lock()
+	m.muted = true
+	m.mu.Unlock()
 }
