@@ -301,13 +301,18 @@ func AddressList(s string) (parts []string, ok bool) {
 // AddressList splits it. A value that holds an address or a URL but can't
 // be split or read is returned whole: nothing vouches for it. A line
 // whose value is no destination ("Note: see below") names none.
+//
+// A line that starts with a space or a tab is read both ways: as a header
+// of its own (mail servers forgive the indent), and as RFC 5322 folding,
+// the rest of the header above it ("Bcc:\r\n eve@evil.example" is
+// "Bcc: eve@evil.example" to every mail library).
 func HeaderDestinations(s string) []string {
 	i := strings.IndexAny(s, "\r\n")
 	if i < 0 {
 		return nil
 	}
 	var out []string
-	for _, line := range strings.FieldsFunc(s[i:], func(r rune) bool { return r == '\r' || r == '\n' }) {
+	for _, line := range headerLines(s[i:]) {
 		name, value, ok := strings.Cut(strings.TrimLeft(line, surrounding), ":")
 		// White space before the colon is RFC 5322's obsolete syntax
 		// (obs-optional), which mail servers still take as a header.
@@ -328,6 +333,34 @@ func HeaderDestinations(s string) []string {
 
 // fieldName reports whether s is a header field name (RFC 5322: printable
 // ASCII but the colon, no space).
+// headerLines is every line of s (split at CR, LF or CRLF), then each
+// header unfolded: a line followed by lines that start with a space or a
+// tab, joined to them. A blank line ends a header.
+func headerLines(s string) []string {
+	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\r' || r == '\n' })
+	s = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(s)
+	var head string
+	folded := false
+	flush := func() {
+		if folded {
+			lines = append(lines, head)
+		}
+		head, folded = "", false
+	}
+	for _, l := range strings.Split(s, "\n") {
+		switch {
+		case l != "" && (l[0] == ' ' || l[0] == '\t') && head != "":
+			head += l
+			folded = true
+		default:
+			flush()
+			head = l
+		}
+	}
+	flush()
+	return lines
+}
+
 func fieldName(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 33 || s[i] > 126 {

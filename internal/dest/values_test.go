@@ -42,6 +42,9 @@ func TestHeaderDestinations(t *testing.T) {
 		"report\r\nReply-To: \"x\" <eve@evil.example>":      {"\"x\" <eve@evil.example>"},
 		"report\rX-Hook: https://evil.example/h":            {"https://evil.example/h"},
 		"report\r\nBcc : eve@evil.example":                  {"eve@evil.example"},
+		"report\r\nBcc:\r\n eve@evil.example":               {"eve@evil.example"},
+		"report\r\nBcc:\r\n\t<eve@evil.example>":            {"<eve@evil.example>"},
+		"report\r\nCc: bob@x.example,\r\n eve@evil.example": {"bob@x.example,", "bob@x.example", "eve@evil.example"}, // each line, then unfolded
 		"Hi Bob,\nNote: see below\nThanks":                  nil,
 		"one line with bob@example.com: no break before it": nil,
 	} {
