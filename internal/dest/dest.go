@@ -656,11 +656,18 @@ func Domains(s string) []string {
 		}
 		host = u.Hostname()
 	}
-	host = strings.TrimSuffix(host, ".")
-	if host == "" || !strings.Contains(host, ".") {
+	if _, err := netip.ParseAddr(strings.TrimSuffix(host, ".")); err == nil {
 		return nil
 	}
-	if _, err := netip.ParseAddr(host); err == nil {
+	return hostAndDomain(host)
+}
+
+// hostAndDomain is a canonical host name without its trailing dot and,
+// when it differs, its registrable part by the public suffix list; nil
+// for a name with no dot.
+func hostAndDomain(host string) []string {
+	host = strings.TrimSuffix(host, ".")
+	if host == "" || !strings.Contains(host, ".") {
 		return nil
 	}
 	out := []string{host}
@@ -668,4 +675,34 @@ func Domains(s string) []string {
 		out = append(out, reg)
 	}
 	return out
+}
+
+// Hosts is where a client that connects to s goes, as its receiver reads
+// it: the host of a URL as a WHATWG parser reads it (userinfo dropped, a
+// numeric IPv4 host as a dotted quad, UTS-46 applied), or a bare host, and
+// its registrable part; an IP address alone. A bare name outside ICANN's
+// top-level domains (report.pdf), an address, a name or a number has
+// none: nothing connects to it. It is for taint only: whoever
+// named a host reads every request to it, whatever path, query or
+// subdomain carries the data, so a value whose host untrusted output held
+// is no more to be let through unasked than the link itself.
+func Hosts(s string) []string {
+	var host string
+	if u, ok := webURL(s); ok {
+		host = u.Hostname()
+	} else if d, err := Parse(strings.Trim(s, surrounding)); err == nil {
+		switch {
+		case d.Kind == Host:
+			host = hostOf(d.Canon)
+		case d.Kind == URL && strings.HasPrefix(d.Canon, "//"):
+			host = hostOf(d.Canon[2:])
+		}
+		if !publicHost(host) {
+			host = "" // a file name as often as a host: report.pdf
+		}
+	}
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return []string{a.Unmap().String()}
+	}
+	return hostAndDomain(host)
 }

@@ -378,3 +378,28 @@ func TestDomains(t *testing.T) {
 		}
 	}
 }
+
+func TestHosts(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"https://Collect.Evil.example.co.uk:8443/x?y", []string{"collect.evil.example.co.uk", "example.co.uk"}},
+		{"https://data@collect.evil.com/x", []string{"collect.evil.com", "evil.com"}}, // userinfo: no canonical form, same host
+		{"https://collect.evil.com\t/x", []string{"collect.evil.com", "evil.com"}},    // WHATWG strips the tab
+		{"https://ev\u00adil.com/x", []string{"evil.com"}},                            // UTS-46 drops the soft hyphen
+		{"//evil.com/x", []string{"evil.com"}},
+		{"evil.com/x", []string{"evil.com"}},
+		{"data.evil.com", []string{"data.evil.com", "evil.com"}},
+		{"http://3405803783/x", []string{"203.0.113.7"}},
+		{"http://[::ffff:203.0.113.7]/x", []string{"203.0.113.7"}},
+		{"bob@evil.com", nil}, // an address: nothing connects to it
+		{"mailto:bob@evil.com", nil},
+		{"#general", nil},
+		{"report.pdf", nil},
+	} {
+		if got := Hosts(tc.in); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("Hosts(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -493,6 +493,7 @@ func (sc *scanner) url(p []byte, i, depth int, flags uint16) {
 		auth = auth[at+1:]
 	}
 	sc.canon(trim(auth), flags)
+	sc.parents(trim(auth), flags)
 	q := indexIn(rest, &setQF)
 	base := rest
 	if q >= 0 {
@@ -506,6 +507,34 @@ func (sc *scanner) url(p []byte, i, depth int, flags uint16) {
 	sc.path(base[end:], flags)
 	if q >= 0 {
 		sc.params(rest[q+1:], depth, flags)
+	}
+}
+
+// parents records every name a URL's host is under, down to two labels
+// (evil.example.com and example.com for collect.evil.example.com:8443):
+// whoever named a host owns the names under its registrable part, so
+// https://<data>.evil.example.com/ goes to whoever printed the link, and
+// the engine looks a URL up by its host's registrable part (dest.Hosts).
+// A parent that is a public suffix (co.uk) is recorded too, harmlessly:
+// no destination is looked up by one. An IP address has no parents.
+func (sc *scanner) parents(host []byte, flags uint16) {
+	if j := bytes.LastIndexByte(host, ':'); j >= 0 {
+		host = host[:j]
+	}
+	host = bytes.TrimSuffix(host, []byte("."))
+	if len(host) == 0 || bytes.IndexByte(host, '[') >= 0 || host[len(host)-1] >= '0' && host[len(host)-1] <= '9' {
+		return
+	}
+	for {
+		i := bytes.IndexByte(host, '.')
+		if i < 0 {
+			return
+		}
+		host = host[i+1:]
+		if bytes.IndexByte(host, '.') < 0 {
+			return
+		}
+		sc.canon(host, flags)
 	}
 }
 
