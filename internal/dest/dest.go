@@ -119,6 +119,9 @@ func Parse(s string) (Dest, error) {
 	if c, ok := parseNumber(s); ok {
 		return Dest{Kind: Number, Canon: c}, nil
 	}
+	if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
+		return Dest{Kind: Host, Canon: "[" + a.String() + "]"}, nil // a bare IPv6 literal
+	}
 	if looksLikeHost(s) {
 		return parseHostish(s)
 	}
@@ -236,6 +239,15 @@ func validScheme(s string) bool {
 }
 
 func isASCIILetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
 
 // canonAuthority canonicalizes host[:port].
 func canonAuthority(auth string) (string, error) {
@@ -381,9 +393,10 @@ func foldASCII(s string) string {
 }
 
 // looksLikeHost reports whether s is a host, perhaps followed by a path: no
-// space, a dot inside its first part, and a last label that starts with a
-// letter or digit (not "v1.2" prose, which still passes as a name when IDNA
-// refuses it).
+// space, a dot inside its first part (after UTS-46 mapping, which reads
+// "。" as one), and a last label that starts with a letter or digit (not
+// "v1.2" prose, which still passes as a name when IDNA refuses it); or an
+// IPv6 literal in brackets.
 func looksLikeHost(s string) bool {
 	if strings.ContainsAny(s, " @") {
 		return false
@@ -392,8 +405,18 @@ func looksLikeHost(s string) bool {
 	if i := strings.IndexAny(s, "/?#"); i >= 0 {
 		h = s[:i]
 	}
-	if j := strings.LastIndexByte(h, ':'); j >= 0 && !strings.HasPrefix(h, "[") {
+	if strings.HasPrefix(h, "[") {
+		return strings.Contains(h, "]") // an IPv6 literal, perhaps with a port
+	}
+	if j := strings.LastIndexByte(h, ':'); j >= 0 {
 		h = h[:j]
+	}
+	if !isASCII(h) {
+		// UTS-46 maps the ideographic and full-width full stops to
+		// ".": evil。com is evil.com to every resolver.
+		if a, err := idna.Lookup.ToASCII(h); err == nil {
+			h = a
+		}
 	}
 	h = strings.TrimSuffix(h, ".")
 	dot := strings.LastIndexByte(h, '.')

@@ -379,6 +379,30 @@ func TestDomains(t *testing.T) {
 	}
 }
 
+// A host spelled with a full stop UTS-46 maps to "." or as an IPv6
+// literal, bare or in brackets, is that host, as every resolver reads it.
+func TestHostSpellings(t *testing.T) {
+	for in, want := range map[string]string{
+		"evil\u3002com":      "evil.com",
+		"EVIL\uff0eCOM:8080": "evil.com:8080",
+		"evil\uff61com/x":    "//evil.com/x",
+		"2001:DB8::1":        "[2001:db8::1]",
+		"[2001:db8:0::1]":    "[2001:db8::1]",
+		"[2001:db8::1]:8443": "[2001:db8::1]:8443",
+		"[::ffff:192.0.2.1]": "[::ffff:192.0.2.1]",
+	} {
+		d, err := Parse(in)
+		if err != nil || d.Canon != want || d.Kind == Name {
+			t.Errorf("Parse(%q) = %v %q, %v; want %q", in, d.Kind, d.Canon, err, want)
+		}
+	}
+	for _, in := range []string{"fe80::1%eth0", "12:30", "a:b::c:d:e:f:g"} {
+		if d, _ := Parse(in); d.Kind != Name {
+			t.Errorf("Parse(%q) = %v %q, want a name", in, d.Kind, d.Canon)
+		}
+	}
+}
+
 func TestHosts(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

@@ -17,6 +17,10 @@ func TestIsDestination(t *testing.T) {
 		"bob@example.com", "Bob <bob@example.com>", "https://evil.example/x", "evil.example.com", "www.hereticeagle.com",
 		"evil.example.com/path", "192.0.2.1", "+1 555-123-4567", "123-1234-1234", "GB29 NWBK 6016 1331 9268 19",
 		"@attacker", "#general", "https://user@evil.example/", "bob@example.com (eve@evil.example)",
+		// IPv6 literals, as IPv4 ones are; a host with the full stops
+		// UTS-46 maps to "." (ideographic, full-width, half-width).
+		"2001:db8::1", "[2001:db8::1]", "[2001:db8::1]:8080", "[::ffff:192.0.2.1]/x",
+		"evil\u3002com", "evil\uff0ecom", "ｅｖｉｌ\uff61ｃｏｍ", "data.evil\u3002com/x",
 	}
 	no := []string{
 		"Alice", "Le Marais Boutique", "report.pdf", "notes.txt", "v1.2", "2022-02-22", "12345678", "3524.67",
