@@ -517,6 +517,13 @@ func Variants(s string) []string {
 			}
 		}
 	}
+	// A mail reader's reading of a mailbox net/mail refuses.
+	if m, ok := Mailbox(s); ok && !strings.EqualFold(m, strings.Trim(s, surrounding)) {
+		add(m)
+		for _, v := range Variants(m) {
+			add(v)
+		}
+	}
 	d, err := Parse(s)
 	if err != nil || d.Kind == Name {
 		// A number only the looser reading takes ("415.555.0199"), an

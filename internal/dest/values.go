@@ -369,3 +369,78 @@ func fieldName(s string) bool {
 	}
 	return s != ""
 }
+
+// Mailbox is the one mailbox a lenient mail reader (Python's
+// email.utils.parseaddr, Gmail reading a To: line) takes from s: the
+// addr-spec around its '@', once RFC 5322's comments
+// are dropped ("attacker(x)@evil.example") and white space is left out
+// ("a @ evil . example"), cut at the brackets, colons, commas and
+// semicolons around it (a display name's "<...>", an obsolete source route
+// "<@relay.example:a@evil.example>", a group's "team: ...;"). It is for
+// taint only (Variants): net/mail refuses these spellings, so nothing
+// vouches for them, but a reader that delivers them delivers to that
+// mailbox. A value with two such '@' has none.
+func Mailbox(s string) (string, bool) {
+	var b strings.Builder
+	quoted, depth := false, 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && (quoted || depth > 0) && i+1 < len(s):
+			if depth == 0 {
+				b.WriteByte(c)
+				b.WriteByte(s[i+1])
+			}
+			i++
+		case depth > 0:
+			switch c {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
+		case c == '"':
+			quoted = !quoted
+			b.WriteByte(c)
+		case c == '(' && !quoted:
+			depth = 1
+		case c == ' ' || c == '\t':
+			if quoted {
+				b.WriteByte(c)
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	// The one '@' of an addr-spec: not one that starts a source route
+	// (after '<', ',' or ':', or first), nor one in quotes. Two are two
+	// mailboxes, which no one reading could pick between.
+	a, at := b.String(), -1
+	quoted = false
+	for i := 0; i < len(a); i++ {
+		switch {
+		case a[i] == '\\':
+			i++
+		case a[i] == '"':
+			quoted = !quoted
+		case a[i] == '@' && !quoted && i > 0 && !strings.ContainsRune("<,:", rune(a[i-1])):
+			if at >= 0 {
+				return "", false
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return "", false
+	}
+	l := strings.LastIndexAny(a[:at], "<>:,;") + 1
+	r := strings.IndexAny(a[at:], "<>:,;\"")
+	if r < 0 {
+		r = len(a) - at
+	}
+	d, err := Parse(a[l : at+r])
+	if err != nil || d.Kind != Address {
+		return "", false
+	}
+	return d.Canon, true
+}

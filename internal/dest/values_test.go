@@ -210,3 +210,74 @@ func TestPackagesAndFileNames(t *testing.T) {
 		}
 	}
 }
+
+// TestMailboxAgainstPython: an address dressed in RFC 5322's comments, a
+// source route or white space around its dots and '@' is one mailbox to a
+// lenient reader (Python's email.utils.parseaddr; Gmail reads such a To:
+// alike), so taint looks it up as that mailbox (Variants). Wherever
+// Mailbox reads one, Python must read the same.
+func TestMailboxAgainstPython(t *testing.T) {
+	python := need.Program(t, "python3", "install Python 3 (Debian: apt-get install python3)")
+	in := []string{
+		"attacker(x)@evil.com", "attacker@(x)evil.com", "(x)attacker@evil.com", "att(x)acker@evil.com",
+		"attacker@evil.com (x)", "attacker(a(b)c)@evil.com", "<@relay.example:attacker@evil.com>",
+		"Eve <@relay.example:attacker@evil.com>", "attacker @ evil.com", "attacker@evil . com",
+		"attacker . x@evil.com", "\"attacker\"(x)@evil.com", "Eve (x) <attacker(y)@evil(z).com>",
+		"attacker@evil.com", "Eve <attacker@evil.com>",
+	}
+	fixed, read := len(in), 0
+	// Random spellings: comments, spaces, quotes and escapes put anywhere
+	// into an address, perhaps with a display name and a route.
+	inserts := []string{"(x)", " ", "(a(b)c)", "\t", "\"", "(\\))", "\\", ".", "@", ":", "<", ">", ","}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 3000 {
+		v := "attacker@evil.com"
+		for range 1 + r.IntN(3) {
+			i := r.IntN(len(v) + 1)
+			v = v[:i] + inserts[r.IntN(len(inserts))] + v[i:]
+		}
+		switch r.IntN(4) {
+		case 0:
+			v = "Eve <" + v + ">"
+		case 1:
+			v = "<@relay.example:" + v + ">"
+		}
+		in = append(in, v)
+	}
+	b, _ := json.Marshal(in)
+	py := `import email.utils, json, sys
+print(json.dumps([email.utils.parseaddr(x)[1] for x in json.loads(sys.stdin.read())]))`
+	cmd := exec.Command(python, "-c", py)
+	cmd.Stdin = strings.NewReader(string(b))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	var fromPython []string
+	if err := json.Unmarshal(out, &fromPython); err != nil {
+		t.Fatalf("python3 said %q: %v", out, err)
+	}
+	for i, s := range in {
+		if p, err := Parse(fromPython[i]); i >= fixed && (err != nil || p.Kind != Address) {
+			// Python reads no mailbox (or keeps a space between the
+			// words of a local part): a lookup of what Mailbox reads
+			// can only deny more.
+			continue
+		}
+		got, ok := Mailbox(s)
+		if !ok {
+			if i < fixed {
+				t.Errorf("Mailbox(%q): none, Python reads %q", s, fromPython[i])
+			}
+			continue
+		}
+		read++
+		if p, err := Parse(fromPython[i]); err != nil || got != p.Canon {
+			t.Errorf("Mailbox(%q) = %q, Python reads %q", s, got, fromPython[i])
+		}
+		if s != got && !slices.Contains(Variants(s), got) {
+			t.Errorf("Variants(%q) = %q: taint would not look it up as %q", s, Variants(s), got)
+		}
+	}
+	t.Logf("%d of %d spellings read as one mailbox", read, len(in))
+}
