@@ -281,3 +281,22 @@ print(json.dumps([email.utils.parseaddr(x)[1] for x in json.loads(sys.stdin.read
 	}
 	t.Logf("%d of %d spellings read as one mailbox", read, len(in))
 }
+
+// FuzzMailbox: what Mailbox reads is a canonical address, its own
+// canonical form.
+func FuzzMailbox(f *testing.F) {
+	for _, s := range []string{"attacker(x)@evil.com", "<@relay.example:a@evil.com>", "Eve (x) <a(y)@evil(z).com>",
+		"a @ evil . com", "\"a\\\"b\"(c)@evil.com", "x@y@z", "((((", "\"", "@a,@b:c@d.example"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, ok := Mailbox(s)
+		if !ok {
+			return
+		}
+		d, err := Parse(m)
+		if err != nil || d.Kind != Address || d.Canon != m {
+			t.Fatalf("Mailbox(%q) = %q, which Parse reads as %v, %v", s, m, d, err)
+		}
+	})
+}
