@@ -251,12 +251,24 @@ func publicHost(h string) bool {
 }
 
 // isHandle reports whether s is one handle or channel: '@' or '#' and one
-// word of letters, digits, '.', '_' or '-'.
+// word of letters, digits, '.', '_' or '-', perhaps on a server named
+// after an '@' (the fediverse's @user@server) or a ':' (Matrix's
+// @user:server, #room:server) that is a host.
 func isHandle(s string) bool {
 	if len(s) < 2 || (s[0] != '@' && s[0] != '#') {
 		return false
 	}
-	for _, r := range s[1:] {
+	name, server := s[1:], ""
+	if i := strings.IndexAny(name, "@:"); i >= 0 {
+		name, server = name[:i], name[i+1:]
+		if d, err := Parse(server); err != nil || d.Kind != Host || !publicHost(hostOf(d.Canon)) {
+			return false
+		}
+	}
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
 		if !(r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
 			return false
 		}

@@ -21,10 +21,14 @@ func TestIsDestination(t *testing.T) {
 		// UTS-46 maps to "." (ideographic, full-width, half-width).
 		"2001:db8::1", "[2001:db8::1]", "[2001:db8::1]:8080", "[::ffff:192.0.2.1]/x",
 		"evil\u3002com", "evil\uff0ecom", "ｅｖｉｌ\uff61ｃｏｍ", "data.evil\u3002com/x",
+		// A handle on another server: the fediverse's @user@server,
+		// Matrix's @user:server and #room:server.
+		"@attacker_x@evil.social", "@eve:matrix.evil.org", "#leaks:matrix.evil.org",
 	}
 	no := []string{
 		"Alice", "Le Marais Boutique", "report.pdf", "notes.txt", "v1.2", "2022-02-22", "12345678", "3524.67",
 		"P-123456", "guest_amy01", "knows", "", "hello @bob", "123 Maine st, Troy, MI 48083", "/tmp/x",
+		"@scope/pkg@1.2.0", "@user:", "#tag:x", "@a@b",
 	}
 	for _, s := range yes {
 		if !IsDestination(s) {
