@@ -491,7 +491,12 @@ func networkPath(s string) bool {
 // groups of four it is printed in. Only the taint side asks for them:
 // there a match denies, so more spellings are safer; an allow never uses
 // them.
-func Variants(s string) []string {
+func Variants(s string) []string { return variants(s, true) }
+
+// variants is Variants; readings says whether to read s as a mail reader
+// and git do too (Mailbox, scpURL), which is done once, not again on what
+// they read (a reading of a reading could go round).
+func variants(s string, readings bool) []string {
 	var out []string
 	add := func(v string) {
 		if v == "" || v == s {
@@ -512,15 +517,22 @@ func Variants(s string) []string {
 		}
 		if w != "" && w != strings.Trim(s, surrounding) {
 			add(w)
-			for _, v := range Variants(w) {
+			for _, v := range variants(w, readings) {
 				add(v)
 			}
 		}
 	}
+	// What git reads an scp-like remote as.
+	if u, ok := scpURL(s); ok && readings {
+		add(u)
+		for _, v := range variants(u, false) {
+			add(v)
+		}
+	}
 	// A mail reader's reading of a mailbox net/mail refuses.
-	if m, ok := Mailbox(s); ok && !strings.EqualFold(m, strings.Trim(s, surrounding)) {
+	if m, ok := Mailbox(s); ok && readings && !strings.EqualFold(m, strings.Trim(s, surrounding)) {
 		add(m)
-		for _, v := range Variants(m) {
+		for _, v := range variants(m, false) {
 			add(v)
 		}
 	}
@@ -708,7 +720,8 @@ func hostAndDomain(host string) []string {
 }
 
 // Hosts is where a client that connects to s goes, as its receiver reads
-// it: the host of a URL as a WHATWG parser reads it (userinfo dropped, a
+// it: the host of a URL as a WHATWG parser reads it (an scp-like remote
+// "git@host:path" as git reads it, ssh://git@host/path; userinfo dropped, a
 // numeric IPv4 host as a dotted quad, UTS-46 applied), or a bare host, and
 // its registrable part; an IP address alone. A bare name outside ICANN's
 // top-level domains (report.pdf), an address, a name or a number has
@@ -718,6 +731,9 @@ func hostAndDomain(host string) []string {
 // is no more to be let through unasked than the link itself.
 func Hosts(s string) []string {
 	var host string
+	if u, ok := scpURL(s); ok {
+		s = u
+	}
 	if u, ok := webURL(s); ok {
 		host = u.Hostname()
 	} else if d, err := Parse(strings.Trim(s, surrounding)); err == nil {

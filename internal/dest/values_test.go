@@ -287,13 +287,16 @@ print(json.dumps([email.utils.parseaddr(x)[1] for x in json.loads(sys.stdin.read
 }
 
 // FuzzMailbox: what Mailbox reads is a canonical address, its own
-// canonical form.
+// canonical form; Variants and Hosts end on every input.
 func FuzzMailbox(f *testing.F) {
 	for _, s := range []string{"attacker(x)@evil.com", "<@relay.example:a@evil.com>", "Eve (x) <a(y)@evil(z).com>",
 		"a @ evil . com", "\"a\\\"b\"(c)@evil.com", "x@y@z", "((((", "\"", "@a,@b:c@d.example"} {
 		f.Add(s)
 	}
+	f.Add("git@evil.example:leak/repo.git")
+	f.Add("ssh://a@b.example/d")
 	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = Variants(s), Hosts(s) // they end: a reading is not read again
 		m, ok := Mailbox(s)
 		if !ok {
 			return

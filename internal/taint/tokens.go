@@ -457,6 +457,7 @@ func (sc *scanner) structure(p []byte, depth int, flags uint16) {
 		return
 	}
 	if i := bytes.IndexByte(p, ':'); i >= 0 {
+		sc.scp(p, i, flags)
 		eachField(p, ':', func(q []byte) {
 			q = trim(q)
 			sc.canon(q, flags)
@@ -536,6 +537,26 @@ func (sc *scanner) parents(host []byte, flags uint16) {
 		}
 		sc.canon(host, flags)
 	}
+}
+
+// scp records what git, scp and rsync read in an scp-like address
+// "[user@]host:path" (i is the index of its first ':', with no '/' before
+// it and a dotted host): the URL ssh://[user@]host/path, so its host, the
+// names above it, and host/path, the form a URL of any scheme on that host
+// and path is also recorded under.
+func (sc *scanner) scp(p []byte, i int, flags uint16) {
+	head, path := p[:i], bytes.TrimLeft(trim(p[i+1:]), "/")
+	if bytes.IndexByte(head, '/') >= 0 || len(path) == 0 {
+		return
+	}
+	host := trim(head[bytes.LastIndexByte(head, '@')+1:])
+	if d := bytes.IndexByte(host, '.'); d <= 0 || d == len(host)-1 {
+		return
+	}
+	sc.canon(host, flags)
+	sc.parents(host, flags)
+	sc.cat = append(append(append(sc.cat[:0], host...), '/'), path...)
+	sc.canon(sc.cat, flags)
 }
 
 // params takes apart a query or fragment: each & separated parameter, and
