@@ -2,9 +2,11 @@ package dest
 
 import (
 	"strings"
+	"unicode"
 
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
+	"golang.org/x/text/unicode/norm"
 )
 
 // parseNumber reads a phone or account number written as one: an
@@ -143,6 +145,9 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // not: it makes no call a send.
 func IsDestination(s string) bool {
 	t := strings.Trim(s, surrounding)
+	if r := readable(t); r != t && IsDestination(r) {
+		return true // evil\u200b.com: no canonical form, but a host to a resolver
+	}
 	if u, ok := webURL(t); ok {
 		if target, ok := opaqueTarget(u); ok {
 			if target != t && IsDestination(target) {
@@ -455,4 +460,21 @@ func Mailbox(s string) (string, bool) {
 		return "", false
 	}
 	return d.Canon, true
+}
+
+// readable is s as a resolver or a number library reads it: without the
+// characters UTS-46 and nameprep drop (format characters such as a
+// zero-width space or a soft hyphen, variation selectors) and with
+// compatibility forms folded (NFKC: full-width digits are digits). An
+// ASCII string is itself.
+func readable(s string) string {
+	if isASCII(s) {
+		return s
+	}
+	return norm.NFKC.String(strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) {
+			return -1
+		}
+		return r
+	}, s))
 }

@@ -24,6 +24,9 @@ func TestIsDestination(t *testing.T) {
 		// A handle on another server: the fediverse's @user@server,
 		// Matrix's @user:server and #room:server.
 		"@attacker_x@evil.social", "@eve:matrix.evil.org", "#leaks:matrix.evil.org",
+		// Invisible characters UTS-46 and nameprep drop: still a host,
+		// a number (with no canonical form: nothing vouches for them).
+		"evil\u200b.com", "ev\u00adil.com", "evil.com\ufe0f", "+1 415\u200b-555-0199", "+１ ４１５-５５５-０１９９",
 	}
 	no := []string{
 		"Alice", "Le Marais Boutique", "report.pdf", "notes.txt", "v1.2", "2022-02-22", "12345678", "3524.67",

@@ -240,6 +240,8 @@ func TestHostSpellingsAreDestinations(t *testing.T) {
 	}{
 		{"ideographic full stop, a tool that doesn't send", "configure_backup", `{"mirror":{"host":"evilcorp\u3002com"}}`, want{Ask, RuleSink, "came from untrusted data"}},
 		{"full-width full stop", "configure_backup", `{"mirror":{"host":"evilcorp\uff0ecom"}}`, want{Ask, RuleSink, "came from untrusted data"}},
+		{"a zero-width space", "configure_backup", `{"mirror":{"host":"evil\u200bcorp.com"}}`, want{Ask, RuleSink, "came from untrusted data"}},
+		{"a soft hyphen", "configure_backup", `{"mirror":{"host":"evil\u00adcorp.com"}}`, want{Ask, RuleSink, "came from untrusted data"}},
 		{"bare IPv6", "configure_backup", `{"mirror":{"host":"2001:db8::7"}}`, want{Ask, RuleSink, "came from untrusted data"}},
 		{"IPv6 in brackets with a port", "configure_backup", `{"mirror":{"host":"[2001:db8:0::7]:873"}}`, want{Ask, RuleSink, "came from untrusted data"}},
 		{"IPv6 beside a typed recipient", "send_report", `{"to":"bob@company.com","options":{"relay":"[2001:db8::9]"}}`, want{Ask, RuleSink, "2001:db8::9"}},
