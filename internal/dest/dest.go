@@ -119,6 +119,9 @@ func Parse(s string) (Dest, error) {
 	if c, ok := parseNumber(s); ok {
 		return Dest{Kind: Number, Canon: c}, nil
 	}
+	if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
+		return Dest{Kind: Host, Canon: "[" + a.String() + "]"}, nil // a bare IPv6 literal
+	}
 	if looksLikeHost(s) {
 		return parseHostish(s)
 	}
@@ -236,6 +239,15 @@ func validScheme(s string) bool {
 }
 
 func isASCIILetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
 
 // canonAuthority canonicalizes host[:port].
 func canonAuthority(auth string) (string, error) {
@@ -381,9 +393,10 @@ func foldASCII(s string) string {
 }
 
 // looksLikeHost reports whether s is a host, perhaps followed by a path: no
-// space, a dot inside its first part, and a last label that starts with a
-// letter or digit (not "v1.2" prose, which still passes as a name when IDNA
-// refuses it).
+// space, a dot inside its first part (after UTS-46 mapping, which reads
+// "。" as one), and a last label that starts with a letter or digit (not
+// "v1.2" prose, which still passes as a name when IDNA refuses it); or an
+// IPv6 literal in brackets.
 func looksLikeHost(s string) bool {
 	if strings.ContainsAny(s, " @") {
 		return false
@@ -392,8 +405,18 @@ func looksLikeHost(s string) bool {
 	if i := strings.IndexAny(s, "/?#"); i >= 0 {
 		h = s[:i]
 	}
-	if j := strings.LastIndexByte(h, ':'); j >= 0 && !strings.HasPrefix(h, "[") {
+	if strings.HasPrefix(h, "[") {
+		return strings.Contains(h, "]") // an IPv6 literal, perhaps with a port
+	}
+	if j := strings.LastIndexByte(h, ':'); j >= 0 {
 		h = h[:j]
+	}
+	if !isASCII(h) {
+		// UTS-46 maps the ideographic and full-width full stops to
+		// ".": evil。com is evil.com to every resolver.
+		if a, err := idna.Lookup.ToASCII(h); err == nil {
+			h = a
+		}
 	}
 	h = strings.TrimSuffix(h, ".")
 	dot := strings.LastIndexByte(h, '.')
@@ -468,7 +491,12 @@ func networkPath(s string) bool {
 // groups of four it is printed in. Only the taint side asks for them:
 // there a match denies, so more spellings are safer; an allow never uses
 // them.
-func Variants(s string) []string {
+func Variants(s string) []string { return variants(s, true) }
+
+// variants is Variants; readings says whether to read s as a mail reader
+// and git do too (Mailbox, scpURL), which is done once, not again on what
+// they read (a reading of a reading could go round).
+func variants(s string, readings bool) []string {
 	var out []string
 	add := func(v string) {
 		if v == "" || v == s {
@@ -489,9 +517,23 @@ func Variants(s string) []string {
 		}
 		if w != "" && w != strings.Trim(s, surrounding) {
 			add(w)
-			for _, v := range Variants(w) {
+			for _, v := range variants(w, readings) {
 				add(v)
 			}
+		}
+	}
+	// What git reads an scp-like remote as.
+	if u, ok := scpURL(s); ok && readings {
+		add(u)
+		for _, v := range variants(u, false) {
+			add(v)
+		}
+	}
+	// A mail reader's reading of a mailbox net/mail refuses.
+	if m, ok := Mailbox(s); ok && readings && !strings.EqualFold(m, strings.Trim(s, surrounding)) {
+		add(m)
+		for _, v := range variants(m, false) {
+			add(v)
 		}
 	}
 	d, err := Parse(s)
@@ -656,11 +698,18 @@ func Domains(s string) []string {
 		}
 		host = u.Hostname()
 	}
-	host = strings.TrimSuffix(host, ".")
-	if host == "" || !strings.Contains(host, ".") {
+	if _, err := netip.ParseAddr(strings.TrimSuffix(host, ".")); err == nil {
 		return nil
 	}
-	if _, err := netip.ParseAddr(host); err == nil {
+	return hostAndDomain(host)
+}
+
+// hostAndDomain is a canonical host name without its trailing dot and,
+// when it differs, its registrable part by the public suffix list; nil
+// for a name with no dot.
+func hostAndDomain(host string) []string {
+	host = strings.TrimSuffix(host, ".")
+	if host == "" || !strings.Contains(host, ".") {
 		return nil
 	}
 	out := []string{host}
@@ -668,4 +717,38 @@ func Domains(s string) []string {
 		out = append(out, reg)
 	}
 	return out
+}
+
+// Hosts is where a client that connects to s goes, as its receiver reads
+// it: the host of a URL as a WHATWG parser reads it (an scp-like remote
+// "git@host:path" as git reads it, ssh://git@host/path; userinfo dropped, a
+// numeric IPv4 host as a dotted quad, UTS-46 applied), or a bare host, and
+// its registrable part; an IP address alone. A bare name outside ICANN's
+// top-level domains (report.pdf), an address, a name or a number has
+// none: nothing connects to it. It is for taint only: whoever
+// named a host reads every request to it, whatever path, query or
+// subdomain carries the data, so a value whose host untrusted output held
+// is no more to be let through unasked than the link itself.
+func Hosts(s string) []string {
+	var host string
+	if u, ok := scpURL(s); ok {
+		s = u
+	}
+	if u, ok := webURL(s); ok {
+		host = u.Hostname()
+	} else if d, err := Parse(strings.Trim(s, surrounding)); err == nil {
+		switch {
+		case d.Kind == Host:
+			host = hostOf(d.Canon)
+		case d.Kind == URL && strings.HasPrefix(d.Canon, "//"):
+			host = hostOf(d.Canon[2:])
+		}
+		if !publicHost(host) {
+			host = "" // a file name as often as a host: report.pdf
+		}
+	}
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return []string{a.Unmap().String()}
+	}
+	return hostAndDomain(host)
 }

@@ -378,3 +378,52 @@ func TestDomains(t *testing.T) {
 		}
 	}
 }
+
+// A host spelled with a full stop UTS-46 maps to "." or as an IPv6
+// literal, bare or in brackets, is that host, as every resolver reads it.
+func TestHostSpellings(t *testing.T) {
+	for in, want := range map[string]string{
+		"evil\u3002com":      "evil.com",
+		"EVIL\uff0eCOM:8080": "evil.com:8080",
+		"evil\uff61com/x":    "//evil.com/x",
+		"2001:DB8::1":        "[2001:db8::1]",
+		"[2001:db8:0::1]":    "[2001:db8::1]",
+		"[2001:db8::1]:8443": "[2001:db8::1]:8443",
+		"[::ffff:192.0.2.1]": "[::ffff:192.0.2.1]",
+	} {
+		d, err := Parse(in)
+		if err != nil || d.Canon != want || d.Kind == Name {
+			t.Errorf("Parse(%q) = %v %q, %v; want %q", in, d.Kind, d.Canon, err, want)
+		}
+	}
+	for _, in := range []string{"fe80::1%eth0", "12:30", "a:b::c:d:e:f:g"} {
+		if d, _ := Parse(in); d.Kind != Name {
+			t.Errorf("Parse(%q) = %v %q, want a name", in, d.Kind, d.Canon)
+		}
+	}
+}
+
+func TestHosts(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"https://Collect.Evil.example.co.uk:8443/x?y", []string{"collect.evil.example.co.uk", "example.co.uk"}},
+		{"https://data@collect.evil.com/x", []string{"collect.evil.com", "evil.com"}}, // userinfo: no canonical form, same host
+		{"https://collect.evil.com\t/x", []string{"collect.evil.com", "evil.com"}},    // WHATWG strips the tab
+		{"https://ev\u00adil.com/x", []string{"evil.com"}},                            // UTS-46 drops the soft hyphen
+		{"//evil.com/x", []string{"evil.com"}},
+		{"evil.com/x", []string{"evil.com"}},
+		{"data.evil.com", []string{"data.evil.com", "evil.com"}},
+		{"http://3405803783/x", []string{"203.0.113.7"}},
+		{"http://[::ffff:203.0.113.7]/x", []string{"203.0.113.7"}},
+		{"bob@evil.com", nil}, // an address: nothing connects to it
+		{"mailto:bob@evil.com", nil},
+		{"#general", nil},
+		{"report.pdf", nil},
+	} {
+		if got := Hosts(tc.in); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("Hosts(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

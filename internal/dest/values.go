@@ -2,9 +2,11 @@ package dest
 
 import (
 	"strings"
+	"unicode"
 
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
+	"golang.org/x/text/unicode/norm"
 )
 
 // parseNumber reads a phone or account number written as one: an
@@ -143,6 +145,9 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // not: it makes no call a send.
 func IsDestination(s string) bool {
 	t := strings.Trim(s, surrounding)
+	if r := readable(t); r != t && IsDestination(r) {
+		return true // evil\u200b.com: no canonical form, but a host to a resolver
+	}
 	if u, ok := webURL(t); ok {
 		if target, ok := opaqueTarget(u); ok {
 			if target != t && IsDestination(target) {
@@ -251,12 +256,24 @@ func publicHost(h string) bool {
 }
 
 // isHandle reports whether s is one handle or channel: '@' or '#' and one
-// word of letters, digits, '.', '_' or '-'.
+// word of letters, digits, '.', '_' or '-', perhaps on a server named
+// after an '@' (the fediverse's @user@server) or a ':' (Matrix's
+// @user:server, #room:server) that is a host.
 func isHandle(s string) bool {
 	if len(s) < 2 || (s[0] != '@' && s[0] != '#') {
 		return false
 	}
-	for _, r := range s[1:] {
+	name, server := s[1:], ""
+	if i := strings.IndexAny(name, "@:"); i >= 0 {
+		name, server = name[:i], name[i+1:]
+		if d, err := Parse(server); err != nil || d.Kind != Host || !publicHost(hostOf(d.Canon)) {
+			return false
+		}
+	}
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
 		if !(r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
 			return false
 		}
@@ -301,13 +318,18 @@ func AddressList(s string) (parts []string, ok bool) {
 // AddressList splits it. A value that holds an address or a URL but can't
 // be split or read is returned whole: nothing vouches for it. A line
 // whose value is no destination ("Note: see below") names none.
+//
+// A line that starts with a space or a tab is read both ways: as a header
+// of its own (mail servers forgive the indent), and as RFC 5322 folding,
+// the rest of the header above it ("Bcc:\r\n eve@evil.example" is
+// "Bcc: eve@evil.example" to every mail library).
 func HeaderDestinations(s string) []string {
 	i := strings.IndexAny(s, "\r\n")
 	if i < 0 {
 		return nil
 	}
 	var out []string
-	for _, line := range strings.FieldsFunc(s[i:], func(r rune) bool { return r == '\r' || r == '\n' }) {
+	for _, line := range headerLines(s[i:]) {
 		name, value, ok := strings.Cut(strings.TrimLeft(line, surrounding), ":")
 		// White space before the colon is RFC 5322's obsolete syntax
 		// (obs-optional), which mail servers still take as a header.
@@ -328,6 +350,34 @@ func HeaderDestinations(s string) []string {
 
 // fieldName reports whether s is a header field name (RFC 5322: printable
 // ASCII but the colon, no space).
+// headerLines is every line of s (split at CR, LF or CRLF), then each
+// header unfolded: a line followed by lines that start with a space or a
+// tab, joined to them. A blank line ends a header.
+func headerLines(s string) []string {
+	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\r' || r == '\n' })
+	s = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(s)
+	var head string
+	folded := false
+	flush := func() {
+		if folded {
+			lines = append(lines, head)
+		}
+		head, folded = "", false
+	}
+	for _, l := range strings.Split(s, "\n") {
+		switch {
+		case l != "" && (l[0] == ' ' || l[0] == '\t') && head != "":
+			head += l
+			folded = true
+		default:
+			flush()
+			head = l
+		}
+	}
+	flush()
+	return lines
+}
+
 func fieldName(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 33 || s[i] > 126 {
@@ -335,4 +385,96 @@ func fieldName(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// Mailbox is the one mailbox a lenient mail reader (Python's
+// email.utils.parseaddr, Gmail reading a To: line) takes from s: the
+// addr-spec around its '@', once RFC 5322's comments
+// are dropped ("attacker(x)@evil.example") and white space is left out
+// ("a @ evil . example"), cut at the brackets, colons, commas and
+// semicolons around it (a display name's "<...>", an obsolete source route
+// "<@relay.example:a@evil.example>", a group's "team: ...;"). It is for
+// taint only (Variants): net/mail refuses these spellings, so nothing
+// vouches for them, but a reader that delivers them delivers to that
+// mailbox. A value with two such '@' has none.
+func Mailbox(s string) (string, bool) {
+	var b strings.Builder
+	quoted, depth := false, 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && (quoted || depth > 0) && i+1 < len(s):
+			if depth == 0 {
+				b.WriteByte(c)
+				b.WriteByte(s[i+1])
+			}
+			i++
+		case depth > 0:
+			switch c {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
+		case c == '"':
+			quoted = !quoted
+			b.WriteByte(c)
+		case c == '(' && !quoted:
+			depth = 1
+		case c == ' ' || c == '\t':
+			if quoted {
+				b.WriteByte(c)
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	// The one '@' of an addr-spec: not one that starts a source route
+	// (after '<', ',' or ':', or first), nor one in quotes. Two are two
+	// mailboxes, which no one reading could pick between.
+	a, at := b.String(), -1
+	quoted = false
+	for i := 0; i < len(a); i++ {
+		switch {
+		case a[i] == '\\':
+			i++
+		case a[i] == '"':
+			quoted = !quoted
+		case a[i] == '@' && !quoted && i > 0 && !strings.ContainsRune("<,:", rune(a[i-1])):
+			if at >= 0 {
+				return "", false
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return "", false
+	}
+	l := strings.LastIndexAny(a[:at], "<>:,;") + 1
+	r := strings.IndexAny(a[at:], "<>:,;\"")
+	if r < 0 {
+		r = len(a) - at
+	}
+	d, err := Parse(a[l : at+r])
+	if err != nil || d.Kind != Address {
+		return "", false
+	}
+	return d.Canon, true
+}
+
+// readable is s as a resolver or a number library reads it: without the
+// characters UTS-46 and nameprep drop (format characters such as a
+// zero-width space or a soft hyphen, variation selectors) and with
+// compatibility forms folded (NFKC: full-width digits are digits). An
+// ASCII string is itself.
+func readable(s string) string {
+	if isASCII(s) {
+		return s
+	}
+	return norm.NFKC.String(strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) {
+			return -1
+		}
+		return r
+	}, s))
 }

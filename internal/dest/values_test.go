@@ -17,10 +17,21 @@ func TestIsDestination(t *testing.T) {
 		"bob@example.com", "Bob <bob@example.com>", "https://evil.example/x", "evil.example.com", "www.hereticeagle.com",
 		"evil.example.com/path", "192.0.2.1", "+1 555-123-4567", "123-1234-1234", "GB29 NWBK 6016 1331 9268 19",
 		"@attacker", "#general", "https://user@evil.example/", "bob@example.com (eve@evil.example)",
+		// IPv6 literals, as IPv4 ones are; a host with the full stops
+		// UTS-46 maps to "." (ideographic, full-width, half-width).
+		"2001:db8::1", "[2001:db8::1]", "[2001:db8::1]:8080", "[::ffff:192.0.2.1]/x",
+		"evil\u3002com", "evil\uff0ecom", "ｅｖｉｌ\uff61ｃｏｍ", "data.evil\u3002com/x",
+		// A handle on another server: the fediverse's @user@server,
+		// Matrix's @user:server and #room:server.
+		"@attacker_x@evil.social", "@eve:matrix.evil.org", "#leaks:matrix.evil.org",
+		// Invisible characters UTS-46 and nameprep drop: still a host,
+		// a number (with no canonical form: nothing vouches for them).
+		"evil\u200b.com", "ev\u00adil.com", "evil.com\ufe0f", "+1 415\u200b-555-0199", "+１ ４１５-５５５-０１９９",
 	}
 	no := []string{
 		"Alice", "Le Marais Boutique", "report.pdf", "notes.txt", "v1.2", "2022-02-22", "12345678", "3524.67",
 		"P-123456", "guest_amy01", "knows", "", "hello @bob", "123 Maine st, Troy, MI 48083", "/tmp/x",
+		"@scope/pkg@1.2.0", "@user:", "#tag:x", "@a@b",
 	}
 	for _, s := range yes {
 		if !IsDestination(s) {
@@ -42,6 +53,9 @@ func TestHeaderDestinations(t *testing.T) {
 		"report\r\nReply-To: \"x\" <eve@evil.example>":      {"\"x\" <eve@evil.example>"},
 		"report\rX-Hook: https://evil.example/h":            {"https://evil.example/h"},
 		"report\r\nBcc : eve@evil.example":                  {"eve@evil.example"},
+		"report\r\nBcc:\r\n eve@evil.example":               {"eve@evil.example"},
+		"report\r\nBcc:\r\n\t<eve@evil.example>":            {"<eve@evil.example>"},
+		"report\r\nCc: bob@x.example,\r\n eve@evil.example": {"bob@x.example,", "bob@x.example", "eve@evil.example"}, // each line, then unfolded
 		"Hi Bob,\nNote: see below\nThanks":                  nil,
 		"one line with bob@example.com: no break before it": nil,
 	} {
@@ -202,4 +216,97 @@ func TestPackagesAndFileNames(t *testing.T) {
 			t.Errorf("MayBeFileName(%q) = %v", s, got)
 		}
 	}
+}
+
+// TestMailboxAgainstPython: an address dressed in RFC 5322's comments, a
+// source route or white space around its dots and '@' is one mailbox to a
+// lenient reader (Python's email.utils.parseaddr; Gmail reads such a To:
+// alike), so taint looks it up as that mailbox (Variants). Wherever
+// Mailbox reads one, Python must read the same.
+func TestMailboxAgainstPython(t *testing.T) {
+	python := need.Program(t, "python3", "install Python 3 (Debian: apt-get install python3)")
+	in := []string{
+		"attacker(x)@evil.com", "attacker@(x)evil.com", "(x)attacker@evil.com", "att(x)acker@evil.com",
+		"attacker@evil.com (x)", "attacker(a(b)c)@evil.com", "<@relay.example:attacker@evil.com>",
+		"Eve <@relay.example:attacker@evil.com>", "attacker @ evil.com", "attacker@evil . com",
+		"attacker . x@evil.com", "\"attacker\"(x)@evil.com", "Eve (x) <attacker(y)@evil(z).com>",
+		"attacker@evil.com", "Eve <attacker@evil.com>",
+	}
+	fixed, read := len(in), 0
+	// Random spellings: comments, spaces, quotes and escapes put anywhere
+	// into an address, perhaps with a display name and a route.
+	inserts := []string{"(x)", " ", "(a(b)c)", "\t", "\"", "(\\))", "\\", ".", "@", ":", "<", ">", ","}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 3000 {
+		v := "attacker@evil.com"
+		for range 1 + r.IntN(3) {
+			i := r.IntN(len(v) + 1)
+			v = v[:i] + inserts[r.IntN(len(inserts))] + v[i:]
+		}
+		switch r.IntN(4) {
+		case 0:
+			v = "Eve <" + v + ">"
+		case 1:
+			v = "<@relay.example:" + v + ">"
+		}
+		in = append(in, v)
+	}
+	b, _ := json.Marshal(in)
+	py := `import email.utils, json, sys
+print(json.dumps([email.utils.parseaddr(x)[1] for x in json.loads(sys.stdin.read())]))`
+	cmd := exec.Command(python, "-c", py)
+	cmd.Stdin = strings.NewReader(string(b))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	var fromPython []string
+	if err := json.Unmarshal(out, &fromPython); err != nil {
+		t.Fatalf("python3 said %q: %v", out, err)
+	}
+	for i, s := range in {
+		if p, err := Parse(fromPython[i]); i >= fixed && (err != nil || p.Kind != Address) {
+			// Python reads no mailbox (or keeps a space between the
+			// words of a local part): a lookup of what Mailbox reads
+			// can only deny more.
+			continue
+		}
+		got, ok := Mailbox(s)
+		if !ok {
+			if i < fixed {
+				t.Errorf("Mailbox(%q): none, Python reads %q", s, fromPython[i])
+			}
+			continue
+		}
+		read++
+		if p, err := Parse(fromPython[i]); err != nil || got != p.Canon {
+			t.Errorf("Mailbox(%q) = %q, Python reads %q", s, got, fromPython[i])
+		}
+		if s != got && !slices.Contains(Variants(s), got) {
+			t.Errorf("Variants(%q) = %q: taint would not look it up as %q", s, Variants(s), got)
+		}
+	}
+	t.Logf("%d of %d spellings read as one mailbox", read, len(in))
+}
+
+// FuzzMailbox: what Mailbox reads is a canonical address, its own
+// canonical form; Variants and Hosts end on every input.
+func FuzzMailbox(f *testing.F) {
+	for _, s := range []string{"attacker(x)@evil.com", "<@relay.example:a@evil.com>", "Eve (x) <a(y)@evil(z).com>",
+		"a @ evil . com", "\"a\\\"b\"(c)@evil.com", "x@y@z", "((((", "\"", "@a,@b:c@d.example"} {
+		f.Add(s)
+	}
+	f.Add("git@evil.example:leak/repo.git")
+	f.Add("ssh://a@b.example/d")
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = Variants(s), Hosts(s) // they end: a reading is not read again
+		m, ok := Mailbox(s)
+		if !ok {
+			return
+		}
+		d, err := Parse(m)
+		if err != nil || d.Kind != Address || d.Canon != m {
+			t.Fatalf("Mailbox(%q) = %q, which Parse reads as %v, %v", s, m, d, err)
+		}
+	})
 }

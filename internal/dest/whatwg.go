@@ -95,3 +95,20 @@ func percentDecoded(s string) (string, bool) {
 	}
 	return d, true
 }
+
+// scpURL is the ssh URL that git, scp and rsync read an scp-like address
+// as: "[user@]host:path", with no "://", no '/' before its first ':' and a
+// dotted host, is ssh://[user@]host/path. ok is false for anything else
+// ("Email:bob", "evil.example:8080/x" has a '/' after a port).
+func scpURL(s string) (string, bool) {
+	t := strings.Trim(s, surrounding)
+	i := strings.IndexByte(t, ':')
+	if i < 0 || strings.Contains(t, "://") || strings.ContainsAny(t[:i], "/ ") {
+		return "", false
+	}
+	host, path := t[strings.LastIndexByte(t[:i], '@')+1:i], strings.TrimLeft(t[i+1:], "/")
+	if d := strings.IndexByte(host, '.'); d <= 0 || d == len(host)-1 || path == "" {
+		return "", false
+	}
+	return "ssh://" + t[:i] + "/" + path, true
+}

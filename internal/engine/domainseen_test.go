@@ -28,7 +28,7 @@ func TestDomainSeen(t *testing.T) {
 		{"upload@files.evil.example", "files.evil.example", "inbox"}, // the link's host
 		{"bob@partner.example", "partner.example", "inbox"},          // the domain alone
 		{"bob@mail.partner.example", "partner.example", "inbox"},     // its registrable part
-		{"billing@evil.example", "", ""},                             // only a host below it was named
+		{"billing@evil.example", "evil.example", "inbox"},            // a link's host below it was named
 		{"dave@other.example", "", ""},                               // only an address at it was seen
 		{"#general", "", ""},
 	} {

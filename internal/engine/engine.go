@@ -190,9 +190,15 @@ func (e *Engine) Policy() *policy.Policy { return e.pol }
 // recorded as tokens, not their domains, so an address at that domain in
 // the output is not found this way, and a domain is far wider than d.
 func (e *Engine) DomainSeen(d string) (domain, server string, ok bool) {
-	for _, dom := range dest.Domains(d) {
-		if server, ok := e.tainted(dom); ok {
-			return dom, server, true
+	return e.seenAmong(dest.Domains(d))
+}
+
+// seenAmong returns the first of forms that appeared in untrusted output,
+// and whose output held it.
+func (e *Engine) seenAmong(forms []string) (form, server string, ok bool) {
+	for _, f := range forms {
+		if server, ok := e.tainted(f); ok {
+			return f, server, true
 		}
 	}
 	return "", "", false

@@ -266,7 +266,9 @@ func eachKey(v any, fn func(string)) {
 // or policy names and whose name says it doesn't send: one that untrusted
 // output held, and that nothing winning over taint vouches for, is asked
 // about (a search for a tainted address costs a question and never
-// leaks); a human's yes to it holds for the session. Nothing else is
+// leaks), and so is a URL or a host on a host that output named (its
+// path or subdomain carries data to whoever named it: dest.Hosts); a
+// human's yes to it holds for the session. Nothing else is
 // asked: a destination the agent brought from elsewhere, or a value that
 // is no destination at all ("Alice" in a relation), makes no call a send.
 func (e *Engine) valueDecision(t *policy.Tool, cands []Destination, how map[Destination]string) Decision {
@@ -279,6 +281,12 @@ func (e *Engine) valueDecision(t *policy.Tool, cands []Destination, how map[Dest
 			continue
 		}
 		src, ok := e.taintedAny(c.Value)
+		host := ""
+		if !ok {
+			// Whoever named a host reads every request to it, whatever
+			// path, query or subdomain carries the data.
+			host, src, ok = e.seenAmong(dest.Hosts(c.Value))
+		}
 		if !ok {
 			continue
 		}
@@ -287,9 +295,14 @@ func (e *Engine) valueDecision(t *policy.Tool, cands []Destination, how map[Dest
 			continue
 		}
 		if len(asks) == 0 {
+			why := fmt.Sprintf("destination %s=%s came from untrusted data (it appeared in %s)", c.Param, quote(c.Value), outputOf(src))
+			if host != "" {
+				why = fmt.Sprintf("destination %s=%s goes to %s, a host named in %s (its path or subdomain can carry data to whoever named it)",
+					c.Param, quote(c.Value), quote(host), outputOf(src))
+			}
 			first = Decision{Verdict: Ask, Rule: RuleSink,
-				Reason: fmt.Sprintf("destination %s=%s came from untrusted data (it appeared in %s), and %s says nothing of sending (no pack or policy names it), so a human must confirm this call",
-					c.Param, quote(c.Value), outputOf(src), quote(t.Name)),
+				Reason: fmt.Sprintf("%s, and %s says nothing of sending (no pack or policy names it), so a human must confirm this call",
+					why, quote(t.Name)),
 				Tainted: &Destination{Param: c.Param, Value: c.Value}, Source: src}
 		}
 		asks = append(asks, c)

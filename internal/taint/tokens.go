@@ -457,6 +457,7 @@ func (sc *scanner) structure(p []byte, depth int, flags uint16) {
 		return
 	}
 	if i := bytes.IndexByte(p, ':'); i >= 0 {
+		sc.scp(p, i, flags)
 		eachField(p, ':', func(q []byte) {
 			q = trim(q)
 			sc.canon(q, flags)
@@ -493,6 +494,7 @@ func (sc *scanner) url(p []byte, i, depth int, flags uint16) {
 		auth = auth[at+1:]
 	}
 	sc.canon(trim(auth), flags)
+	sc.parents(trim(auth), flags)
 	q := indexIn(rest, &setQF)
 	base := rest
 	if q >= 0 {
@@ -507,6 +509,54 @@ func (sc *scanner) url(p []byte, i, depth int, flags uint16) {
 	if q >= 0 {
 		sc.params(rest[q+1:], depth, flags)
 	}
+}
+
+// parents records every name a URL's host is under, down to two labels
+// (evil.example.com and example.com for collect.evil.example.com:8443):
+// whoever named a host owns the names under its registrable part, so
+// https://<data>.evil.example.com/ goes to whoever printed the link, and
+// the engine looks a URL up by its host's registrable part (dest.Hosts).
+// A parent that is a public suffix (co.uk) is recorded too, harmlessly:
+// no destination is looked up by one. An IP address has no parents.
+func (sc *scanner) parents(host []byte, flags uint16) {
+	if j := bytes.LastIndexByte(host, ':'); j >= 0 {
+		host = host[:j]
+	}
+	host = bytes.TrimSuffix(host, []byte("."))
+	if len(host) == 0 || bytes.IndexByte(host, '[') >= 0 || host[len(host)-1] >= '0' && host[len(host)-1] <= '9' {
+		return
+	}
+	for {
+		i := bytes.IndexByte(host, '.')
+		if i < 0 {
+			return
+		}
+		host = host[i+1:]
+		if bytes.IndexByte(host, '.') < 0 {
+			return
+		}
+		sc.canon(host, flags)
+	}
+}
+
+// scp records what git, scp and rsync read in an scp-like address
+// "[user@]host:path" (i is the index of its first ':', with no '/' before
+// it and a dotted host): the URL ssh://[user@]host/path, so its host, the
+// names above it, and host/path, the form a URL of any scheme on that host
+// and path is also recorded under.
+func (sc *scanner) scp(p []byte, i int, flags uint16) {
+	head, path := p[:i], bytes.TrimLeft(trim(p[i+1:]), "/")
+	if bytes.IndexByte(head, '/') >= 0 || len(path) == 0 {
+		return
+	}
+	host := trim(head[bytes.LastIndexByte(head, '@')+1:])
+	if d := bytes.IndexByte(host, '.'); d <= 0 || d == len(host)-1 {
+		return
+	}
+	sc.canon(host, flags)
+	sc.parents(host, flags)
+	sc.cat = append(append(append(sc.cat[:0], host...), '/'), path...)
+	sc.canon(sc.cat, flags)
 }
 
 // params takes apart a query or fragment: each & separated parameter, and
