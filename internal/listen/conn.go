@@ -303,7 +303,11 @@ func (v *view) Read(ctx context.Context) (jsonrpc.Message, error) {
 			v.replay = v.replay[1:]
 			c.mu.Unlock()
 			return m, nil
-		case c.closed && (v.upGone || len(c.queue) == 0):
+		case c.closed:
+			// What the pump has not read when the session ends was never
+			// judged, and its requests are answered that the session
+			// ended (see end): it is dropped, not judged and forwarded
+			// after the client was told it was not.
 			c.mu.Unlock()
 			return nil, io.EOF
 		case v.upGone:
@@ -520,8 +524,8 @@ func (c *conn) close() { c.end("the session has ended") }
 // end ends the session, saying why: every request still owed an answer
 // gets a JSON-RPC error naming why on its stream, rather than a stream cut
 // short (the pump's own answers come too late: its streams end with the
-// session), then the pump reads EOF and every open stream's handler
-// returns. The answers are written in the background: a client that stopped
+// session), then the pump reads EOF, without what it had yet to read, and
+// every open stream's handler returns. The answers are written in the background: a client that stopped
 // reading holds them up for the write timeout, not the caller.
 func (c *conn) end(why string) {
 	c.mu.Lock()
@@ -530,6 +534,8 @@ func (c *conn) end(why string) {
 		return
 	}
 	c.closed = true
+	clear(c.queue) // never read by the pump: see view.Read
+	c.queue = nil
 	owed := c.streams
 	c.streams, c.tokens = map[jsonrpc.ID]*stream{}, map[string]jsonrpc.ID{}
 	c.signalLocked()

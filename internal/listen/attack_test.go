@@ -1,0 +1,90 @@
+package listen
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An outsider's attacks on one session's transport, through the whole
+// handler (Host, auth, lookup, decoding) of a listener whose session is
+// in its table and whose pump is played by the test: it reads the
+// session's view only when the test says so, as a pump does whose
+// upstream is busy (a stdio server in a long call reads no stdin) or
+// being started again after a crash.
+
+// attackListener is tableListener serving every Host, and its handler.
+func attackListener(t *testing.T) (*Listener, *Session, http.Handler) {
+	t.Helper()
+	l, id := tableListener(t)
+	l.opts.Edge.Hosts = []string{"*"}
+	s := l.lookup("alice", "s", id)
+	if s == nil {
+		t.Fatal("the session is not in the table")
+	}
+	return l, s, l.Handler()
+}
+
+// postTo posts body to the session (sid; none: no header) through h.
+func postTo(h http.Handler, sid, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set(sessionHeader, sid)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// A call posted just before the session is ended (DELETE, the idle
+// timeout, a pin refusal) is answered that the session ended; the pump,
+// which had not read it yet, must not read it after: it would judge and
+// forward a call whose client was told it was not made (and a DELETE
+// racing a POST would decide whether it was).
+func TestSessionEndDropsWhatThePumpHasNotRead(t *testing.T) {
+	_, s, h := attackListener(t)
+	v, err := s.conn.newView(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		answered <- postTo(h, s.id, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"boss@corp.example"}}}`)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s.conn.mu.Lock()
+		n := len(s.conn.queue)
+		s.conn.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call was not queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	req := httptest.NewRequest(http.MethodDelete, "http://localhost/mcp", nil)
+	req.Header.Set(sessionHeader, s.id)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", rec.Code)
+	}
+	got := <-answered
+	if !strings.Contains(got.Body.String(), `"id":9,"error"`) || !strings.Contains(got.Body.String(), "the session has ended") {
+		t.Fatalf("the call's POST after DELETE: %d %s; want an error saying the session ended", got.Code, got.Body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if m, err := v.Read(ctx); !errors.Is(err, io.EOF) {
+		t.Fatalf("the pump read %v (%v) after the session ended; want EOF", m, err)
+	}
+}
