@@ -43,6 +43,50 @@ func postTo(h http.Handler, sid, body string) *httptest.ResponseRecorder {
 	return rec
 }
 
+// A notification is answered 202 as soon as it is queued, before the pump
+// has taken it: without a bound, a client could post 4 MiB bodies as fast
+// as the network takes them while its session's pump is not reading, and
+// the listener would hold them all. What waits for the pump is bounded;
+// past the bound a POST is answered 429 with Retry-After, and once the
+// pump has taken what waits, the session takes messages again.
+func TestSessionQueueBounded(t *testing.T) {
+	_, s, h := attackListener(t)
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"pad":"` + strings.Repeat("x", 1<<20) + `"}}`
+	accepted, refused := 0, 0
+	for range 64 {
+		rec := postTo(h, s.id, note)
+		switch rec.Code {
+		case http.StatusAccepted:
+			accepted++
+		case http.StatusTooManyRequests:
+			refused++
+			if rec.Header().Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+		default:
+			t.Fatalf("a notification: %d %s", rec.Code, rec.Body)
+		}
+	}
+	if refused == 0 || accepted > maxQueueBytes>>20+1 {
+		t.Fatalf("64 MiB of notifications while the pump reads nothing: %d taken, %d refused; want at most %d MiB held", accepted, refused, maxQueueBytes>>20)
+	}
+	// The pump takes what waits; the session takes messages again.
+	v, err := s.conn.newView(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range accepted {
+		if _, err := v.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec := postTo(h, s.id, note); rec.Code != http.StatusAccepted {
+		t.Fatalf("a notification once the queue is read: %d %s", rec.Code, rec.Body)
+	}
+}
+
 // A call posted just before the session is ended (DELETE, the idle
 // timeout, a pin refusal) is answered that the session ended; the pump,
 // which had not read it yet, must not read it after: it would judge and

@@ -56,9 +56,12 @@ type conn struct {
 	// reading loses that stream, not the session's other streams.
 	writeTimeout time.Duration
 
-	mu     sync.Mutex
-	queue  []jsonrpc.Message // read from POSTs, not yet read by the pump
-	wake   chan struct{}     // signalled (cap 1) when queue grows or a view closes
+	mu    sync.Mutex
+	queue []jsonrpc.Message // read from POSTs, not yet read by the pump
+	// queued is what queue holds, in queueWeight's bytes: bounded by
+	// maxQueueBytes (see post).
+	queued int
+	wake   chan struct{} // signalled (cap 1) when queue grows or a view closes
 	closed bool
 	done   chan struct{} // closed by close
 	// init is the client's initialize request, replayed to an upstream
@@ -88,6 +91,27 @@ const (
 	maxBacklog      = 256
 	maxBacklogBytes = 8 << 20
 )
+
+// maxQueueBytes bounds what a session's client has posted and its pump
+// has yet to read. A notification is answered 202 once queued, so without
+// it a client could post as fast as the network allows while the pump is
+// not reading (its upstream busy, or being started again), and the
+// listener would hold it all. Past it, a POST is refused (errQueueFull)
+// unless the queue is empty: one body, however large the limit on bodies,
+// always gets through.
+const maxQueueBytes = 16 << 20
+
+// queueWeight is what a message holds in the queue: its payload and the
+// message itself (so that a batch of tiny notifications counts too).
+func queueWeight(m jsonrpc.Message) int {
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		return 128 + len(m.Method) + len(m.Params)
+	case *jsonrpc.Response:
+		return 128 + len(m.Result)
+	}
+	return 128
+}
 
 func newConn(id string, writeTimeout time.Duration) *conn {
 	return &conn{
@@ -324,6 +348,7 @@ func (v *view) Read(ctx context.Context) (jsonrpc.Message, error) {
 			m := c.queue[0]
 			c.queue[0] = nil
 			c.queue = c.queue[1:]
+			c.queued -= queueWeight(m)
 			c.mu.Unlock()
 			return m, nil
 		}
@@ -535,7 +560,7 @@ func (c *conn) end(why string) {
 	}
 	c.closed = true
 	clear(c.queue) // never read by the pump: see view.Read
-	c.queue = nil
+	c.queue, c.queued = nil, 0
 	owed := c.streams
 	c.streams, c.tokens = map[jsonrpc.ID]*stream{}, map[string]jsonrpc.ID{}
 	c.signalLocked()
@@ -617,6 +642,15 @@ func (c *conn) post(ctx context.Context, w http.ResponseWriter, msgs []jsonrpc.M
 			return errInFlight{id}
 		}
 	}
+	weight := 0
+	for _, m := range msgs {
+		weight += queueWeight(m)
+	}
+	if len(c.queue) > 0 && c.queued+weight > maxQueueBytes {
+		c.mu.Unlock()
+		return errQueueFull
+	}
+	c.queued += weight
 	var s *stream
 	if len(calls) > 0 {
 		s = newStream(w, len(calls), c.writeTimeout)
@@ -675,6 +709,10 @@ func (c *conn) takeBacklogLocked(s *stream) [][]byte {
 
 // errSessionGone is post's and listen's answer for a closed session.
 var errSessionGone = errors.New("the session has ended")
+
+// errQueueFull is post's refusal when the session's pump has yet to read
+// maxQueueBytes of what the client posted before.
+var errQueueFull = fmt.Errorf("the server has not yet taken the %d MiB of messages this session sent before", maxQueueBytes>>20)
 
 // getStream serves the client's GET stream until the client goes or the
 // session ends. A second GET while one is open is refused (409).

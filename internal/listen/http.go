@@ -379,6 +379,9 @@ func (l *Listener) servePOST(w http.ResponseWriter, r *http.Request, user string
 	switch {
 	case errors.As(err, &dup):
 		jsonrpcError(w, http.StatusBadRequest, dup.id, jsonrpc.CodeInvalidRequest, "bouncer: invalid request: "+dup.Error())
+	case errors.Is(err, errQueueFull):
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "Too Many Requests: "+err.Error()+"; send again in a moment", http.StatusTooManyRequests)
 	case errors.Is(err, errSessionGone):
 		why := "Not Found: the session has ended; initialize a new one"
 		if p := sess.refused.Load(); p != nil {
