@@ -3,6 +3,7 @@ package listen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -67,8 +68,8 @@ func TestSessionQueueBounded(t *testing.T) {
 			t.Fatalf("a notification: %d %s", rec.Code, rec.Body)
 		}
 	}
-	if refused == 0 || accepted > maxQueueBytes>>20+1 {
-		t.Fatalf("64 MiB of notifications while the pump reads nothing: %d taken, %d refused; want at most %d MiB held", accepted, refused, maxQueueBytes>>20)
+	if refused == 0 || accepted > maxHeldBytes>>20+1 {
+		t.Fatalf("64 MiB of notifications while the pump reads nothing: %d taken, %d refused; want at most %d MiB held", accepted, refused, maxHeldBytes>>20)
 	}
 	// The pump takes what waits; the session takes messages again.
 	v, err := s.conn.newView(false)
@@ -131,4 +132,63 @@ func TestSessionEndDropsWhatThePumpHasNotRead(t *testing.T) {
 	if m, err := v.Read(ctx); !errors.Is(err, io.EOF) {
 		t.Fatalf("the pump read %v (%v) after the session ended; want EOF", m, err)
 	}
+}
+
+// Calls the session's upstream never answers (a slow tool, a question to
+// a human nobody answers) each hold their POST, and what they carry, in
+// the listener until answered: a client could post them 4 MiB at a time,
+// as many as it has connections. What the session's client has in flight
+// counts against the same bound as what waits for the pump; past it, 429.
+func TestSessionInFlightBounded(t *testing.T) {
+	_, s, h := attackListener(t)
+	v, err := s.conn.newView(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // a pump whose upstream answers nothing
+		for {
+			if _, err := v.Read(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	pad := strings.Repeat("x", 1<<20)
+	codes := make(chan int, 64)
+	for i := range 64 {
+		go func() {
+			codes <- postTo(h, s.id, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow","arguments":{"pad":"%s"}}}`, i, pad)).Code
+		}()
+	}
+	refused := 0
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s.conn.mu.Lock()
+		held := len(s.conn.streams)
+		s.conn.mu.Unlock()
+	drain:
+		for {
+			select {
+			case c := <-codes:
+				if c != http.StatusTooManyRequests {
+					t.Fatalf("a call: %d", c)
+				}
+				refused++
+			default:
+				break drain
+			}
+		}
+		if held+refused == 64 {
+			if refused == 0 {
+				t.Fatalf("64 calls of 1 MiB each, none answered: all %d held", held)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls held, %d refused, the rest neither", held, refused)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.conn.close()
 }

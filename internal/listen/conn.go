@@ -58,9 +58,12 @@ type conn struct {
 
 	mu    sync.Mutex
 	queue []jsonrpc.Message // read from POSTs, not yet read by the pump
-	// queued is what queue holds, in queueWeight's bytes: bounded by
-	// maxQueueBytes (see post).
-	queued int
+	// held is what the listener holds of what the client posted, in
+	// weight's bytes: the messages in queue, and the requests read from it
+	// still owed an answer (owed: each one's weight). It is bounded by
+	// maxHeldBytes (see post).
+	held   int
+	owed   map[jsonrpc.ID]int
 	wake   chan struct{} // signalled (cap 1) when queue grows or a view closes
 	closed bool
 	done   chan struct{} // closed by close
@@ -92,18 +95,20 @@ const (
 	maxBacklogBytes = 8 << 20
 )
 
-// maxQueueBytes bounds what a session's client has posted and its pump
-// has yet to read. A notification is answered 202 once queued, so without
-// it a client could post as fast as the network allows while the pump is
-// not reading (its upstream busy, or being started again), and the
-// listener would hold it all. Past it, a POST is refused (errQueueFull)
-// unless the queue is empty: one body, however large the limit on bodies,
+// maxHeldBytes bounds what the listener holds of what a session's client
+// posted: the messages its pump has yet to read, and the requests still
+// owed an answer (each holds its body, in the pump and in its POST,
+// until it is answered). A notification is answered 202 once queued, and
+// a call the upstream never answers (a slow tool, a question nobody
+// answers) holds its POST, so without it a client could make the listener
+// hold as much as it can send. Past it, a POST is refused (errTooMuchHeld)
+// unless nothing is held: one body, however large the limit on bodies,
 // always gets through.
-const maxQueueBytes = 16 << 20
+const maxHeldBytes = 32 << 20
 
-// queueWeight is what a message holds in the queue: its payload and the
+// weight is what a message holds in the listener: its payload and the
 // message itself (so that a batch of tiny notifications counts too).
-func queueWeight(m jsonrpc.Message) int {
+func weight(m jsonrpc.Message) int {
 	switch m := m.(type) {
 	case *jsonrpc.Request:
 		return 128 + len(m.Method) + len(m.Params)
@@ -121,6 +126,7 @@ func newConn(id string, writeTimeout time.Duration) *conn {
 		done:         make(chan struct{}),
 		streams:      map[jsonrpc.ID]*stream{},
 		tokens:       map[string]jsonrpc.ID{},
+		owed:         map[jsonrpc.ID]int{},
 		lastActive:   time.Now(),
 	}
 }
@@ -348,7 +354,9 @@ func (v *view) Read(ctx context.Context) (jsonrpc.Message, error) {
 			m := c.queue[0]
 			c.queue[0] = nil
 			c.queue = c.queue[1:]
-			c.queued -= queueWeight(m)
+			if r, ok := m.(*jsonrpc.Request); !ok || !r.IsCall() {
+				c.held -= weight(m) // a request is held until answered
+			}
 			c.mu.Unlock()
 			return m, nil
 		}
@@ -420,6 +428,10 @@ func (v *view) Release(id jsonrpc.ID) bool {
 // forgetLocked drops request id from the routing tables. c.mu is held.
 func (c *conn) forgetLocked(id jsonrpc.ID) {
 	delete(c.streams, id)
+	if w, ok := c.owed[id]; ok {
+		c.held -= w
+		delete(c.owed, id)
+	}
 	for tok, rid := range c.tokens {
 		if rid == id {
 			delete(c.tokens, tok)
@@ -560,7 +572,7 @@ func (c *conn) end(why string) {
 	}
 	c.closed = true
 	clear(c.queue) // never read by the pump: see view.Read
-	c.queue, c.queued = nil, 0
+	c.queue, c.held, c.owed = nil, 0, map[jsonrpc.ID]int{}
 	owed := c.streams
 	c.streams, c.tokens = map[jsonrpc.ID]*stream{}, map[string]jsonrpc.ID{}
 	c.signalLocked()
@@ -642,15 +654,15 @@ func (c *conn) post(ctx context.Context, w http.ResponseWriter, msgs []jsonrpc.M
 			return errInFlight{id}
 		}
 	}
-	weight := 0
+	total := 0
 	for _, m := range msgs {
-		weight += queueWeight(m)
+		total += weight(m)
 	}
-	if len(c.queue) > 0 && c.queued+weight > maxQueueBytes {
+	if c.held > 0 && c.held+total > maxHeldBytes {
 		c.mu.Unlock()
-		return errQueueFull
+		return errTooMuchHeld
 	}
-	c.queued += weight
+	c.held += total
 	var s *stream
 	if len(calls) > 0 {
 		s = newStream(w, len(calls), c.writeTimeout)
@@ -663,6 +675,7 @@ func (c *conn) post(ctx context.Context, w http.ResponseWriter, msgs []jsonrpc.M
 	for _, m := range msgs {
 		if r, ok := m.(*jsonrpc.Request); ok {
 			if r.IsCall() {
+				c.owed[r.ID] = weight(r)
 				if tok := progressToken(r.Params); tok != "" {
 					c.tokens[tok] = r.ID
 				}
@@ -710,9 +723,9 @@ func (c *conn) takeBacklogLocked(s *stream) [][]byte {
 // errSessionGone is post's and listen's answer for a closed session.
 var errSessionGone = errors.New("the session has ended")
 
-// errQueueFull is post's refusal when the session's pump has yet to read
-// maxQueueBytes of what the client posted before.
-var errQueueFull = fmt.Errorf("the server has not yet taken the %d MiB of messages this session sent before", maxQueueBytes>>20)
+// errTooMuchHeld is post's refusal when the listener holds maxHeldBytes
+// of what the session's client posted before.
+var errTooMuchHeld = fmt.Errorf("this session already has %d MiB of messages not yet taken by its server or requests not yet answered", maxHeldBytes>>20)
 
 // getStream serves the client's GET stream until the client goes or the
 // session ends. A second GET while one is open is refused (409).

@@ -379,7 +379,7 @@ func (l *Listener) servePOST(w http.ResponseWriter, r *http.Request, user string
 	switch {
 	case errors.As(err, &dup):
 		jsonrpcError(w, http.StatusBadRequest, dup.id, jsonrpc.CodeInvalidRequest, "bouncer: invalid request: "+dup.Error())
-	case errors.Is(err, errQueueFull):
+	case errors.Is(err, errTooMuchHeld):
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "Too Many Requests: "+err.Error()+"; send again in a moment", http.StatusTooManyRequests)
 	case errors.Is(err, errSessionGone):
