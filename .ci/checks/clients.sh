@@ -9,6 +9,11 @@
 # - Gemini CLI prints no configuration error: it refuses a server entry with
 #   a key it doesn't know, so init keeps its originals in the state
 #   directory.
+# - Gemini CLI runs the BeforeAgent prompt hook init wrote: a scripted
+#   `gemini -p` turn, from a loopback stand-in for the Gemini API, has the
+#   wrapped helpdesk send to the address the prompt typed, and Bouncer
+#   allows it as typed by the user; the same call after a prompt without
+#   the address is denied.
 # - Codex CLI reads the config.toml init spliced (`codex mcp get --json`):
 #   each server launches bouncer run, with BOUNCER_HOME and its bearer
 #   token's variable handed on (env_vars). It starts servers only in a
@@ -106,7 +111,7 @@ cat >"$proj/.gemini/settings.json" <<EOF
 }
 EOF
 cat >"$home/.gemini/settings.json" <<EOF
-{"mcpServers": {"user-gdesk": {$desk}}}
+{"mcpServers": {"user-gdesk": {$desk}}, "security": {"auth": {"selectedType": "gemini-api-key"}}}
 EOF
 cat >"$home/.codex/config.toml" <<EOF
 # Codex CLI's settings: comments, and keys of its own.
@@ -151,6 +156,57 @@ done
 if grep -qi 'invalid configuration\|unrecognized key\|fix the configuration' "$work/gemini.out"; then
   fail "Gemini CLI reports a configuration error"
 fi
+
+step "Gemini CLI's prompt hook, from a loopback stand-in for its API"
+grep -q '"BeforeAgent": \[{"hooks": \[{"type": "command", "command": ".*bouncer hook prompt"}\]}\]' .gemini/settings.json \
+  || { cat .gemini/settings.json; fail "init did not add Gemini CLI's BeforeAgent hook"; }
+# The stand-in answers the main model's first request of a turn with a call
+# of FAKE_CALL, then (and every other request) with text.
+cat >"$work/fakegemini.py" <<'EOF'
+import http.server, json, os, sys
+CALL = json.loads(os.environ["FAKE_CALL"])
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def send(self, body, ctype):
+        b = body.encode()
+        self.send_response(200); self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+        if ":countTokens" in self.path:
+            return self.send(json.dumps({"totalTokens": 1}), "application/json")
+        done = any("functionResponse" in p for c in body.get("contents", []) for p in c.get("parts", []))
+        names = [d["name"] for t in body.get("tools", []) for d in t.get("functionDeclarations", [])]
+        part = {"text": "done"}
+        if ":streamGenerateContent" in self.path and not done and CALL[0] in names:
+            part = {"functionCall": {"name": CALL[0], "args": CALL[1]}}
+        resp = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}}
+        if ":streamGenerateContent" in self.path:
+            return self.send("data: " + json.dumps(resp) + "\r\n\r\n", "text/event-stream")
+        self.send(json.dumps(resp), "application/json")
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOF
+gport=$(port)
+FAKE_CALL='["mcp_gdesk_send_email", {"to": "bob@corp.example", "subject": "hi", "body": "hello"}]' python3 "$work/fakegemini.py" "$gport" &
+pids+=($!)
+listening "$gport" || fail "the Gemini API stand-in did not listen"
+gturn() {
+  GEMINI_API_KEY=not-a-key GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:$gport \
+    "$gemini" -p "$1" --yolo -m gemini-2.5-pro -o json </dev/null >"$work/gturn.json" 2>"$work/gturn.err" \
+    || { cat "$work/gturn.err"; fail "the scripted Gemini CLI turn failed"; }
+  if grep -qi 'invalid hook\|hook.*error\|fix the configuration' "$work/gturn.err"; then cat "$work/gturn.err"; fail "Gemini CLI reports a problem with the hook"; fi
+  tail -n 1 "$home/.bouncer/audit.jsonl"
+}
+last=$(gturn "mail bob@corp.example a hello")
+echo "     typed: $last" | cut -c1-240
+grep -q '"tool":"send_email".*"verdict":"allow","reason":"destination to=.bob@corp.example. was typed by the user"' <<<"$last" \
+  || fail "the address the prompt typed, through Gemini CLI's BeforeAgent hook, was not allowed as typed"
+last=$(gturn "say hello to the team")
+echo "     not typed: $last" | cut -c1-240
+grep -q '"tool":"send_email".*"verdict":"deny","reason":"destination to=.bob@corp.example. is not a vouched recipient' <<<"$last" \
+  || fail "a send to an address no prompt typed was not denied: the allow above proves nothing"
 
 step "codex mcp get"
 for s in cdesk cremote; do

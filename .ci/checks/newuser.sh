@@ -442,13 +442,13 @@ newuser_confine() {
   grep -q 'a new file at the top' "$h/proj/CHANGELOG.md" || fail "CHANGELOG.md was not written"
 }
 
-# More clients, and bouncer status: Windsurf (its serverUrl remote too)
-# and Zed are found, wrapped with their originals in the state directory,
+# More clients, and bouncer status: Windsurf (its serverUrl remote too),
+# Zed and Goose (its YAML; its uri remote too) are found, wrapped with their originals in the state directory,
 # started through the wrapped entries, listed by bouncer status (text and
 # --json), and put back byte for byte.
 newuser_clients() {
   local h=$work/more hport s out
-  mkdir -p "$h/proj" "$h/.codeium/windsurf" "$h/.config/zed"
+  mkdir -p "$h/proj" "$h/.codeium/windsurf" "$h/.config/zed" "$h/.config/goose"
   hport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$work/tools/helpdesk" --data "$data" --root "$work" --http "127.0.0.1:$hport" 2>>"$work/more-remote.err" &
   rpid=$!
@@ -457,12 +457,46 @@ newuser_clients() {
     >"$h/.codeium/windsurf/mcp_config.json"
   printf '// Zed settings\n{\n  "theme": "One Dark",\n  "context_servers": {\n    "zed-desk": {"source": "custom", %s, "env": {}},\n  },\n}\n' "$helpdesk" \
     >"$h/.config/zed/settings.json"
+  cat >"$h/.config/goose/config.yaml" <<GOOSE
+GOOSE_PROVIDER: anthropic
+extensions:
+  developer:
+    bundled: true
+    enabled: true
+    name: developer
+    timeout: 300
+    type: builtin
+  goose-desk:
+    type: stdio
+    name: goose-desk
+    enabled: true
+    # the helpdesk
+    cmd: $work/tools/helpdesk
+    args:
+    - --data
+    - $data
+    - --root
+    - $work
+    env_keys: []
+    envs: {}
+    timeout: 300
+  goose-remote:
+    type: streamable_http
+    name: goose-remote
+    enabled: true
+    uri: http://127.0.0.1:$hport/mcp
+    timeout: 300
+GOOSE
   cp "$h/.codeium/windsurf/mcp_config.json" "$work/windsurf.orig"
   cp "$h/.config/zed/settings.json" "$work/zed.orig"
+  cp "$h/.config/goose/config.yaml" "$work/goose.orig"
   local env=(HOME="$h" XDG_CONFIG_HOME="$h/.config" BOUNCER_HOME="$h/.bouncer")
   (cd "$h/proj" && env "${env[@]}" "$bouncer" init --yes) >"$work/more.out" 2>&1 || { cat "$work/more.out"; fail "init failed on Windsurf's and Zed's files"; }
   grep -q 'Windsurf (user): ~/.codeium/windsurf/mcp_config.json' "$work/more.out" || { cat "$work/more.out"; fail "init did not find Windsurf's file"; }
   grep -q 'Zed (user): ~/.config/zed/settings.json' "$work/more.out" || { cat "$work/more.out"; fail "init did not find Zed's file"; }
+  grep -q 'Goose (user): ~/.config/goose/config.yaml' "$work/more.out" || { cat "$work/more.out"; fail "init did not find Goose's file"; }
+  grep -q '^    # the helpdesk$' "$h/.config/goose/config.yaml" || fail "Goose's comment is gone"
+  if grep -q 'uri:' "$h/.config/goose/config.yaml"; then fail "Goose's remote still has its uri"; fi
   for s in "$h/.codeium/windsurf/mcp_config.json" "$h/.config/zed/settings.json"; do
     if grep -q x-bouncer-upstream "$s"; then fail "$s holds x-bouncer-upstream"; fi
   done
@@ -471,9 +505,14 @@ newuser_clients() {
       || { cat "$work/more.err"; fail "Windsurf's wrapped $s did not start"; }
     grep -q '^tools: .*list_tickets' <<<"$out" || fail "Windsurf's wrapped $s has no tools"
   done
+  for s in goose-desk goose-remote; do
+    out=$(cd "$h/proj" && env "${env[@]}" "$client" "$h/.config/goose/config.yaml" "$s" tools 2>"$work/more.err") \
+      || { cat "$work/more.err"; fail "Goose's wrapped $s did not start"; }
+    grep -q '^tools: .*list_tickets' <<<"$out" || fail "Goose's wrapped $s has no tools"
+  done
   (cd "$h/proj" && env "${env[@]}" "$bouncer" status) >"$work/status.out" 2>&1 || { cat "$work/status.out"; fail "bouncer status failed"; }
   sed 's/^/     /' "$work/status.out"
-  for s in wind-desk wind-remote zed-desk; do
+  for s in wind-desk wind-remote zed-desk goose-desk goose-remote; do
     grep -q "^  $s: wrapped, launches .*, original in ~/.bouncer/upstreams.json" "$work/status.out" || fail "bouncer status does not show $s wrapped"
   done
   tail -n 1 "$work/status.out" | grep -q '^Every server found is wrapped\.$' || fail "bouncer status does not end saying every server is wrapped"
@@ -481,7 +520,7 @@ newuser_clients() {
 import json, sys
 r = json.load(sys.stdin)
 servers = [s for c in r["configs"] for s in c["servers"]]
-assert len(servers) == 3 and all(s["wrapped"] and s["original"] == "state" for s in servers), servers
+assert len(servers) == 5 and all(s["wrapped"] and s["original"] == "state" for s in servers), servers
 assert r["unprotected"] == [], r["unprotected"]
 ' || fail "bouncer status --json does not say every server is wrapped"
   (cd "$h/proj" && env "${env[@]}" "$bouncer" init --undo --yes) >"$work/more-undo.out" 2>&1 || { cat "$work/more-undo.out"; fail "init --undo failed"; }
@@ -490,12 +529,13 @@ assert r["unprotected"] == [], r["unprotected"]
   rpid=
   cmp -s "$h/.codeium/windsurf/mcp_config.json" "$work/windsurf.orig" || fail "Windsurf's file is not what it was"
   cmp -s "$h/.config/zed/settings.json" "$work/zed.orig" || fail "Zed's file is not what it was"
+  cmp -s "$h/.config/goose/config.yaml" "$work/goose.orig" || fail "Goose's file is not what it was"
 }
 
 step 'issue 30: a server left unwrapped is named, and init exits 1; ${userHome} is wrapped'
 newuser_unprotected
 step "issue 30: confined to the project itself; a user's server is kept off the project's policy"
 newuser_confine
-step "issue 30: Windsurf and Zed, and bouncer status"
+step "issue 30: Windsurf, Zed and Goose, and bouncer status"
 newuser_clients
 step "ok"

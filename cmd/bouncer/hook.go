@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/bouncer-mcp/bouncer/internal/hooks"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 )
 
@@ -45,10 +44,11 @@ func cmdHook(args []string) error {
 		errorf("hook prompt: could not read the event (%v); the prompt is not recorded", err)
 		return nil
 	}
-	kind, prompt, err := hookPrompt(event)
+	ev, err := hooks.Prompt(event)
 	// Cursor waits for an answer on every path; Claude Code would add what
-	// we print to the model's context, so it gets nothing.
-	if kind == "beforeSubmitPrompt" {
+	// we print to the model's context, so it gets nothing, as does Gemini
+	// CLI (which shows what we say on stderr when stdout is empty).
+	if ev.Name == "beforeSubmitPrompt" {
 		defer fmt.Fprintln(os.Stdout, `{"continue":true}`)
 	}
 	if err != nil {
@@ -68,35 +68,6 @@ func cmdHook(args []string) error {
 		errorf("hook prompt: %v; the prompt is not recorded, so destinations it names are asked about", err)
 		return nil
 	}
-	sess.RecordPrompt(prompt)
+	sess.RecordPrompt(ev.Prompt)
 	return nil
-}
-
-// hookPrompt finds the user's prompt in a client's hook event: "prompt"
-// (Claude Code, Cursor, Gemini CLI, VS Code), or "user_prompt", also inside
-// "tool_info" (Windsurf). It returns the event's name for the answer.
-func hookPrompt(event []byte) (kind, prompt string, err error) {
-	var ev struct {
-		HookEventName string  `json:"hook_event_name"`
-		AgentAction   string  `json:"agent_action_name"`
-		Prompt        *string `json:"prompt"`
-		UserPrompt    *string `json:"user_prompt"`
-		ToolInfo      struct {
-			UserPrompt *string `json:"user_prompt"`
-		} `json:"tool_info"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(event))
-	if err := dec.Decode(&ev); err != nil {
-		return "", "", fmt.Errorf("the event is not a JSON object: %v", err)
-	}
-	kind = ev.HookEventName
-	if kind == "" {
-		kind = ev.AgentAction
-	}
-	for _, p := range []*string{ev.Prompt, ev.UserPrompt, ev.ToolInfo.UserPrompt} {
-		if p != nil {
-			return kind, *p, nil
-		}
-	}
-	return kind, "", fmt.Errorf("the %q event has no prompt field", kind)
 }

@@ -23,7 +23,8 @@ const initSynopsis = `bouncer init [--config FILE] [--server NAME]... [--policy 
 
 With no --config, init finds the MCP client configs of this user and of the
 project in the current directory (Claude Code, Cursor, Claude Desktop,
-VS Code, Gemini CLI), lists them, and asks before changing each.`
+VS Code, Gemini CLI, Codex CLI, Goose, OpenCode and the others
+docs/clients.md lists), lists them, and asks before changing each.`
 
 // cmdInit wraps (or, with --undo, unwraps) the servers of MCP client
 // configs, writes the policy that confines them, and offers the prompt
@@ -333,7 +334,7 @@ func (in *initRun) recordWrapped(t mcpconfig.Found) {
 func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 	path, client, ok := hooks.File(t.Path, in.plan.Home)
 	if !ok {
-		if t.Client == mcpconfig.VSCode || t.Client == mcpconfig.Gemini {
+		if hooks.ByHand(t.Client) {
 			fmt.Printf("  %s's prompt hook is not installed by init; docs/clients.md shows it.\n", t.Client)
 		}
 		return
@@ -417,6 +418,19 @@ func (in *initRun) offerHook(t mcpconfig.Found, program string) {
 }
 
 func (in *initRun) doUndo(t mcpconfig.Found, cfg *mcpconfig.Config) int {
+	if path, _, ok := hooks.File(t.Path, in.plan.Home); ok && len(in.plan.Servers) == 0 && mcpconfig.SamePath(path, t.Path) {
+		// The config is its own hook file (Gemini CLI's settings.json): the
+		// hook comes out first, while the file is what init left, so that
+		// it and then the servers go back byte for byte.
+		in.undoHook(t)
+		again, err := mcpconfig.Load(t.Path, in.plan.Kept())
+		if err != nil {
+			errorf("%v", err)
+			in.fail(exitUsage)
+			return exitUsage
+		}
+		cfg = again
+	}
 	out, changes, err := cfg.Undo(t.Project, in.plan.Servers)
 	if err != nil {
 		errorf("%v", err)

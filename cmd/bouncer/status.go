@@ -93,8 +93,10 @@ func writeStatus(w io.Writer, plan *initplan.Plan, r initplan.Report) {
 			continue
 		}
 		switch h := c.Hook; {
-		case h == nil && mcpconfig.Client(c.Client) != mcpconfig.UnknownClient:
+		case h == nil && hooks.ByHand(mcpconfig.Client(c.Client)):
 			fmt.Fprintf(w, "  prompt hook: not installed by init for %s (docs/clients.md shows it)\n", c.Client)
+		case h == nil && mcpconfig.Client(c.Client) != mcpconfig.UnknownClient:
+			fmt.Fprintf(w, "  prompt hook: none: %s has none that bouncer reads, so a destination typed there is asked about\n", c.Client)
 		case h == nil:
 		case h.Error != "":
 			fmt.Fprintf(w, "  prompt hook: %s does not read: %s\n", plan.Show(h.File), h.Error)

@@ -168,7 +168,9 @@ type Log struct {
 	// later Append, which denies the calls.
 	fmu     sync.Mutex
 	kick    chan struct{}
+	stop    chan struct{} // closed by Close
 	done    chan struct{}
+	written atomic.Uint64 // commits written so far, for the syncer
 	syncErr atomic.Pointer[error]
 	syncs   atomic.Int64 // background syncs done, for tests
 
@@ -224,6 +226,7 @@ func Open(path string) (*Log, error) {
 	}
 	l.f, l.hf = f, hf
 	l.kick = make(chan struct{}, 1)
+	l.stop = make(chan struct{})
 	l.done = make(chan struct{})
 	go l.syncer()
 	return l, nil
@@ -242,10 +245,20 @@ const SyncInterval = 20 * time.Millisecond
 func (l *Log) syncer() {
 	defer close(l.done)
 	var last time.Time
-	for range l.kick {
-		if wait := SyncInterval - time.Since(last); wait > 0 && !l.pause(wait) {
-			return // closed: Close does the last sync itself
+	var synced uint64 // l.written when the last sync began
+	for {
+		select {
+		case <-l.kick:
+		case <-l.stop:
+			return // Close does the last sync itself
 		}
+		if l.written.Load() == synced {
+			continue // a kick of lines the last sync already covered
+		}
+		if wait := SyncInterval - time.Since(last); wait > 0 && !l.pause(wait) {
+			return
+		}
+		synced = l.written.Load()
 		l.fmu.Lock()
 		if l.f != nil {
 			if err := l.datasync(); err != nil {
@@ -258,20 +271,20 @@ func (l *Log) syncer() {
 	}
 }
 
-// pause waits for d, taking any kicks that arrive meanwhile (the sync that
-// follows covers their lines). It returns false if Close was called.
+// pause waits for d, or until Close, and reports whether it was not
+// closed. It does not take the kicks that arrive meanwhile: an appender's
+// kick then only fills the channel's one slot, and wakes nobody (a
+// goroutine woken per commit cost a thread wake-up on every lone call).
+// The sync that follows covers their lines; the kick left in the slot is
+// passed over if no line came after that sync began.
 func (l *Log) pause(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			return true
-		case _, ok := <-l.kick:
-			if !ok {
-				return false
-			}
-		}
+	select {
+	case <-t.C:
+		return true
+	case <-l.stop:
+		return false
 	}
 }
 
@@ -433,6 +446,7 @@ func (l *Log) AppendAll(es []Entry) error {
 		l.hdOK = false
 		l.headErr = fmt.Errorf("audit head %s: writing: %w", l.hpath, err)
 	}
+	l.written.Add(1)
 	select {
 	case l.kick <- struct{}{}:
 	default: // a sync is already due; it covers these lines too
@@ -539,7 +553,7 @@ func (l *Log) Close() error {
 	if l.f == nil {
 		return nil
 	}
-	close(l.kick)
+	close(l.stop)
 	<-l.done
 	l.fmu.Lock()
 	defer l.fmu.Unlock()

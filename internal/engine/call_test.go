@@ -30,6 +30,8 @@ func TestParseCall(t *testing.T) {
 		{"duplicate deep down", `{"name":"send","arguments":{"r":[{"e":"a","e":"b"}]}}`, "", false, "arguments.r[0]"},
 		{"arguments and argument-long-s", `{"name":"send","arguments":{"to":"boss@corp.example"},"argumentſ":{"to":"x@evil.example"}}`, "", false, `'arguments' and 'argumentſ'`},
 		{"case variants of one argument", `{"name":"send","arguments":{"to":"a","tO":"b"}}`, "", false, `'to' and 'tO'`},
+		{"case variants past the first few keys", `{"name":"send","arguments":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"to":"a","i":9,"tO":"b"}}`, "", false, `'to' and 'tO'`},
+		{"case variants of the first and the last of many keys", `{"name":"send","arguments":{"to":"a","a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"tO":"b"}}`, "", false, `'to' and 'tO'`},
 		{"Kelvin sign folds with k", `{"name":"send","arguments":{"link":"a","lin\u212a":"b"}}`, "", false, "same key to a Go server"},
 		{"escaped key equal to another", `{"name":"send","arguments":{"to":"a","\u0074o":"b"}}`, "", false, "appears twice"},
 		{"NAME beside name", `{"name":"send_email","NAME":"echo"}`, "", false, "same key"},

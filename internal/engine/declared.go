@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -20,18 +21,14 @@ import (
 // a key would slip past the sink gate and the path check while the server
 // acts on it. Declared names are the pinned inputSchema's properties (at
 // every depth the schema describes) and the names the policy entry uses.
-func checkDeclared(t *policy.Tool, schema map[string]any, args map[string]any) (Decision, bool) {
-	top := map[string]bool{}
-	for _, n := range t.SinkParams {
-		top[n] = true
-	}
-	for _, n := range t.WriteParams {
-		top[n] = true
-	}
+func checkDeclared(t *policy.Tool, schema map[string]any, props map[string]map[string]any, args map[string]any) (Decision, bool) {
+	top := make([]string, 0, len(t.SinkParams)+len(t.WriteParams)+len(t.ArgPatterns))
+	top = append(top, t.SinkParams...)
+	top = append(top, t.WriteParams...)
 	for _, ap := range t.ArgPatterns {
-		top[ap.Arg] = true
+		top = append(top, ap.Arg)
 	}
-	if msg := aliasIn(args, schema, top, "arguments"); msg != "" {
+	if msg := aliasIn(args, props, top, "arguments"); msg != "" {
 		return Decision{Verdict: Deny, Rule: RuleDefault, Reason: msg}, false
 	}
 	if f := checkTypes(schema, args); f != nil {
@@ -41,25 +38,30 @@ func checkDeclared(t *policy.Tool, schema map[string]any, args map[string]any) (
 }
 
 // aliasIn checks the keys of one object against the names declared for it
-// (extra, plus the schema's properties) and recurses where the schema
-// describes deeper levels. It returns why the call is refused, or "".
-func aliasIn(obj map[string]any, schema map[string]any, extra map[string]bool, path string) string {
-	props := properties(schema)
-	declared := map[string]string{} // aliasKey → declared name
-	for n := range extra {
-		declared[aliasKey(n)] = n
-	}
-	for n := range props {
-		declared[aliasKey(n)] = n
-	}
+// (extra, plus props, the properties of the schema that describes it) and
+// recurses where the schema describes deeper levels. It returns why the
+// call is refused, or "".
+func aliasIn(obj map[string]any, props map[string]map[string]any, extra []string, path string) string {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// aliasKey → declared name, made for the first key that is not
+	// declared as it is spelled (most calls have none).
+	var declared map[string]string
 	for _, k := range keys {
-		if _, ok := props[k]; ok || extra[k] {
+		if _, ok := props[k]; ok || slices.Contains(extra, k) {
 			continue
+		}
+		if declared == nil {
+			declared = make(map[string]string, len(extra)+len(props))
+			for _, n := range extra {
+				declared[aliasKey(n)] = n
+			}
+			for n := range props {
+				declared[aliasKey(n)] = n
+			}
 		}
 		if d, ok := declared[aliasKey(k)]; ok {
 			return fmt.Sprintf("%s has the key %s, which is not the declared %s but a Go server may read it as that; send the name exactly as declared",
@@ -70,6 +72,11 @@ func aliasIn(obj map[string]any, schema map[string]any, extra map[string]bool, p
 		sub, ok := props[k]
 		if !ok {
 			continue
+		}
+		switch obj[k].(type) {
+		case map[string]any, []any:
+		default:
+			continue // a scalar has no keys
 		}
 		if msg := aliasValue(obj[k], sub, joinPath(path, k)); msg != "" {
 			return msg
@@ -82,10 +89,11 @@ func aliasIn(obj map[string]any, schema map[string]any, extra map[string]bool, p
 func aliasValue(v any, schema map[string]any, path string) string {
 	switch x := v.(type) {
 	case map[string]any:
-		if len(properties(schema)) == 0 {
+		props := properties(schema)
+		if len(props) == 0 {
 			return ""
 		}
-		return aliasIn(x, schema, nil, path)
+		return aliasIn(x, props, nil, path)
 	case []any:
 		items := subschemas(schema, "items")
 		if len(items) == 0 {

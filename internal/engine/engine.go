@@ -268,8 +268,8 @@ func (e *Engine) judge(c Call, args map[string]any, countBudget bool) Decision {
 		return d
 	}
 	schema := pin.schema
-	t := e.pol.ForCall(c.Tool, pin.desc, pin.params, args)
-	if d, ok := checkDeclared(t, schema, args); !ok {
+	t := e.pol.ForPinned(pin.traits, pin.params, args)
+	if d, ok := checkDeclared(t, schema, pin.props, args); !ok {
 		return d
 	}
 	if d, ok := e.checkOwnState(t, args); !ok {

@@ -138,6 +138,10 @@ func (p *parser) enter() error {
 	return nil
 }
 
+// maxFewKeys is how many keys of an object the parser compares with each
+// other one by one before it keys them by their fold.
+const maxFewKeys = 8
+
 func (p *parser) object(path *pathNode) (any, error) {
 	if err := p.enter(); err != nil {
 		return nil, err
@@ -145,6 +149,11 @@ func (p *parser) object(path *pathNode) (any, error) {
 	defer func() { p.depth-- }()
 	p.i++ // {
 	obj := map[string]any{}
+	// The keys read so far, to refuse two a Go server would read as one:
+	// compared a pair at a time (SameFold, which makes nothing) while
+	// they are few, by their FoldKey in a map once they are many.
+	var few [maxFewKeys]string
+	keys := few[:0]
 	var folded map[string]string
 	p.skip()
 	if p.i < len(p.b) && p.b[p.i] == '}' {
@@ -160,14 +169,28 @@ func (p *parser) object(path *pathNode) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		f := FoldKey(k)
-		if prev, ok := folded[f]; ok {
-			return nil, &keyError{path: path.String(), prev: prev, at: k}
-		}
 		if folded == nil {
-			folded = map[string]string{}
+			for _, prev := range keys {
+				if jsontext.SameFold(prev, k) {
+					return nil, &keyError{path: path.String(), prev: prev, at: k}
+				}
+			}
+			if len(keys) < maxFewKeys {
+				keys = append(keys, k)
+			} else {
+				folded = make(map[string]string, 2*maxFewKeys)
+				for _, prev := range keys {
+					folded[FoldKey(prev)] = prev
+				}
+			}
 		}
-		folded[f] = k
+		if folded != nil {
+			f := FoldKey(k)
+			if prev, ok := folded[f]; ok {
+				return nil, &keyError{path: path.String(), prev: prev, at: k}
+			}
+			folded[f] = k
+		}
 		p.skip()
 		if p.i >= len(p.b) || p.b[p.i] != ':' {
 			return nil, p.errorf("invalid character %s after object key", p.char())

@@ -15,9 +15,10 @@ import (
 // top-level fields, so a later list can say which field changed.
 type pinnedTool struct {
 	fields map[string][32]byte
-	params []string       // inputSchema property names, for the fallback policy
-	schema map[string]any // the inputSchema, for the names declared at each depth
-	desc   string         // the description, for the fallback policy's verb hint
+	params []string                  // inputSchema property names, for the fallback policy
+	schema map[string]any            // the inputSchema, for the names declared at each depth
+	props  map[string]map[string]any // properties(schema): the names declared at the top
+	traits policy.Traits             // what the fallback policy reads from the name and description
 }
 
 // parseTool canonicalises one tools/list element.
@@ -42,9 +43,11 @@ func parseTool(raw json.RawMessage) (string, *pinnedTool, error) {
 		}
 		p.fields[k] = sha256.Sum256(b)
 	}
-	p.desc, _ = obj["description"].(string)
+	desc, _ := obj["description"].(string)
+	p.traits = policy.TraitsOf(name, desc)
 	if schema, ok := obj["inputSchema"].(map[string]any); ok {
 		p.schema = schema
+		p.props = properties(schema)
 		if props, ok := schema["properties"].(map[string]any); ok {
 			for k := range props {
 				p.params = append(p.params, k)
@@ -200,12 +203,14 @@ func (e *Engine) checkPinned(tool string) (pinnedTool, Decision, bool) {
 	p, ok := e.pinned[tool]
 	if !ok {
 		if e.pinAll {
-			return pinnedTool{}, Decision{}, true
+			return pinnedTool{traits: policy.TraitsOf(tool, "")}, Decision{}, true
 		}
 		return pinnedTool{}, Decision{Verdict: Deny, Rule: RulePinning,
 			Reason: fmt.Sprintf("tool %s was not in the tool list pinned at startup", quote(tool))}, false
 	}
-	return pinnedTool{params: append([]string(nil), p.params...), schema: p.schema, desc: p.desc}, Decision{}, true
+	// A pin is never changed, only replaced whole (Pin): its parts are
+	// shared, not copied.
+	return *p, Decision{}, true
 }
 
 // Entry returns the policy entry a call of tool with args is judged by:
@@ -213,5 +218,8 @@ func (e *Engine) checkPinned(tool string) (pinnedTool, Decision, bool) {
 // name, description and schema and the call's arguments.
 func (e *Engine) Entry(tool string, args map[string]any) *policy.Tool {
 	p, _, _ := e.checkPinned(tool)
-	return e.pol.ForCall(tool, p.desc, p.params, args)
+	if p.traits == (policy.Traits{}) {
+		p.traits = policy.TraitsOf(tool, "") // refused: no pin to read
+	}
+	return e.pol.ForPinned(p.traits, p.params, args)
 }

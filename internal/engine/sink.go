@@ -163,11 +163,14 @@ const maxDests = 16
 // vouch for.
 func candidates(t *policy.Tool, schema map[string]any, args map[string]any, names []string) []Destination {
 	var out []Destination
-	seen := map[Destination]bool{}
+	var seen map[Destination]bool // made at the first destination (most calls have none)
 	add := func(param, v string) {
 		parts, ok := dest.AddressList(v)
 		if !ok {
 			parts = []string{v}
+		}
+		if seen == nil {
+			seen = map[Destination]bool{}
 		}
 		for _, p := range parts {
 			d := Destination{Param: param, Value: p}
@@ -177,8 +180,8 @@ func candidates(t *policy.Tool, schema map[string]any, args map[string]any, name
 			}
 		}
 	}
-	props := properties(schema)
 	if t.Exfiltrating {
+		props := properties(schema)
 		for _, param := range names {
 			for _, v := range flatten(args[param], props[param], nil) {
 				add(param, v)

@@ -2,8 +2,9 @@
 // where an MCP client keeps its hooks: Claude Code's settings.json (with
 // the permissions.deny rules that keep an agent's shell from running
 // `bouncer approve`, `trust` or `hook`, and its own file tools off
-// Bouncer's files: EditRules), Cursor's hooks.json; and says what such a
-// file holds (Inspect). The hook
+// Bouncer's files: EditRules), Cursor's hooks.json, Gemini CLI's
+// settings.json (the file that holds its servers, too); and says what such
+// a file holds (Inspect). The hook
 // runs `bouncer hook prompt`, which vouches for the destinations a person
 // types. An edit adds only what is missing and records what it added
 // (Added), so that an undo removes that and nothing the user had.
@@ -101,9 +102,10 @@ func EditRules(settings, home string, keep []Keep) (rules, skipped []string) {
 }
 
 // File returns the file where the client that reads config keeps its
-// prompt-submit hook (Claude Code's settings.json, Cursor's hooks.json),
-// beside the config: the project's for a project file, the user's for a
-// user file. ok is false for a client with no hook init installs.
+// prompt-submit hook (Claude Code's settings.json, Cursor's hooks.json,
+// Gemini CLI's settings.json, which is config itself), beside the config:
+// the project's for a project file, the user's for a user file. ok is
+// false for a client with no hook init installs.
 func File(config, home string) (path string, client mcpconfig.Client, ok bool) {
 	abs, err := filepath.Abs(config)
 	if err != nil {
@@ -121,18 +123,40 @@ func File(config, home string) (path string, client mcpconfig.Client, ok bool) {
 			return filepath.Join(ws, ".cursor", "hooks.json"), client, true
 		}
 		return filepath.Join(home, ".cursor", "hooks.json"), client, true
+	case mcpconfig.Gemini:
+		return abs, client, true
 	}
 	return "", client, false
+}
+
+// ByHand reports whether the client has a prompt-submit hook whose event
+// `bouncer hook prompt` reads (Prompt) but that init does not install, for
+// the user to add by hand (docs/clients.md): VS Code's agent hooks and
+// Windsurf's Cascade hooks. A client with neither this nor File has no
+// prompt hook at all, and what is typed there vouches for nothing.
+func ByHand(client mcpconfig.Client) bool {
+	return client == mcpconfig.VSCode || client == mcpconfig.Windsurf
 }
 
 // Event is the client's hook event that runs the prompt hook, before the
 // agent sees what the user typed; the array of that name under "hooks"
 // holds it.
 func Event(client mcpconfig.Client) string {
-	if client == mcpconfig.Cursor {
+	switch client {
+	case mcpconfig.Cursor:
 		return "beforeSubmitPrompt"
+	case mcpconfig.Gemini:
+		return "BeforeAgent"
 	}
 	return "UserPromptSubmit"
+}
+
+// grouped reports whether the client's hook array holds groups, each with
+// its own "hooks" list of commands ({"hooks": [{"type": "command",
+// "command": ...}]}: Claude Code, Gemini CLI), rather than the commands
+// themselves ({"command": ...}: Cursor).
+func grouped(client mcpconfig.Client) bool {
+	return client == mcpconfig.ClaudeCode || client == mcpconfig.Gemini
 }
 
 // Command is the prompt hook's command line for the bouncer at
@@ -308,7 +332,7 @@ func promptCommands(client mcpconfig.Client, elems []*jsonc.Node) []*jsonc.Node 
 	var out []*jsonc.Node
 	for _, x := range elems {
 		hooks := []*jsonc.Node{x} // Cursor: {"command": ...}
-		if client == mcpconfig.ClaudeCode {
+		if grouped(client) {
 			// {"hooks": [{"type": "command", "command": ...}]}
 			hooks = nil
 			if hs, ok := x.Get("hooks"); ok && hs.Kind == jsonc.Array {
@@ -383,7 +407,7 @@ func Plan(path string, client mcpconfig.Client, old []byte, command string, stal
 	var hookValue string
 	var commands []*jsonc.Node
 	switch client {
-	case mcpconfig.ClaudeCode:
+	case mcpconfig.ClaudeCode, mcpconfig.Gemini:
 		hookValue = `{"hooks": [{"type": "command", "command": ` + jsonc.Quote(command) + `}]}`
 		groups, err := d.Array(hookAt...)
 		if err != nil {
@@ -509,7 +533,7 @@ func Undo(path string, client mcpconfig.Client, text []byte, a Added) ([]byte, A
 	if a.Hook {
 		match := func(x *jsonc.Node) bool { return false }
 		switch client {
-		case mcpconfig.ClaudeCode:
+		case mcpconfig.ClaudeCode, mcpconfig.Gemini:
 			match = func(g *jsonc.Node) bool {
 				hs, ok := g.Get("hooks")
 				if !ok || hs.Kind != jsonc.Array || len(hs.Elems) != 1 || len(g.Members) != 1 {

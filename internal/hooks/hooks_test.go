@@ -91,6 +91,46 @@ func TestPlanNewFiles(t *testing.T) {
 	}
 }
 
+// Gemini CLI keeps its hooks in the settings.json that holds its servers:
+// the BeforeAgent group goes in beside them, comments kept, and comes out
+// again: to the byte while the file is what init left (init --undo takes
+// the hook out before it puts the servers back), and piece by piece once
+// something else changed it.
+func TestPlanGemini(t *testing.T) {
+	path, client, ok := File("/p/.gemini/settings.json", "/home/me")
+	if !ok || path != "/p/.gemini/settings.json" || client != mcpconfig.Gemini || Event(client) != "BeforeAgent" {
+		t.Fatalf("File: %q %q %v", path, client, ok)
+	}
+	if path, _, _ := File("/home/me/.gemini/settings.json", "/home/me"); path != "/home/me/.gemini/settings.json" {
+		t.Errorf("user's file: %q", path)
+	}
+	old := []byte("{\n  // Gemini CLI's settings take comments.\n  \"mcpServers\": {\"a\": {\"command\": \"x\"}},\n}\n")
+	h, err := Plan(path, client, old, "bouncer hook prompt", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  // Gemini CLI's settings take comments.\n  \"mcpServers\": {\"a\": {\"command\": \"x\"}},\n  \"hooks\": {\"BeforeAgent\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"bouncer hook prompt\"}]}]}\n}\n"
+	if string(h.New) != want || !h.Added.Hook || len(h.Added.Deny) != 0 {
+		t.Errorf("planned %+v:\n%s", h.Added, h.New)
+	}
+	st, err := Inspect(path, client, h.New)
+	if err != nil || st.Hook != "bouncer hook prompt" {
+		t.Errorf("inspect: %+v %v", st, err)
+	}
+	var a Added
+	a.Merge(h)
+	if undone, removed, err := Undo(path, client, h.New, a); err != nil || !removed.Hook || string(undone) != string(old) {
+		t.Errorf("undo (%v) %+v:\n%s", err, removed, undone)
+	}
+	// Changed since by someone else: the hook and the keys init made for
+	// it come out, the rest stays.
+	changed := []byte(strings.Replace(string(h.New), `"x"`, `"y"`, 1))
+	undone, removed, err := Undo(path, client, changed, a)
+	if err != nil || !removed.Hook || strings.Contains(string(undone), "hooks") || !strings.Contains(string(undone), `"y"`) {
+		t.Errorf("undo (%v) %+v:\n%s", err, removed, undone)
+	}
+}
+
 // TestCommandByPath: a hook that runs bouncer by a path with spaces
 // (macOS's Application Support) or under another name (a release binary)
 // is known again on the next run, and undo removes it.
@@ -112,7 +152,7 @@ func TestCommandByPath(t *testing.T) {
 		if w := shellWords(cmd); len(w) != 3 || w[0] != c.program {
 			t.Errorf("%s: read back as %q", c.program, w)
 		}
-		for _, client := range []mcpconfig.Client{mcpconfig.ClaudeCode, mcpconfig.Cursor} {
+		for _, client := range []mcpconfig.Client{mcpconfig.ClaudeCode, mcpconfig.Cursor, mcpconfig.Gemini} {
 			h, err := Plan("/h/hooks.json", client, []byte("{}\n"), cmd, nil, nil)
 			if err != nil || !h.Added.Hook || h.Added.Command != cmd {
 				t.Fatalf("%s, %s: %v %+v", c.program, client, err, h.Added)
@@ -176,16 +216,24 @@ func FuzzPlan(f *testing.F) {
 		if cursor {
 			client = mcpconfig.Cursor
 		}
-		h, err := Plan("s.json", client, data, "bouncer hook prompt", nil, nil)
-		if err != nil {
-			return
-		}
-		h2, err := Plan("s.json", client, h.New, "bouncer hook prompt", nil, nil)
-		if err != nil || string(h2.New) != string(h.New) {
-			t.Fatalf("not idempotent (%v):\n%q\n%q", err, h.New, h2.New)
-		}
-		if _, _, err := Undo("s.json", client, h.New, h.Added); err != nil {
-			t.Fatalf("undo: %v\n%q", err, h.New)
+		for _, client := range []mcpconfig.Client{client, mcpconfig.Gemini} {
+			h, err := Plan("s.json", client, data, "bouncer hook prompt", nil, nil)
+			if err != nil {
+				continue
+			}
+			h2, err := Plan("s.json", client, h.New, "bouncer hook prompt", nil, nil)
+			if err != nil || string(h2.New) != string(h.New) {
+				t.Fatalf("not idempotent (%v):\n%q\n%q", err, h.New, h2.New)
+			}
+			if _, _, err := Undo("s.json", client, h.New, h.Added); err != nil {
+				t.Fatalf("undo: %v\n%q", err, h.New)
+			}
+			// The file as init left it comes back as it was, to the byte.
+			var a Added
+			a.Merge(h)
+			if undone, _, err := Undo("s.json", client, h.New, a); a.Created == "" && (err != nil || string(undone) != string(data)) {
+				t.Fatalf("undo (%v):\n%q\n%q\n%q", err, data, h.New, undone)
+			}
 		}
 	})
 }

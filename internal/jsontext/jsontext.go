@@ -104,6 +104,33 @@ func FoldKey(k string) string {
 	return b.String()
 }
 
+// SameFold reports whether FoldKey(a) == FoldKey(b), without making
+// either: a rune at a time, each folded as FoldKey folds it.
+func SameFold(a, b string) bool {
+	for a != "" && b != "" {
+		ra, na := foldedRune(a)
+		rb, nb := foldedRune(b)
+		if ra != rb {
+			return false
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return a == "" && b == ""
+}
+
+// foldedRune is the first rune of s as FoldKey writes it, and its length
+// in s.
+func foldedRune(s string) (rune, int) {
+	if c := s[0]; c < utf8.RuneSelf {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		return rune(c), 1
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return foldRune(r), n
+}
+
 // foldRune returns the smallest rune of r's simple-folding orbit.
 func foldRune(r rune) rune {
 	for {

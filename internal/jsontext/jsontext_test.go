@@ -108,3 +108,17 @@ func FuzzUEscape(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSameFold holds SameFold to FoldKey, which it stands in for where
+// making the folded keys would cost an allocation each.
+func FuzzSameFold(f *testing.F) {
+	for _, s := range [][2]string{{"to", "tO"}, {"arguments", "argumentſ"}, {"link", "lin\u212a"}, {"to", "to "},
+		{"", ""}, {"a", ""}, {"\xff", "\ufffd"}, {"\xffa", "\ufffdA"}, {"ß", "ẞ"}, {"K", "\u212a"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if got, want := SameFold(a, b), FoldKey(a) == FoldKey(b); got != want {
+			t.Fatalf("SameFold(%q, %q) = %v, FoldKey says %v", a, b, got, want)
+		}
+	})
+}

@@ -26,6 +26,10 @@ const (
 	AmazonQ       Client = "Amazon Q Developer"
 	Codex         Client = "Codex CLI"
 	Continue      Client = "Continue"
+	Goose         Client = "Goose"
+	QwenCode      Client = "Qwen Code"
+	CopilotCLI    Client = "Copilot CLI"
+	OpenCode      Client = "OpenCode"
 )
 
 // Desktop reports whether the client is an app, which when started from
@@ -36,10 +40,15 @@ const (
 // on it (Cursor, Windsurf, Kiro, and the Cline and Roo Code extensions)
 // read the login shell's environment at startup, but give up on a slow or
 // unusual shell and never see a PATH set in one terminal, so they count
-// as apps too, as do Zed, LM Studio and Amazon Q's IDE plugins. Claude
-// Code and Gemini CLI run in the shell.
+// as apps too, as do Zed, LM Studio, Amazon Q's IDE plugins and Goose
+// (whose desktop app shares the CLI's config). Claude Code, Gemini CLI,
+// Codex CLI, Qwen Code, Copilot CLI and OpenCode run in the shell.
 func (c Client) Desktop() bool {
-	return c != ClaudeCode && c != Gemini && c != Codex && c != UnknownClient
+	switch c {
+	case ClaudeCode, Gemini, Codex, QwenCode, CopilotCLI, OpenCode, UnknownClient:
+		return false
+	}
+	return true
 }
 
 // KeepsOriginal reports whether the original entry of a wrapped server is
@@ -76,6 +85,10 @@ func (c Client) regionFormat() regionFormat {
 		return codexFormat{}
 	case Continue:
 		return continueFormat{}
+	case Goose:
+		return gooseFormat{}
+	case OpenCode:
+		return opencodeFormat{}
 	}
 	return nil
 }
@@ -90,6 +103,10 @@ func (c Client) blocks() []string {
 		return []string{codexBlock}
 	case Continue:
 		return []string{continueBlock}
+	case Goose:
+		return []string{gooseBlock}
+	case OpenCode:
+		return []string{opencodeBlock}
 	}
 	return []string{"mcpServers", "servers"}
 }
@@ -136,6 +153,15 @@ var clientFiles = []clientFile{
 	{Codex, "config.toml", []string{".codex"}, 2, false},
 	{Continue, "config.yaml", []string{".continue"}, 0, false},
 	{Continue, "*.yaml", []string{"mcpServers", ".continue"}, 3, false},
+	{Goose, "config.yaml", []string{"goose"}, 0, false},
+	{QwenCode, "settings.json", []string{".qwen"}, 2, false},
+	{CopilotCLI, "mcp-config.json", []string{".copilot"}, 0, false},
+	// The user's first: a project's opencode.json taken for the user's is
+	// written with absolute paths, which still work.
+	{OpenCode, "opencode.json", []string{"opencode"}, 0, false},
+	{OpenCode, "opencode.jsonc", []string{"opencode"}, 0, false},
+	{OpenCode, "opencode.json", nil, 1, true},
+	{OpenCode, "opencode.jsonc", nil, 1, true},
 }
 
 // match reports whether abs is a file of this kind (name may be a

@@ -51,6 +51,15 @@ func TestClientFiles(t *testing.T) {
 			"awslabs.aws-documentation-mcp-server": {Command: "uvx", Args: []string{"awslabs.aws-documentation-mcp-server@latest"}, Env: map[string]string{"FASTMCP_LOG_LEVEL": "ERROR"}},
 		}},
 		{"amazonq.json", "home/proj/.amazonq/mcp.json", AmazonQ, "home/proj", nil},
+		{"qwen.json", "home/.qwen/settings.json", QwenCode, "", map[string]Entry{
+			"pythonTools": {Command: "python", Args: []string{"-m", "my_mcp_server", "--port", "8080"}, Cwd: "/home/me/mcp-servers/python", Env: map[string]string{"LOG_LEVEL": "info"}},
+			"httpServer":  {URL: "http://localhost:3000/mcp"},
+		}},
+		{"qwen.json", "home/proj/.qwen/settings.json", QwenCode, "home/proj", nil},
+		{"copilot.json", "home/.copilot/mcp-config.json", CopilotCLI, "", map[string]Entry{
+			"playwright": {Command: "npx", Args: []string{"-y", "@playwright/mcp@latest"}, Env: map[string]string{}, Type: "local"},
+			"context7":   {URL: "https://mcp.context7.com/mcp", Headers: map[string]string{"X-Team": "docs"}, Type: "http"},
+		}},
 	} {
 		t.Run(tt.at, func(t *testing.T) {
 			root := t.TempDir()
@@ -131,6 +140,17 @@ func TestUnknownRuleLeavesEntry(t *testing.T) {
 	_, ch, err := c.Wrap(WrapOptions{ConfigArg: "/c"})
 	if err != nil || ch[0].Status != Skipped || !strings.Contains(ch[0].Reason, "is in a file of Kiro, whose variables bouncer does not know how to expand") {
 		t.Errorf("%v %+v", err, ch)
+	}
+	// Qwen Code fills in $NAME and ${NAME} as Gemini CLI does, but not all
+	// of them: bouncer fills in none, and leaves such an entry unwrapped.
+	for _, v := range []string{"$TOKEN", "${TOKEN}", "a-$TOKEN-b"} {
+		q := Expander{Client: QwenCode, Getenv: func(string) (string, bool) { return "secret", true }}
+		if got, err := q.Expand(v); err == nil || !strings.Contains(err.Error(), "$TOKEN is filled in by Qwen Code itself") {
+			t.Errorf("Qwen Code %s: %q %v", v, got, err)
+		}
+	}
+	if got, err := (Expander{Client: QwenCode}).Expand("100$ or $"); err != nil || got != "100$ or $" {
+		t.Errorf("Qwen Code, no variable: %q %v", got, err)
 	}
 	x := Expander{Client: Windsurf, Getenv: func(string) (string, bool) { return "", false }}
 	if _, err := x.Expand("${env:MISSING}"); err == nil || !strings.Contains(err.Error(), "is not set in the environment the client started bouncer with") {

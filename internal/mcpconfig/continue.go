@@ -127,27 +127,40 @@ func continueProblem(data []byte, list, it *yaml.Node, v map[string]any) string 
 	if list.Style&yaml.FlowStyle != 0 || it.Style&yaml.FlowStyle != 0 || it.Kind != yaml.MappingNode {
 		return "written in YAML's flow style, which init does not rewrite; write it as a block mapping"
 	}
-	var bad string
-	var walk func(n *yaml.Node)
-	walk = func(n *yaml.Node) {
-		switch {
-		case n.Anchor != "" || n.Kind == yaml.AliasNode:
-			bad = "it uses a YAML anchor or alias, which init does not rewrite"
-		case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
-			bad = "it has a block scalar (| or >), which init does not rewrite"
-		case n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${{"):
-			bad = "it uses Continue's ${{ ... }} templates, which only Continue fills in; wrap it by hand (docs/clients.md)"
+	if bad := yamlSpliceProblem(it, func(n *yaml.Node) string {
+		if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${{") {
+			return "it uses Continue's ${{ ... }} templates, which only Continue fills in; wrap it by hand (docs/clients.md)"
 		}
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	walk(it)
-	if bad != "" {
+		return ""
+	}); bad != "" {
 		return bad
 	}
 	if v == nil {
 		return "not a mapping"
+	}
+	return ""
+}
+
+// yamlSpliceProblem says why init can't rewrite the YAML node n by its
+// lines (Continue's items, Goose's entries): an anchor or alias, or a
+// block scalar in it (their lines are not the node's alone, or its text is
+// not its value), or what also says of one of its nodes; "" when none.
+func yamlSpliceProblem(n *yaml.Node, also func(*yaml.Node) string) string {
+	switch {
+	case n.Anchor != "" || n.Kind == yaml.AliasNode:
+		return "it uses a YAML anchor or alias, which init does not rewrite"
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		return "it has a block scalar (| or >), which init does not rewrite"
+	}
+	if also != nil {
+		if bad := also(n); bad != "" {
+			return bad
+		}
+	}
+	for _, c := range n.Content {
+		if bad := yamlSpliceProblem(c, also); bad != "" {
+			return bad
+		}
 	}
 	return ""
 }

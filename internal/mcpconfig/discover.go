@@ -72,6 +72,16 @@ func FoundAt(path string, w Where) Found {
 //     project's .codex/config.toml. $CODEX_HOME is not searched.
 //   - Continue: ~/.continue/config.yaml, and the block files of a
 //     project's .continue/mcpServers/*.yaml (YAML, continue.go).
+//   - Goose: config.yaml in its config directory (~/.config/goose, on
+//     macOS too; $XDG_CONFIG_HOME/goose if set on Linux), its extensions
+//     (YAML, goose.go). $GOOSE_PATH_ROOT is not searched.
+//   - Qwen Code (a fork of Gemini CLI): .qwen/settings.json in the project,
+//     ~/.qwen/settings.json.
+//   - Copilot CLI: ~/.copilot/mcp-config.json ($COPILOT_HOME is not
+//     searched).
+//   - OpenCode: opencode.json(c) in the project; the user's in its config
+//     directory (~/.config/opencode, $XDG_CONFIG_HOME/opencode if set on
+//     Linux). $OPENCODE_CONFIG is not searched (opencode.go).
 func Candidates(w Where) []Found {
 	var out []Found
 	for _, rel := range projectFiles() {
@@ -119,6 +129,11 @@ func Candidates(w Where) []Found {
 		filepath.Join(w.Home, ".aws", "amazonq", "mcp.json"),
 		filepath.Join(w.Home, ".codex", "config.toml"),
 		filepath.Join(w.Home, ".continue", "config.yaml"),
+		filepath.Join(xdg, "goose", "config.yaml"),
+		filepath.Join(w.Home, ".qwen", "settings.json"),
+		filepath.Join(w.Home, ".copilot", "mcp-config.json"),
+		filepath.Join(xdg, "opencode", "opencode.json"),
+		filepath.Join(xdg, "opencode", "opencode.jsonc"),
 	)
 	for _, p := range user {
 		f := Found{Path: p, Client: ClientOf(p)}

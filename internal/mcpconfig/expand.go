@@ -22,16 +22,20 @@ import (
 //     the rest are the editor's to fill in and are an error here.
 //   - Gemini CLI: $NAME and ${NAME}; an unset variable stays as written, as
 //     Gemini CLI leaves it.
+//   - Qwen Code: the same $NAME and ${NAME} as Gemini CLI, except that it
+//     never fills in some variables of its own (its internal secrets) and
+//     takes others from files of its own; bouncer knows neither list, so a
+//     variable is an error (the entry is left unwrapped, and said so).
 //   - Windsurf and Roo Code: ${env:NAME}. Unset is an error: their
 //     documentation does not say what they send instead, and bouncer
 //     would not guess a credential. Any other ${...} is theirs to fill in.
 //   - Claude Desktop and Codex CLI: nothing is expanded, as they expand
 //     none (Codex's env_http_headers and bearer_token_env_var name
 //     variables instead, which Resolve reads).
-//   - Zed, Cline, Kiro, LM Studio, Amazon Q Developer, and files of no
-//     known client: a ${ is an error, since their rule is not known here
-//     (the entry is left unwrapped, and said so); the rest is taken as
-//     written.
+//   - Zed, Cline, Kiro, LM Studio, Amazon Q Developer, Goose, Copilot CLI,
+//     and files of no known client: a ${ is an error, since their rule is
+//     not known here (the entry is left unwrapped, and said so); the rest
+//     is taken as written.
 type Expander struct {
 	Client Client
 	// Workspace is the project directory of a project's own file, "" for a
@@ -73,6 +77,20 @@ func (x Expander) Expand(s string) (string, error) {
 		return x.braces(s, x.editor)
 	case Gemini:
 		return x.gemini(s), nil
+	case QwenCode:
+		// Gemini CLI's reading finds the variables; none is filled in.
+		var found string
+		y := x
+		y.Getenv = func(name string) (string, bool) {
+			if found == "" {
+				found = name
+			}
+			return "", false
+		}
+		if y.gemini(s); found != "" {
+			return "", &VarError{Var: "$" + found, Reason: "is filled in by Qwen Code itself, by rules bouncer does not know (some variables it never fills in); wrap it by hand (docs/clients.md)"}
+		}
+		return s, nil
 	case Windsurf, RooCode:
 		return x.braces(s, x.envOnly)
 	case ClaudeDesktop, Codex:

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -217,12 +218,14 @@ func setOf(words ...string) map[string]bool {
 // fallback reads it. Exported so reports can show why a rule fired.
 func Words(name string) []string {
 	var words []string
-	var cur []byte
-	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, strings.ToLower(string(cur)))
-			cur = cur[:0]
+	// The word being read is name[start:i]: a word already in lower case
+	// is taken as it is, without a copy.
+	start := 0
+	flush := func(i int) {
+		if i > start {
+			words = append(words, strings.ToLower(name[start:i]))
 		}
+		start = i
 	}
 	isUpper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
 	isLower := func(c byte) bool { return c >= 'a' && c <= 'z' }
@@ -230,18 +233,18 @@ func Words(name string) []string {
 		c := name[i]
 		switch {
 		case c == '_' || c == '-' || c == '.' || c == ' ' || c == '/' || c == ':':
-			flush()
+			flush(i)
+			start = i + 1
 			continue
-		case isUpper(c) && len(cur) > 0:
-			prev := cur[len(cur)-1]
+		case isUpper(c) && i > start:
+			prev := name[i-1]
 			// aB → a|B; ABc → A|Bc (the end of an acronym)
 			if !isUpper(prev) || (i+1 < len(name) && isLower(name[i+1])) {
-				flush()
+				flush(i)
 			}
 		}
-		cur = append(cur, c)
 	}
-	flush()
+	flush(len(name))
 	return words
 }
 
@@ -332,24 +335,17 @@ func hasWord(name string, set map[string]bool) bool {
 // don't name, so every call is asked about. Every other tool is judged by
 // the destinations its values are, whatever their keys (see package
 // engine): a tainted one is asked about, and nothing else is.
-func fallback(tool, description string, params, nested []string, holds bool) *Tool {
-	t := &Tool{Name: tool, Source: "fallback", Fallback: true}
-	writer := hasWord(tool, writeVerbs)
-	inside := map[string]bool{}
-	for _, n := range nested {
-		inside[n] = true
-	}
-	sends := Sends(tool, description) || (holds && registers(tool))
-	seen := map[string]bool{}
-	for _, p := range params {
-		if seen[p] {
+func fallback(tr Traits, params, nested []string, holds bool) *Tool {
+	t := &Tool{Name: tr.tool, Source: "fallback", Fallback: true}
+	sends := tr.sends || (holds && tr.registers)
+	for i, p := range params {
+		if slices.Contains(params[:i], p) {
 			continue
 		}
-		seen[p] = true
 		switch {
-		case writer && IsPathName(p):
+		case tr.writer && IsPathName(p):
 			t.WriteParams = append(t.WriteParams, p)
-		case sends && (IsDestinationName(p) || inside[p]):
+		case sends && (IsDestinationName(p) || slices.Contains(nested, p)):
 			t.SinkParams = append(t.SinkParams, p)
 		}
 	}
@@ -359,13 +355,33 @@ func fallback(tool, description string, params, nested []string, holds bool) *To
 		// argument names, even when it names a cc: every call is asked
 		// about (the gmail pack said so for every server by name, until
 		// packs applied to their own server only).
-		if len(t.SinkParams) == 0 || hasWord(tool, replyVerbs) {
+		if len(t.SinkParams) == 0 || tr.reply {
 			t.Implicit = ImplicitYes
 		}
 	}
-	if hasWord(tool, deleteVerbs) {
+	if tr.deletes {
 		n := FallbackDeleteBudget
 		t.MaxCalls = &n
 	}
 	return t
+}
+
+// Traits is what the fallback reads from a tool's name and description,
+// which depend on nothing else: the engine works them out once, when it
+// pins the tool, rather than on every call.
+type Traits struct {
+	tool                                     string
+	writer, sends, registers, reply, deletes bool
+}
+
+// TraitsOf works out the traits of tool, described as description.
+func TraitsOf(tool, description string) Traits {
+	return Traits{
+		tool:      tool,
+		writer:    hasWord(tool, writeVerbs),
+		sends:     Sends(tool, description),
+		registers: registers(tool),
+		reply:     hasWord(tool, replyVerbs),
+		deletes:   hasWord(tool, deleteVerbs),
+	}
 }

@@ -463,7 +463,7 @@ func (p *Policy) For(tool string, params []string) *Tool {
 	if t, ok := p.Lookup(tool); ok {
 		return t
 	}
-	return fallback(tool, "", params, nil, false)
+	return fallback(TraitsOf(tool, ""), params, nil, false)
 }
 
 // ForCall is For for one call: description is the pinned tool's
@@ -476,14 +476,23 @@ func (p *Policy) For(tool string, params []string) *Tool {
 // argument or key holds a value that is a destination
 // (dest.IsDestination): it registers where the server will send.
 func (p *Policy) ForCall(tool, description string, schemaParams []string, args map[string]any) *Tool {
-	if t, ok := p.Lookup(tool); ok {
+	return p.ForPinned(TraitsOf(tool, description), schemaParams, args)
+}
+
+// ForPinned is ForCall with the tool's name and description read
+// beforehand (TraitsOf), as the engine does once per pinned tool.
+func (p *Policy) ForPinned(tr Traits, schemaParams []string, args map[string]any) *Tool {
+	if t, ok := p.Lookup(tr.tool); ok {
 		return t
 	}
-	params := append([]string(nil), schemaParams...)
+	params := schemaParams
 	var nested []string
 	holds := false
 	for name, v := range args {
 		if !slices.Contains(schemaParams, name) {
+			if len(params) == len(schemaParams) {
+				params = slices.Clip(schemaParams)
+			}
 			params = append(params, name) // an argument the schema doesn't declare
 		}
 		if holdsDestinationKey(v) {
@@ -492,7 +501,7 @@ func (p *Policy) ForCall(tool, description string, schemaParams []string, args m
 		holds = holds || (IsDestinationName(name) && holdsDestination(v)) || registersNested(v)
 	}
 	sort.Strings(params[len(schemaParams):])
-	return fallback(tool, description, params, nested, holds)
+	return fallback(tr, params, nested, holds)
 }
 
 // holdsDestinationKey reports whether a key inside v, at any depth, is

@@ -378,8 +378,8 @@ func BenchmarkInflight(b *testing.B) {
 
 // BenchmarkLatency makes one call at a time, in turn directly, through the
 // pump and through bouncer, and reports the median of each way's call
-// times and the pump's and bouncer's as a multiple of direct. One op is
-// one call each way.
+// times and the pump's and bouncer's as a multiple of direct, with the CPU
+// time each proxy's process used per call. One op is one call each way.
 //
 //	go test -run '^$' -bench Latency -benchtime 2000x -count 10 ./internal/proxy
 func BenchmarkLatency(b *testing.B) {
@@ -391,10 +391,13 @@ func BenchmarkLatency(b *testing.B) {
 		sessions[i].calls(200, 1)
 	}
 	took := make([][]time.Duration, len(vias))
+	cpu := make([]time.Duration, len(vias))
 	b.ResetTimer()
 	for range b.N {
 		for i, s := range sessions {
+			c0 := s.cpu()
 			took[i] = append(took[i], s.calls(1, 1)...)
+			cpu[i] += s.cpu() - c0
 		}
 	}
 	p50 := make([]float64, len(vias))
@@ -405,6 +408,7 @@ func BenchmarkLatency(b *testing.B) {
 	b.ReportMetric(p50[0], "direct-p50-µs")
 	for i, via := range vias[1:] {
 		b.ReportMetric(p50[i+1]/p50[0], via+"-x")
+		b.ReportMetric(float64(cpu[i+1].Nanoseconds())/1e3/float64(b.N), via+"-cpu-µs/call")
 	}
 	b.ReportMetric(0, "ns/op")
 }

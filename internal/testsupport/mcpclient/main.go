@@ -1,6 +1,6 @@
 // Command mcpclient is a real MCP client for scripted checks: it starts a
 // server the way a client starts it (the command, args, env and cwd of an
-// entry of a client config file), speaks MCP to it with the go-sdk client,
+// entry of a client config file, JSON or Goose's YAML), speaks MCP to it with the go-sdk client,
 // and prints what it sees, one line a step. It exists for the new-user
 // walkthrough (.ci/checks/newuser.sh) and is not part of Bouncer.
 //
@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"gopkg.in/yaml.v3"
 )
 
 func main() {
@@ -163,6 +164,23 @@ func readEntry(path, name string) (entry, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return entry{}, err
+	}
+	if strings.HasSuffix(path, ".yaml") {
+		// Goose's config.yaml: an extension's cmd, args and envs.
+		var goose struct {
+			Extensions map[string]struct {
+				Cmd  string            `yaml:"cmd"`
+				Args []string          `yaml:"args"`
+				Envs map[string]string `yaml:"envs"`
+			} `yaml:"extensions"`
+		}
+		if err := yaml.Unmarshal(b, &goose); err != nil {
+			return entry{}, fmt.Errorf("%s: %w", path, err)
+		}
+		if x, ok := goose.Extensions[name]; ok && x.Cmd != "" {
+			return entry{Command: x.Cmd, Args: x.Args, Env: x.Envs}, nil
+		}
+		return entry{}, fmt.Errorf("%s: no stdio extension %q", path, name)
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(b, &doc); err != nil {
