@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -29,19 +28,11 @@ func TestListenSessionIDAttacks(t *testing.T) {
 	lt := newListenTestServers(t, map[string]any{"a": helpdesk(), "b": helpdesk()}, "")
 	post := func(server, sid, body string) (int, string, http.Header) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, lt.srv.URL+"/servers/"+server+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		var hdr map[string]string
 		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
+			hdr = map[string]string{"Mcp-Session-Id": sid}
 		}
-		resp, err := (&http.Client{Transport: bearerTransport{token: lt.tokens["alice"]}}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b), resp.Header
+		return lt.rawAt("alice", "/servers/"+server+"/mcp", http.MethodPost, body, hdr)
 	}
 	st, _, h := post("a", "", initBody)
 	sid := h.Get("Mcp-Session-Id")
