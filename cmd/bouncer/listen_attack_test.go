@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bouncer-mcp/bouncer/internal/listen"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/testserver"
 )
 
@@ -70,5 +75,106 @@ func TestListenSessionIDAttacks(t *testing.T) {
 	}
 	if st, body, _ := post("a", sid, ping); st != http.StatusOK || !strings.Contains(body, `"result":{}`) {
 		t.Fatalf("alice's session afterwards: %d %s", st, body)
+	}
+}
+
+// Held calls are cheap to send and dear to hold: a client that says it
+// can be asked, and never answers, sends calls Bouncer asks a human about
+// (a tool with no budget); each would keep a question, a goroutine and a
+// timer in the listener for the five minutes a question waits.
+//
+//   - 2,000 of them in one 300 KB batch, without the MCP-Protocol-Version
+//     header, in a session at 2025-11-25, where batches are no longer
+//     part of MCP: refused with 400 (the session's version is the one its
+//     initialize settled, with or without the header);
+//   - 200 POSTs of one each at once: a session has at most maxInFlight
+//     requests awaiting answers, and a POST past it gets 429.
+//
+// The session answers a ping after the first; after the second it is full
+// until its questions time out, and alice's next session is not.
+func TestListenHeldCallsBounded(t *testing.T) {
+	lt := startListenTestPolicy(t, t.TempDir(), "off", nil, "", `
+send_email:
+  exfiltrating: true
+  sink_params: [to]
+`)
+	lt.waitPinned()
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`
+	st, _, h := lt.raw("alice", "POST", init, nil)
+	sid := h.Get("Mcp-Session-Id")
+	if st != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d", st)
+	}
+	hdr := map[string]string{"Mcp-Session-Id": sid}
+	if st, _, _ := lt.raw("alice", "POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr); st != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d", st)
+	}
+	send := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"x%d@partner.example","subject":"s","body":"b"}}}`, id, id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	open := func(body string) *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, lt.srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		resp, err := (&http.Client{Transport: bearerTransport{token: lt.tokens["alice"]}}).Do(req)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		return resp
+	}
+	alive := func(what string) {
+		t.Helper()
+		if st, body, _ := lt.raw("alice", "POST", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, hdr); st != http.StatusOK || !strings.Contains(body, `"result":{}`) {
+			t.Fatalf("the session after %s: %d %s", what, st, body)
+		}
+	}
+
+	var batch []string
+	for i := range 2000 {
+		batch = append(batch, send(10+i))
+	}
+	before := runtime.NumGoroutine()
+	resp := open("[" + strings.Join(batch, ",") + "]")
+	if resp == nil {
+		t.FailNow()
+	}
+	if resp.StatusCode != http.StatusBadRequest {
+		time.Sleep(time.Second)
+		held := runtime.NumGoroutine() - before
+		buf := make([]byte, 300)
+		n, _ := io.ReadFull(resp.Body, buf)
+		t.Fatalf("a batch of 2,000 calls held for a human, in a 2025-11-25 session: %d, and %d more goroutines in the listener; want 400\n%s", resp.StatusCode, held, buf[:n])
+	}
+	resp.Body.Close()
+	alive("its batch was refused")
+
+	codes := make(chan int, 200)
+	for i := range 200 {
+		go func() {
+			if resp := open(send(5000 + i)); resp != nil {
+				codes <- resp.StatusCode
+				if resp.StatusCode != http.StatusOK {
+					resp.Body.Close()
+				}
+				return // a held call's stream stays open until ctx ends
+			}
+			codes <- 0
+		}()
+	}
+	count := map[int]int{}
+	for range 200 {
+		count[<-codes]++
+	}
+	if count[http.StatusTooManyRequests] == 0 || count[http.StatusOK] > listen.MaxInFlight {
+		t.Fatalf("200 POSTs of a held call each: %v by status; want at most %d held, the rest 429", count, listen.MaxInFlight)
+	}
+	// That session is full until its questions time out; alice's next
+	// session is not.
+	if text, isErr := call(t, lt.client("alice", nil), "echo", map[string]any{"text": "hi"}); isErr || text != "hi" {
+		t.Fatalf("alice's next session: %q", text)
 	}
 }

@@ -70,6 +70,9 @@ type conn struct {
 	// init is the client's initialize request, replayed to an upstream
 	// started in place of one that crashed (see view).
 	init *jsonrpc.Request
+	// version is the protocol version the answer to init settled ("" until
+	// it is answered).
+	version string
 	// streams is the POST stream each request in flight came on.
 	streams map[jsonrpc.ID]*stream
 	// open lists the POST streams with requests in flight, oldest first.
@@ -105,6 +108,13 @@ const (
 // unless nothing is held: one body, however large the limit on bodies,
 // always gets through.
 const maxHeldBytes = 32 << 20
+
+// MaxInFlight bounds a session's requests awaiting answers. Each costs
+// more than its bytes: a call held for a human keeps a question, a
+// goroutine and a timer for as long as the question waits, and a small
+// body can carry many (a batch). A POST that would pass it is refused
+// whole (errTooManyInFlight).
+const MaxInFlight = 128
 
 // weight is what a message holds in the listener: its payload and the
 // message itself (so that a batch of tiny notifications counts too).
@@ -448,6 +458,9 @@ func (c *conn) write(ctx context.Context, m jsonrpc.Message) error {
 		c.mu.Lock()
 		s := c.streams[r.ID]
 		c.forgetLocked(r.ID)
+		if s != nil && c.init != nil && r.ID == c.init.ID && c.version == "" {
+			c.version = settledVersion(r)
+		}
 		c.mu.Unlock()
 		if s == nil {
 			return fmt.Errorf("no request with id %s is awaiting an answer, so this answer was dropped", transport.IDText(r.ID))
@@ -593,6 +606,26 @@ func (c *conn) end(why string) {
 	}()
 }
 
+// settledVersion is the protocolVersion of an answer to initialize, or ""
+// for an error or an answer without one.
+func settledVersion(r *jsonrpc.Response) string {
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil {
+		return ""
+	}
+	return res.ProtocolVersion
+}
+
+// protocolVersion is the version the session's initialize settled, or ""
+// before it is answered.
+func (c *conn) protocolVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
 // isClosed reports whether the session is closed (or closing: see end).
 func (c *conn) isClosed() bool {
 	c.mu.Lock()
@@ -653,6 +686,10 @@ func (c *conn) post(ctx context.Context, w http.ResponseWriter, msgs []jsonrpc.M
 			c.mu.Unlock()
 			return errInFlight{id}
 		}
+	}
+	if len(c.streams)+len(calls) > MaxInFlight {
+		c.mu.Unlock()
+		return errTooManyInFlight
 	}
 	total := 0
 	for _, m := range msgs {
@@ -722,6 +759,10 @@ func (c *conn) takeBacklogLocked(s *stream) [][]byte {
 
 // errSessionGone is post's and listen's answer for a closed session.
 var errSessionGone = errors.New("the session has ended")
+
+// errTooManyInFlight is post's refusal when the session's requests
+// awaiting answers would pass MaxInFlight.
+var errTooManyInFlight = fmt.Errorf("this session already has requests awaiting answers, and at most %d may be", MaxInFlight)
 
 // errTooMuchHeld is post's refusal when the listener holds maxHeldBytes
 // of what the session's client posted before.
