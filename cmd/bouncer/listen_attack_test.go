@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -176,5 +177,28 @@ send_email:
 	// session is not.
 	if text, isErr := call(t, lt.client("alice", nil), "echo", map[string]any{"text": "hi"}); isErr || text != "hi" {
 		t.Fatalf("alice's next session: %q", text)
+	}
+}
+
+// The listener's config file (which starts every server) and its users'
+// token files (each the credential of a user, who can approve that user's
+// codes with it) are Bouncer's own files, as bouncer run's launching
+// config is: no server is made to write them. An injected agent of alice
+// that overwrote bob's token file would sign in as bob once the listener
+// restarts, and one that rewrote the config would run its own command as
+// a server. Here, with --sandbox off, only the argument checks stand.
+func TestListenCredentialsAreOwnFiles(t *testing.T) {
+	lt := newListenTest(t, "")
+	cs := lt.client("alice", nil)
+	for _, path := range []string{lt.config, filepath.Join(filepath.Dir(lt.config), "bob.token")} {
+		before, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, isErr := call(t, cs, "write_file", map[string]any{"path": path, "content": "evil"})
+		after, _ := os.ReadFile(path)
+		if !isErr || !strings.HasPrefix(text, "[bouncer blocked] ") || string(after) != string(before) {
+			t.Errorf("write_file %s: %q (isError %v); the file now holds %q; want it refused and the file untouched", filepath.Base(path), text, isErr, after)
+		}
 	}
 }

@@ -52,6 +52,7 @@ type listenTest struct {
 	srv    *httptest.Server
 	tokens map[string]string
 	policy string // the policy file's text; empty: listenPolicy
+	config string // the config file; the token files are beside it, USER.token
 }
 
 func newListenTest(t testing.TB, extra string) *listenTest {
@@ -99,6 +100,7 @@ func startListenTestPolicy(t testing.TB, home, sandboxMode string, servers map[s
 	t.Helper()
 	lt := &listenTest{t: t, home: home, dir: t.TempDir(), tokens: map[string]string{}, policy: policy}
 	cfgFile, pol := lt.writeConfig(servers, extra)
+	lt.config = cfgFile
 	f := &listenFlags{home: lt.home, config: cfgFile, addr: "127.0.0.1:0", sandbox: sandboxMode}
 	f.policies = multiFlag{pol}
 	l, _, closeLog, err := buildListener(f)
