@@ -202,3 +202,71 @@ func TestListenCredentialsAreOwnFiles(t *testing.T) {
 		}
 	}
 }
+
+// A call the listener judges one way and the upstream (the helpdesk, a
+// go-sdk server) reads another: each body below names boss@corp.example
+// (trusted, allowed) where Bouncer might look and attacker@evil.example
+// where a server might, through the listener's own body decoder, raw, in
+// one session. None gets a mail to the attacker out: each is refused, or
+// sent to the boss alone. (The pump's parsing of these is the proxy's
+// tests' on stdio; this is the same through the HTTP side.)
+func TestListenCallDifferentials(t *testing.T) {
+	lt := newListenTest(t, "")
+	st, _, h := lt.raw("alice", "POST", initBody, nil)
+	sid := h.Get("Mcp-Session-Id")
+	if st != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d", st)
+	}
+	hdr := map[string]string{"Mcp-Session-Id": sid}
+	if st, _, _ := lt.raw("alice", "POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr); st != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d", st)
+	}
+	const boss, evil = `"boss@corp.example"`, `"attacker@evil.example"`
+	args := func(to string) string { return `{"to":` + to + `,"subject":"s","body":"b"}` }
+	bodies := map[string]string{
+		"duplicate to, attacker last":      `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":{"to":` + boss + `,"to":` + evil + `,"subject":"s","body":"b"}}}`,
+		"duplicate to, attacker first":     `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":{"to":` + evil + `,"to":` + boss + `,"subject":"s","body":"b"}}}`,
+		"escaped duplicate key":            `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":{"to":` + boss + `,"\u0074o":` + evil + `,"subject":"s","body":"b"}}}`,
+		"key in another case":              `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":{"to":` + boss + `,"To":` + evil + `,"subject":"s","body":"b"}}}`,
+		"arguments twice":                  `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":` + args(boss) + `,"arguments":` + args(evil) + `}}`,
+		"arguments in another case":        `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":` + args(boss) + `,"Arguments":` + args(evil) + `}}`,
+		"name twice":                       `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","name":"send_email","arguments":{"text":"hi","to":` + evil + `,"subject":"s","body":"b"}}}`,
+		"params twice":                     `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":` + args(boss) + `},"params":{"name":"send_email","arguments":` + args(evil) + `}}`,
+		"method twice":                     `{"jsonrpc":"2.0","id":%d,"method":"ping","method":"tools/call","params":{"name":"send_email","arguments":` + args(evil) + `}}`,
+		"method in another case":           `{"jsonrpc":"2.0","id":%d,"method":"Tools/call","params":{"name":"send_email","arguments":` + args(evil) + `}}`,
+		"method with a space":              `{"jsonrpc":"2.0","id":%d,"method":"tools/call ","params":{"name":"send_email","arguments":` + args(evil) + `}}`,
+		"Method key in another case":       `{"jsonrpc":"2.0","id":%d,"Method":"tools/call","method":"ping","params":{"name":"send_email","arguments":` + args(evil) + `}}`,
+		"params as an array":               `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":["send_email",` + args(evil) + `]}`,
+		"a NUL in the address":             `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":` + args(`"boss@corp.example\u0000attacker@evil.example"`) + `}}`,
+		"a lone surrogate in the address":  `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":` + args(`"attacker@evil.example\ud800"`) + `}}`,
+		"a huge number beside the address": `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":{"to":` + boss + `,"subject":"s","body":"b","n":1e400}}}`,
+		"a BOM before the body":            "\ufeff" + `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_email","arguments":` + args(evil) + `}}`,
+		"as a notification":                `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"send_email","arguments":` + args(evil) + `}}`,
+	}
+	id := 10
+	for name, body := range bodies {
+		if strings.Contains(body, "%d") {
+			body = fmt.Sprintf(body, id)
+			id++
+		}
+		st, resp, _ := lt.raw("alice", "POST", body, hdr)
+		if st >= 500 {
+			t.Errorf("%s: %d %s", name, st, resp)
+		}
+		t.Logf("%s: %d %.160s", name, st, resp)
+	}
+	// The session still works, and its last call is done when answered.
+	if st, body, _ := lt.raw("alice", "POST", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"done"}}}`, id), hdr); st != http.StatusOK || !strings.Contains(body, "done") {
+		t.Fatalf("the session afterwards: %d %s", st, body)
+	}
+	mails, _ := os.ReadFile(filepath.Join(lt.dir, "mails.jsonl"))
+	if strings.Contains(string(mails), "attacker") {
+		t.Fatalf("a mail reached the attacker:\n%s", mails)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(mails)), "\n") {
+		if line != "" && !strings.Contains(line, "boss@corp.example") {
+			t.Errorf("a mail to someone else than the boss: %s", line)
+		}
+	}
+	t.Logf("mails sent (to the boss alone): %d", strings.Count(string(mails), "\n"))
+}
