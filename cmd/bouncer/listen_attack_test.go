@@ -270,3 +270,28 @@ func TestListenCallDifferentials(t *testing.T) {
 	}
 	t.Logf("mails sent (to the boss alone): %d", strings.Count(string(mails), "\n"))
 }
+
+// One user's client in a reconnect loop (initialize, DELETE, again) ends
+// each process it starts, so the limit on a user's processes never binds:
+// without a share of its own, it would take the whole spawn rate, and
+// every other user's sessions would be refused until it stopped. A user
+// takes at most a quarter of the rate and burst; bob still gets his
+// session.
+func TestListenSpawnRateShared(t *testing.T) {
+	lt := newListenTest(t, `{"limits": {"spawn_rate": 0.05, "spawn_burst": 8}}`)
+	started := 0
+	for range 20 {
+		st, _, h := lt.raw("alice", "POST", initBody, nil)
+		if st == http.StatusTooManyRequests {
+			break
+		}
+		if st != http.StatusOK {
+			t.Fatalf("alice's initialize: %d", st)
+		}
+		started++
+		lt.raw("alice", "DELETE", "", map[string]string{"Mcp-Session-Id": h.Get("Mcp-Session-Id")})
+	}
+	if st, body, _ := lt.raw("bob", "POST", initBody, nil); st != http.StatusOK {
+		t.Fatalf("bob's initialize after alice started %d sessions in a loop: %d %s; want his session", started, st, body)
+	}
+}

@@ -65,3 +65,29 @@ func TestLimiter(t *testing.T) {
 		t.Fatal("alice's count outlived her processes")
 	}
 }
+
+// One user takes at most a quarter of the spawn rate and burst, so that a
+// client starting sessions in a loop leaves the rest to others; a share
+// that is full again is forgotten.
+func TestLimiterUserShare(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	l := newLimiter(Limits{ProcessesPerUser: 100, SpawnRate: 8, SpawnBurst: 8}, func() time.Time { return now })
+	for range 2 {
+		if err := l.spawn("alice"); err != nil {
+			t.Fatal(err)
+		}
+		l.exited("alice")
+	}
+	var lim *errLimit
+	if err := l.spawn("alice"); !errors.As(err, &lim) || lim.retry != 500*time.Millisecond {
+		t.Fatalf("alice's third start at once: %v; want a 429 for her share, retry in 500ms", err)
+	}
+	if err := l.spawn("bob"); err != nil {
+		t.Fatalf("bob, while alice's share is spent: %v", err)
+	}
+	now = now.Add(time.Second)
+	l.prune()
+	if _, kept := l.shares["alice"]; kept {
+		t.Fatal("alice's full share was kept")
+	}
+}
