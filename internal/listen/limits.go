@@ -136,16 +136,9 @@ func (l *limiter) spawn(user string) error {
 			msg: fmt.Sprintf("your sessions run %d server processes on this replica, the limit; end a session first", l.lim.ProcessesPerUser)}
 	}
 	now := l.now()
-	rate, burst := l.share()
-	mine := l.shares[user]
-	if mine == nil {
-		mine = &bucket{burst, now}
-		l.shares[user] = mine
-	}
-	mine.refill(now, rate, burst)
-	if wait := mine.wait(rate); wait > 0 {
-		return &errLimit{status: http.StatusTooManyRequests, retry: wait,
-			msg: fmt.Sprintf("your sessions start at most %g server processes a second here, a share of the replica's %g; try again shortly", rate, l.lim.SpawnRate)}
+	mine, err := l.shareLocked(user, now)
+	if err != nil {
+		return err
 	}
 	l.all.refill(now, l.lim.SpawnRate, float64(l.lim.SpawnBurst))
 	if wait := l.all.wait(l.lim.SpawnRate); wait > 0 {
@@ -156,6 +149,23 @@ func (l *limiter) spawn(user string) error {
 	l.all.tokens--
 	l.procs[user]++
 	return nil
+}
+
+// shareLocked is user's share of the spawn rate, refilled, if it holds a
+// token; else a 429 saying when it will. l.mu is held.
+func (l *limiter) shareLocked(user string, now time.Time) (*bucket, error) {
+	rate, burst := l.share()
+	mine := l.shares[user]
+	if mine == nil {
+		mine = &bucket{burst, now}
+		l.shares[user] = mine
+	}
+	mine.refill(now, rate, burst)
+	if wait := mine.wait(rate); wait > 0 {
+		return nil, &errLimit{status: http.StatusTooManyRequests, retry: wait,
+			msg: fmt.Sprintf("your sessions start at most %g server processes a second here, a share of the replica's %g; try again shortly", rate, l.lim.SpawnRate)}
+	}
+	return mine, nil
 }
 
 // prune forgets the shares of users whose bucket is full again: a new
@@ -172,8 +182,10 @@ func (l *limiter) prune() {
 	}
 }
 
-// adopt counts a process taken from the warm pool (started already, so
-// not against the spawn rate) against user's limit.
+// adopt counts a process taken from the warm pool (its start took a
+// token of the rate already) against user's limit and user's share of the
+// rate: else a user's loop would drain the pool, and its refills would
+// take the rate from everyone else.
 func (l *limiter) adopt(user string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -181,6 +193,11 @@ func (l *limiter) adopt(user string) error {
 		return &errLimit{status: http.StatusTooManyRequests, retry: 5 * time.Second,
 			msg: fmt.Sprintf("your sessions run %d server processes on this replica, the limit; end a session first", l.lim.ProcessesPerUser)}
 	}
+	mine, err := l.shareLocked(user, l.now())
+	if err != nil {
+		return err
+	}
+	mine.tokens--
 	l.procs[user]++
 	return nil
 }

@@ -51,8 +51,10 @@ func TestLimiter(t *testing.T) {
 	l.exited("alice")
 	ok(l.adopt("alice"))
 	l.exited("alice")
+	now = now.Add(2 * time.Second) // the adoption took her share's token
 	ok(l.spawn("alice"))
-	// The refusals and the adoption took no token: one is left of two.
+	// The refusals and the adoption took no token of the rate: one is
+	// left of two.
 	ok(l.spawnPooled())
 	if err := l.spawnPooled(); err == nil {
 		t.Fatal("the warm pool took a third token of a burst of two")
@@ -84,6 +86,12 @@ func TestLimiterUserShare(t *testing.T) {
 	}
 	if err := l.spawn("bob"); err != nil {
 		t.Fatalf("bob, while alice's share is spent: %v", err)
+	}
+	// A process from the warm pool (its start took a token of the rate)
+	// counts against her share all the same: else her loop would drain
+	// the pool, and its refills would take the rate from everyone else.
+	if err := l.adopt("alice"); !errors.As(err, &lim) {
+		t.Fatalf("alice adopts a warm process with her share spent: %v; want a 429", err)
 	}
 	now = now.Add(time.Second)
 	l.prune()
