@@ -27,7 +27,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/transport"
 )
 
-const listenSynopsis = `bouncer listen --config FILE [--addr HOST:PORT] [--metrics-addr HOST:PORT] [--policy FILE]... [--trust FILE] [--sandbox auto|strict|off]`
+const listenSynopsis = `bouncer listen --config FILE [--addr HOST:PORT] [--metrics-addr HOST:PORT] [--policy FILE]... [--policy-dir DIR] [--trust FILE] [--sandbox auto|strict|off] [--drain-timeout DURATION]`
 
 // listenFlags are bouncer listen's flags.
 type listenFlags struct {

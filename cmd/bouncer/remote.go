@@ -138,7 +138,7 @@ func signInRemote(ctx context.Context, serverURL string, serverAddrs []netip.Add
 		return nil, err
 	}
 	if err := a.Ensure(ctx); err != nil {
-		errorf("signing in to the remote server: %v", err)
+		errorf("finding whether the remote server wants a sign-in, or signing in: %v; going on without one (a server that wants one answers the first request with what to do)", err)
 		if cfg.Helper != nil {
 			cfg.Helper.Close()
 		}

@@ -84,9 +84,15 @@ func cmdRun(args []string) error {
 	if status(err) != exitUsage || term.IsTerminal(int(os.Stdin.Fd())) {
 		return err
 	}
+	// --name is set from --server only once the entry loads; a problem
+	// with the entry itself still names the server the client knows.
 	name := "(unnamed)"
-	if f != nil && f.name != "" {
+	switch {
+	case f == nil:
+	case f.name != "":
 		name = f.name
+	case f.serverName != "":
+		name = f.serverName
 	}
 	errorf("%v", err)
 	errorf("run: serving this error to the MCP client as the one tool of server %s (%s), and in every call's result; no upstream is started and nothing is forwarded", show(name), misconfig.ToolName)

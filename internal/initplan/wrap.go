@@ -64,8 +64,12 @@ func (p *Plan) Wrap(t mcpconfig.Found, cfg *mcpconfig.Config, command string, re
 	if w.Policy, err = protect.Extend(w.PolicyFile, oldPol, c.Confinement); err != nil {
 		return nil, err
 	}
-	if w.Policy.New == nil && p.Policy != "" {
-		w.Policy.New = []byte(protect.Header) // --policy given: the file the entries name must exist
+	if w.Policy.New == nil && (p.Policy != "" || t.Workspace == "") {
+		// The file the entries name must exist: the one --policy gives,
+		// or the user's own policy, which every user file's entries load
+		// whatever order init finds the files in, so that a rule the user
+		// adds there later reaches them all.
+		w.Policy.New = []byte(protect.Header)
 	}
 	usePolicy := w.Policy.New != nil
 	opts := mcpconfig.WrapOptions{

@@ -60,8 +60,12 @@ func TestWrap(t *testing.T) {
 	if len(w.Notes) != 1 || !strings.Contains(w.Notes[0], `fs: directory "notes" is relative to wherever the client starts it`) {
 		t.Errorf("user notes %q", w.Notes)
 	}
-	if w.WritePolicy || !strings.Contains(string(w.Out), `"command": "/opt/bouncer"`) || strings.Contains(string(w.Out), "--policy") {
-		t.Errorf("user: write policy %v, entry:\n%s", w.WritePolicy, w.Out)
+	// The user's policy is named, and made (a header alone) since it is
+	// not there yet, though nothing is confined: every user file's entries
+	// load it, whichever file init finds first.
+	want := `"--policy", "` + filepath.Join(home, ".bouncer", "policy.yaml") + `"]`
+	if !w.WritePolicy || string(w.Policy.New) != protect.Header || !strings.Contains(string(w.Out), `"command": "/opt/bouncer"`) || !strings.Contains(string(w.Out), want) {
+		t.Errorf("user: write policy %v (%q), entry:\n%s", w.WritePolicy, w.Policy.New, w.Out)
 	}
 }
 
