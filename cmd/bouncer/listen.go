@@ -3,14 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,7 +102,11 @@ func buildListener(f *listenFlags) (l *listen.Listener, replica string, closeLog
 		return nil, "", nil, err
 	}
 	edge.MaxBody, edge.ReadHeaderTimeout, edge.ReadTimeout = lc.MaxBody, lc.HeaderTimeout, lc.ReadTimeout
-	dec, err := setup.Load(setup.Config{Sources: f.sources(dir, ""), WorkDir: filepath.Dir(cfgFile)})
+	// The config (it starts every server) and the token files (each a
+	// user's credential, which approves that user's codes too) are
+	// Bouncer's own, as run's launching config is: no server reaches them.
+	launch := &setup.Launch{File: cfgFile, Base: filepath.Dir(cfgFile), Sources: runArgsSources, Files: slices.Sorted(maps.Values(lc.Tokens))}
+	dec, err := setup.Load(setup.Config{Sources: f.sources(dir, ""), WorkDir: filepath.Dir(cfgFile), Launch: launch})
 	if err != nil {
 		return nil, "", nil, badInput(err)
 	}

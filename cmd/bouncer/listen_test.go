@@ -52,6 +52,7 @@ type listenTest struct {
 	srv    *httptest.Server
 	tokens map[string]string
 	policy string // the policy file's text; empty: listenPolicy
+	config string // the config file; the token files are beside it, USER.token
 }
 
 func newListenTest(t testing.TB, extra string) *listenTest {
@@ -99,6 +100,7 @@ func startListenTestPolicy(t testing.TB, home, sandboxMode string, servers map[s
 	t.Helper()
 	lt := &listenTest{t: t, home: home, dir: t.TempDir(), tokens: map[string]string{}, policy: policy}
 	cfgFile, pol := lt.writeConfig(servers, extra)
+	lt.config = cfgFile
 	f := &listenFlags{home: lt.home, config: cfgFile, addr: "127.0.0.1:0", sandbox: sandboxMode}
 	f.policies = multiFlag{pol}
 	l, _, closeLog, err := buildListener(f)
@@ -491,7 +493,13 @@ func (c cookieTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // the status and body.
 func (lt *listenTest) raw(user, method, body string, hdr map[string]string) (int, string, http.Header) {
 	lt.t.Helper()
-	req, _ := http.NewRequest(method, lt.srv.URL+"/mcp", strings.NewReader(body))
+	return lt.rawAt(user, "/mcp", method, body, hdr)
+}
+
+// rawAt is raw, at the listener's path.
+func (lt *listenTest) rawAt(user, path, method, body string, hdr map[string]string) (int, string, http.Header) {
+	lt.t.Helper()
+	req, _ := http.NewRequest(method, lt.srv.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range hdr {
@@ -1181,16 +1189,7 @@ func TestListenReadyWaitsForPin(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	post := func(server string) (int, string, http.Header) {
-		req, _ := http.NewRequest(http.MethodPost, lt.srv.URL+"/servers/"+server+"/mcp", strings.NewReader(initBody))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := (&http.Client{Transport: bearerTransport{token: lt.tokens["alice"]}}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b), resp.Header
+		return lt.rawAt("alice", "/servers/"+server+"/mcp", http.MethodPost, initBody, nil)
 	}
 	if st, body, h := post("broken"); st != http.StatusServiceUnavailable || h.Get("Retry-After") == "" || !strings.Contains(body, "not pinned yet") {
 		t.Fatalf("a session of the unpinned server: %d %q %v; want 503 with Retry-After", st, body, h)

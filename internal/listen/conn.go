@@ -56,14 +56,23 @@ type conn struct {
 	// reading loses that stream, not the session's other streams.
 	writeTimeout time.Duration
 
-	mu     sync.Mutex
-	queue  []jsonrpc.Message // read from POSTs, not yet read by the pump
-	wake   chan struct{}     // signalled (cap 1) when queue grows or a view closes
+	mu    sync.Mutex
+	queue []jsonrpc.Message // read from POSTs, not yet read by the pump
+	// held is what the listener holds of what the client posted, in
+	// weight's bytes: the messages in queue, and the requests read from it
+	// still owed an answer (owed: each one's weight). It is bounded by
+	// maxHeldBytes (see post).
+	held   int
+	owed   map[jsonrpc.ID]int
+	wake   chan struct{} // signalled (cap 1) when queue grows or a view closes
 	closed bool
 	done   chan struct{} // closed by close
 	// init is the client's initialize request, replayed to an upstream
 	// started in place of one that crashed (see view).
 	init *jsonrpc.Request
+	// version is the protocol version the answer to init settled ("" until
+	// it is answered).
+	version string
 	// streams is the POST stream each request in flight came on.
 	streams map[jsonrpc.ID]*stream
 	// open lists the POST streams with requests in flight, oldest first.
@@ -89,6 +98,36 @@ const (
 	maxBacklogBytes = 8 << 20
 )
 
+// maxHeldBytes bounds what the listener holds of what a session's client
+// posted: the messages its pump has yet to read, and the requests still
+// owed an answer (each holds its body, in the pump and in its POST,
+// until it is answered). A notification is answered 202 once queued, and
+// a call the upstream never answers (a slow tool, a question nobody
+// answers) holds its POST, so without it a client could make the listener
+// hold as much as it can send. Past it, a POST is refused (errTooMuchHeld)
+// unless nothing is held: one body, however large the limit on bodies,
+// always gets through.
+const maxHeldBytes = 32 << 20
+
+// MaxInFlight bounds a session's requests awaiting answers. Each costs
+// more than its bytes: a call held for a human keeps a question, a
+// goroutine and a timer for as long as the question waits, and a small
+// body can carry many (a batch). A POST that would pass it is refused
+// whole (errTooManyInFlight).
+const MaxInFlight = 128
+
+// weight is what a message holds in the listener: its payload and the
+// message itself (so that a batch of tiny notifications counts too).
+func weight(m jsonrpc.Message) int {
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		return 128 + len(m.Method) + len(m.Params)
+	case *jsonrpc.Response:
+		return 128 + len(m.Result)
+	}
+	return 128
+}
+
 func newConn(id string, writeTimeout time.Duration) *conn {
 	return &conn{
 		id:           id,
@@ -97,6 +136,7 @@ func newConn(id string, writeTimeout time.Duration) *conn {
 		done:         make(chan struct{}),
 		streams:      map[jsonrpc.ID]*stream{},
 		tokens:       map[string]jsonrpc.ID{},
+		owed:         map[jsonrpc.ID]int{},
 		lastActive:   time.Now(),
 	}
 }
@@ -303,7 +343,11 @@ func (v *view) Read(ctx context.Context) (jsonrpc.Message, error) {
 			v.replay = v.replay[1:]
 			c.mu.Unlock()
 			return m, nil
-		case c.closed && (v.upGone || len(c.queue) == 0):
+		case c.closed:
+			// What the pump has not read when the session ends was never
+			// judged, and its requests are answered that the session
+			// ended (see end): it is dropped, not judged and forwarded
+			// after the client was told it was not.
 			c.mu.Unlock()
 			return nil, io.EOF
 		case v.upGone:
@@ -320,6 +364,9 @@ func (v *view) Read(ctx context.Context) (jsonrpc.Message, error) {
 			m := c.queue[0]
 			c.queue[0] = nil
 			c.queue = c.queue[1:]
+			if r, ok := m.(*jsonrpc.Request); !ok || !r.IsCall() {
+				c.held -= weight(m) // a request is held until answered
+			}
 			c.mu.Unlock()
 			return m, nil
 		}
@@ -391,6 +438,10 @@ func (v *view) Release(id jsonrpc.ID) bool {
 // forgetLocked drops request id from the routing tables. c.mu is held.
 func (c *conn) forgetLocked(id jsonrpc.ID) {
 	delete(c.streams, id)
+	if w, ok := c.owed[id]; ok {
+		c.held -= w
+		delete(c.owed, id)
+	}
 	for tok, rid := range c.tokens {
 		if rid == id {
 			delete(c.tokens, tok)
@@ -407,6 +458,9 @@ func (c *conn) write(ctx context.Context, m jsonrpc.Message) error {
 		c.mu.Lock()
 		s := c.streams[r.ID]
 		c.forgetLocked(r.ID)
+		if s != nil && c.init != nil && r.ID == c.init.ID && c.version == "" {
+			c.version = settledVersion(r)
+		}
 		c.mu.Unlock()
 		if s == nil {
 			return fmt.Errorf("no request with id %s is awaiting an answer, so this answer was dropped", transport.IDText(r.ID))
@@ -520,8 +574,8 @@ func (c *conn) close() { c.end("the session has ended") }
 // end ends the session, saying why: every request still owed an answer
 // gets a JSON-RPC error naming why on its stream, rather than a stream cut
 // short (the pump's own answers come too late: its streams end with the
-// session), then the pump reads EOF and every open stream's handler
-// returns. The answers are written in the background: a client that stopped
+// session), then the pump reads EOF, without what it had yet to read, and
+// every open stream's handler returns. The answers are written in the background: a client that stopped
 // reading holds them up for the write timeout, not the caller.
 func (c *conn) end(why string) {
 	c.mu.Lock()
@@ -530,6 +584,8 @@ func (c *conn) end(why string) {
 		return
 	}
 	c.closed = true
+	clear(c.queue) // never read by the pump: see view.Read
+	c.queue, c.held, c.owed = nil, 0, map[jsonrpc.ID]int{}
 	owed := c.streams
 	c.streams, c.tokens = map[jsonrpc.ID]*stream{}, map[string]jsonrpc.ID{}
 	c.signalLocked()
@@ -548,6 +604,26 @@ func (c *conn) end(why string) {
 			}
 		}
 	}()
+}
+
+// settledVersion is the protocolVersion of an answer to initialize, or ""
+// for an error or an answer without one.
+func settledVersion(r *jsonrpc.Response) string {
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil {
+		return ""
+	}
+	return res.ProtocolVersion
+}
+
+// protocolVersion is the version the session's initialize settled, or ""
+// before it is answered.
+func (c *conn) protocolVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
 }
 
 // isClosed reports whether the session is closed (or closing: see end).
@@ -611,6 +687,19 @@ func (c *conn) post(ctx context.Context, w http.ResponseWriter, msgs []jsonrpc.M
 			return errInFlight{id}
 		}
 	}
+	if len(c.streams)+len(calls) > MaxInFlight {
+		c.mu.Unlock()
+		return errTooManyInFlight
+	}
+	total := 0
+	for _, m := range msgs {
+		total += weight(m)
+	}
+	if c.held > 0 && c.held+total > maxHeldBytes {
+		c.mu.Unlock()
+		return errTooMuchHeld
+	}
+	c.held += total
 	var s *stream
 	if len(calls) > 0 {
 		s = newStream(w, len(calls), c.writeTimeout)
@@ -623,6 +712,7 @@ func (c *conn) post(ctx context.Context, w http.ResponseWriter, msgs []jsonrpc.M
 	for _, m := range msgs {
 		if r, ok := m.(*jsonrpc.Request); ok {
 			if r.IsCall() {
+				c.owed[r.ID] = weight(r)
 				if tok := progressToken(r.Params); tok != "" {
 					c.tokens[tok] = r.ID
 				}
@@ -669,6 +759,14 @@ func (c *conn) takeBacklogLocked(s *stream) [][]byte {
 
 // errSessionGone is post's and listen's answer for a closed session.
 var errSessionGone = errors.New("the session has ended")
+
+// errTooManyInFlight is post's refusal when the session's requests
+// awaiting answers would pass MaxInFlight.
+var errTooManyInFlight = fmt.Errorf("this session already has requests awaiting answers, and at most %d may be", MaxInFlight)
+
+// errTooMuchHeld is post's refusal when the listener holds maxHeldBytes
+// of what the session's client posted before.
+var errTooMuchHeld = fmt.Errorf("this session already has %d MiB of messages not yet taken by its server or requests not yet answered", maxHeldBytes>>20)
 
 // getStream serves the client's GET stream until the client goes or the
 // session ends. A second GET while one is open is refused (409).

@@ -362,7 +362,13 @@ func (l *Listener) servePOST(w http.ResponseWriter, r *http.Request, user string
 		return
 	}
 	if batch {
-		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v >= "2025-06-18" {
+		// The session's version is the one its initialize settled; the
+		// header, which a client may leave out, only counts before that.
+		v := sess.conn.protocolVersion()
+		if v == "" {
+			v = r.Header.Get("Mcp-Protocol-Version")
+		}
+		if v >= "2025-06-18" {
 			http.Error(w, "Bad Request: JSON-RPC batches are not part of MCP after 2025-03-26", http.StatusBadRequest)
 			return
 		}
@@ -379,6 +385,9 @@ func (l *Listener) servePOST(w http.ResponseWriter, r *http.Request, user string
 	switch {
 	case errors.As(err, &dup):
 		jsonrpcError(w, http.StatusBadRequest, dup.id, jsonrpc.CodeInvalidRequest, "bouncer: invalid request: "+dup.Error())
+	case errors.Is(err, errTooMuchHeld), errors.Is(err, errTooManyInFlight):
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "Too Many Requests: "+err.Error()+"; send again in a moment", http.StatusTooManyRequests)
 	case errors.Is(err, errSessionGone):
 		why := "Not Found: the session has ended; initialize a new one"
 		if p := sess.refused.Load(); p != nil {

@@ -79,20 +79,52 @@ func (l *Limits) defaults() {
 	}
 }
 
-// limiter keeps the spawn rate (a token bucket) and each user's process
-// count.
+// limiter keeps the spawn rate (a token bucket), each user's share of it
+// (a bucket of its own) and each user's process count.
 type limiter struct {
 	lim Limits
 	now func() time.Time
 
 	mu     sync.Mutex
-	tokens float64
-	last   time.Time
+	all    bucket
+	shares map[string]*bucket
 	procs  map[string]int
 }
 
+// userShare is the part of the spawn rate and burst one user may take. A
+// user whose client starts sessions in a loop, ending each (so that the
+// limit on their processes never binds), would otherwise take the whole
+// rate, and every other user's sessions would be refused until it
+// stopped.
+const userShare = 4
+
+// bucket is a token bucket.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// refill adds what rate has given since the last refill, up to burst.
+func (b *bucket) refill(now time.Time, rate, burst float64) {
+	b.tokens = min(burst, b.tokens+now.Sub(b.last).Seconds()*rate)
+	b.last = now
+}
+
+// wait is how long until the bucket holds a token at rate (0: it does).
+func (b *bucket) wait(rate float64) time.Duration {
+	if b.tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - b.tokens) / rate * float64(time.Second))
+}
+
 func newLimiter(lim Limits, now func() time.Time) *limiter {
-	return &limiter{lim: lim, now: now, tokens: float64(lim.SpawnBurst), last: now(), procs: map[string]int{}}
+	return &limiter{lim: lim, now: now, all: bucket{float64(lim.SpawnBurst), now()}, shares: map[string]*bucket{}, procs: map[string]int{}}
+}
+
+// share is a user's part of the spawn rate and burst.
+func (l *limiter) share() (rate, burst float64) {
+	return l.lim.SpawnRate / userShare, max(1, float64(l.lim.SpawnBurst/userShare))
 }
 
 // spawn takes a process slot for user, or says why not.
@@ -103,29 +135,57 @@ func (l *limiter) spawn(user string) error {
 		return &errLimit{status: http.StatusTooManyRequests, retry: 5 * time.Second,
 			msg: fmt.Sprintf("your sessions run %d server processes on this replica, the limit; end a session first", l.lim.ProcessesPerUser)}
 	}
-	if wait, ok := l.tokenLocked(); !ok {
+	now := l.now()
+	mine, err := l.shareLocked(user, now)
+	if err != nil {
+		return err
+	}
+	l.all.refill(now, l.lim.SpawnRate, float64(l.lim.SpawnBurst))
+	if wait := l.all.wait(l.lim.SpawnRate); wait > 0 {
 		return &errLimit{status: http.StatusTooManyRequests, retry: wait,
 			msg: fmt.Sprintf("server processes are started at most %g a second here; try again shortly", l.lim.SpawnRate)}
 	}
+	mine.tokens--
+	l.all.tokens--
 	l.procs[user]++
 	return nil
 }
 
-// tokenLocked takes a token of the spawn rate's bucket, or says how long
-// until there is one. l.mu is held.
-func (l *limiter) tokenLocked() (wait time.Duration, ok bool) {
-	now := l.now()
-	l.tokens = min(float64(l.lim.SpawnBurst), l.tokens+now.Sub(l.last).Seconds()*l.lim.SpawnRate)
-	l.last = now
-	if l.tokens < 1 {
-		return time.Duration((1 - l.tokens) / l.lim.SpawnRate * float64(time.Second)), false
+// shareLocked is user's share of the spawn rate, refilled, if it holds a
+// token; else a 429 saying when it will. l.mu is held.
+func (l *limiter) shareLocked(user string, now time.Time) (*bucket, error) {
+	rate, burst := l.share()
+	mine := l.shares[user]
+	if mine == nil {
+		mine = &bucket{burst, now}
+		l.shares[user] = mine
 	}
-	l.tokens--
-	return 0, true
+	mine.refill(now, rate, burst)
+	if wait := mine.wait(rate); wait > 0 {
+		return nil, &errLimit{status: http.StatusTooManyRequests, retry: wait,
+			msg: fmt.Sprintf("your sessions start at most %g server processes a second here, a share of the replica's %g; try again shortly", rate, l.lim.SpawnRate)}
+	}
+	return mine, nil
 }
 
-// adopt counts a process taken from the warm pool (started already, so
-// not against the spawn rate) against user's limit.
+// prune forgets the shares of users whose bucket is full again: a new
+// one starts full.
+func (l *limiter) prune() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	rate, burst := l.share()
+	for user, b := range l.shares {
+		if b.refill(now, rate, burst); b.tokens >= burst {
+			delete(l.shares, user)
+		}
+	}
+}
+
+// adopt counts a process taken from the warm pool (its start took a
+// token of the rate already) against user's limit and user's share of the
+// rate: else a user's loop would drain the pool, and its refills would
+// take the rate from everyone else.
 func (l *limiter) adopt(user string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -133,6 +193,11 @@ func (l *limiter) adopt(user string) error {
 		return &errLimit{status: http.StatusTooManyRequests, retry: 5 * time.Second,
 			msg: fmt.Sprintf("your sessions run %d server processes on this replica, the limit; end a session first", l.lim.ProcessesPerUser)}
 	}
+	mine, err := l.shareLocked(user, l.now())
+	if err != nil {
+		return err
+	}
+	mine.tokens--
 	l.procs[user]++
 	return nil
 }
@@ -142,9 +207,11 @@ func (l *limiter) adopt(user string) error {
 func (l *limiter) spawnPooled() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.tokenLocked(); !ok {
+	l.all.refill(l.now(), l.lim.SpawnRate, float64(l.lim.SpawnBurst))
+	if l.all.wait(l.lim.SpawnRate) > 0 {
 		return errors.New("no spawn token")
 	}
+	l.all.tokens--
 	return nil
 }
 

@@ -691,9 +691,11 @@ func (l *Listener) inFlight() int {
 }
 
 // reap ends sessions idle for longer than Limits.Idle, and forgets the
-// scopes of users with no session left whose budget window has passed.
+// scopes of users with no session left whose budget window has passed,
+// and the spawn shares that are full again.
 func (l *Listener) reap() {
 	l.users.prune()
+	l.limiter.prune()
 	cut := l.opts.Now().Add(-l.opts.Limits.Idle)
 	l.mu.Lock()
 	var idle []*Session

@@ -100,6 +100,9 @@ type Launch struct {
 	// returns the policy sources they name, a relative --policy resolved
 	// against base as run resolves it. It is bouncer run's flag parser.
 	Sources func(args []string, base string) (Sources, error)
+	// Files are more of the launch's own, besides the config's (bouncer
+	// listen's token files: each a user's credential). Absolute.
+	Files []string
 }
 
 // InitFiles are the files init's record in stateDir says it wrote
@@ -131,7 +134,7 @@ func LaunchFiles(l Launch, stateDir, home string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := []string{l.File}
+	files := append([]string{l.File}, l.Files...)
 	if h, _, ok := hooks.File(l.File, home); ok {
 		files = append(files, h)
 	}
