@@ -225,6 +225,13 @@ func decodeStrict(data []byte) (any, error) {
 	return parseValue(data)
 }
 
+// DecodeStrict is how the engine reads JSON, for another reader of
+// untrusted JSON whose meaning must not depend on the parser (a client's
+// answer to Bouncer's question): objects are map[string]any whose keys
+// are unique even under Go's case folding (two that fold together are an
+// error, not the last one kept), numbers are json.Number as written.
+func DecodeStrict(data []byte) (any, error) { return decodeStrict(data) }
+
 func joinPath(path, key string) string {
 	if path == "" {
 		return key

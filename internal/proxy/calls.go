@@ -539,6 +539,26 @@ type elicitResult struct {
 	} `json:"content"`
 }
 
+// readElicitResult reads the client's answer to Bouncer's question with
+// the engine's strict reader and its members by their exact names: an
+// answer a lenient reader would read as a yes only by folding a key's case
+// or keeping the last of two ({"Action":"accept"},
+// {"action":"decline","action":"accept"}) is no yes. Anything but a plain
+// answer reads as an empty action, which denies.
+func readElicitResult(raw json.RawMessage) elicitResult {
+	var res elicitResult
+	v, err := engine.DecodeStrict(raw)
+	if err != nil {
+		return res
+	}
+	m, _ := v.(map[string]any)
+	res.Action, _ = m["action"].(string)
+	if content, ok := m["content"].(map[string]any); ok {
+		res.Content.Remember, _ = content["remember"].(bool)
+	}
+	return res
+}
+
 // askByElicitation asks the human through the client and acts on the
 // answer. It runs in its own goroutine so other calls carry on meanwhile.
 func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision) {
@@ -604,8 +624,7 @@ func (p *Proxy) askByElicitation(ctx context.Context, c *call, d engine.Decision
 		p.askByCode(c, d, fmt.Sprintf("this client offered MCP elicitation but answered bouncer's question with an error (%s)", clip(resp.Error.Error(), 200)))
 		return
 	}
-	var res elicitResult
-	_ = json.Unmarshal(resp.Result, &res)
+	res := readElicitResult(resp.Result)
 	switch res.Action {
 	case "accept":
 	case "decline":
