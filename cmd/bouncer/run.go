@@ -94,8 +94,8 @@ func cmdRun(args []string) error {
 	case f.serverName != "":
 		name = f.serverName
 	}
-	// One line, as every usage error's (the contract).
-	errorf("%v (serving this error to the MCP client as the one tool of server %s (%s), and in every call's result; no upstream is started and nothing is forwarded)", err, show(name), misconfig.ToolName)
+	errorf("%v", err)
+	errorf("run: serving this error to the MCP client as the one tool of server %s (%s), and in every call's result; no upstream is started and nothing is forwarded", show(name), misconfig.ToolName)
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
