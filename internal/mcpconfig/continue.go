@@ -52,7 +52,10 @@ func (f continueFormat) parse(path string, data []byte) (*regionDoc, error) {
 	if top.Kind != yaml.MappingNode {
 		return nil, &Error{File: path, Line: top.Line, Col: top.Column, Msg: "the top level is not a mapping"}
 	}
-	lines := lineOffsets(data)
+	lines, err := yamlLines(path, data)
+	if err != nil {
+		return nil, err
+	}
 	var list *yaml.Node
 	next := len(data) // where what follows the list starts
 	for i := 0; i+1 < len(top.Content); i += 2 {
@@ -329,6 +332,30 @@ func (f continueFormat) entry(_ Lookup, v map[string]any) (Entry, error) {
 		e.URL, e.Headers = l.URL, l.Headers
 	}
 	return e, nil
+}
+
+// yamlLines is lineOffsets for a YAML file whose nodes' line numbers
+// index it. The YAML reader also breaks lines at a carriage return alone
+// and at U+0085, U+2028 and U+2029, where lineOffsets does not: a file
+// with one is refused (left as it is, and named), so that the two never
+// count lines differently.
+func yamlLines(path string, data []byte) ([]int, error) {
+	for i := 0; i < len(data); i++ {
+		var what string
+		switch {
+		case data[i] == '\r' && (i+1 == len(data) || data[i+1] != '\n'):
+			what = "a carriage return without a line feed"
+		case bytes.HasPrefix(data[i:], []byte("\u0085")):
+			what = "a next-line character (U+0085)"
+		case bytes.HasPrefix(data[i:], []byte("\u2028")), bytes.HasPrefix(data[i:], []byte("\u2029")):
+			what = "a Unicode line or paragraph separator"
+		}
+		if what != "" {
+			line := bytes.Count(data[:i], []byte("\n")) + 1
+			return nil, &Error{File: path, Line: line, Msg: what + ", which YAML reads as a line break: init does not rewrite such a file; make the line breaks plain line feeds"}
+		}
+	}
+	return lineOffsets(data), nil
 }
 
 // lineOffsets are the offsets at which data's lines start.

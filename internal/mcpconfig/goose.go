@@ -63,7 +63,10 @@ func (f gooseFormat) parse(path string, data []byte) (*regionDoc, error) {
 	if top.Kind != yaml.MappingNode {
 		return nil, &Error{File: path, Line: top.Line, Col: top.Column, Msg: "the top level is not a mapping"}
 	}
-	lines := lineOffsets(data)
+	lines, err := yamlLines(path, data)
+	if err != nil {
+		return nil, err
+	}
 	var exts *yaml.Node
 	next := len(data) // where what follows the extensions starts
 	for i := 0; i+1 < len(top.Content); i += 2 {
