@@ -177,36 +177,5 @@ func FuzzCodex(f *testing.F) {
 	for _, s := range []string{string(seed), "[mcp_servers.a]\ncommand = \"x\"\n", "[mcp_servers.a]\ncommand = \"x\"\n# c\n\n[mcp_servers.a.env]\nK = \"v\"\n[b]\n", "mcp_servers.a.url = \"u\"\n", "[mcp_servers.a]\nurl = \"u\"\nenv_vars = [\"T\"]\nbearer_token_env_var = \"T\""} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse("/h/.codex/config.toml", data)
-		if err != nil {
-			return
-		}
-		out, changes, err := c.Wrap(WrapOptions{ConfigArg: "/c", Remote: true})
-		if err != nil {
-			return // a rewrite that would not read back is refused
-		}
-		c2, err := Parse("/h/.codex/config.toml", out)
-		if err != nil {
-			t.Fatalf("the wrapped file does not read: %v\n%q\n%q", err, data, out)
-		}
-		c2.kept = map[string]map[string]keptEntry{}
-		wrapped := false
-		for _, ch := range changes {
-			if ch.Kept != "" {
-				wrapped = true
-				if c2.kept[ch.Block] == nil {
-					c2.kept[ch.Block] = map[string]keptEntry{}
-				}
-				c2.kept[ch.Block][ch.Server] = keptEntry{Entry: ch.Kept}
-			}
-		}
-		undone, _, err := c2.Undo("", nil)
-		if err != nil {
-			t.Fatalf("undo: %v", err)
-		}
-		if wrapped && string(undone) != string(data) {
-			t.Fatalf("undo is not the original:\n%q\n%q\n%q", data, out, undone)
-		}
-	})
+	f.Fuzz(func(t *testing.T, data []byte) { checkWrapUndo(t, "/h/.codex/config.toml", data) })
 }

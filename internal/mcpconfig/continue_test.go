@@ -163,36 +163,5 @@ func FuzzContinue(f *testing.F) {
 	for _, s := range []string{string(seed), "mcpServers:\n- name: a\n  command: x\n", "mcpServers:\n  - name: a\n    url: u\n    # c\n\n  - name: b\n    command: y\nother: 1\n"} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse("/h/.continue/config.yaml", data)
-		if err != nil {
-			return
-		}
-		out, changes, err := c.Wrap(WrapOptions{ConfigArg: "/c", Remote: true})
-		if err != nil {
-			return // a rewrite that would not read back is refused
-		}
-		c2, err := Parse("/h/.continue/config.yaml", out)
-		if err != nil {
-			t.Fatalf("the wrapped file does not read: %v\n%q\n%q", err, data, out)
-		}
-		c2.kept = map[string]map[string]keptEntry{}
-		wrapped := false
-		for _, ch := range changes {
-			if ch.Kept != "" {
-				wrapped = true
-				if c2.kept[ch.Block] == nil {
-					c2.kept[ch.Block] = map[string]keptEntry{}
-				}
-				c2.kept[ch.Block][ch.Server] = keptEntry{Entry: ch.Kept}
-			}
-		}
-		undone, _, err := c2.Undo("", nil)
-		if err != nil {
-			t.Fatalf("undo: %v\n%q\n%q", err, data, out)
-		}
-		if wrapped && string(undone) != string(data) {
-			t.Fatalf("undo is not the original:\n%q\n%q\n%q", data, out, undone)
-		}
-	})
+	f.Fuzz(func(t *testing.T, data []byte) { checkWrapUndo(t, "/h/.continue/config.yaml", data) })
 }

@@ -271,36 +271,5 @@ func FuzzGoose(f *testing.F) {
 	for _, s := range []string{string(seed), "extensions:\n  a:\n    type: stdio\n    cmd: x\n    args: []\n", "extensions:\n  a:\n    type: sse\n    uri: u\n    # c\n\n  b:\n    type: stdio\n    args:\n    - y\n    cmd: y\nother: 1\n"} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse("/h/.config/goose/config.yaml", data)
-		if err != nil {
-			return
-		}
-		out, changes, err := c.Wrap(WrapOptions{ConfigArg: "/c", Remote: true})
-		if err != nil {
-			return // a rewrite that would not read back is refused
-		}
-		c2, err := Parse("/h/.config/goose/config.yaml", out)
-		if err != nil {
-			t.Fatalf("the wrapped file does not read: %v\n%q\n%q", err, data, out)
-		}
-		c2.kept = map[string]map[string]keptEntry{}
-		wrapped := false
-		for _, ch := range changes {
-			if ch.Kept != "" {
-				wrapped = true
-				if c2.kept[ch.Block] == nil {
-					c2.kept[ch.Block] = map[string]keptEntry{}
-				}
-				c2.kept[ch.Block][ch.Server] = keptEntry{Entry: ch.Kept}
-			}
-		}
-		undone, _, err := c2.Undo("", nil)
-		if err != nil {
-			t.Fatalf("undo: %v\n%q\n%q", err, data, out)
-		}
-		if wrapped && string(undone) != string(data) {
-			t.Fatalf("undo is not the original:\n%q\n%q\n%q", data, out, undone)
-		}
-	})
+	f.Fuzz(func(t *testing.T, data []byte) { checkWrapUndo(t, "/h/.config/goose/config.yaml", data) })
 }
