@@ -36,36 +36,12 @@ func (continueFormat) block() string { return continueBlock }
 
 // parse reads a Continue config: a YAML mapping with an mcpServers list.
 func (f continueFormat) parse(path string, data []byte) (*regionDoc, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &Error{File: path, Msg: "not valid YAML: " + err.Error()}
-	}
-	var all map[string]any
-	if err := yaml.Unmarshal(data, &all); err != nil {
-		return nil, &Error{File: path, Msg: "not valid YAML: " + err.Error()}
-	}
-	d := &regionDoc{format: f}
-	if len(doc.Content) == 0 {
-		return d, nil
-	}
-	top := doc.Content[0]
-	if top.Kind != yaml.MappingNode {
-		return nil, &Error{File: path, Line: top.Line, Col: top.Column, Msg: "the top level is not a mapping"}
-	}
-	lines, err := yamlLines(path, data)
+	b, err := readYAMLBlock(path, data, continueBlock)
 	if err != nil {
 		return nil, err
 	}
-	var list *yaml.Node
-	next := len(data) // where what follows the list starts
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		if top.Content[i].Value == continueBlock {
-			list = top.Content[i+1]
-			if i+2 < len(top.Content) {
-				next = lines[top.Content[i+2].Line-1]
-			}
-		}
-	}
+	d := &regionDoc{format: f}
+	list, all, lines, next := b.node, b.all, b.lines, b.next
 	if list == nil {
 		return d, nil
 	}
@@ -332,6 +308,50 @@ func (f continueFormat) entry(_ Lookup, v map[string]any) (Entry, error) {
 		e.URL, e.Headers = l.URL, l.Headers
 	}
 	return e, nil
+}
+
+// yamlBlock is the top-level member of a YAML config that init rewrites
+// (Continue's mcpServers, Goose's extensions), read once both ways the
+// rewriting needs.
+type yamlBlock struct {
+	node  *yaml.Node     // the member's value; nil when the file has none
+	all   map[string]any // the whole file as a YAML reader reads it
+	lines []int          // where each line starts (yamlLines)
+	next  int            // where what follows the member starts
+}
+
+// readYAMLBlock reads the YAML config at path (data) and finds its
+// top-level member key. The file must be a mapping (or empty) whose line
+// breaks are plain line feeds (yamlLines).
+func readYAMLBlock(path string, data []byte, key string) (*yamlBlock, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, &Error{File: path, Msg: "not valid YAML: " + err.Error()}
+	}
+	b := &yamlBlock{next: len(data)}
+	if err := yaml.Unmarshal(data, &b.all); err != nil {
+		return nil, &Error{File: path, Msg: "not valid YAML: " + err.Error()}
+	}
+	if len(doc.Content) == 0 {
+		return b, nil
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return nil, &Error{File: path, Line: top.Line, Col: top.Column, Msg: "the top level is not a mapping"}
+	}
+	var err error
+	if b.lines, err = yamlLines(path, data); err != nil {
+		return nil, err
+	}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value == key {
+			b.node = top.Content[i+1]
+			if i+2 < len(top.Content) {
+				b.next = b.lines[top.Content[i+2].Line-1]
+			}
+		}
+	}
+	return b, nil
 }
 
 // yamlLines is lineOffsets for a YAML file whose nodes' line numbers

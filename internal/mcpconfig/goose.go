@@ -47,36 +47,12 @@ func gooseOwn(typ any) bool {
 // parse reads a Goose config: a YAML mapping whose extensions key holds a
 // mapping of entries.
 func (f gooseFormat) parse(path string, data []byte) (*regionDoc, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &Error{File: path, Msg: "not valid YAML: " + err.Error()}
-	}
-	var all map[string]any
-	if err := yaml.Unmarshal(data, &all); err != nil {
-		return nil, &Error{File: path, Msg: "not valid YAML: " + err.Error()}
-	}
-	d := &regionDoc{format: f}
-	if len(doc.Content) == 0 {
-		return d, nil
-	}
-	top := doc.Content[0]
-	if top.Kind != yaml.MappingNode {
-		return nil, &Error{File: path, Line: top.Line, Col: top.Column, Msg: "the top level is not a mapping"}
-	}
-	lines, err := yamlLines(path, data)
+	b, err := readYAMLBlock(path, data, gooseBlock)
 	if err != nil {
 		return nil, err
 	}
-	var exts *yaml.Node
-	next := len(data) // where what follows the extensions starts
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		if top.Content[i].Value == gooseBlock {
-			exts = top.Content[i+1]
-			if i+2 < len(top.Content) {
-				next = lines[top.Content[i+2].Line-1]
-			}
-		}
-	}
+	d := &regionDoc{format: f}
+	exts, all, lines, next := b.node, b.all, b.lines, b.next
 	if exts == nil || exts.Kind == yaml.ScalarNode && exts.Tag == "!!null" {
 		return d, nil
 	}
