@@ -64,7 +64,13 @@ func (l *Launch) Guard(g Guarding) {
 	if g.Why != "" {
 		o.why = append(o.why, g.Why)
 	}
-	o.missing = g.Files.Missing()
+	if g.Max != OwnArguments {
+		// Only a stronger form's note names the paths it could not pin
+		// (OwnNote); argument checks pin nothing, and a walk of every
+		// own path per start (bouncer listen starts one per session)
+		// would be thrown away.
+		o.missing = g.Files.Missing()
+	}
 	l.own = o
 	for o.form != OwnArguments {
 		why := formUnavailable(o.form)
