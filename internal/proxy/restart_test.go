@@ -158,6 +158,16 @@ func TestRemoteRestart(t *testing.T) {
 				if mails := h.mails(); len(mails) != 1 || !strings.Contains(mails[0], "after") {
 					t.Fatalf("mails = %q, want the one sent after the restart, once", mails)
 				}
+				if !foundByStream {
+					// send_email's answer can come before the new
+					// session has sent everything that waited; a call
+					// made meanwhile waits too, and is sent on the new
+					// session with a line of its own. The next call
+					// is made after.
+					eventually(t, "what waited sent", func() bool {
+						return strings.Contains(h.log.String(), "that had not reached the server on the new session")
+					})
+				}
 				if text, _ := callTool(t, cs, "echo", map[string]any{"text": "again"}); text != "again" {
 					t.Fatalf("echo after the restart = %q", text)
 				}

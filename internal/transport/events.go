@@ -32,11 +32,21 @@ func newEventScanner(r io.Reader) *eventScanner {
 	return &eventScanner{r: bufio.NewReader(r)}
 }
 
+// newAnswerScanner reads a POST's event stream (answerBuffer).
+func newAnswerScanner(r io.Reader) *eventScanner {
+	return &eventScanner{r: bufio.NewReaderSize(r, answerBuffer)}
+}
+
+// answerBuffer is the read buffer of a POST's event stream, which lives
+// only as long as its call and may carry a large answer: read in pieces
+// of this size rather than 4 KiB, a 1 MiB answer takes 16 reads, not 256.
+const answerBuffer = 64 << 10
+
 // next returns the next event; false when the stream ended (an event cut
 // off by the end is dropped, as the format says).
 func (s *eventScanner) next() (event, bool) {
 	var ev event
-	var data bytes.Buffer
+	var data []byte // the first data line as it came (line returns a slice of its own); joined to the next ones if there are more
 	hasData, any := false, false
 	for {
 		line, err := s.line()
@@ -48,7 +58,7 @@ func (s *eventScanner) next() (event, bool) {
 				continue
 			}
 			if hasData {
-				ev.data = data.Bytes()
+				ev.data = data
 			}
 			return ev, true
 		}
@@ -63,9 +73,10 @@ func (s *eventScanner) next() (event, bool) {
 			ev.name = string(value)
 		case "data":
 			if hasData {
-				data.WriteByte('\n')
+				data = append(append(data, '\n'), value...)
+			} else {
+				data = value
 			}
-			data.Write(value)
 			hasData = true
 		case "id":
 			if bytes.IndexByte(value, 0) < 0 {

@@ -17,6 +17,7 @@ func TestEventScannerLongLines(t *testing.T) {
 		"whole":        func() *eventScanner { return newEventScanner(strings.NewReader(stream)) },
 		"byte by byte": func() *eventScanner { return newEventScanner(iotest.OneByteReader(strings.NewReader(stream))) },
 		"half at most": func() *eventScanner { return newEventScanner(iotest.HalfReader(strings.NewReader(stream))) },
+		"an answer's":  func() *eventScanner { return newAnswerScanner(iotest.HalfReader(strings.NewReader(stream))) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			sc := r()

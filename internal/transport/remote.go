@@ -70,29 +70,31 @@ type RemoteConfig struct {
 	Log io.Writer
 }
 
-// Remote is a session with a remote MCP server over HTTP: the go-sdk's
-// streamable HTTP client transport, or its HTTP+SSE one for older servers.
+// Remote is a session with a remote MCP server over HTTP: streamable
+// HTTP (a connection of Remote's own, postConn, for the posts and their
+// answers), or the go-sdk's HTTP+SSE client transport for older servers.
 //
-// The go-sdk transports are built for its own Client, which does things
-// through them that a pump must do itself, or must not have done:
+// The go-sdk's streamable client is built for its own Client, which does
+// things through it that a pump must do itself, or must not have done,
+// and it reads an answer through several copies (see postConn):
 //
-//   - Its streamable connection opens the server's event stream (the GET
-//     that carries notifications unrelated to a request, list_changed
-//     among them) and sends Mcp-Protocol-Version only when its Client
-//     tells it the session was initialized, through an unexported hook.
-//     Remote learns the negotiated version from the initialize answer it
-//     relays, sets the header itself, and keeps the event stream open
-//     itself, resuming it with Last-Event-ID when it drops.
+//   - It opens the server's event stream (the GET that carries
+//     notifications unrelated to a request, list_changed among them) and
+//     sends Mcp-Protocol-Version only when its Client tells it the session
+//     was initialized, through an unexported hook. Remote learns the
+//     negotiated version from the initialize answer it relays, sets the
+//     header itself, and keeps the event stream open itself, resuming it
+//     with Last-Event-ID when it drops.
 //   - Its Write waits for the server's response headers, which for a call
 //     answered on an event stream may take as long as the call. Remote's
 //     Write returns once the request is on the wire (the rest is read
 //     asynchronously), so one slow call never holds up the pump.
-//   - It answers a call whose stream the server closed with an error of
-//     its own making; Remote says in it that bouncer wrote it, and why.
+//   - A call whose stream the server closed is answered with an error of
+//     the connection's making; Remote says in it that bouncer wrote it,
+//     and why.
 //
-// Ids are as the go-sdk decodes them (jsonrpc.DecodeMessage), except on
-// the event stream Remote reads itself, where they are read exactly, as
-// Conn reads them.
+// On streamable HTTP ids are read exactly, as Conn reads them; on HTTP+SSE
+// as the go-sdk decodes them (jsonrpc.DecodeMessage).
 type Remote struct {
 	cfg     RemoteConfig
 	client  *http.Client
@@ -440,16 +442,11 @@ func (r *Remote) start(ctx context.Context, m jsonrpc.Message) error {
 	return nil
 }
 
-func (r *Remote) streamable(ctx context.Context) (mcp.Connection, error) {
-	t := &mcp.StreamableClientTransport{
-		Endpoint:   r.cfg.URL,
-		HTTPClient: r.client,
-		// Remote keeps the event stream itself (see Remote).
-		DisableStandaloneSSE: true,
-		// As on stdio, a message has no size limit.
-		MaxEventSize: -1,
-	}
-	return t.Connect(ctx)
+// streamable is a new connection on streamable HTTP (postConn: the
+// event stream unrelated to requests is Remote's own, see listen). As on
+// stdio, a message has no size limit.
+func (r *Remote) streamable(context.Context) (mcp.Connection, error) {
+	return newPostConn(r.cfg.URL, r.client, r.logf), nil
 }
 
 func (r *Remote) startSSE(ctx context.Context, m jsonrpc.Message) error {
@@ -559,7 +556,7 @@ func (r *Remote) dropStale(m jsonrpc.Message) {
 
 // answered looks at an answer from the server before it is relayed: the
 // initialize result gives the protocol version (and, on streamable HTTP,
-// starts the event stream), and an error the go-sdk made up for a stream
+// starts the event stream), and an error the connection made up for a stream
 // the server closed says so.
 func (r *Remote) answered(resp *jsonrpc.Response) {
 	if resp.Error != nil {
@@ -777,7 +774,7 @@ func (r *Remote) why(err error) error {
 	case errors.Is(err, mcp.ErrSessionMissing):
 		return &EndedError{Why: r.forgotten(), Err: err}
 	case strings.Contains(err.Error(), "failed to decode"):
-		// The go-sdk's words for a body or event that is not JSON-RPC.
+		// The connections' words (postConn's, the go-sdk's) for a body or event that is not JSON-RPC.
 		return r.notMCP(err)
 	}
 	return &EndedError{Why: fmt.Sprintf("the connection to the remote server at %s failed: %s; check that the server is up and reachable, then restart the session", redactURL(r.cfg.URL), r.redact(err.Error())), Err: err}
