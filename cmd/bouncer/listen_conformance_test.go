@@ -82,8 +82,12 @@ func TestListenConformance(t *testing.T) {
 	// loopback.
 	cfg := filepath.Join(tmp, "mcp.json")
 	data, _ := json.Marshal(map[string]any{
-		"mcpServers":       map[string]any{"everything": map[string]any{"command": server}},
-		"x-bouncer-listen": map[string]any{"replica": "r1"},
+		"mcpServers": map[string]any{"everything": map[string]any{"command": server}},
+		"x-bouncer-listen": map[string]any{"replica": "r1",
+			// The suite opens a session per scenario, many at once: at
+			// the default spawn rate (a user's share of 25 a second) a
+			// listener that starts sessions fast enough refuses some.
+			"limits": map[string]any{"spawn_rate": 1000, "spawn_burst": 1000}},
 	})
 	if err := os.WriteFile(cfg, data, 0o600); err != nil {
 		t.Fatal(err)
