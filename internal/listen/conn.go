@@ -186,14 +186,14 @@ func (s *stream) startLocked() {
 // length is known, where a stream takes a flush per event and another
 // write to end it. Anything sent before the answer (a question about the
 // call, progress) makes the response an event stream.
-func (s *stream) send(data []byte, answer bool) bool {
+func (s *stream) send(answer bool, data ...[]byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ok bool
 	if answer && s.pending == 1 && !s.started && !s.dead {
-		ok = s.writeJSONLocked(data)
+		ok = s.writeJSONLocked(data...)
 	} else {
-		ok = s.writeLocked(data)
+		ok = s.writeLocked(data...)
 	}
 	if answer && s.pending > 0 {
 		s.pending--
@@ -204,16 +204,19 @@ func (s *stream) send(data []byte, answer bool) bool {
 	return ok
 }
 
-// writeLocked writes one event. s.mu is held.
-func (s *stream) writeLocked(data []byte) bool {
+// writeLocked writes one event, whose data is the parts of data joined.
+// s.mu is held.
+func (s *stream) writeLocked(data ...[]byte) bool {
 	if s.dead {
 		return false
 	}
 	s.startLocked()
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
-	buf := make([]byte, 0, len(data)+32)
+	buf := make([]byte, 0, partsLen(data)+32)
 	buf = append(buf, "event: message\ndata: "...)
-	buf = append(buf, data...)
+	for _, d := range data {
+		buf = append(buf, d...)
+	}
 	buf = append(buf, '\n', '\n')
 	if _, err := s.w.Write(buf); err != nil {
 		s.dead = true
@@ -226,21 +229,35 @@ func (s *stream) writeLocked(data []byte) bool {
 	return true
 }
 
-// writeJSONLocked writes data as the whole response, as JSON; nothing
-// more can go on the stream. It is not flushed: the handler returns once
-// the answer is written, and net/http sends it whole. s.mu is held.
-func (s *stream) writeJSONLocked(data []byte) bool {
+// writeJSONLocked writes data's parts as the whole response, as JSON;
+// nothing more can go on the stream. It is not flushed: the handler
+// returns once the answer is written, and net/http sends it whole (a
+// large part straight from where it is). s.mu is held.
+func (s *stream) writeJSONLocked(data ...[]byte) bool {
 	s.started, s.dead = true, true
 	h := s.w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(data))) // not chunked, however long
+	h.Set("Content-Length", strconv.Itoa(partsLen(data))) // not chunked, however long
 	if s.sessionID != "" {
 		h.Set(sessionHeader, s.sessionID)
 	}
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 	s.w.WriteHeader(http.StatusOK)
-	_, err := s.w.Write(data)
-	return err == nil
+	for _, d := range data {
+		if _, err := s.w.Write(d); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// partsLen is the length of data's parts joined.
+func partsLen(data [][]byte) int {
+	n := 0
+	for _, d := range data {
+		n += len(d)
+	}
+	return n
 }
 
 // release is called when a request's answer will never come (the client
@@ -450,11 +467,12 @@ func (c *conn) forgetLocked(id jsonrpc.ID) {
 }
 
 func (c *conn) write(ctx context.Context, m jsonrpc.Message) error {
-	data, err := transport.EncodeMessage(m)
-	if err != nil {
-		return fmt.Errorf("encoding a message for the client: %w", err)
-	}
 	if r, ok := m.(*jsonrpc.Response); ok {
+		// An answer is written in parts: a large result as it was read.
+		parts, err := transport.EncodeResponse(r)
+		if err != nil {
+			return fmt.Errorf("encoding a message for the client: %w", err)
+		}
 		c.mu.Lock()
 		s := c.streams[r.ID]
 		c.forgetLocked(r.ID)
@@ -465,10 +483,14 @@ func (c *conn) write(ctx context.Context, m jsonrpc.Message) error {
 		if s == nil {
 			return fmt.Errorf("no request with id %s is awaiting an answer, so this answer was dropped", transport.IDText(r.ID))
 		}
-		if !s.send(data, true) {
+		if !s.send(true, parts...) {
 			return fmt.Errorf("the answer to %s was lost: the client closed the POST it came on", transport.IDText(r.ID))
 		}
 		return nil
+	}
+	data, err := transport.EncodeMessage(m)
+	if err != nil {
+		return fmt.Errorf("encoding a message for the client: %w", err)
 	}
 	req := m.(*jsonrpc.Request)
 	for {
@@ -489,7 +511,7 @@ func (c *conn) write(ctx context.Context, m jsonrpc.Message) error {
 			return nil
 		}
 		c.mu.Unlock()
-		if s.send(data, false) {
+		if s.send(false, data) {
 			return nil
 		}
 		// That stream ended under us: route again.
@@ -600,7 +622,7 @@ func (c *conn) end(why string) {
 			data, err := transport.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
 				Code: jsonrpc.CodeInternalError, Message: "bouncer: " + why + "; initialize a new session"}})
 			if err == nil {
-				s.send(data, true)
+				s.send(true, data)
 			}
 		}
 	}()

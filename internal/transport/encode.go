@@ -100,10 +100,28 @@ func appendID(buf []byte, id jsonrpc.ID) []byte {
 // appendRaw appends a raw JSON value: compacted when it is smaller than
 // inline or holds a line end, as it is otherwise.
 func appendRaw(buf []byte, raw json.RawMessage, inline int) []byte {
-	if len(raw) >= inline && !hasLineEnd(raw) {
+	if rawAsIs(raw, inline) {
 		return append(buf, raw...)
 	}
 	return appendCompact(buf, raw)
+}
+
+// rawAsIs reports whether appendRaw writes raw as it is.
+func rawAsIs(raw json.RawMessage, inline int) bool {
+	return len(raw) >= inline && !hasLineEnd(raw)
+}
+
+// EncodeResponse is EncodeMessage for an answer, in parts to be written
+// one after the other: a result written as it is (rawInline bytes or more) is a part of its
+// own, not copied into the message, so that a large answer goes out from
+// the buffer it was read into. The parts joined are EncodeMessage's bytes.
+func EncodeResponse(r *jsonrpc.Response) ([][]byte, error) {
+	if r.Error != nil || !rawAsIs(r.Result, rawInline) {
+		data, err := EncodeMessage(r)
+		return [][]byte{data}, err
+	}
+	head := appendID(append(make([]byte, 0, 64), `{"jsonrpc":"2.0"`...), r.ID)
+	return [][]byte{append(head, `,"result":`...), r.Result, []byte("}")}, nil
 }
 
 // hasLineEnd reports whether b holds '\n' or '\r' (two vectorized

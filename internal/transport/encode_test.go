@@ -33,6 +33,13 @@ func checkEncode(t *testing.T, m jsonrpc.Message, inline int) {
 	if bytes.ContainsAny(got, "\r\n") {
 		t.Fatalf("a line end in the encoded message: %q", got)
 	}
+	if r, ok := m.(*jsonrpc.Response); ok && inline == rawInline {
+		// An answer's parts are the same bytes.
+		parts, err := EncodeResponse(r)
+		if err != nil || !bytes.Equal(bytes.Join(parts, nil), got) {
+			t.Fatalf("EncodeResponse wrote %q (%v), appendMessage %q", bytes.Join(parts, nil), err, got)
+		}
+	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, got); err != nil {
 		t.Fatalf("appendFrom wrote invalid JSON %q: %v", got, err)
