@@ -3,9 +3,12 @@ package transport
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // event is one server-sent event.
@@ -41,6 +44,50 @@ func newAnswerScanner(r io.Reader) *eventScanner {
 // only as long as its call and may carry a large answer: read in pieces
 // of this size rather than 4 KiB, a 1 MiB answer takes 16 reads, not 256.
 const answerBuffer = 64 << 10
+
+// streamPos is where a reader of an event stream is: whether any event
+// came, the id of the last one that had one (to resume after), and the
+// delay the server asked for before a new try.
+type streamPos struct {
+	got    bool
+	lastID string
+	retry  time.Duration
+}
+
+// messages reads events until the stream ends, passing each message on
+// them to deliver, which says whether to go on; pos follows the events.
+// A message whose id can't pass unchanged is not passed (dropped says
+// why); one that is not JSON-RPC ends the reading with its error.
+func (s *eventScanner) messages(pos *streamPos, dropped func(reason string), deliver func(jsonrpc.Message) bool) error {
+	for {
+		ev, ok := s.next()
+		if !ok {
+			return nil
+		}
+		pos.got = true
+		if ev.id != "" {
+			pos.lastID = ev.id
+		}
+		if ev.retry > 0 {
+			pos.retry = ev.retry
+		}
+		if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
+			continue // a priming event, or not a message
+		}
+		m, err := decodeMessage(ev.data)
+		var bad *badIDError
+		if errors.As(err, &bad) {
+			dropped(bad.reason)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !deliver(m) {
+			return nil
+		}
+	}
+}
 
 // next returns the next event; false when the stream ended (an event cut
 // off by the end is dropped, as the format says).

@@ -1455,35 +1455,15 @@ func backoff(n int) time.Duration {
 // server asked for, and an error that ends the session (a message that is
 // not JSON-RPC).
 func (r *Remote) readEvents(body io.Reader, gen int, lastID *string) (got bool, retry time.Duration, err error) {
-	sc := newEventScanner(body)
-	for {
-		ev, ok := sc.next()
-		if !ok {
-			return got, retry, nil
-		}
-		got = true
-		if ev.id != "" {
-			*lastID = ev.id
-		}
-		if ev.retry > 0 {
-			retry = ev.retry
-		}
-		if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
-			continue // a priming event, or not a message
-		}
-		m, derr := decodeMessage(ev.data)
-		var bad *badIDError
-		if errors.As(derr, &bad) {
-			r.logf("dropped a message on the server's event stream: %s", bad.reason)
-			continue
-		}
-		if derr != nil {
-			return got, retry, r.notMCP(derr)
-		}
-		if !r.fromServer(gen, m) {
-			return got, retry, nil
-		}
+	pos := streamPos{lastID: *lastID}
+	err = newEventScanner(body).messages(&pos,
+		func(why string) { r.logf("dropped a message on the server's event stream: %s", why) },
+		func(m jsonrpc.Message) bool { return r.fromServer(gen, m) })
+	*lastID = pos.lastID
+	if err != nil {
+		return pos.got, pos.retry, r.notMCP(err)
 	}
+	return pos.got, pos.retry, nil
 }
 
 // ---- HTTP ----

@@ -299,38 +299,24 @@ func (c *postConn) events(ctx context.Context, summary string, resp *http.Respon
 		_, _ = io.Copy(io.Discard, resp.Body) // the connection is kept for another request
 		resp.Body.Close()
 	}()
-	sc := newAnswerScanner(resp.Body)
-	for {
-		ev, ok := sc.next()
-		if !ok {
-			break
-		}
-		if ev.id != "" {
-			lastID = ev.id
-		}
-		if ev.retry > 0 {
-			retry = ev.retry
-		}
-		if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
-			continue // a priming event, or not a message
-		}
-		m, err := decodeMessage(ev.data)
-		var bad *badIDError
-		if errors.As(err, &bad) {
-			c.logf("dropped a message on the event stream of a post to the remote server: %s", bad.reason)
-			continue
-		}
-		if err != nil {
-			c.fail(fmt.Errorf("%s: failed to decode event: %v", summary, err))
-			return "", 0, true
-		}
-		if !c.deliver(m) {
-			return "", 0, true
-		}
-		if r, ok := m.(*jsonrpc.Response); ok && r.ID == call.ID {
-			return "", 0, true
-		}
+	var pos streamPos
+	err := newAnswerScanner(resp.Body).messages(&pos,
+		func(why string) {
+			c.logf("dropped a message on the event stream of a post to the remote server: %s", why)
+		},
+		func(m jsonrpc.Message) bool {
+			r, ok := m.(*jsonrpc.Response)
+			over = !c.deliver(m) || ok && r.ID == call.ID // closed, or the call is answered
+			return !over
+		})
+	if err != nil {
+		c.fail(fmt.Errorf("%s: failed to decode event: %v", summary, err))
+		return "", 0, true
 	}
+	if over {
+		return "", 0, true
+	}
+	lastID, retry = pos.lastID, pos.retry
 	if ctx.Err() != nil {
 		return "", 0, true // the call was given up: nobody waits for it
 	}
