@@ -183,6 +183,9 @@ func startFlight(b *testing.B, srv flightServer, via string) *flightSession {
 		if p := os.Getenv("BENCH_CPUPROFILE"); p != "" {
 			env = append(env, "BOUNCER_CPUPROFILE="+p)
 		}
+		if p := os.Getenv("BENCH_TRACE"); p != "" {
+			env = append(env, "BOUNCER_TRACE="+p)
+		}
 	}
 	cmd.Env = env
 	s := &flightSession{b: b, cmd: cmd, srv: srv, err: &syncbuf.Buffer{}}
