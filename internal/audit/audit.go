@@ -186,6 +186,12 @@ type Log struct {
 	hd   Head
 	hdOK bool
 
+	// id is the device and inode of f, once ok (lock). Guarded by mu.
+	id struct {
+		dev, ino uint64
+		ok       bool
+	}
+
 	// The head file (head.go): its path, the open file, and the buffers
 	// records are made and read in. hf is guarded by mu, and by fmu
 	// against the syncer. headErr, once set, fails every later Append, as
@@ -462,36 +468,46 @@ const maxKeptLines = 64 << 10
 // renamed or removed (log rotation) since it was opened, it opens the new one
 // instead of writing on into a file nobody reads. The log is its own lock
 // (statefile.LockOpen), so readers can hold it shared.
+//
+// What it returns is stat(2) of the path, taken under the lock: while the
+// path names the open file (the same device and inode, which an open
+// file's never change), that is the open file's size too, so the file is
+// not looked at a second time (an fstat on every commit, a system call on
+// every lone call's path).
 func (l *Log) lock() (*os.File, unix.Stat_t, func(), error) {
-	var have, want unix.Stat_t
+	var st unix.Stat_t
 	for tries := 0; ; tries++ {
+		if !l.id.ok {
+			var have unix.Stat_t
+			if err := unix.Fstat(int(l.f.Fd()), &have); err != nil {
+				return nil, st, nil, err
+			}
+			l.id.dev, l.id.ino, l.id.ok = uint64(have.Dev), have.Ino, true
+		}
 		unlock, err := statefile.LockOpen(l.f, false)
 		if err != nil {
-			return nil, have, nil, err
+			return nil, st, nil, err
 		}
-		if err := unix.Fstat(int(l.f.Fd()), &have); err != nil {
-			unlock()
-			return nil, have, nil, err
-		}
-		err = unix.Stat(l.path, &want)
-		if err == nil && have.Dev == want.Dev && have.Ino == want.Ino {
-			return l.f, have, unlock, nil
+		err = unix.Stat(l.path, &st)
+		if err == nil && uint64(st.Dev) == l.id.dev && st.Ino == l.id.ino {
+			return l.f, st, unlock, nil
 		}
 		unlock()
 		if err != nil && !errors.Is(err, unix.ENOENT) {
-			return nil, have, nil, err
+			return nil, st, nil, err
 		}
 		if tries >= 3 {
-			return nil, have, nil, errors.New("the file keeps being replaced while opening it")
+			return nil, st, nil, errors.New("the file keeps being replaced while opening it")
 		}
 		f, err := openFile(l.path)
 		if err != nil {
-			return nil, have, nil, err
+			return nil, st, nil, err
 		}
 		l.fmu.Lock()
 		datasync(l.f) // the old file's last lines reach the disk
 		l.f.Close()
 		l.f = f
+		l.id.ok = false
 		l.fmu.Unlock()
 	}
 }

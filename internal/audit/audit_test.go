@@ -391,6 +391,25 @@ func TestRotation(t *testing.T) {
 	if len(lines(t, path+".1")) != 1 {
 		t.Error("the rotated file was written to")
 	}
+	// Rotated again: the Log follows the file it reopened (its identity is
+	// taken anew), and then writes on into the new one without reopening.
+	if err := os.Rename(path, path+".2"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i < 4; i++ {
+		if err := l.Append(entry(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(lines(t, path+".2")); n != 1 {
+		t.Errorf("the second rotated file has %d lines, want 1", n)
+	}
+	if n := len(lines(t, path)); n != 2 {
+		t.Errorf("the file after the second rotation has %d lines, want 2", n)
+	}
+	if _, err := VerifyFile(path); err != nil {
+		t.Errorf("the chain across two rotations: %v", err)
+	}
 }
 
 // TestChainAfterOthersWrote: a Log chains to the line it wrote last

@@ -183,6 +183,9 @@ func startFlight(b *testing.B, srv flightServer, via string) *flightSession {
 		if p := os.Getenv("BENCH_CPUPROFILE"); p != "" {
 			env = append(env, "BOUNCER_CPUPROFILE="+p)
 		}
+		if p := os.Getenv("BENCH_TRACE"); p != "" {
+			env = append(env, "BOUNCER_TRACE="+p)
+		}
 	}
 	cmd.Env = env
 	s := &flightSession{b: b, cmd: cmd, srv: srv, err: &syncbuf.Buffer{}}
@@ -382,7 +385,25 @@ func BenchmarkInflight(b *testing.B) {
 // time each proxy's process used per call. One op is one call each way.
 //
 //	go test -run '^$' -bench Latency -benchtime 2000x -count 10 ./internal/proxy
-func BenchmarkLatency(b *testing.B) {
+func BenchmarkLatency(b *testing.B) { latency(b, 0) }
+
+// BenchmarkLatencyQuiet is BenchmarkLatency with a pause of quietGap
+// before each round, as an agent's calls come: a call after a quiet spell
+// finds every thread asleep, the audit log synced and the caches cold.
+// The CPU time per call counts the pauses too, since what a process does
+// while it waits (the Go runtime's monitor, the audit log's sync) is paid
+// for each call.
+//
+//	go test -run '^$' -bench LatencyQuiet -benchtime 300x -count 10 ./internal/proxy
+func BenchmarkLatencyQuiet(b *testing.B) { latency(b, quietGap) }
+
+// quietGap is BenchmarkLatencyQuiet's pause between calls: longer than
+// audit.SyncInterval, so that each call's line is synced on its own.
+const quietGap = 25 * time.Millisecond
+
+// latency makes b.N rounds of one call each way, in turn, with a pause
+// before each round.
+func latency(b *testing.B, pause time.Duration) {
 	srv := flightCases[0].server(b)
 	vias := flightVias()
 	sessions := make([]*flightSession, len(vias))
@@ -392,12 +413,29 @@ func BenchmarkLatency(b *testing.B) {
 	}
 	took := make([][]time.Duration, len(vias))
 	cpu := make([]time.Duration, len(vias))
+	if pause > 0 {
+		// The whole run, pauses included: what a process does while it
+		// waits is paid for the call that woke it.
+		for i, s := range sessions {
+			cpu[i] -= s.cpu()
+		}
+	}
 	b.ResetTimer()
 	for range b.N {
+		if pause > 0 {
+			time.Sleep(pause)
+		}
 		for i, s := range sessions {
 			c0 := s.cpu()
 			took[i] = append(took[i], s.calls(1, 1)...)
-			cpu[i] += s.cpu() - c0
+			if pause == 0 {
+				cpu[i] += s.cpu() - c0
+			}
+		}
+	}
+	if pause > 0 {
+		for i, s := range sessions {
+			cpu[i] += s.cpu()
 		}
 	}
 	p50 := make([]float64, len(vias))
