@@ -79,15 +79,26 @@ func benchCall(b *testing.B, cs *mcp.ClientSession, tool string, args map[string
 	}
 }
 
-// helpdeskStdio is the command of the stdio helpdesk (this binary,
-// re-executed), as every stdio arm starts it.
-func helpdeskStdio(b *testing.B) *exec.Cmd {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
+// buildHelpdesk builds the stdio helpdesk as a program of its own
+// (internal/testsupport/testserver/helpdesk) into dir and returns its
+// path. The stdio arms start it rather than this test binary re-executed:
+// a 45 MB test binary takes about 55 ms of CPU to start, the small one
+// about 30, and a setup rate should measure the listener, not the test
+// binary's start-up. Both arms start the same program.
+func buildHelpdesk(b *testing.B, dir string) string {
+	bin := dir + "/helpdesk"
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/bouncer-mcp/bouncer/internal/testsupport/testserver/helpdesk")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building the helpdesk: %v\n%s", err, out)
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), testserver.EnvServer+"=helpdesk", testserver.EnvDir+"="+b.TempDir())
+	return bin
+}
+
+// helpdeskStdio is the command of the stdio helpdesk bin, as the bridge
+// starts it, with its side effects in a directory of its own.
+func helpdeskStdio(b *testing.B, bin string) *exec.Cmd {
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), testserver.EnvDir+"="+b.TempDir())
 	return cmd
 }
 
@@ -310,22 +321,40 @@ func BenchmarkListenSetup(b *testing.B) {
 		b.ReportMetric((cpuNow()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/op")
 		b.ReportMetric((childCPUNow()-child).Seconds()*1000/float64(b.N), "child-cpu-ms/op")
 	}
+	bin := buildHelpdesk(b, b.TempDir())
 	bridge := func(b *testing.B) string {
-		br := &spawnBridge{cmd: func() *exec.Cmd { return helpdeskStdio(b) }, sessions: map[string]*bridged{}}
+		br := &spawnBridge{cmd: func() *exec.Cmd { return helpdeskStdio(b, bin) }, sessions: map[string]*bridged{}}
 		srv := httptest.NewServer(br)
 		b.Cleanup(srv.Close)
 		return srv.URL + "/mcp"
 	}
+	// The listener's stdio server is the same program; sandbox is its
+	// --sandbox: off for the rows paired with the bridge, which confines
+	// nothing, and auto for stdio-8/impl=confined, which pays for a
+	// confined start (the launcher, this test binary, re-executed first).
+	listener := func(b *testing.B, sandbox string) *listenTest {
+		servers := map[string]any{"helpdesk": map[string]any{
+			"command": bin,
+			"env":     map[string]string{testserver.EnvDir: b.TempDir()},
+		}}
+		lt := startListenTestIn(b, b.TempDir(), sandbox, servers, benchLimits)
+		lt.waitPinned()
+		return lt
+	}
 	b.Run("stdio/impl=listen", func(b *testing.B) {
-		lt := newListenTest(b, benchLimits)
+		lt := listener(b, "off")
 		run(b, lt.srv.URL+"/mcp", benchHTTP(lt.tokens["alice"]))
 	})
 	b.Run("stdio/impl=bridge", func(b *testing.B) { run(b, bridge(b), benchHTTP("")) })
 	b.Run("stdio-8/impl=listen", func(b *testing.B) {
-		lt := newListenTest(b, benchLimits)
+		lt := listener(b, "off")
 		parallel(b, lt.srv.URL+"/mcp", benchHTTP(lt.tokens["alice"]))
 	})
 	b.Run("stdio-8/impl=bridge", func(b *testing.B) { parallel(b, bridge(b), benchHTTP("")) })
+	b.Run("stdio-8/impl=confined", func(b *testing.B) {
+		lt := listener(b, "auto")
+		parallel(b, lt.srv.URL+"/mcp", benchHTTP(lt.tokens["alice"]))
+	})
 	upstream := helpdeskHTTP(b)
 	b.Run("remote/impl=listen", func(b *testing.B) {
 		lt := newListenTestServers(b, map[string]any{"remote": map[string]any{"url": upstream}}, benchLimits)
