@@ -905,8 +905,8 @@ func (p *Proxy) upLoop(ctx context.Context) error {
 // on it (tool: the tool whose call it answers, if any). The tape gets it
 // first: a call decided meanwhile then replays after it, with its taint.
 func (p *Proxy) record(doc json.RawMessage, tool string) {
-	if slowRecord != nil {
-		slowRecord()
+	if f := slowRecord.Load(); f != nil {
+		(*f)()
 	}
 	if len(doc) > 0 && p.cfg.Tape != nil {
 		p.cfg.Tape.Output(doc, tool)
@@ -933,8 +933,9 @@ func (p *Proxy) recordResponse(m *jsonrpc.Response, tool string) {
 const parallelRecord = 64 << 10
 
 // slowRecord, set only by tests, delays every recording so that a test
-// can show no decision overtakes it.
-var slowRecord func()
+// can show no decision overtakes it. It is atomic because a proxy of an
+// earlier test may still be reading it when the next test sets it.
+var slowRecord atomic.Pointer[func()]
 
 // recordHeld records a result whose recording holds p.recording's read
 // side, then closes done and releases the lock.

@@ -872,8 +872,9 @@ func TestBatch(t *testing.T) {
 // decoding in between (and from its own goroutine, as a real client
 // writes: pipelined).
 func TestLargeResultRecordedBeforeNextDecision(t *testing.T) {
-	slowRecord = func() { time.Sleep(100 * time.Millisecond) }
-	defer func() { slowRecord = nil }()
+	slow := func() { time.Sleep(100 * time.Millisecond) }
+	slowRecord.Store(&slow)
+	defer slowRecord.Store(nil)
 	h := newHarness(t, hopts{policy: helpdeskPolicy})
 	r := h.raw()
 	r.pipelined()
@@ -912,8 +913,9 @@ func TestLargeResultRecordedBeforeNextDecision(t *testing.T) {
 // does (pipelined): the proxy's read loop writes each denial while more
 // echo results wait for the client, which must not wait for it to send.
 func TestPipelinedResultsRecordedBeforeNextDecision(t *testing.T) {
-	slowRecord = func() { time.Sleep(2 * time.Millisecond) }
-	defer func() { slowRecord = nil }()
+	slow := func() { time.Sleep(2 * time.Millisecond) }
+	slowRecord.Store(&slow)
+	defer slowRecord.Store(nil)
 	h := newHarness(t, hopts{policy: helpdeskPolicy})
 	r := h.raw()
 	r.pipelined()
