@@ -1439,15 +1439,13 @@ func (r *Remote) listen() {
 	}
 }
 
-func isEventStream(ct string) bool {
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/event-stream")
-}
+// isEventStream reports whether a Content-Type is an event stream.
+func isEventStream(ct string) bool { return mediaType(ct) == "text/event-stream" }
 
 // backoff is the delay before the n-th retry: 0.25s doubling, at most 8s,
 // so a server that is gone ends the session within about 8 seconds.
 func backoff(n int) time.Duration {
 	return min(250*time.Millisecond<<min(n-1, 5), 8*time.Second)
-
 }
 
 // readEvents reads server-sent events of session gen until the stream

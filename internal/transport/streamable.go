@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -174,7 +173,7 @@ func (c *postConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	}
 	switch ct := mediaType(resp.Header.Get("Content-Type")); ct {
 	case "application/json":
-		go c.readJSON(summary, resp)
+		go c.readJSON(summary, resp, call)
 	case "text/event-stream":
 		go c.readStream(ctx, summary, resp, call)
 	default:
@@ -231,8 +230,10 @@ func (c *postConn) deliver(m jsonrpc.Message) bool {
 	}
 }
 
-// readJSON reads a request's answer that came as the whole response.
-func (c *postConn) readJSON(summary string, resp *http.Response) {
+// readJSON reads a request's answer that came as the whole response. An
+// answer whose id can't pass unchanged is dropped, and the call is
+// answered with an error instead: nothing else will answer it.
+func (c *postConn) readJSON(summary string, resp *http.Response, call *jsonrpc.Request) {
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
@@ -243,6 +244,7 @@ func (c *postConn) readJSON(summary string, resp *http.Response) {
 	var bad *badIDError
 	if errors.As(err, &bad) {
 		c.logf("dropped a message the remote server answered a post with: %s", bad.reason)
+		c.deliver(&jsonrpc.Response{ID: call.ID, Error: fmt.Errorf("its answer was dropped: %s", bad.reason)})
 		return
 	}
 	if err != nil {
@@ -329,11 +331,12 @@ func (c *postConn) events(ctx context.Context, summary string, resp *http.Respon
 }
 
 // reopen asks for the rest of a call's event stream from after lastID,
-// after delay (the server's, or a backoff), trying answerRetries times.
+// after delay (the server's) or Remote's backoff, as Remote re-opens its
+// own event stream, trying answerRetries times.
 func (c *postConn) reopen(ctx context.Context, lastID string, delay time.Duration) (*http.Response, error) {
 	var last error
 	for try := 1; try <= answerRetries; try++ {
-		d := reopenDelay(try)
+		d := backoff(try)
 		if try == 1 && delay > 0 {
 			d = delay
 		}
@@ -361,19 +364,6 @@ func (c *postConn) reopen(ctx context.Context, lastID string, delay time.Duratio
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%d tries failed: %w", answerRetries, last)
-}
-
-// reopenDelay is the wait before the n-th try to re-open an answer's
-// stream: 1s growing by half each time, at most 30s, and as much again
-// at random (the go-sdk's schedule), so that the sessions of a server that
-// came back do not all return at once.
-func reopenDelay(n int) time.Duration {
-	d := time.Second
-	for i := 1; i < n && d < 30*time.Second; i++ {
-		d = d * 3 / 2
-	}
-	d = min(d, 30*time.Second)
-	return d + rand.N(d)
 }
 
 // Close ends the session with a DELETE (unless the server forgot it

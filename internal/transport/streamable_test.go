@@ -60,6 +60,9 @@ func TestRemoteStreamableAnswers(t *testing.T) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n")
 			fmt.Fprintf(w, ": a comment\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\r\ndata: \"result\":{\"content\":[{\"type\":\"text\",\"text\":\"%s\"}]}}\r\n\r\n", m.ID, strings.Repeat("x", 100<<10))
+		case m.Params.Name == "inexact-json":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s.0,"result":{"content":[]}}`, m.ID)
 		case m.Params.Name == "inexact":
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s.0,\"result\":{\"content\":[]}}\n\n", m.ID)
@@ -115,9 +118,16 @@ func TestRemoteStreamableAnswers(t *testing.T) {
 	if !strings.Contains(log.String(), "dropped a message on the event stream of a post") {
 		t.Errorf("the log does not say the answer with id 3.0 was dropped:\n%s", log.String())
 	}
+	r, ok = call(4, "inexact-json").(*jsonrpc.Response)
+	if !ok || r.ID.Raw() != int64(4) || r.Error == nil || !strings.Contains(r.Error.Error(), "its answer was dropped") {
+		t.Fatalf("the answer as JSON with id 4.0: %+v", r)
+	}
+	if !strings.Contains(log.String(), "dropped a message the remote server answered a post with") {
+		t.Errorf("the log does not say the answer with id 4.0 was dropped:\n%s", log.String())
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if strings.Join(sessions, " ") != " s-1 s-1 s-1 s-1" {
+	if strings.Join(sessions, " ") != " s-1 s-1 s-1 s-1 s-1" {
 		t.Errorf("the posts' session ids: %q", sessions)
 	}
 }
