@@ -22,6 +22,7 @@ import (
 	"github.com/bouncer-mcp/bouncer/internal/mcpconfig"
 	"github.com/bouncer-mcp/bouncer/internal/policy"
 	"github.com/bouncer-mcp/bouncer/internal/proxy"
+	"github.com/bouncer-mcp/bouncer/internal/sandbox"
 	"github.com/bouncer-mcp/bouncer/internal/session"
 	"github.com/bouncer-mcp/bouncer/internal/setup"
 	"github.com/bouncer-mcp/bouncer/internal/transport"
@@ -72,7 +73,8 @@ func cmdListen(args []string) error {
 
 // buildListener loads everything listen needs (the config, the policy,
 // the audit log) and makes the listener; nothing is started yet. closeLog
-// closes the audit log.
+// closes the audit log and stops the spawner, if there is one, with every
+// server it started.
 func buildListener(f *listenFlags) (l *listen.Listener, replica string, closeLog func(), err error) {
 	dir, err := stateDir(f.home)
 	if err != nil {
@@ -110,9 +112,20 @@ func buildListener(f *listenFlags) (l *listen.Listener, replica string, closeLog
 	if err != nil {
 		return nil, "", nil, badInput(err)
 	}
-	backends, packs, err := listenBackends(cfgFile, f.sandbox, dec, dir)
+	// One spawner starts every confined server (sandbox.Spawner says
+	// why); where it can't work, each starts as bouncer run starts its own.
+	var spawner *sandbox.Spawner
+	if f.sandbox != "off" && sandbox.SpawnerUnavailable() == "" {
+		spawner = &sandbox.Spawner{}
+	}
+	backends, packs, err := listenBackends(cfgFile, f.sandbox, dec, dir, spawner)
 	if err != nil {
 		return nil, "", nil, err
+	}
+	closeSpawner := func() {
+		if spawner != nil {
+			_ = spawner.Close()
+		}
 	}
 	replica = lc.Replica
 	if replica == "" {
@@ -120,6 +133,7 @@ func buildListener(f *listenFlags) (l *listen.Listener, replica string, closeLog
 	}
 	auditLog, err := audit.Open(filepath.Join(dir, "audit.jsonl"))
 	if err != nil {
+		closeSpawner()
 		return nil, "", nil, failed(err)
 	}
 	l, err = listen.New(listen.Options{
@@ -136,9 +150,10 @@ func buildListener(f *listenFlags) (l *listen.Listener, replica string, closeLog
 	})
 	if err != nil {
 		auditLog.Close()
+		closeSpawner()
 		return nil, "", nil, badInput(err)
 	}
-	return l, replica, func() { auditLog.Close() }, nil
+	return l, replica, func() { auditLog.Close(); closeSpawner() }, nil
 }
 
 // serveListener serves until SIGTERM or SIGINT, then drains: readiness
@@ -272,7 +287,7 @@ func hostname() string {
 // servers), once; each session then starts its own process of it. A
 // remote one is dialed anew for each session, with the entry's own
 // headers and nothing of the client's.
-func listenBackends(file, sandboxMode string, dec *setup.Decider, dir string) (backends []listen.Backend, packs map[string]string, err error) {
+func listenBackends(file, sandboxMode string, dec *setup.Decider, dir string, spawner *sandbox.Spawner) (backends []listen.Backend, packs map[string]string, err error) {
 	c, err := mcpconfig.Load(file, mcpconfig.Kept{State: dir})
 	if err != nil {
 		return nil, nil, badInput(err)
@@ -323,6 +338,7 @@ func listenBackends(file, sandboxMode string, dec *setup.Decider, dir string) (b
 				if err != nil {
 					return nil, err
 				}
+				plan.spawner = spawner
 				proc, err := startLocal(c, plan)
 				if err != nil {
 					return nil, err

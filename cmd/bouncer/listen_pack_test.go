@@ -40,7 +40,7 @@ func TestListenBackendsPacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backends, packs, err := listenBackends(file, "off", dec, state)
+	backends, packs, err := listenBackends(file, "off", dec, state, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

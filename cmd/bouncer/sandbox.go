@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/bouncer-mcp/bouncer/internal/policy"
@@ -22,6 +23,9 @@ type launchPlan struct {
 	launch *sandbox.Launch
 	note   string
 	source string // the sandbox key's FILE:LINE
+	// spawner, when set, starts the upstream in the namespace form
+	// (bouncer listen's sessions).
+	spawner *sandbox.Spawner
 }
 
 // planUpstreamSandbox plans how the upstream starts: through the launcher
@@ -98,6 +102,15 @@ func startLocal(c transport.Command, plan *launchPlan) (*transport.Process, erro
 			return nil, err
 		}
 		cmd.Path, cmd.Args, cmd.Setup = path, args, setup
+		if sp := plan.spawner; sp != nil && l.Form() == sandbox.OwnNamespace {
+			cmd.Spawn = func(c *exec.Cmd) (transport.Child, error) {
+				ch, err := sp.Spawn(c)
+				if err != nil {
+					return nil, err
+				}
+				return ch, nil
+			}
+		}
 		proc, err := transport.Start(cmd, os.Stderr)
 		if err == nil {
 			if err = l.Started(); err == nil {

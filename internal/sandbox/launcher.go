@@ -108,6 +108,9 @@ type launchPlan struct {
 	// Own keeps the server off Bouncer's own files; nil leaves them to
 	// the argument checks.
 	Own *ownPlan `json:"own,omitempty"`
+	// Spawner runs the launcher as bouncer listen's spawner
+	// (runSpawner), with no server of its own.
+	Spawner bool `json:"spawner,omitempty"`
 }
 
 // ownPlan is how the launcher keeps the server off Bouncer's own files.
@@ -500,12 +503,18 @@ func RunLauncher(args []string) int {
 }
 
 func launch(args []string) error {
-	if len(args) < 3 || args[1] != "--" {
+	if len(args) < 2 || args[1] != "--" {
 		return errors.New("usage: " + LauncherName + " PLAN -- COMMAND [ARGS]")
 	}
 	p, err := decodePlan(args[0])
 	if err != nil {
 		return err
+	}
+	if p.Spawner {
+		return runSpawner()
+	}
+	if len(args) < 3 {
+		return errors.New("usage: " + LauncherName + " PLAN -- COMMAND [ARGS]")
 	}
 	argv := args[2:]
 	caps := Probe()

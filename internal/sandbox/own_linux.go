@@ -96,14 +96,8 @@ func mountOwn(o ownPlan) (ownStatus, error) {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		st.Proc = fmt.Sprintf("other processes show in /proc (a /proc of its own: %v), but their root and environment are out of its reach", err)
 	}
-	ps, _, err := pins(OwnFiles{Hidden: o.Hidden, ReadOnly: o.ReadOnly}, mountViews())
-	if err != nil {
+	if err := pinOwn(o); err != nil {
 		return st, err
-	}
-	for _, p := range ps {
-		if err := mountPin(p); err != nil {
-			return st, fmt.Errorf("mount %s %s: %w", p.Kind, p.Path, err)
-		}
 	}
 	if o.Dir != "" {
 		if err := os.Chdir(o.Dir); err != nil {
@@ -113,9 +107,26 @@ func mountOwn(o ownPlan) (ownStatus, error) {
 	return st, nil
 }
 
+// pinOwn makes the mounts that pin the own files, in this thread's mount
+// namespace.
+func pinOwn(o ownPlan) error {
+	ps, _, err := pins(OwnFiles{Hidden: o.Hidden, ReadOnly: o.ReadOnly}, mountViews())
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := mountPin(p); err != nil {
+			return fmt.Errorf("mount %s %s: %w", p.Kind, p.Path, err)
+		}
+	}
+	return nil
+}
+
 // mountViews gives the other places the mount table shows a path at.
 func mountViews() func(string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	// This thread's: the spawner pins a server's own files in a mount
+	// namespace of one thread's.
+	b, err := os.ReadFile("/proc/thread-self/mountinfo")
 	if err != nil {
 		return nil
 	}

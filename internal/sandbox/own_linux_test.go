@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -143,7 +144,20 @@ type ownRun struct {
 	Dir     string
 	Argv    []string // the server
 	Expect2 bool     // the server exits 2 (for the status test)
+	// Spawner starts the namespace form through a Spawner, as bouncer
+	// listen does.
+	Spawner bool
 }
+
+// spawner is ownProxy's, for a run with Spawner set.
+var spawner Spawner
+
+// execChild is an exec.Cmd started here, as ownProxy's child.
+type execChild struct{ cmd *exec.Cmd }
+
+func (c execChild) Pid() int                        { return c.cmd.Process.Pid }
+func (c execChild) Signal(sig syscall.Signal) error { return syscall.Kill(-c.cmd.Process.Pid, sig) }
+func (c execChild) Wait() error                     { return c.cmd.Wait() }
 
 // ownProxy runs as the proxy: it starts the server (args[0], JSON) as
 // bouncer run would, passes its stdio on, says the own-files note on
@@ -174,21 +188,35 @@ func ownProxy(args []string) int {
 		if setup != nil {
 			setup(cmd)
 		}
-		if err = cmd.Start(); err == nil {
+		var child interface {
+			Pid() int
+			Signal(syscall.Signal) error
+			Wait() error
+		}
+		if r.Spawner && l.Form() == OwnNamespace {
+			var c *Child
+			if c, err = spawner.Spawn(cmd); err == nil {
+				child = c
+			}
+		} else if err = cmd.Start(); err == nil {
+			child = execChild{cmd}
+		}
+		if err == nil {
 			if err = l.Started(); err == nil {
 				fmt.Fprintln(os.Stderr, "note:", l.OwnNote())
-				fmt.Fprintln(os.Stderr, "pid:", cmd.Process.Pid)
+				fmt.Fprintln(os.Stderr, "pid:", child.Pid())
 				go func() {
 					// The test's SIGTERM goes on to the launcher's group,
 					// as transport.Process.Stop sends it.
 					ch := make(chan os.Signal, 1)
 					signalNotify(ch)
 					for s := range ch {
-						_ = syscall.Kill(-cmd.Process.Pid, s.(syscall.Signal))
+						_ = child.Signal(s.(syscall.Signal))
 					}
 				}()
-				err = cmd.Wait()
-				if ee, ok := err.(*exec.ExitError); ok {
+				err = child.Wait()
+				var ee interface{ ExitCode() int }
+				if errors.As(err, &ee) {
 					return ee.ExitCode()
 				}
 				if err != nil {
@@ -197,7 +225,7 @@ func ownProxy(args []string) int {
 				}
 				return 0
 			}
-			_ = cmd.Wait()
+			_ = child.Wait()
 		} else {
 			l.Abandon()
 		}
@@ -334,13 +362,29 @@ func TestOwnFormsHold(t *testing.T) {
 		"rename project":                             {ebusy, eacces},
 		"rename home":                                {ebusy, eacces},
 	}
+	// Through the spawner, /proc is the spawner's, which lists only the
+	// processes the server may trace: neither the spawner (its PID 1) nor
+	// the server's parent, which is outside its namespace.
+	spawnerWant := map[string]int{
+		"read remembered through /proc/1/root":      enoent,
+		"read remembered through /proc/parent/root": enoent,
+	}
 	for _, uid := range []int{0, 65534} {
-		for i, form := range []string{"namespace", "landlock", "arguments"} {
-			t.Run(fmt.Sprintf("uid=%d/%s", uid, form), func(t *testing.T) {
+		for _, run := range []struct {
+			form    string
+			i       int // want's column
+			spawner bool
+		}{{"namespace", 0, false}, {"namespace", 0, true}, {"landlock", 1, false}, {"arguments", -1, false}} {
+			form, i := run.form, run.i
+			name := fmt.Sprintf("uid=%d/%s", uid, form)
+			if run.spawner {
+				name += "/spawner"
+			}
+			t.Run(name, func(t *testing.T) {
 				tr := newOwnTree(t, uid)
 				arg, _ := json.Marshal(tr)
 				_, in, out, stderr := startOwn(t, uid, ownRun{Form: form, Hidden: []string{tr.State}, RO: []string{tr.Policy, tr.Link},
-					Dir: tr.Proj, Argv: []string{os.Args[0], "own-probe", string(arg)}})
+					Dir: tr.Proj, Argv: []string{os.Args[0], "own-probe", string(arg)}, Spawner: run.spawner})
 				in.Close()
 				res := probeResults(t, out)
 				t.Logf("%s", stderr)
@@ -359,6 +403,10 @@ func TestOwnFormsHold(t *testing.T) {
 						// The baseline: nothing in the kernel refuses.
 						t.Errorf("%s: %s (with the argument checks alone, the kernel refuses nothing)", name, r.Err)
 					case form == "arguments":
+					case run.spawner && spawnerWant[name] != 0:
+						if r.No != spawnerWant[name] {
+							t.Errorf("%s: got %q (errno %d), want errno %d", name, r.Err, r.No, spawnerWant[name])
+						}
 					case r.No != errs[i]:
 						t.Errorf("%s: got %q (errno %d), want errno %d", name, r.Err, r.No, errs[i])
 					}

@@ -236,11 +236,16 @@ func formName(f OwnForm) string {
 // failure err. With err it returns errOwnSetup, and the launcher exits
 // without starting the server; the proxy tries a weaker form.
 func reportOwn(st ownStatus, err error) error {
+	return writeStatus(os.NewFile(statusFD, "status"), st, err)
+}
+
+// writeStatus writes st, or the failure err, on the status pipe f and
+// closes it; with err it returns errOwnSetup.
+func writeStatus(f *os.File, st ownStatus, err error) error {
 	if err != nil {
 		st = ownStatus{Fail: err.Error()}
 	}
 	b, _ := json.Marshal(st)
-	f := os.NewFile(statusFD, "status")
 	_, werr := f.Write(append(b, '\n'))
 	f.Close()
 	if err != nil {

@@ -29,13 +29,36 @@ type Command struct {
 	// sandbox's namespaces and its launcher's status pipe); the process
 	// group and the death signal set here stay.
 	Setup func(*exec.Cmd)
+	// Spawn, when set, starts the prepared command in place of its own
+	// Start: bouncer listen has the sandbox's spawner start confined
+	// servers, so that the listener itself never forks into a new user
+	// namespace.
+	Spawn func(*exec.Cmd) (Child, error)
 }
+
+// Child is an upstream process started by a Command's Spawn.
+type Child interface {
+	// Pid is its process ID in our PID namespace.
+	Pid() int
+	// Signal sends sig to its process group; 0 only asks whether any of
+	// it is left.
+	Signal(sig syscall.Signal) error
+	// Wait waits for it to exit and gives its status: nil for 0.
+	Wait() error
+}
+
+// cmdChild is a Child that exec.Cmd started here.
+type cmdChild struct{ cmd *exec.Cmd }
+
+func (c cmdChild) Pid() int                        { return c.cmd.Process.Pid }
+func (c cmdChild) Signal(sig syscall.Signal) error { return kill(-c.cmd.Process.Pid, sig) }
+func (c cmdChild) Wait() error                     { return c.cmd.Wait() }
 
 // Process is a running upstream server and the MCP connection over its
 // stdin and stdout. It runs in its own process group, so stopping it stops
 // whatever it started, and it is killed if the proxy dies.
 type Process struct {
-	cmd    *exec.Cmd
+	child  Child
 	stdin  *os.File // our end of the server's stdin
 	stdout *os.File // our end of the server's stdout
 	conn   *Conn
@@ -73,7 +96,12 @@ func Start(c Command, stderr io.Writer) (*Process, error) {
 	if c.Setup != nil {
 		c.Setup(cmd)
 	}
-	err = cmd.Start()
+	var child Child = cmdChild{cmd}
+	if c.Spawn != nil {
+		child, err = c.Spawn(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	inR.Close()
 	outW.Close()
 	if err != nil {
@@ -93,9 +121,9 @@ func Start(c Command, stderr io.Writer) (*Process, error) {
 	conn.TolerateNoise(func(line []byte, size int) {
 		fmt.Fprintf(warn, "bouncer: warning: server %q wrote a line on its stdout that is not an MCP message; it was not passed to the client: %s\n", name, noiseText(line, size))
 	})
-	p := &Process{cmd: cmd, stdin: inW, stdout: outR, conn: conn, done: make(chan struct{})}
+	p := &Process{child: child, stdin: inW, stdout: outR, conn: conn, done: make(chan struct{})}
 	go func() {
-		p.err = cmd.Wait()
+		p.err = child.Wait()
 		close(p.done)
 	}()
 	return p, nil
@@ -120,7 +148,7 @@ func noiseText(line []byte, size int) string {
 }
 
 // Pid is the upstream's process ID (and process group ID).
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.child.Pid() }
 
 // Read reads the next message from the upstream.
 func (p *Process) Read(ctx context.Context) (jsonrpc.Message, error) { return p.conn.Read(ctx) }
@@ -174,26 +202,26 @@ func (p *Process) ExitError() error {
 // returns once the server has exited, with its exit status.
 func (p *Process) Stop(grace time.Duration) error {
 	_ = p.stdin.Close()
-	pgid := p.cmd.Process.Pid
+	sig := p.child.Signal
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		_ = kill(-pgid, syscall.SIGTERM)
+		_ = sig(syscall.SIGTERM)
 		select {
 		case <-p.done:
 		case <-time.After(grace):
-			_ = kill(-pgid, syscall.SIGKILL)
+			_ = sig(syscall.SIGKILL)
 			<-p.done
 		}
 	}
 	// Stragglers: children the server started in its group and did not
 	// stop. They get SIGTERM, then SIGKILL shortly after.
-	if kill(-pgid, 0) == nil {
-		_ = kill(-pgid, syscall.SIGTERM)
-		for i := 0; i < 20 && kill(-pgid, 0) == nil; i++ {
+	if sig(0) == nil {
+		_ = sig(syscall.SIGTERM)
+		for i := 0; i < 20 && sig(0) == nil; i++ {
 			time.Sleep(10 * time.Millisecond)
 		}
-		_ = kill(-pgid, syscall.SIGKILL)
+		_ = sig(syscall.SIGKILL)
 	}
 	_ = p.conn.Close()
 	return p.err
