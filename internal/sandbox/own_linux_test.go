@@ -452,6 +452,18 @@ func exitProbe(args []string) int {
 		}
 		_ = os.WriteFile(args[1], []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 		return 0
+	case "procs":
+		// What /proc lists, and which of it is this process.
+		ents, _ := os.ReadDir("/proc")
+		var pids []string
+		for _, e := range ents {
+			if _, err := strconv.Atoi(e.Name()); err == nil {
+				pids = append(pids, e.Name())
+			}
+		}
+		self, _ := os.Readlink("/proc/self")
+		fmt.Printf("self %s procs %s\n", self, strings.Join(pids, ","))
+		return 0
 	case "echo":
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
@@ -466,12 +478,28 @@ func exitProbe(args []string) int {
 // init. The server's exit status, its stdio, a SIGTERM sent to the
 // launcher's process group (as transport.Process.Stop sends it) and an
 // orphan it leaves behind are all handled as if there were no launcher.
+//
+// Through the spawner (bouncer listen) the server is itself its PID
+// namespace's init, with the same results but one: the kernel gives an
+// init no signal it has no handler for, so a Go server's runtime, whose
+// handler re-raises SIGTERM, gives up and exits 2; a server with no
+// handler at all waits for Stop's SIGKILL.
 func TestOwnInit(t *testing.T) {
 	needUserNamespaces(t)
+	for _, spawned := range []bool{false, true} {
+		name := "launcher"
+		if spawned {
+			name = "spawner"
+		}
+		t.Run(name, func(t *testing.T) { testOwnInit(t, spawned) })
+	}
+}
+
+func testOwnInit(t *testing.T, spawned bool) {
 	tr := newOwnTree(t, 0)
 	run := func(argv ...string) ownRun {
 		return ownRun{Form: "namespace", Hidden: []string{tr.State}, RO: []string{tr.Policy}, Dir: tr.Proj,
-			Argv: append([]string{os.Args[0], "exit-probe"}, argv...)}
+			Argv: append([]string{os.Args[0], "exit-probe"}, argv...), Spawner: spawned}
 	}
 	t.Run("exit status", func(t *testing.T) {
 		cmd, in, _, stderr := startOwn(t, 0, run("exit", "7"))
@@ -506,8 +534,12 @@ func TestOwnInit(t *testing.T) {
 		go func() { done <- cmd.Wait() }()
 		select {
 		case err := <-done:
-			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) {
-				t.Errorf("exit: %v, want status %d; %s", err, 128+int(syscall.SIGTERM), stderr)
+			want := 128 + int(syscall.SIGTERM)
+			if spawned {
+				want = 2
+			}
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != want {
+				t.Errorf("exit: %v, want status %d; %s", err, want, stderr)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("SIGTERM did not stop the server; %s", stderr)
@@ -560,6 +592,20 @@ func TestOwnFallback(t *testing.T) {
 		// with a tmpfs, says so and exits; the landlock form holds.
 		_, in, out, stderr := startOwn(t, 0, ownRun{Form: "namespace", Hidden: []string{tr.Remembered}, RO: []string{tr.Policy},
 			Dir: tr.Proj, Argv: probe})
+		in.Close()
+		res := probeResults(t, out)
+		note := stderr.String()
+		if !strings.Contains(note, "note: own files: landlock around 2 paths (state directory hidden, 1 path read-only): mount namespace refused: mount hidden "+tr.Remembered+": the state directory is not a directory") {
+			t.Errorf("note: %s", note)
+		}
+		if r := res["read remembered"]; r.No != int(syscall.EACCES) {
+			t.Errorf("read remembered: %+v", r)
+		}
+		tr.unchanged(t)
+	})
+	t.Run("a mount fails, through the spawner", func(t *testing.T) {
+		_, in, out, stderr := startOwn(t, 0, ownRun{Form: "namespace", Hidden: []string{tr.Remembered}, RO: []string{tr.Policy},
+			Dir: tr.Proj, Argv: probe, Spawner: true})
 		in.Close()
 		res := probeResults(t, out)
 		note := stderr.String()
