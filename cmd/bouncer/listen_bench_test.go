@@ -17,6 +17,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -269,7 +271,44 @@ func cpuNow() time.Duration { return rusage(syscall.RUSAGE_SELF) }
 // and been waited for: the stdio servers, one per session. Benchmarks of
 // a stdio server report it per op as child-cpu-ms/op, since the servers'
 // CPU, on the same cores, bounds how many sessions a second start.
-func childCPUNow() time.Duration { return rusage(syscall.RUSAGE_CHILDREN) }
+// childCPUNow is the CPU of this process's children: those waited for,
+// and those still running with what they have waited for. The spawner
+// (sandbox.Spawner) runs until the listener closes and waits for the
+// confined servers itself, so without the second part their CPU would not
+// show until then.
+func childCPUNow() time.Duration { return rusage(syscall.RUSAGE_CHILDREN) + liveChildrenCPU() }
+
+// liveChildrenCPU sums utime, stime, cutime and cstime of this process's
+// running children (/proc/PID/stat).
+func liveChildrenCPU() time.Duration {
+	ents, _ := os.ReadDir("/proc")
+	me := os.Getpid()
+	var ticks int64
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the command, which is in parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		// f[0] is field 3 (state): ppid is field 4, utime to cstime 14–17.
+		if len(f) < 15 || f[1] != strconv.Itoa(me) {
+			continue
+		}
+		for _, v := range f[11:15] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
 
 func rusage(who int) time.Duration {
 	var ru syscall.Rusage
