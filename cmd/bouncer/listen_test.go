@@ -1246,18 +1246,30 @@ func TestListenServersOffOwnFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		mode string
-		kept bool
-	}{{"auto", true}, {"off", false}} {
-		t.Run(c.mode, func(t *testing.T) {
+		name, mode string
+		kept       bool
+		padding    int // bytes of environment
+	}{
+		{"auto", "auto", true, 0},
+		{"off", "off", false, 0},
+		// Too large for the spawner's one datagram: the server starts
+		// without it, in the same form.
+		{"auto/environment too large for the spawner", "auto", true, 200 << 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			home := t.TempDir()
 			inside := filepath.Join(home, "server-side")
 			if err := os.Mkdir(inside, 0o700); err != nil {
 				t.Fatal(err)
 			}
+			env := map[string]string{testserver.EnvServer: "helpdesk", testserver.EnvDir: inside}
+			for i := 0; i < c.padding; i += 50 << 10 {
+				// execve takes no one string over 128 KiB.
+				env[fmt.Sprintf("PADDING%d", i)] = strings.Repeat("x", 50<<10)
+			}
 			lt := startListenTestIn(t, home, c.mode, map[string]any{"helpdesk": map[string]any{
 				"command": exe,
-				"env":     map[string]string{testserver.EnvServer: "helpdesk", testserver.EnvDir: inside},
+				"env":     env,
 			}}, "")
 			for deadline := time.Now().Add(30 * time.Second); !lt.l.Pinned(); time.Sleep(20 * time.Millisecond) {
 				if time.Now().After(deadline) {

@@ -95,6 +95,7 @@ func startLocal(c transport.Command, plan *launchPlan) (*transport.Process, erro
 		return transport.Start(c, os.Stderr)
 	}
 	l := plan.launch
+	spawner := plan.spawner
 	for {
 		cmd := c
 		path, args, setup, err := l.Command()
@@ -102,7 +103,7 @@ func startLocal(c transport.Command, plan *launchPlan) (*transport.Process, erro
 			return nil, err
 		}
 		cmd.Path, cmd.Args, cmd.Setup = path, args, setup
-		if sp := plan.spawner; sp != nil && l.Form() == sandbox.OwnNamespace {
+		if sp := spawner; sp != nil && l.Form() == sandbox.OwnNamespace {
 			cmd.Spawn = func(c *exec.Cmd) (transport.Child, error) {
 				ch, err := sp.Spawn(c)
 				if err != nil {
@@ -119,6 +120,13 @@ func startLocal(c transport.Command, plan *launchPlan) (*transport.Process, erro
 			_ = proc.Stop(stopGrace)
 		} else {
 			l.Abandon()
+			if cmd.Spawn != nil {
+				// The spawner failed, not the form: the same form once
+				// more, started as run starts it.
+				errorf("warning: server %q: %v; it starts without the spawner", c.Name, err)
+				spawner = nil
+				continue
+			}
 		}
 		if !l.Fallback(err) {
 			return nil, err

@@ -266,6 +266,10 @@ func (p *spawnerProc) readLoop() {
 		}
 		p.mu.Unlock()
 		if c == nil {
+			if len(fds) > 0 && !r.Exited && r.Err == "" {
+				// A start Spawn gave up waiting for.
+				_ = unix.PidfdSendSignal(fds[0], unix.SIGKILL, nil, 0)
+			}
 			closeFDs(fds)
 			continue
 		}
@@ -317,6 +321,17 @@ func (p *spawnerProc) isGone() bool {
 	return p.gone != nil
 }
 
+// forget drops a child Spawn gave up on.
+func (p *spawnerProc) forget(id uint64) {
+	p.mu.Lock()
+	delete(p.children, id)
+	p.mu.Unlock()
+}
+
+// maxSpawnRequest bounds a request: one datagram, within the socket's
+// default send buffer.
+const maxSpawnRequest = 160 << 10
+
 // wait waits for the spawner process, once.
 func (p *spawnerProc) wait() { p.waitOnce.Do(func() { _ = p.cmd.Wait() }) }
 
@@ -362,8 +377,12 @@ func (p *spawnerProc) spawn(cmd *exec.Cmd) (*Child, error) {
 	p.children[id] = c
 	p.mu.Unlock()
 	b, err := json.Marshal(spawnRequest{ID: id, Args: cmd.Args[1:], Env: env})
+	if err == nil && len(b) > maxSpawnRequest {
+		err = fmt.Errorf("the command line and environment take %d bytes, more than the spawner takes (%d)", len(b), maxSpawnRequest)
+	}
 	if err != nil {
-		return nil, err
+		p.forget(id)
+		return nil, fmt.Errorf("sandbox: spawner: %w", err)
 	}
 	fds := make([]int, len(files))
 	for i, f := range files {
@@ -375,7 +394,15 @@ func (p *spawnerProc) spawn(cmd *exec.Cmd) (*Child, error) {
 		p.fail(fmt.Errorf("the sandbox's spawner stopped: %v", err))
 		return nil, fmt.Errorf("sandbox: asking the spawner: %w", err)
 	}
-	r := <-c.started
+	var r startReply
+	select {
+	case r = <-c.started:
+	case <-time.After(30 * time.Second):
+		// A server that starts after this is nobody's: it is killed as
+		// its start is read (readLoop).
+		p.forget(id)
+		return nil, errors.New("sandbox: no word from the spawner in 30s")
+	}
 	if r.Err != "" {
 		return nil, fmt.Errorf("sandbox: spawner: %s", r.Err)
 	}
