@@ -369,8 +369,8 @@ func BenchmarkListenSetup(b *testing.B) {
 	}
 	// The listener's stdio server is the same program; sandbox is its
 	// --sandbox: off for the rows paired with the bridge, which confines
-	// nothing, and auto for stdio-8/impl=confined, which pays for a
-	// confined start (the launcher, this test binary, re-executed first).
+	// nothing, and auto for the impl=confined rows, which pay for a
+	// confined start (through the spawner, sandbox.Spawner).
 	listener := func(b *testing.B, sandbox string) *listenTest {
 		servers := map[string]any{"helpdesk": map[string]any{
 			"command": bin,
@@ -385,6 +385,10 @@ func BenchmarkListenSetup(b *testing.B) {
 		run(b, lt.srv.URL+"/mcp", benchHTTP(lt.tokens["alice"]))
 	})
 	b.Run("stdio/impl=bridge", func(b *testing.B) { run(b, bridge(b), benchHTTP("")) })
+	b.Run("stdio/impl=confined", func(b *testing.B) {
+		lt := listener(b, "auto")
+		run(b, lt.srv.URL+"/mcp", benchHTTP(lt.tokens["alice"]))
+	})
 	b.Run("stdio-8/impl=listen", func(b *testing.B) {
 		lt := listener(b, "off")
 		parallel(b, lt.srv.URL+"/mcp", benchHTTP(lt.tokens["alice"]))
