@@ -82,8 +82,9 @@ type Spawner struct {
 
 // spawnerProc is one spawner process and its socket.
 type spawnerProc struct {
-	cmd  *exec.Cmd
-	conn *net.UnixConn
+	cmd      *exec.Cmd
+	conn     *net.UnixConn
+	buf, oob []byte // read's
 
 	waitOnce sync.Once
 
@@ -196,9 +197,12 @@ func startSpawner() (*spawnerProc, error) {
 
 // read reads one message from the spawner, and the file descriptors that
 // came with it into fds.
+// Only one goroutine reads at a time: startSpawner, then readLoop.
 func (p *spawnerProc) read(r *spawnReply, fds *[]int) error {
-	buf := make([]byte, 64<<10)
-	oob := make([]byte, unix.CmsgSpace(4*4))
+	if p.buf == nil {
+		p.buf, p.oob = make([]byte, 64<<10), make([]byte, unix.CmsgSpace(4*4))
+	}
+	buf, oob := p.buf, p.oob
 	n, oobn, _, _, err := p.conn.ReadMsgUnix(buf, oob)
 	if err != nil {
 		return err
