@@ -103,14 +103,10 @@ func isLoopbackHost(h string) bool {
 func (o *OAuth) refresh(ctx context.Context) error {
 	jwksURI := o.cfg.JWKSURI
 	if jwksURI == "" {
-		meta, err := oauthex.GetAuthServerMeta(ctx, strings.TrimSuffix(o.cfg.Issuer, "/")+"/.well-known/oauth-authorization-server", o.cfg.Issuer, o.client)
-		if err != nil {
-			return fmt.Errorf("the authorization server %s: its metadata: %v; or give %s.oauth.jwks_uri", o.cfg.Issuer, err, ConfigKey)
+		var err error
+		if jwksURI, err = o.discoverJWKS(ctx); err != nil {
+			return err
 		}
-		if meta == nil || meta.JWKSURI == "" {
-			return fmt.Errorf("the authorization server %s publishes no jwks_uri; give %s.oauth.jwks_uri", o.cfg.Issuer, ConfigKey)
-		}
-		jwksURI = meta.JWKSURI
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, jwksURI, nil)
 	if err != nil {
@@ -132,6 +128,73 @@ func (o *OAuth) refresh(ctx context.Context) error {
 	o.keys, o.fetched = set, o.now()
 	o.mu.Unlock()
 	return nil
+}
+
+// metadataURLs are where an issuer's metadata may be, in the order the
+// MCP authorization spec has clients try them: RFC 8414's OAuth metadata,
+// then OpenID Connect discovery (which many identity providers serve
+// alone), each with the well-known part put before the issuer's path, and
+// OpenID's also after it.
+func metadataURLs(issuer string) []string {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return nil
+	}
+	base := u.Scheme + "://" + u.Host
+	path := strings.TrimSuffix(u.Path, "/")
+	if path == "" {
+		return []string{base + "/.well-known/oauth-authorization-server", base + "/.well-known/openid-configuration"}
+	}
+	return []string{
+		base + "/.well-known/oauth-authorization-server" + path,
+		base + "/.well-known/openid-configuration" + path,
+		base + path + "/.well-known/openid-configuration",
+	}
+}
+
+// discoverJWKS reads the issuer's jwks_uri from its metadata. A resource
+// server needs nothing else of it: the issuer it names must be the one
+// configured, and its keys must come over https (http on loopback).
+func (o *OAuth) discoverJWKS(ctx context.Context) (string, error) {
+	var tried []string
+	for _, mu := range metadataURLs(o.cfg.Issuer) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, mu, nil)
+		if err != nil {
+			return "", fmt.Errorf("the authorization server %s: %v", o.cfg.Issuer, err)
+		}
+		req.Header.Set("Accept", "application/json")
+		resp, err := o.client.Do(req)
+		if err != nil {
+			return "", fmt.Errorf("the authorization server %s: its metadata at %s: %v; or give %s.oauth.jwks_uri", o.cfg.Issuer, mu, err, ConfigKey)
+		}
+		var meta struct {
+			Issuer  string `json:"issuer"`
+			JWKSURI string `json:"jwks_uri"`
+		}
+		err = nil
+		if resp.StatusCode == http.StatusOK {
+			err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&meta)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			tried = append(tried, fmt.Sprintf("%s (%s)", mu, resp.Status))
+			continue
+		}
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("the authorization server %s: its metadata at %s: %v", o.cfg.Issuer, mu, err)
+		case strings.TrimSuffix(meta.Issuer, "/") != strings.TrimSuffix(o.cfg.Issuer, "/"):
+			return "", fmt.Errorf("the authorization server's metadata at %s names the issuer %q, not %s; check %s.oauth.issuer", mu, meta.Issuer, o.cfg.Issuer, ConfigKey)
+		case meta.JWKSURI == "":
+			return "", fmt.Errorf("the authorization server %s publishes no jwks_uri (%s); give %s.oauth.jwks_uri", o.cfg.Issuer, mu, ConfigKey)
+		}
+		ju, err := url.Parse(meta.JWKSURI)
+		if err != nil || !(ju.Scheme == "https" || ju.Scheme == "http" && isLoopbackHost(ju.Hostname())) || ju.Host == "" {
+			return "", fmt.Errorf("the authorization server %s: its jwks_uri %q is not an https:// URL; give %s.oauth.jwks_uri", o.cfg.Issuer, meta.JWKSURI, ConfigKey)
+		}
+		return meta.JWKSURI, nil
+	}
+	return "", fmt.Errorf("the authorization server %s publishes no metadata (tried %s); give %s.oauth.jwks_uri", o.cfg.Issuer, strings.Join(tried, ", "), ConfigKey)
 }
 
 // key finds the verification key a token names, fetching the keys again

@@ -1,6 +1,7 @@
 package listen
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -107,5 +108,60 @@ func TestOAuthTokens(t *testing.T) {
 	}
 	if err := json.Unmarshal(w.Body.Bytes(), &md); err != nil || md.Resource != "https://mcp.example.com" || len(md.AuthorizationServers) != 1 || md.AuthorizationServers[0] != idp.URL {
 		t.Fatalf("metadata: %s", w.Body.String())
+	}
+}
+
+func TestMetadataURLs(t *testing.T) {
+	for _, c := range []struct {
+		issuer string
+		want   []string
+	}{
+		{"https://idp.example", []string{"https://idp.example/.well-known/oauth-authorization-server", "https://idp.example/.well-known/openid-configuration"}},
+		{"https://idp.example/", []string{"https://idp.example/.well-known/oauth-authorization-server", "https://idp.example/.well-known/openid-configuration"}},
+		{"https://kc.example/realms/team", []string{
+			"https://kc.example/.well-known/oauth-authorization-server/realms/team",
+			"https://kc.example/.well-known/openid-configuration/realms/team",
+			"https://kc.example/realms/team/.well-known/openid-configuration",
+		}},
+	} {
+		if got := metadataURLs(c.issuer); strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%s: %q, want %q", c.issuer, got, c.want)
+		}
+	}
+}
+
+// An issuer that publishes OpenID discovery only (as many identity
+// providers do) gives its keys; metadata that names another issuer, or
+// keys over plain http off loopback, is refused.
+func TestDiscoverJWKS(t *testing.T) {
+	var issuer, jwksURI string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/realms/team/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]string{"issuer": issuer, "jwks_uri": jwksURI})
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, c := range []struct {
+		name, issuer, jwks, want string
+	}{
+		{"openid discovery", srv.URL + "/realms/team", srv.URL + "/keys", ""},
+		{"another issuer", "https://evil.example/realms/team", srv.URL + "/keys", "names the issuer"},
+		{"keys off loopback over http", srv.URL + "/realms/team", "http://keys.example/keys", "not an https:// URL"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			issuer, jwksURI = c.issuer, c.jwks
+			o := &OAuth{cfg: OAuthConfig{Issuer: srv.URL + "/realms/team"}, client: srv.Client()}
+			got, err := o.discoverJWKS(context.Background())
+			switch {
+			case c.want == "" && (err != nil || got != c.jwks):
+				t.Errorf("got %q, %v; want %q", got, err, c.jwks)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("got %q, %v; want an error saying %q", got, err, c.want)
+			}
+		})
+	}
+	o := &OAuth{cfg: OAuthConfig{Issuer: srv.URL + "/other"}, client: srv.Client()}
+	if _, err := o.discoverJWKS(context.Background()); err == nil || !strings.Contains(err.Error(), "publishes no metadata") {
+		t.Errorf("an issuer with no metadata: %v", err)
 	}
 }
