@@ -303,6 +303,18 @@ func listenBackends(file, sandboxMode string, dec *setup.Decider, dir string, sp
 	x := mcpconfig.Expander{Client: c.Client, Workspace: mcpconfig.Workspace(file, home), Home: home, Getenv: os.LookupEnv}
 	var out []listen.Backend
 	packs = map[string]string{}
+	// A spawner that fails fails alike for every session: said once per
+	// reason, not per session.
+	var warnMu sync.Mutex
+	warned := map[string]bool{}
+	warnSpawn := func(err error) {
+		warnMu.Lock()
+		defer warnMu.Unlock()
+		if !warned[err.Error()] {
+			warned[err.Error()] = true
+			errorf("warning: %v; confined servers start without the spawner, as bouncer run starts its one", err)
+		}
+	}
 	for _, s := range servers {
 		if strings.ContainsAny(s.Name, "/?#%") || s.Name == "" {
 			return nil, nil, badInput(fmt.Errorf("%s: server %q: a name served at /servers/NAME/mcp can't hold / ? # or %%", file, s.Name))
@@ -338,7 +350,7 @@ func listenBackends(file, sandboxMode string, dec *setup.Decider, dir string, sp
 				if err != nil {
 					return nil, err
 				}
-				plan.spawner = spawner
+				plan.spawner, plan.spawnWarn = spawner, warnSpawn
 				proc, err := startLocal(c, plan)
 				if err != nil {
 					return nil, err

@@ -24,8 +24,10 @@ type launchPlan struct {
 	note   string
 	source string // the sandbox key's FILE:LINE
 	// spawner, when set, starts the upstream in the namespace form
-	// (bouncer listen's sessions).
-	spawner *sandbox.Spawner
+	// (bouncer listen's sessions); spawnWarn is told when it fails and
+	// the upstream starts without it.
+	spawner   *sandbox.Spawner
+	spawnWarn func(error)
 }
 
 // planUpstreamSandbox plans how the upstream starts: through the launcher
@@ -123,7 +125,9 @@ func startLocal(c transport.Command, plan *launchPlan) (*transport.Process, erro
 			if cmd.Spawn != nil {
 				// The spawner failed, not the form: the same form once
 				// more, started as run starts it.
-				errorf("warning: server %q: %v; it starts without the spawner", c.Name, err)
+				if plan.spawnWarn != nil {
+					plan.spawnWarn(err)
+				}
 				spawner = nil
 				continue
 			}

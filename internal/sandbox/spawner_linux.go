@@ -78,6 +78,11 @@ const spawnSocketFD = 3
 type Spawner struct {
 	mu   sync.Mutex
 	proc *spawnerProc
+	// startErr is why the last spawner did not start, kept for a minute
+	// from failedAt: a system that refuses it (a container's seccomp
+	// profile, say) refuses it for every session.
+	startErr error
+	failedAt time.Time
 }
 
 // spawnerProc is one spawner process and its socket.
@@ -145,10 +150,15 @@ func (s *Spawner) running() (*spawnerProc, error) {
 	if s.proc != nil && !s.proc.isGone() {
 		return s.proc, nil
 	}
+	if s.startErr != nil && time.Since(s.failedAt) < time.Minute {
+		return nil, s.startErr
+	}
 	p, err := startSpawner()
 	if err != nil {
+		s.startErr, s.failedAt = err, time.Now()
 		return nil, err
 	}
+	s.startErr = nil
 	s.proc = p
 	return p, nil
 }
