@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bouncer-mcp/bouncer/internal/testsupport/faultfs"
 	"github.com/bouncer-mcp/bouncer/internal/testsupport/smallfs"
 )
 
@@ -49,5 +50,40 @@ func TestListenFullDisk(t *testing.T) {
 	}
 	if text, isErr := call(t, cs, "send_email", send); isErr || text != "sent" {
 		t.Fatalf("a call once space is freed: %q (isError %v)", text, isErr)
+	}
+}
+
+// A replica whose disk fails to flush (fsync returns EIO, through a real
+// FUSE mount under the state directory) stops being ready and denies the
+// calls its sessions still make, forwarding none; unlike a full disk, it
+// stays so when the disk answers again, since lines may have been lost,
+// until it is restarted and its log checked.
+func TestListenFailingSync(t *testing.T) {
+	f := faultfs.Mount(t)
+	if f == nil {
+		return
+	}
+	lt := startListenTestIn(t, f.Dir, "off", nil, "")
+	lt.waitPinned()
+	if st, body := lt.get("alice", "/readyz"); st != http.StatusOK {
+		t.Fatalf("/readyz on a good disk: %d %q", st, body)
+	}
+	cs := lt.client("alice", nil)
+	send := map[string]any{"to": "boss@corp.example", "subject": "report", "body": "the numbers"}
+
+	f.FailSync(true)
+	if st, body := lt.get("alice", "/readyz"); st != http.StatusServiceUnavailable || !strings.Contains(body, "syncing to disk") {
+		t.Fatalf("/readyz while the disk fails to sync: %d %q; want 503 naming the failed sync", st, body)
+	}
+	if text, isErr := call(t, cs, "send_email", send); !isErr || !strings.HasPrefix(text, "[bouncer blocked] ") || !strings.Contains(text, "audit") {
+		t.Fatalf("a call after a failed sync: %q (isError %v); want it denied", text, isErr)
+	}
+	if mails, _ := os.ReadFile(filepath.Join(lt.dir, "mails.jsonl")); len(mails) > 0 {
+		t.Fatalf("a call went upstream after the audit log failed to sync: %s", mails)
+	}
+
+	f.FailSync(false)
+	if st, _ := lt.get("alice", "/readyz"); st != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz once the disk answers again: %d; want 503 until a restart", st)
 	}
 }

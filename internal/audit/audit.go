@@ -318,6 +318,11 @@ func (l *Log) Sync() error {
 		return errors.New("audit: log is closed")
 	}
 	if err := l.datasync(); err != nil {
+		// As the background sync's failure does, it fails every later
+		// Append: after a failed flush the kernel may have dropped lines
+		// it could not write, and a later flush that succeeds says
+		// nothing of them.
+		l.syncErr.CompareAndSwap(nil, &err)
 		return err
 	}
 	if p := l.syncErr.Load(); p != nil {
