@@ -287,10 +287,11 @@ func (p *spawnerProc) readLoop() {
 			closeFDs(fds)
 			continue
 		}
+		pidfd := -1
 		if len(fds) > 0 && r.Err == "" && !r.Exited {
 			// Set here, before the exit that may follow is read.
-			c.pidfd = fds[0]
-			c.pid = pidOf(c.pidfd)
+			pidfd = fds[0]
+			c.setPidfd(pidfd)
 			fds = fds[1:]
 		}
 		closeFDs(fds)
@@ -304,7 +305,7 @@ func (p *spawnerProc) readLoop() {
 			}
 			c.finish(exitError(syscall.WaitStatus(r.Status)))
 		default:
-			c.started <- startReply{r, c.pidfd}
+			c.started <- startReply{r, pidfd}
 		}
 	}
 }
@@ -455,16 +456,30 @@ type startReply struct {
 // its own, in a process group of its own.
 type Child struct {
 	started chan startReply
-	pid     int
-	pidfd   int
+
+	mu    sync.Mutex // guards pid and pidfd: a dying spawner ends children from another goroutine
+	pid   int
+	pidfd int
 
 	once sync.Once
 	done chan struct{}
 	err  error
 }
 
+// setPidfd takes the server's pidfd, and reads its process ID from it.
+func (c *Child) setPidfd(fd int) {
+	pid := pidOf(fd)
+	c.mu.Lock()
+	c.pidfd, c.pid = fd, pid
+	c.mu.Unlock()
+}
+
 // Pid is the server's process ID in our PID namespace.
-func (c *Child) Pid() int { return c.pid }
+func (c *Child) Pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pid
+}
 
 // Signal sends sig to the server's process group. With 0 it only says
 // whether any of it is left.
@@ -476,6 +491,8 @@ func (c *Child) Signal(sig syscall.Signal) error {
 		return syscall.ESRCH
 	default:
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.pid <= 0 {
 		return unix.PidfdSendSignal(c.pidfd, sig, nil, 0)
 	}
@@ -492,9 +509,12 @@ func (c *Child) Wait() error {
 func (c *Child) finish(err error) {
 	c.once.Do(func() {
 		c.err = err
+		c.mu.Lock()
 		if c.pidfd >= 0 {
 			unix.Close(c.pidfd)
+			c.pidfd = -1
 		}
+		c.mu.Unlock()
 		close(c.done)
 	})
 }
