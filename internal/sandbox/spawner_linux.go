@@ -39,14 +39,16 @@ import (
 // namespace, and the thread then ends, so nothing it took on reaches
 // another thread.
 //
-// What each server gets is the launcher's, but for two things. Its PID
+// What each server gets is the launcher's, but for three things. Its PID
 // namespace has no init of ours above it, so the server is that
 // namespace's init: the kernel gives it no signal it has no handler for
 // but SIGKILL (Stop's SIGKILL still ends it), and it reaps its own
-// orphans. And its /proc is the spawner's, mounted with hidepid=invisible:
-// it lists only the processes the server may trace, its own, since every
-// server has a Landlock domain of its own. That is why the spawner is used
-// only where Landlock is.
+// orphans. Its /proc is the spawner's, mounted with hidepid=invisible: it
+// lists only the processes the server may trace, its own, since every
+// server has a Landlock domain of its own; that is why the spawner is
+// used only where Landlock is. And the servers of one listener share the
+// spawner's user namespace (docs/hardening.md, "bouncer listen's
+// spawner").
 
 // spawnRequest asks the spawner to start one server. Its stdin, stdout,
 // stderr and the launcher's status pipe come with it as file descriptors.
