@@ -32,7 +32,7 @@ buildGo126Module {
   pname = "bouncer";
   inherit version src;
 
-  vendorHash = "sha256-E7N7ApqMz/RrgRScYwEGOT+LQJ2RhDSZUKGKWSUCA8g=";
+  vendorHash = "sha256-9zqm2oYHDDJ8GznOKbA2nWURSmx47QKUVUAkF/iniU8=";
 
   subPackages = [ "cmd/bouncer" ];
 
