@@ -502,21 +502,35 @@ func RunLauncher(args []string) int {
 	return 0 // not reached: launch execs or fails
 }
 
-func launch(args []string) error {
+// errLauncherUsage is a launcher command line that isn't one.
+var errLauncherUsage = errors.New("usage: " + LauncherName + " PLAN -- COMMAND [ARGS]")
+
+// launcherCommand reads the launcher's arguments (PLAN -- COMMAND [ARGS],
+// as Launch.launcher writes them), for the launcher and the spawner alike.
+// Only the spawner's own plan has no command.
+func launcherCommand(args []string) (launchPlan, []string, error) {
 	if len(args) < 2 || args[1] != "--" {
-		return errors.New("usage: " + LauncherName + " PLAN -- COMMAND [ARGS]")
+		return launchPlan{}, nil, errLauncherUsage
 	}
 	p, err := decodePlan(args[0])
+	if err != nil {
+		return p, nil, err
+	}
+	argv := args[2:]
+	if len(argv) == 0 && !p.Spawner {
+		return p, nil, errLauncherUsage
+	}
+	return p, argv, nil
+}
+
+func launch(args []string) error {
+	p, argv, err := launcherCommand(args)
 	if err != nil {
 		return err
 	}
 	if p.Spawner {
 		return runSpawner()
 	}
-	if len(args) < 3 {
-		return errors.New("usage: " + LauncherName + " PLAN -- COMMAND [ARGS]")
-	}
-	argv := args[2:]
 	caps := Probe()
 	if p.Strict {
 		if err := caps.strictError(); err != nil {
@@ -543,7 +557,7 @@ func launch(args []string) error {
 			os.Exit(0)
 		}
 	}
-	if err := confine(p, caps); err != nil {
+	if err := confine(p, caps, false); err != nil {
 		return err
 	}
 	if namespace {
@@ -557,7 +571,10 @@ func launch(args []string) error {
 
 // confine applies the sandbox key's Landlock domain and seccomp denylist,
 // as far as the kernel offers them (p.Strict made sure it offers both).
-func confine(p launchPlan, caps Capabilities) error {
+// With thisThread it confines the calling (locked) thread alone, as the
+// spawner confines the thread it starts a server from; else the whole
+// process, as the launcher does before it becomes the server.
+func confine(p launchPlan, caps Capabilities, thisThread bool) error {
 	if !p.Confine {
 		return nil
 	}
@@ -566,7 +583,12 @@ func confine(p launchPlan, caps Capabilities) error {
 		if err != nil {
 			return err
 		}
-		if err := upstreamLandlock().Restrict(rules...); err != nil {
+		if thisThread {
+			err = restrictThread(upstreamLandlock(), rules)
+		} else {
+			err = upstreamLandlock().Restrict(rules...)
+		}
+		if err != nil {
 			return fmt.Errorf("landlock: %w", err)
 		}
 	}
@@ -579,7 +601,12 @@ func confine(p launchPlan, caps Capabilities) error {
 		if err != nil {
 			return err
 		}
-		if err := loadFilter(prog); err != nil {
+		if thisThread {
+			err = loadThreadFilter(prog)
+		} else {
+			err = loadFilter(prog)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
+	"github.com/landlock-lsm/go-landlock/landlock"
 )
 
 // Elsewhere than Linux there is neither Landlock nor seccomp: Probe
@@ -22,3 +23,5 @@ func proxyFilter(*arch.Info, int, int) (filter, error)          { return nil, er
 func proxyFilterNet(*arch.Info, int, int, bool) (filter, error) { return nil, errNotLinux }
 func upstreamFilter(*arch.Info, bool, bool) (filter, error)     { return nil, errNotLinux }
 func loadFilter(filter) error                                   { return errNotLinux }
+func loadThreadFilter(filter) error                             { return errNotLinux }
+func restrictThread(landlock.Config, []landlock.Rule) error     { return errNotLinux }

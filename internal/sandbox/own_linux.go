@@ -250,13 +250,19 @@ func runInit(argv []string, landlockABI bool) error {
 		if wpid != pid {
 			continue // an orphan
 		}
-		switch {
-		case ws.Exited():
-			os.Exit(ws.ExitStatus())
-		case ws.Signaled():
-			os.Exit(128 + int(ws.Signal()))
+		if ws.Exited() || ws.Signaled() {
+			os.Exit(shellStatus(ws))
 		}
 	}
+}
+
+// shellStatus is an exit status as a shell reports it: the code, or 128+N
+// for a process killed by signal N.
+func shellStatus(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
 }
 
 // dropCapabilities empties this thread's capability sets, bounding set

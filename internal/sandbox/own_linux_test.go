@@ -587,36 +587,29 @@ func TestOwnFallback(t *testing.T) {
 			t.Errorf("%s was made on disk", missing)
 		}
 	})
-	t.Run("a mount fails", func(t *testing.T) {
-		// The state directory is a file here: the launcher can't cover it
-		// with a tmpfs, says so and exits; the landlock form holds.
-		_, in, out, stderr := startOwn(t, 0, ownRun{Form: "namespace", Hidden: []string{tr.Remembered}, RO: []string{tr.Policy},
-			Dir: tr.Proj, Argv: probe})
-		in.Close()
-		res := probeResults(t, out)
-		note := stderr.String()
-		if !strings.Contains(note, "note: own files: landlock around 2 paths (state directory hidden, 1 path read-only): mount namespace refused: mount hidden "+tr.Remembered+": the state directory is not a directory") {
-			t.Errorf("note: %s", note)
+	for _, spawned := range []bool{false, true} {
+		name := "a mount fails"
+		if spawned {
+			name += ", through the spawner"
 		}
-		if r := res["read remembered"]; r.No != int(syscall.EACCES) {
-			t.Errorf("read remembered: %+v", r)
-		}
-		tr.unchanged(t)
-	})
-	t.Run("a mount fails, through the spawner", func(t *testing.T) {
-		_, in, out, stderr := startOwn(t, 0, ownRun{Form: "namespace", Hidden: []string{tr.Remembered}, RO: []string{tr.Policy},
-			Dir: tr.Proj, Argv: probe, Spawner: true})
-		in.Close()
-		res := probeResults(t, out)
-		note := stderr.String()
-		if !strings.Contains(note, "note: own files: landlock around 2 paths (state directory hidden, 1 path read-only): mount namespace refused: mount hidden "+tr.Remembered+": the state directory is not a directory") {
-			t.Errorf("note: %s", note)
-		}
-		if r := res["read remembered"]; r.No != int(syscall.EACCES) {
-			t.Errorf("read remembered: %+v", r)
-		}
-		tr.unchanged(t)
-	})
+		t.Run(name, func(t *testing.T) {
+			// The state directory is a file here: the launcher (or the
+			// spawner) can't cover it with a tmpfs, says so and starts
+			// nothing; the landlock form holds.
+			_, in, out, stderr := startOwn(t, 0, ownRun{Form: "namespace", Hidden: []string{tr.Remembered}, RO: []string{tr.Policy},
+				Dir: tr.Proj, Argv: probe, Spawner: spawned})
+			in.Close()
+			res := probeResults(t, out)
+			note := stderr.String()
+			if !strings.Contains(note, "note: own files: landlock around 2 paths (state directory hidden, 1 path read-only): mount namespace refused: mount hidden "+tr.Remembered+": the state directory is not a directory") {
+				t.Errorf("note: %s", note)
+			}
+			if r := res["read remembered"]; r.No != int(syscall.EACCES) {
+				t.Errorf("read remembered: %+v", r)
+			}
+			tr.unchanged(t)
+		})
+	}
 	t.Run("a container that refuses mount", func(t *testing.T) {
 		// The proxy runs under the upstream's seccomp denylist, which
 		// refuses mount(2) but not clone(CLONE_NEWUSER): the launcher's

@@ -421,12 +421,21 @@ func upstreamFilter(info *arch.Info, noInet, noUnix bool) (filter, error) {
 func loadFilter(prog filter) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	return installFilter(prog, unix.SECCOMP_FILTER_FLAG_TSYNC)
+}
+
+// loadThreadFilter is loadFilter for the calling thread alone (no TSYNC):
+// the spawner confines one server's thread. The caller has locked it.
+func loadThreadFilter(prog filter) error { return installFilter(prog, 0) }
+
+// installFilter sets no_new_privs on this thread and installs the filter
+// with the given flags.
+func installFilter(prog filter, flags uintptr) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("seccomp: no_new_privs: %w", err)
 	}
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
 	runtime.KeepAlive(prog)
 	if errno != 0 {
 		return fmt.Errorf("seccomp: install filter: %w", errno)

@@ -18,8 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
+	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
@@ -54,18 +54,17 @@ import (
 // stderr and the launcher's status pipe come with it as file descriptors.
 type spawnRequest struct {
 	ID uint64 `json:"id"`
-	// Args are the launcher's arguments: LauncherName, the plan, "--"
-	// and the server's command line.
+	// Args are the launcher's arguments: the plan, "--" and the server's
+	// command line (launcherCommand).
 	Args []string `json:"args"`
 	Env  []string `json:"env"`
 }
 
-// spawnReply says a server started (Pid, in the spawner's namespace, with
-// its pidfd attached), could not (Err), or exited (Exited, with its wait
+// spawnReply says a server started (neither Err nor Exited; its pidfd
+// comes with it), could not (Err), or exited (Exited, with its wait
 // status).
 type spawnReply struct {
 	ID     uint64 `json:"id"`
-	Pid    int    `json:"pid,omitempty"`
 	Err    string `json:"err,omitempty"`
 	Exited bool   `json:"exited,omitempty"`
 	Status int    `json:"status,omitempty"`
@@ -281,19 +280,18 @@ func (p *spawnerProc) readLoop() {
 			delete(p.children, r.ID)
 		}
 		p.mu.Unlock()
+		started := !r.Exited && r.Err == "" && len(fds) > 0
 		if c == nil {
-			if len(fds) > 0 && !r.Exited && r.Err == "" {
+			if started {
 				// A start Spawn gave up waiting for.
 				_ = unix.PidfdSendSignal(fds[0], unix.SIGKILL, nil, 0)
 			}
 			closeFDs(fds)
 			continue
 		}
-		pidfd := -1
-		if len(fds) > 0 && r.Err == "" && !r.Exited {
+		if started {
 			// Set here, before the exit that may follow is read.
-			pidfd = fds[0]
-			c.setPidfd(pidfd)
+			c.setPidfd(fds[0])
 			fds = fds[1:]
 		}
 		closeFDs(fds)
@@ -302,12 +300,15 @@ func (p *spawnerProc) readLoop() {
 			// An exit before any start reply: the own files could not be
 			// set up, as the launcher's status pipe says.
 			select {
-			case c.started <- startReply{r, -1}:
+			case c.started <- r:
 			default:
 			}
 			c.finish(exitError(syscall.WaitStatus(r.Status)))
+		case !started && r.Err == "":
+			r.Err = "the spawner sent no pidfd"
+			c.started <- r
 		default:
-			c.started <- startReply{r, pidfd}
+			c.started <- r
 		}
 	}
 }
@@ -323,7 +324,7 @@ func (p *spawnerProc) fail(err error) {
 	p.mu.Unlock()
 	for _, c := range children {
 		select {
-		case c.started <- startReply{spawnReply{Err: err.Error()}, -1}:
+		case c.started <- spawnReply{Err: err.Error()}:
 		default:
 		}
 		c.finish(err)
@@ -383,7 +384,7 @@ func (p *spawnerProc) spawn(cmd *exec.Cmd) (*Child, error) {
 	// cmd.Dir is not passed: the plan names the working directory, which
 	// is entered once the mounts are made (before them, it would lead
 	// under them).
-	c := &Child{started: make(chan startReply, 1), done: make(chan struct{}), pid: -1, pidfd: -1}
+	c := &Child{started: make(chan spawnReply, 1), done: make(chan struct{}), pid: -1, pidfd: -1}
 	p.mu.Lock()
 	if p.gone != nil {
 		p.mu.Unlock()
@@ -393,7 +394,7 @@ func (p *spawnerProc) spawn(cmd *exec.Cmd) (*Child, error) {
 	id := p.next
 	p.children[id] = c
 	p.mu.Unlock()
-	b, err := json.Marshal(spawnRequest{ID: id, Args: cmd.Args[1:], Env: env})
+	b, err := json.Marshal(spawnRequest{ID: id, Args: cmd.Args[2:], Env: env})
 	if err == nil && len(b) > maxSpawnRequest {
 		err = fmt.Errorf("the command line and environment take %d bytes, more than the spawner takes (%d)", len(b), maxSpawnRequest)
 	}
@@ -411,7 +412,7 @@ func (p *spawnerProc) spawn(cmd *exec.Cmd) (*Child, error) {
 		p.fail(fmt.Errorf("the sandbox's spawner stopped: %v", err))
 		return nil, fmt.Errorf("sandbox: asking the spawner: %w", err)
 	}
-	var r startReply
+	var r spawnReply
 	select {
 	case r = <-c.started:
 	case <-time.After(30 * time.Second):
@@ -448,16 +449,10 @@ func pidOf(pidfd int) int {
 	return -1
 }
 
-// startReply is the spawner's answer to a start, for Spawn.
-type startReply struct {
-	spawnReply
-	pidfd int
-}
-
 // Child is a server the spawner started: the init of a PID namespace of
 // its own, in a process group of its own.
 type Child struct {
-	started chan startReply
+	started chan spawnReply // the spawner's answer to the start
 
 	mu    sync.Mutex // guards pid and pidfd: a dying spawner ends children from another goroutine
 	pid   int
@@ -532,14 +527,9 @@ func (e *ExitError) Error() string {
 	return "exit status " + strconv.Itoa(e.Status.ExitStatus())
 }
 
-// ExitCode is the server's exit code, or 128+N when signal N killed it (as
-// the launcher's init reports it).
-func (e *ExitError) ExitCode() int {
-	if e.Status.Signaled() {
-		return 128 + int(e.Status.Signal())
-	}
-	return e.Status.ExitStatus()
-}
+// ExitCode is the server's exit code, or 128+N when signal N killed it, as
+// the launcher's init reports it.
+func (e *ExitError) ExitCode() int { return shellStatus(e.Status) }
 
 func exitError(ws syscall.WaitStatus) error {
 	if ws.Exited() && ws.ExitStatus() == 0 {
@@ -669,46 +659,30 @@ func (sp *spawnerSide) reap() {
 func (sp *spawnerSide) start(req spawnRequest, fds []int) {
 	runtime.LockOSThread()
 	defer closeFDs(fds)
-	pid, err := sp.startLocked(req, fds)
-	if err != nil {
-		if !errors.Is(err, errOwnSetup) {
-			sp.send(spawnReply{ID: req.ID, Err: err.Error()}, -1)
-			return
-		}
+	switch err := sp.startServer(req, fds); {
+	case errors.Is(err, errOwnSetup):
 		// The status pipe said why, for the listener's Started; the
 		// server "exits" as the launcher would have, with 125.
 		sp.send(spawnReply{ID: req.ID, Exited: true, Status: 125 << 8}, -1)
-		return
+	case err != nil:
+		sp.send(spawnReply{ID: req.ID, Err: err.Error()}, -1)
 	}
-	pidfd, perr := unix.PidfdOpen(pid, 0)
-	if perr != nil {
-		pidfd = -1
-	}
-	sp.send(spawnReply{ID: req.ID, Pid: pid}, pidfd)
-	if pidfd >= 0 {
-		unix.Close(pidfd)
-	}
-	sp.mu.Unlock() // taken by startLocked once the server started
 }
 
-// startLocked is start's work. Once the server has started it returns with
-// sp.mu held, so that its exit waits for its reply.
-func (sp *spawnerSide) startLocked(req spawnRequest, fds []int) (int, error) {
-	args := req.Args
-	if len(args) < 4 || args[0] != LauncherName || args[2] != "--" {
-		return 0, errors.New("spawner: not a launcher's command line")
-	}
-	p, err := decodePlan(args[1])
+// startServer is start's work. Its reply for a server that started is
+// sent under sp.mu, with the server registered, so that the reaper's word
+// of its exit comes after it.
+func (sp *spawnerSide) startServer(req spawnRequest, fds []int) error {
+	p, argv, err := launcherCommand(req.Args)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	argv := args[3:]
 	if p.Own == nil || p.Own.Form != OwnNamespace.String() || p.Spawner || p.Own.Probe {
-		return 0, errors.New("spawner: a plan of the namespace form only")
+		return errors.New("spawner: a plan of the namespace form only")
 	}
 	if p.Strict {
 		if err := sp.caps.strictError(); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	status := os.NewFile(uintptr(fds[3]), "status")
@@ -728,18 +702,19 @@ func (sp *spawnerSide) startLocked(req spawnRequest, fds []int) (int, error) {
 		return pinOwn(*p.Own)
 	}()
 	if err := writeStatus(status, ownStatus{}, err); err != nil {
-		return 0, err
+		return err
 	}
-	if err := confineThread(p, sp.caps); err != nil {
-		return 0, err
+	if err := confine(p, sp.caps, true); err != nil {
+		return err
 	}
 	if err := dropCapabilities(); err != nil {
-		return 0, err
+		return err
 	}
 	if err := threadLandlock(); err != nil {
-		return 0, err
+		return err
 	}
 	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{
 		Dir:   p.Own.Dir,
 		Env:   req.Env,
@@ -747,70 +722,32 @@ func (sp *spawnerSide) startLocked(req spawnRequest, fds []int) (int, error) {
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
-		sp.mu.Unlock()
-		return 0, fmt.Errorf("exec %s: %w", argv[0], err)
+		return fmt.Errorf("exec %s: %w", argv[0], err)
 	}
 	sp.ids[pid] = req.ID
-	return pid, nil
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		// A server the listener can't signal is one it can't stop. Its
+		// exit, unregistered, is reaped without a word.
+		delete(sp.ids, pid)
+		_ = unix.Kill(pid, unix.SIGKILL)
+		return fmt.Errorf("pidfd of %s: %w", argv[0], err)
+	}
+	sp.send(spawnReply{ID: req.ID}, pidfd)
+	unix.Close(pidfd)
+	return nil
 }
 
-// confineThread is confine for this thread alone: the sandbox key's
-// Landlock domain and seccomp denylist.
-func confineThread(p launchPlan, caps Capabilities) error {
-	if !p.Confine {
-		return nil
+// restrictThread enforces a Landlock ruleset on the calling (locked)
+// thread alone, where Config.Restrict would enforce it on every thread.
+func restrictThread(cfg landlock.Config, rules []landlock.Rule) error {
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil || fd < 0 {
+		return err
 	}
+	defer unix.Close(fd)
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	if caps.LandlockABI > 0 {
-		rules, err := upstreamRules(p, caps.LandlockABI)
-		if err != nil {
-			return err
-		}
-		fd, flags, err := upstreamLandlock().NewRulesetFD(rules...)
-		if err != nil {
-			return fmt.Errorf("landlock: %w", err)
-		}
-		if fd >= 0 {
-			err := landlockRestrictThread(fd, flags)
-			unix.Close(fd)
-			if err != nil {
-				return fmt.Errorf("landlock: %w", err)
-			}
-		}
-	}
-	if caps.Seccomp {
-		info, err := nativeArch()
-		if err != nil {
-			return err
-		}
-		prog, err := upstreamFilter(info, len(p.TCP) == 0, caps.LandlockABI < 9)
-		if err != nil {
-			return err
-		}
-		if err := loadThreadFilter(prog); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// landlockRestrictThread enforces the ruleset fd on this thread alone.
-func landlockRestrictThread(fd int, flags uint32) error {
 	return ll.LandlockRestrictSelf(fd, flags)
-}
-
-// loadThreadFilter is loadFilter for this thread alone: no TSYNC.
-func loadThreadFilter(prog filter) error {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("seccomp: no_new_privs: %w", err)
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
-	runtime.KeepAlive(prog)
-	if errno != 0 {
-		return fmt.Errorf("seccomp: install filter: %w", errno)
-	}
-	return nil
 }
