@@ -53,9 +53,11 @@ func NewOAuth(cfg OAuthConfig, resource string) (*OAuth, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s.resource: %v", ConfigKey, err)
 	}
-	iss, err := url.Parse(cfg.Issuer)
-	if err != nil || iss.Scheme != "https" && !(iss.Scheme == "http" && isLoopbackHost(iss.Hostname())) || iss.Host == "" {
+	if !secureURL(cfg.Issuer) {
 		return nil, fmt.Errorf("%s.oauth.issuer: give the authorization server's https:// URL (http only on loopback, for tests)", ConfigKey)
+	}
+	if cfg.JWKSURI != "" && !secureURL(cfg.JWKSURI) {
+		return nil, fmt.Errorf("%s.oauth.jwks_uri: give an https:// URL (http only on loopback, for tests): keys fetched in the clear could be swapped for an attacker's", ConfigKey)
 	}
 	if cfg.UserClaim == "" {
 		cfg.UserClaim = "sub"
@@ -97,6 +99,13 @@ func canonResource(s string) (string, error) {
 
 func isLoopbackHost(h string) bool {
 	return h == "localhost" || h == "127.0.0.1" || h == "::1"
+}
+
+// secureURL says whether s may be trusted for the issuer or its keys: an
+// https:// URL with a host, or http:// on loopback (tests).
+func secureURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Host != "" && (u.Scheme == "https" || u.Scheme == "http" && isLoopbackHost(u.Hostname()))
 }
 
 // refresh fetches the issuer's keys.
@@ -183,13 +192,13 @@ func (o *OAuth) discoverJWKS(ctx context.Context) (string, error) {
 		switch {
 		case err != nil:
 			return "", fmt.Errorf("the authorization server %s: its metadata at %s: %v", o.cfg.Issuer, mu, err)
-		case strings.TrimSuffix(meta.Issuer, "/") != strings.TrimSuffix(o.cfg.Issuer, "/"):
+		case meta.Issuer != o.cfg.Issuer:
+			// Exactly, as RFC 8414 asks and as a token's iss is checked.
 			return "", fmt.Errorf("the authorization server's metadata at %s names the issuer %q, not %s; check %s.oauth.issuer", mu, meta.Issuer, o.cfg.Issuer, ConfigKey)
 		case meta.JWKSURI == "":
 			return "", fmt.Errorf("the authorization server %s publishes no jwks_uri (%s); give %s.oauth.jwks_uri", o.cfg.Issuer, mu, ConfigKey)
 		}
-		ju, err := url.Parse(meta.JWKSURI)
-		if err != nil || !(ju.Scheme == "https" || ju.Scheme == "http" && isLoopbackHost(ju.Hostname())) || ju.Host == "" {
+		if !secureURL(meta.JWKSURI) {
 			return "", fmt.Errorf("the authorization server %s: its jwks_uri %q is not an https:// URL; give %s.oauth.jwks_uri", o.cfg.Issuer, meta.JWKSURI, ConfigKey)
 		}
 		return meta.JWKSURI, nil

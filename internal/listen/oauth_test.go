@@ -146,6 +146,9 @@ func TestDiscoverJWKS(t *testing.T) {
 	}{
 		{"openid discovery", srv.URL + "/realms/team", srv.URL + "/keys", ""},
 		{"another issuer", "https://evil.example/realms/team", srv.URL + "/keys", "names the issuer"},
+		// Compared exactly, as a token's iss is: a spelling the tokens
+		// would not match is refused at start, not let through here.
+		{"the issuer spelt otherwise", srv.URL + "/realms/team/", srv.URL + "/keys", "names the issuer"},
 		{"keys off loopback over http", srv.URL + "/realms/team", "http://keys.example/keys", "not an https:// URL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -163,5 +166,19 @@ func TestDiscoverJWKS(t *testing.T) {
 	o := &OAuth{cfg: OAuthConfig{Issuer: srv.URL + "/other"}, client: srv.Client()}
 	if _, err := o.discoverJWKS(context.Background()); err == nil || !strings.Contains(err.Error(), "publishes no metadata") {
 		t.Errorf("an issuer with no metadata: %v", err)
+	}
+}
+
+// The issuer and a configured jwks_uri must be https (http only on
+// loopback): keys fetched in the clear could be swapped for an attacker's.
+func TestOAuthInsecureURLs(t *testing.T) {
+	for _, cfg := range []OAuthConfig{
+		{Issuer: "http://idp.example"},
+		{Issuer: "https://idp.example", JWKSURI: "http://idp.example/keys"},
+		{Issuer: "https://idp.example", JWKSURI: "keys.json"},
+	} {
+		if _, err := NewOAuth(cfg, "https://mcp.example.com"); err == nil || !strings.Contains(err.Error(), "https://") {
+			t.Errorf("%+v: %v; want it refused for want of https", cfg, err)
+		}
 	}
 }
