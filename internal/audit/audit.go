@@ -267,9 +267,7 @@ func (l *Log) syncer() {
 		synced = l.written.Load()
 		l.fmu.Lock()
 		if l.f != nil {
-			if err := l.datasync(); err != nil {
-				l.syncErr.Store(&err)
-			}
+			_ = l.datasync() // a failure is kept in syncErr
 		}
 		l.fmu.Unlock()
 		l.syncs.Add(1)
@@ -297,14 +295,22 @@ func (l *Log) pause(d time.Duration) bool {
 // datasync flushes the log, then its head file, to disk: the head goes
 // with the lines it counts, and is no more durable than they are. The
 // caller holds fmu.
+//
+// A failure fails every later Append, whoever asked for the sync (the
+// background syncer, Sync for a readiness check, Close): after a failed
+// flush the kernel may have dropped the lines it could not write, and a
+// later flush that succeeds says nothing of them.
 func (l *Log) datasync() error {
-	if err := datasync(l.f); err != nil {
-		return fmt.Errorf("audit %s: syncing to disk: %w", l.path, err)
+	err := datasync(l.f)
+	if err != nil {
+		err = fmt.Errorf("audit %s: syncing to disk: %w", l.path, err)
+	} else if err = datasync(l.hf); err != nil {
+		err = fmt.Errorf("audit head %s: syncing to disk: %w", l.hpath, err)
 	}
-	if err := datasync(l.hf); err != nil {
-		return fmt.Errorf("audit head %s: syncing to disk: %w", l.hpath, err)
+	if err != nil {
+		l.syncErr.CompareAndSwap(nil, &err)
 	}
-	return nil
+	return err
 }
 
 // Sync waits until every line appended so far is on disk.
@@ -318,11 +324,6 @@ func (l *Log) Sync() error {
 		return errors.New("audit: log is closed")
 	}
 	if err := l.datasync(); err != nil {
-		// As the background sync's failure does, it fails every later
-		// Append: after a failed flush the kernel may have dropped lines
-		// it could not write, and a later flush that succeeds says
-		// nothing of them.
-		l.syncErr.CompareAndSwap(nil, &err)
 		return err
 	}
 	if p := l.syncErr.Load(); p != nil {
