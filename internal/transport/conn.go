@@ -1193,8 +1193,13 @@ func AppendID(buf []byte, id jsonrpc.ID) []byte {
 
 // Stdio returns the Conn to the client on the process's stdin and stdout.
 // Closing it closes stdin only: stdout stays open for whatever is still
-// written after the session, as with the go-sdk's stdio transport.
-func Stdio() *Conn { return NewConn(os.Stdin, writerOnly{os.Stdout}) }
+// written after the session, as with the go-sdk's stdio transport. Where
+// they are pipes, they are grown as the server's are (growPipe).
+func Stdio() *Conn {
+	growPipe(os.Stdin)
+	growPipe(os.Stdout)
+	return NewConn(os.Stdin, writerOnly{os.Stdout})
+}
 
 // writerOnly hides a writer's Close.
 type writerOnly struct{ io.Writer }
