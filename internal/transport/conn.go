@@ -1009,8 +1009,8 @@ func (e *badIDError) Error() string { return e.reason }
 // and with exact ids: where DecodeMessage would rewrite the id (1.5 → 1),
 // it returns a *badIDError instead.
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
-	var w wireMessage
-	if err := parseJSON(data, &w); err != nil {
+	w, err := decodeWire(data)
+	if err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
 	if w.VersionTag != "2.0" {
