@@ -37,7 +37,7 @@ const maxDepth = 1000
 // batch go back as one array once every request in it is answered
 // (JSON-RPC 2.0, MCP 2025-03-26).
 type Conn struct {
-	r      *bufio.Reader
+	r      *frameReader
 	w      io.Writer
 	closer []io.Closer
 
@@ -103,7 +103,7 @@ func (e *RefusedError) Error() string { return e.Reason }
 // they are closers.
 func NewConn(r io.Reader, w io.Writer) *Conn {
 	c := &Conn{w: w, owed: map[jsonrpc.ID]*msgBatch{}}
-	c.r = bufio.NewReaderSize(idleReader{r, c}, 64<<10)
+	c.r = newFrameReader(idleReader{r, c})
 	c.drained = sync.NewCond(&c.writeMu)
 	if rc, ok := r.(io.Closer); ok {
 		c.closer = append(c.closer, rc)
@@ -148,7 +148,8 @@ func (c *Conn) SessionID() string { return "" }
 func (c *Conn) OnIdle(fn func()) { c.idle = fn }
 
 // idleReader calls the Conn's idle function before each read of the
-// peer's stream: bufio reads the stream only when its buffer is used up.
+// peer's stream: the Conn reads the stream only when its buffer is used
+// up.
 type idleReader struct {
 	r io.Reader
 	c *Conn
@@ -696,7 +697,7 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 			return nil, false, 0, err // io.EOF: the peer is done
 		}
 		if b != ' ' && b != '\t' && b != '\r' && b != '\n' {
-			_ = c.r.UnreadByte()
+			c.r.Unread()
 			if c.noise != nil && b != '{' && b != '[' {
 				return nil, true, 0, nil
 			}
@@ -704,37 +705,28 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 		}
 	}
 	var (
-		parts [][]byte // the pieces of a frame longer than the buffer
-		size  int      // their length
-		// held is how much of the frame is scanned and still in the
-		// reader's buffer: a frame that fits the buffer stays there
-		// until it is whole, and is copied out once.
+		// held is how much of the frame is scanned and in the reader's
+		// buffer: the frame stays there until it is whole (the buffer
+		// grows to hold it), and is copied out once.
 		held int
 		sc   = scanner{lines: c.noise != nil}
 	)
 	for {
 		if c.r.Buffered() == held {
 			if held == c.r.Size() {
-				// The buffer is full of the frame: a long frame is kept
-				// as pieces and joined once, at its exact size
-				// (appending would copy it again at every doubling).
-				piece, _ := c.r.Peek(held)
-				parts = append(parts, bytes.Clone(piece))
-				size += held
-				_, _ = c.r.Discard(held)
-				held = 0
+				c.r.grow() // the buffer is full of the frame
 			}
 			// Read more, after what is held.
 			if _, err := c.r.Peek(held + 1); err != nil {
 				if errors.Is(err, io.EOF) {
 					pending, _ := c.r.Peek(held)
 					if sc.scalar {
-						return join(append(parts, pending), size+held), false, 0, nil // a bare scalar ends the stream
+						return bytes.Clone(pending), false, 0, nil // a bare scalar ends the stream
 					}
 					if c.noise != nil {
-						shown := shownOf(parts, pending)
-						_, _ = c.r.Discard(held)
-						return shown, true, size + held, nil // the last line, cut short
+						shown := shownOf(nil, pending)
+						c.r.Discard(held)
+						return shown, true, held, nil // the last line, cut short
 					}
 					return nil, false, 0, io.ErrUnexpectedEOF
 				}
@@ -749,20 +741,17 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 				return nil, false, 0, err
 			}
 			// The line ends inside the value, or it nests too deep.
-			frame = shownOf(parts, buf[:end])
-			_, _ = c.r.Discard(end)
-			return frame, true, size + end, nil
+			frame = shownOf(nil, buf[:end])
+			c.r.Discard(end)
+			return frame, true, end, nil
 		}
 		if !done {
 			held = end
 			continue
 		}
-		if parts != nil {
-			frame = join(append(parts, buf[:end]), size+end)
-		} else {
-			frame = append([]byte(nil), buf[:end]...)
-		}
-		_, _ = c.r.Discard(end)
+		frame = append([]byte(nil), buf[:end]...)
+		c.r.Discard(end)
+		c.r.settle()
 		if c.noise != nil {
 			// The line must end after the value, as the clients' line
 			// readers see it: spaces may come before its end, nothing
@@ -780,8 +769,8 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 					}
 					continue
 				}
-				_ = c.r.UnreadByte()
-				return shownOf([][]byte{frame}, space), true, len(frame) + spaces, nil
+				c.r.Unread()
+				return shownOf(frame, space), true, len(frame) + spaces, nil
 			}
 		}
 		// What follows the value (as far as it has arrived) must end the
@@ -796,14 +785,11 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 	}
 }
 
-// shownOf is the start of a noise line read as parts and then last, as
-// much as is shown of it.
-func shownOf(parts [][]byte, last []byte) []byte {
-	var shown []byte
-	for _, p := range append(parts, last) {
-		shown = append(shown, p[:min(len(p), maxNoiseShown-len(shown))]...)
-	}
-	return shown
+// shownOf is as much as is shown of a noise line that starts with head
+// and goes on with tail.
+func shownOf(head, tail []byte) []byte {
+	shown := append([]byte(nil), head[:min(len(head), maxNoiseShown)]...)
+	return append(shown, tail[:min(len(tail), maxNoiseShown-len(shown))]...)
 }
 
 // dropLine reads the rest of a noise line whose first size bytes are read
@@ -850,15 +836,6 @@ func lineEnd(b []byte) int {
 func (c *Conn) reportNoise(shown []byte, size int) {
 	shown = shown[:min(len(shown), size)]
 	c.noise(shown, size)
-}
-
-// join returns the pieces of a frame as one slice of the given size.
-func join(parts [][]byte, size int) []byte {
-	frame := make([]byte, 0, size)
-	for _, p := range parts {
-		frame = append(frame, p...)
-	}
-	return frame
 }
 
 // scanner finds where a JSON value ends, byte by byte, across chunks.

@@ -407,3 +407,25 @@ func emptyMethodRead(input, msg string) bool {
 	_, errKey := m["error"]
 	return !method && !result && !errKey
 }
+
+// The read buffer grows to hold a large frame, keeps up to maxKeptRead
+// bytes of it for the next, and goes back to readBase after a larger one.
+func TestConnReadBufferSettles(t *testing.T) {
+	frame := func(id, n int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"text":"%s"}}`+"\n", id, strings.Repeat("x", n))
+	}
+	in := frame(1, 200<<10) + frame(2, 10) + frame(3, 3<<20) + frame(4, 10)
+	c := NewConn(iotest.HalfReader(strings.NewReader(in)), io.Discard)
+	for i, want := range []int{256 << 10, 256 << 10, readBase, readBase} {
+		m, err := c.Read(context.Background())
+		if err != nil {
+			t.Fatalf("frame %d: %v", i+1, err)
+		}
+		if id := m.(*jsonrpc.Response).ID; IDText(id) != fmt.Sprint(i+1) {
+			t.Fatalf("frame %d read as id %v", i+1, id)
+		}
+		if got := c.r.Size(); got != want {
+			t.Errorf("after frame %d the buffer holds %d bytes, want %d", i+1, got, want)
+		}
+	}
+}
