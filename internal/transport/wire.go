@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // decodeWire reads a JSON-RPC message's members as parseJSON reads them
@@ -20,7 +22,7 @@ import (
 // It is stricter in one way: a value nested deeper than maxDepth is
 // refused, as the stdio reader refuses its frame.
 func decodeWire(data []byte) (wireMessage, error) {
-	var w wireMessage
+	var w wireMessage // not addressed: it stays on the stack
 	i := skipSpace(data, 0)
 	if i == len(data) || data[i] != '{' {
 		return w, errors.New("a JSON-RPC message must be a JSON object")
@@ -55,7 +57,7 @@ func decodeWire(data []byte) (wireMessage, error) {
 			}
 			switch field {
 			case "jsonrpc":
-				if err := versionOf(value, &w.VersionTag); err != nil {
+				if w.VersionTag, err = versionOf(value, w.VersionTag); err != nil {
 					return w, err
 				}
 			case "id":
@@ -84,48 +86,83 @@ func decodeWire(data []byte) (wireMessage, error) {
 	if i = skipSpace(data, i); i < len(data) {
 		return w, fmt.Errorf("invalid character %q after top-level value", data[i])
 	}
-	for _, e := range errs {
-		// As the parser fills the same pointer again for each: a later
-		// object's members over an earlier one's, null clearing it.
-		if err := parseJSON(e, &w.Error); err != nil {
+	if errs != nil {
+		var err error
+		if w.Error, err = errorOf(errs); err != nil {
 			return w, err
 		}
 	}
 	return w, nil
 }
 
+// errorOf reads the "error" members' values as the parser reads them into
+// one *jsonrpc.Error: it fills the same pointer again for each, a later
+// object's members over an earlier one's, null clearing it.
+func errorOf(values []json.RawMessage) (*jsonrpc.Error, error) {
+	var e *jsonrpc.Error
+	for _, v := range values {
+		if err := parseJSON(v, &e); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
 // memberOf is the wireMessage member a quoted name stands for ("" for
 // none). Names are matched exactly, after their escapes are read.
 func memberOf(quoted []byte) (string, error) {
 	inner := quoted[1 : len(quoted)-1]
-	if !hasByte(inner, '\\') {
-		return knownMember(string(inner)), nil
+	if hasByte(inner, '\\') {
+		return escapedMember(quoted)
 	}
+	switch string(inner) {
+	case "jsonrpc":
+		return "jsonrpc", nil
+	case "id":
+		return "id", nil
+	case "method":
+		return "method", nil
+	case "params":
+		return "params", nil
+	case "result":
+		return "result", nil
+	case "error":
+		return "error", nil
+	}
+	return "", nil
+}
+
+// escapedMember is memberOf for a name with an escape, read by the parser.
+func escapedMember(quoted []byte) (string, error) {
 	var name string
 	if err := parseJSON(quoted, &name); err != nil {
 		return "", err
 	}
-	return knownMember(name), nil
-}
-
-// knownMember is name if it is one of wireMessage's members, else "".
-func knownMember(name string) string {
 	switch name {
 	case "jsonrpc", "id", "method", "params", "result", "error":
-		return name
+		return name, nil
 	}
-	return ""
+	return "", nil
 }
 
-// versionOf reads the "jsonrpc" member's value into v as the parser reads
-// it into a string (null leaves v as it was; anything but a string or
-// null is an error).
-func versionOf(value []byte, v *string) error {
-	if n := len(value); n >= 2 && value[0] == '"' && plainASCII(value[1:n-1]) {
-		*v = string(value[1 : n-1])
-		return nil
+// versionOf reads the "jsonrpc" member's value as the parser reads it
+// into a string that holds prev: null leaves prev, anything but a string
+// or null is an error.
+func versionOf(value []byte, prev string) (string, error) {
+	if string(value) == `"2.0"` {
+		return "2.0", nil
 	}
-	return parseJSON(value, v)
+	if n := len(value); n >= 2 && value[0] == '"' && plainASCII(value[1:n-1]) {
+		return string(value[1 : n-1]), nil
+	}
+	return escapedVersion(value, prev)
+}
+
+// escapedVersion is versionOf for any other value, read by the parser.
+func escapedVersion(value []byte, prev string) (string, error) {
+	v := prev
+	err := parseJSON(value, &v)
+	return v, err
 }
 
 // plainASCII reports whether b is printable ASCII without a backslash:
