@@ -51,6 +51,10 @@ type Conn struct {
 	// wait for more of the peer's bytes (see OnIdle).
 	idle func()
 
+	// inPipe is the file read, until it is grown for a large message
+	// (pipeSize); used by Read's goroutine only.
+	inPipe *os.File
+
 	// The write side. Messages are encoded into out; one goroutine at a
 	// time (writing) hands out to the peer in one write(2), and messages
 	// that other goroutines add meanwhile, or while the Conn is corked,
@@ -67,6 +71,7 @@ type Conn struct {
 	corks   int
 	werr    error
 	drained *sync.Cond
+	outPipe *os.File // the file written, until it is grown (pipeSize)
 
 	// owed holds every request read from this side that has not been
 	// answered yet, with the batch it came in (nil when it came alone).
@@ -102,7 +107,7 @@ func (e *RefusedError) Error() string { return e.Reason }
 // NewConn returns a Conn reading r and writing w; Close closes r and w if
 // they are closers.
 func NewConn(r io.Reader, w io.Writer) *Conn {
-	c := &Conn{w: w, owed: map[jsonrpc.ID]*msgBatch{}}
+	c := &Conn{w: w, owed: map[jsonrpc.ID]*msgBatch{}, inPipe: pipeOf(r), outPipe: pipeOf(w)}
 	c.r = newFrameReader(idleReader{r, c})
 	c.drained = sync.NewCond(&c.writeMu)
 	if rc, ok := r.(io.Closer); ok {
@@ -219,6 +224,10 @@ func (c *Conn) flushLocked() error {
 	for len(c.out) > 0 && c.corks == 0 && c.werr == nil {
 		buf, holds := c.out, c.holds
 		c.out, c.spare, c.holds = c.spare[:0], nil, nil
+		if c.outPipe != nil && len(buf) > smallPipe {
+			growOnce(c.outPipe)
+			c.outPipe = nil
+		}
 		c.writing = true
 		c.writeMu.Unlock()
 		err := writeHolding(c.w, buf, holds)
@@ -715,6 +724,10 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 		if c.r.Buffered() == held {
 			if held == c.r.Size() {
 				c.r.grow() // the buffer is full of the frame
+				if c.inPipe != nil && held >= smallPipe {
+					growOnce(c.inPipe)
+					c.inPipe = nil
+				}
 			}
 			// Read more, after what is held.
 			if _, err := c.r.Peek(held + 1); err != nil {
@@ -1171,12 +1184,5 @@ func AppendID(buf []byte, id jsonrpc.ID) []byte {
 // Stdio returns the Conn to the client on the process's stdin and stdout.
 // Closing it closes stdin only: stdout stays open for whatever is still
 // written after the session, as with the go-sdk's stdio transport. Where
-// they are pipes, they are grown as the server's are (growPipe).
-func Stdio() *Conn {
-	growPipe(os.Stdin)
-	growPipe(os.Stdout)
-	return NewConn(os.Stdin, writerOnly{os.Stdout})
-}
-
-// writerOnly hides a writer's Close.
-type writerOnly struct{ io.Writer }
+// they are pipes, they are grown as the server's are (see pipeSize).
+func Stdio() *Conn { return NewConn(os.Stdin, writerOnly{os.Stdout}) }

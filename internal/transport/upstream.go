@@ -86,8 +86,6 @@ func Start(c Command, stderr io.Writer) (*Process, error) {
 		inW.Close()
 		return nil, fmt.Errorf("upstream stdout: %w", err)
 	}
-	growPipe(inW)
-	growPipe(outR)
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Env = c.Env
 	cmd.Dir = c.Dir
