@@ -716,17 +716,31 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 	var (
 		// held is how much of the frame is scanned and in the reader's
 		// buffer: the frame stays there until it is whole (the buffer
-		// grows to hold it), and is copied out once.
+		// grows to hold it, up to maxKeptRead), and is copied out once.
 		held int
-		sc   = scanner{lines: c.noise != nil}
+		// parts are the pieces of a frame longer than maxKeptRead, size
+		// their length: such a frame is gathered in pieces and joined
+		// once, at its size.
+		parts [][]byte
+		size  int
+		sc    = scanner{lines: c.noise != nil}
 	)
 	for {
 		if c.r.Buffered() == held {
 			if held == c.r.Size() {
-				c.r.grow() // the buffer is full of the frame
+				// The buffer is full of the frame.
 				if c.inPipe != nil && held >= smallPipe {
 					growOnce(c.inPipe)
 					c.inPipe = nil
+				}
+				if held < maxKeptRead {
+					c.r.grow()
+				} else {
+					piece, _ := c.r.Peek(held)
+					parts = append(parts, bytes.Clone(piece))
+					size += held
+					c.r.Discard(held)
+					held = 0
 				}
 			}
 			// Read more, after what is held.
@@ -734,12 +748,12 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 				if errors.Is(err, io.EOF) {
 					pending, _ := c.r.Peek(held)
 					if sc.scalar {
-						return bytes.Clone(pending), false, 0, nil // a bare scalar ends the stream
+						return join(append(parts, pending), size+held), false, 0, nil // a bare scalar ends the stream
 					}
 					if c.noise != nil {
-						shown := shownOf(nil, pending)
+						shown := shownOf(first(parts), pending)
 						c.r.Discard(held)
-						return shown, true, held, nil // the last line, cut short
+						return shown, true, size + held, nil // the last line, cut short
 					}
 					return nil, false, 0, io.ErrUnexpectedEOF
 				}
@@ -754,17 +768,20 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 				return nil, false, 0, err
 			}
 			// The line ends inside the value, or it nests too deep.
-			frame = shownOf(nil, buf[:end])
+			frame = shownOf(first(parts), buf[:end])
 			c.r.Discard(end)
-			return frame, true, end, nil
+			return frame, true, size + end, nil
 		}
 		if !done {
 			held = end
 			continue
 		}
-		frame = append([]byte(nil), buf[:end]...)
+		if parts != nil {
+			frame = join(append(parts, buf[:end]), size+end)
+		} else {
+			frame = append([]byte(nil), buf[:end]...)
+		}
 		c.r.Discard(end)
-		c.r.settle()
 		if c.noise != nil {
 			// The line must end after the value, as the clients' line
 			// readers see it: spaces may come before its end, nothing
@@ -796,6 +813,23 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 		}
 		return frame, false, 0, nil
 	}
+}
+
+// join returns the pieces of a frame as one slice of the given size.
+func join(parts [][]byte, size int) []byte {
+	frame := make([]byte, 0, size)
+	for _, p := range parts {
+		frame = append(frame, p...)
+	}
+	return frame
+}
+
+// first is the first of parts, or nil.
+func first(parts [][]byte) []byte {
+	if len(parts) == 0 {
+		return nil
+	}
+	return parts[0]
 }
 
 // shownOf is as much as is shown of a noise line that starts with head

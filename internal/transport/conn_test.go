@@ -408,24 +408,30 @@ func emptyMethodRead(input, msg string) bool {
 	return !method && !result && !errKey
 }
 
-// The read buffer grows to hold a large frame, keeps up to maxKeptRead
-// bytes of it for the next, and goes back to readBase after a larger one.
-func TestConnReadBufferSettles(t *testing.T) {
+// The read buffer grows to hold a large frame, keeps what it grew to for
+// the next one, and never grows past maxKeptRead: a longer frame is read
+// in pieces, whole.
+func TestConnReadBufferBounded(t *testing.T) {
 	frame := func(id, n int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"text":"%s"}}`+"\n", id, strings.Repeat("x", n))
 	}
-	in := frame(1, 200<<10) + frame(2, 10) + frame(3, 3<<20) + frame(4, 10)
-	c := NewConn(iotest.HalfReader(strings.NewReader(in)), io.Discard)
-	for i, want := range []int{256 << 10, 256 << 10, readBase, readBase} {
+	sizes := []int{200 << 10, 10, 3 << 20, 10, 300 << 10}
+	var in strings.Builder
+	for i, n := range sizes {
+		in.WriteString(frame(i+1, n))
+	}
+	c := NewConn(iotest.HalfReader(strings.NewReader(in.String())), io.Discard)
+	for i, n := range sizes {
 		m, err := c.Read(context.Background())
 		if err != nil {
 			t.Fatalf("frame %d: %v", i+1, err)
 		}
-		if id := m.(*jsonrpc.Response).ID; IDText(id) != fmt.Sprint(i+1) {
-			t.Fatalf("frame %d read as id %v", i+1, id)
+		r := m.(*jsonrpc.Response)
+		if IDText(r.ID) != fmt.Sprint(i+1) || len(r.Result) != n+len(`{"text":""}`) {
+			t.Fatalf("frame %d read as id %v with a result of %d bytes", i+1, r.ID, len(r.Result))
 		}
-		if got := c.r.Size(); got != want {
-			t.Errorf("after frame %d the buffer holds %d bytes, want %d", i+1, got, want)
+		if got := c.r.Size(); got != maxKeptRead {
+			t.Errorf("after frame %d the buffer holds %d bytes, want %d", i+1, got, maxKeptRead)
 		}
 	}
 }

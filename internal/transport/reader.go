@@ -6,18 +6,22 @@ import (
 	"io"
 )
 
-// Read buffer sizes: a Conn starts with readBase bytes, grows its buffer
-// to hold a frame that does not fit, and keeps a grown buffer up to
-// maxKeptRead bytes for the next large frame.
+// Read buffer sizes: a Conn starts with readBase bytes and doubles its
+// buffer, up to maxKeptRead, to hold a frame that does not fit; it keeps
+// the grown buffer for the next large frame. A frame longer than that is
+// gathered in pieces of maxKeptRead bytes, joined once: the buffer a
+// connection keeps is bounded, and a frame of a few MiB is read with two
+// copies of it, not with a doubling's copies and then one.
 const (
 	readBase    = 64 << 10
-	maxKeptRead = 1 << 20
+	maxKeptRead = 256 << 10
 )
 
 // frameReader is the part of bufio.Reader a Conn uses, with a buffer that
 // grows to hold a whole frame. A frame larger than bufio's fixed buffer
 // had to be gathered in pieces and joined: two copies of every byte of a
-// large result, and two allocations, where this makes one of each.
+// large result, and two allocations, where this makes one of each for a
+// frame up to maxKeptRead.
 type frameReader struct {
 	rd   io.Reader
 	buf  []byte
@@ -114,17 +118,6 @@ func (b *frameReader) grow() {
 	b.w = copy(buf, b.buf[b.r:b.w])
 	b.r = 0
 	b.buf = buf
-}
-
-// settle goes back to a buffer of readBase bytes after a frame that grew
-// it past maxKeptRead, when what is still buffered fits one.
-func (b *frameReader) settle() {
-	if len(b.buf) > maxKeptRead && b.w-b.r <= readBase {
-		buf := make([]byte, readBase)
-		b.w = copy(buf, b.buf[b.r:b.w])
-		b.r = 0
-		b.buf = buf
-	}
 }
 
 // ReadSlice reads up to and including the next delim, as bufio's does:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -359,15 +360,16 @@ const (
 	highs = 0x8080808080808080
 )
 
-// special reports whether any byte of the 8 in u is a quote, a backslash
-// or a control character (below 0x20): the only bytes a string's inside
-// can't simply pass over. (Each test is exact for whether any byte
-// matches: see "Determine if a word has a byte less than n" in Sean
-// Anderson's Bit Twiddling Hacks.)
-func special(u uint64) bool {
+// special marks, in the high bit of each of the 8 bytes of u, the bytes
+// that are a quote, a backslash or a control character (below 0x20): the
+// only bytes a string's inside can't simply pass over. The lowest mark is
+// exact, which is all skipString reads; the ones above it may not be (see
+// "Determine if a word has a byte less than n" in Sean Anderson's Bit
+// Twiddling Hacks: a borrow runs on only from a byte that matched).
+func special(u uint64) uint64 {
 	q := u ^ (0x22 * ones)
 	s := u ^ (0x5c * ones)
-	return ((u-0x20*ones)&^u|(q-ones)&^q|(s-ones)&^s)&highs != 0
+	return ((u-0x20*ones)&^u | (q-ones)&^q | (s-ones)&^s) & highs
 }
 
 // skipString checks the string at b[i] (a quote) and returns the index
@@ -378,7 +380,11 @@ func special(u uint64) bool {
 func skipString(b []byte, i int) (int, error) {
 	i++
 	for {
-		for i+8 <= len(b) && !special(binary.LittleEndian.Uint64(b[i:])) {
+		for i+8 <= len(b) {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8 // the first byte that matters
+				break
+			}
 			i += 8
 		}
 		if i >= len(b) {
