@@ -751,7 +751,7 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 						return join(append(parts, pending), size+held), false, 0, nil // a bare scalar ends the stream
 					}
 					if c.noise != nil {
-						shown := shownOf(first(parts), pending)
+						shown := shownOf(parts, pending)
 						c.r.Discard(held)
 						return shown, true, size + held, nil // the last line, cut short
 					}
@@ -768,7 +768,7 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 				return nil, false, 0, err
 			}
 			// The line ends inside the value, or it nests too deep.
-			frame = shownOf(first(parts), buf[:end])
+			frame = shownOf(parts, buf[:end])
 			c.r.Discard(end)
 			return frame, true, size + end, nil
 		}
@@ -800,7 +800,7 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 					continue
 				}
 				c.r.Unread()
-				return shownOf(frame, space), true, len(frame) + spaces, nil
+				return shownOf([][]byte{frame}, space), true, len(frame) + spaces, nil
 			}
 		}
 		// What follows the value (as far as it has arrived) must end the
@@ -815,28 +815,14 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 	}
 }
 
-// join returns the pieces of a frame as one slice of the given size.
-func join(parts [][]byte, size int) []byte {
-	frame := make([]byte, 0, size)
-	for _, p := range parts {
-		frame = append(frame, p...)
+// shownOf is the start of a noise line read as parts and then last, as
+// much as is shown of it.
+func shownOf(parts [][]byte, last []byte) []byte {
+	var shown []byte
+	for _, p := range append(parts, last) {
+		shown = append(shown, p[:min(len(p), maxNoiseShown-len(shown))]...)
 	}
-	return frame
-}
-
-// first is the first of parts, or nil.
-func first(parts [][]byte) []byte {
-	if len(parts) == 0 {
-		return nil
-	}
-	return parts[0]
-}
-
-// shownOf is as much as is shown of a noise line that starts with head
-// and goes on with tail.
-func shownOf(head, tail []byte) []byte {
-	shown := append([]byte(nil), head[:min(len(head), maxNoiseShown)]...)
-	return append(shown, tail[:min(len(tail), maxNoiseShown-len(shown))]...)
+	return shown
 }
 
 // dropLine reads the rest of a noise line whose first size bytes are read
@@ -883,6 +869,15 @@ func lineEnd(b []byte) int {
 func (c *Conn) reportNoise(shown []byte, size int) {
 	shown = shown[:min(len(shown), size)]
 	c.noise(shown, size)
+}
+
+// join returns the pieces of a frame as one slice of the given size.
+func join(parts [][]byte, size int) []byte {
+	frame := make([]byte, 0, size)
+	for _, p := range parts {
+		frame = append(frame, p...)
+	}
+	return frame
 }
 
 // scanner finds where a JSON value ends, byte by byte, across chunks.

@@ -7,8 +7,9 @@ import (
 )
 
 // A Conn grows a pipe it reads or writes to pipeSize bytes the first time
-// a message larger than a pipe's default capacity (smallPipe) crosses it,
-// and only then. Linux charges a pipe's capacity to its user, against
+// more than a pipe's default capacity (smallPipe) crosses it at once (a
+// frame it reads, a write of one message or of several that queued), and
+// only then. Linux charges a pipe's capacity to its user, against
 // /proc/sys/fs/pipe-user-pages-soft (64 MiB by default), and once a user
 // is over it every new pipe that user makes gets 8 KiB: growing every
 // pipe of every proxy up front would spend that budget on sessions that
