@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -113,7 +114,7 @@ func errorOf(values []json.RawMessage) (*jsonrpc.Error, error) {
 // none). Names are matched exactly, after their escapes are read.
 func memberOf(quoted []byte) (string, error) {
 	inner := quoted[1 : len(quoted)-1]
-	if hasByte(inner, '\\') {
+	if bytes.IndexByte(inner, '\\') >= 0 {
 		return escapedMember(quoted)
 	}
 	switch string(inner) {
@@ -175,15 +176,6 @@ func plainASCII(b []byte) bool {
 		}
 	}
 	return true
-}
-
-func hasByte(b []byte, c byte) bool {
-	for _, x := range b {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 // skipSpace is the index of the first byte at or after i that is not JSON
