@@ -2,12 +2,11 @@ package transport
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/bits"
 
+	"github.com/bouncer-mcp/bouncer/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -154,7 +153,7 @@ func versionOf(value []byte, prev string) (string, error) {
 	if string(value) == `"2.0"` {
 		return "2.0", nil
 	}
-	if n := len(value); n >= 2 && value[0] == '"' && plainASCII(value[1:n-1]) {
+	if n := len(value); n >= 2 && value[0] == '"' && jsontext.RunOf(value[1:n-1], true) == n-2 {
 		return string(value[1 : n-1]), nil
 	}
 	return escapedVersion(value, prev)
@@ -165,17 +164,6 @@ func escapedVersion(value []byte, prev string) (string, error) {
 	v := prev
 	err := parseJSON(value, &v)
 	return v, err
-}
-
-// plainASCII reports whether b is printable ASCII without a backslash:
-// a string's inside that reads as it is written.
-func plainASCII(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c > 0x7e || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 // skipSpace is the index of the first byte at or after i that is not JSON
@@ -346,39 +334,15 @@ func skipDigits(b []byte, i int) int {
 	return i
 }
 
-// Word masks for skipString: every byte of a word set to one value.
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// special marks, in the high bit of each of the 8 bytes of u, the bytes
-// that are a quote, a backslash or a control character (below 0x20): the
-// only bytes a string's inside can't simply pass over. The lowest mark is
-// exact, which is all skipString reads; the ones above it may not be (see
-// "Determine if a word has a byte less than n" in Sean Anderson's Bit
-// Twiddling Hacks: a borrow runs on only from a byte that matched).
-func special(u uint64) uint64 {
-	q := u ^ (0x22 * ones)
-	s := u ^ (0x5c * ones)
-	return ((u-0x20*ones)&^u | (q-ones)&^q | (s-ones)&^s) & highs
-}
-
 // skipString checks the string at b[i] (a quote) and returns the index
 // just past its closing quote. A string's inside is any byte from 0x20 up
 // (UTF-8 is not checked, as the parser does not) and escapes of the form
-// \" \\ \/ \b \f \n \r \t \uXXXX. Eight bytes are passed over at a time
-// while none of them matters.
+// \" \\ \/ \b \f \n \r \t \uXXXX. The run up to the next byte that
+// matters is found as the engine's parser finds it (jsontext.RunOf).
 func skipString(b []byte, i int) (int, error) {
 	i++
 	for {
-		for i+8 <= len(b) {
-			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) / 8 // the first byte that matters
-				break
-			}
-			i += 8
-		}
+		i += jsontext.RunOf(b[i:], false) // to the first byte that matters
 		if i >= len(b) {
 			return i, errors.New("unexpected end of JSON input, inside a string")
 		}

@@ -2,8 +2,6 @@ package transport
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
 	"reflect"
 	"strings"
 	"testing"
@@ -60,41 +58,4 @@ func FuzzDecodeWireAgrees(f *testing.F) {
 			t.Fatalf("%q:\ndecodeWire read %+v\nthe parser     %+v", data, ours, theirs)
 		}
 	})
-}
-
-// special's lowest mark is the first byte of a word that is a quote, a
-// backslash or a control character, for every byte value at every place
-// after every other.
-func TestSpecialLowestMark(t *testing.T) {
-	isSpecial := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
-	fill := []byte{'a', 0x7f, 0x80, 0xff, ' ', '!', '#', '[', ']', 0x21, 0x5d}
-	for _, f := range fill {
-		for pos := range 8 {
-			for c := range 256 {
-				var w [8]byte
-				for i := range w {
-					w[i] = f
-				}
-				w[pos] = byte(c)
-				// Bytes after pos may be anything: make them special too.
-				for i := pos + 1; i < 8; i++ {
-					w[i] = byte(c + i)
-				}
-				want := 8
-				for i, x := range w {
-					if isSpecial(x) {
-						want = i
-						break
-					}
-				}
-				got := 8
-				if m := special(binary.LittleEndian.Uint64(w[:])); m != 0 {
-					got = bits.TrailingZeros64(m) / 8
-				}
-				if got != want {
-					t.Fatalf("word % x: first byte that matters at %d, want %d", w, got, want)
-				}
-			}
-		}
-	}
 }
