@@ -357,7 +357,7 @@ func skipString(b []byte, i int) (int, error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if len(b)-(i+2) < 4 || !hex4(b[i+2:i+6]) {
+				if _, ok := jsontext.Hex4(b[i+2:]); !ok {
 					return i, fmt.Errorf("invalid \\u escape at offset %d", i)
 				}
 				i += 6
@@ -370,13 +370,4 @@ func skipString(b []byte, i int) (int, error) {
 			i++
 		}
 	}
-}
-
-func hex4(b []byte) bool {
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }
