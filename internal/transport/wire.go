@@ -84,8 +84,10 @@ func decodeWire(data []byte) (wireMessage, error) {
 			return w, syntaxAt(data, i, "',' or '}' after a member")
 		}
 	}
-	if i = skipSpace(data, i); i < len(data) {
-		return w, fmt.Errorf("invalid character %q after top-level value", data[i])
+	if rest := bytes.TrimSpace(data[i:]); len(rest) > 0 {
+		// What parseJSON lets follow the value (bytes.TrimSpace's
+		// spaces, \f and \v among them); none of it is forwarded.
+		return w, fmt.Errorf("invalid character %q after top-level value", rest[0])
 	}
 	if errs != nil {
 		var err error
