@@ -1,6 +1,9 @@
 package jsontext
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // naiveRun is RunOf one byte at a time.
 func naiveRun(b []byte, ascii bool) int {
@@ -12,12 +15,13 @@ func naiveRun(b []byte, ascii bool) int {
 	return len(b)
 }
 
-// RunOf's eight-bytes-at-a-time test must stop exactly where a byte-by-byte
-// scan does, wherever the byte that stops it sits in a word.
+// RunOf's block and word tests must stop exactly where a byte-by-byte scan
+// does, wherever the byte that stops it sits: in the first 32-byte block,
+// a later one, or the tail after the last.
 func TestRunOf(t *testing.T) {
 	stops := []byte{0x00, 0x1f, '"', '\\', 0x80, 0xff, 0xe2}
 	goes := []byte{0x20, '!', '#', '[', ']', 0x7f, '~', 'x', 0x21, 0x5b, 0x5d}
-	for n := 0; n < 40; n++ {
+	for n := 0; n < 80; n++ {
 		for at := 0; at <= n; at++ {
 			for _, stop := range stops {
 				for _, fill := range goes {
@@ -52,4 +56,16 @@ func FuzzRunOf(f *testing.F) {
 			t.Fatalf("RunOf(%q, %v) = %d, want %d", b, ascii, got, want)
 		}
 	})
+}
+
+// BenchmarkRunOf is a run over 64 KiB of plain prose, as in a large
+// result's text.
+func BenchmarkRunOf(b *testing.B) {
+	prose := []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 64<<10/45))
+	b.SetBytes(int64(len(prose)))
+	for b.Loop() {
+		if RunOf(prose, false) != len(prose) {
+			b.Fatal("the run stopped early")
+		}
+	}
 }
