@@ -119,8 +119,12 @@ func Parse(s string) (Dest, error) {
 	if c, ok := parseNumber(s); ok {
 		return Dest{Kind: Number, Canon: c}, nil
 	}
-	if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
-		return Dest{Kind: Host, Canon: "[" + a.String() + "]"}, nil // a bare IPv6 literal
+	// Every IPv6 text holds a ':' (netip reads one without it as IPv4, or
+	// not at all); looking first spares the error netip makes for a word.
+	if strings.IndexByte(s, ':') >= 0 {
+		if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
+			return Dest{Kind: Host, Canon: "[" + a.String() + "]"}, nil // a bare IPv6 literal
+		}
 	}
 	if looksLikeHost(s) {
 		return parseHostish(s)

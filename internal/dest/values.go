@@ -173,8 +173,12 @@ func IsDestination(s string) bool {
 	case Host:
 		return publicHost(hostOf(d.Canon))
 	}
-	if _, ok := parseIBAN(strings.ToUpper(t)); ok {
-		return true // an IBAN in lower case, which banks read alike
+	// An IBAN is 15 characters or more, each of which upper-cases from at
+	// least one byte, so a shorter t can't be one (and needs no copy).
+	if len(t) >= 15 {
+		if _, ok := parseIBAN(strings.ToUpper(t)); ok {
+			return true // an IBAN in lower case, which banks read alike
+		}
 	}
 	return isHandle(t)
 }

@@ -216,8 +216,14 @@ func setOf(words ...string) map[string]bool {
 
 // Words splits a tool or argument name into lowercase words the way the
 // fallback reads it. Exported so reports can show why a rule fired.
-func Words(name string) []string {
-	var words []string
+func Words(name string) []string { return appendWords(nil, name) }
+
+// nameWords is Words into a buffer on the caller's stack: the name tests
+// run on every argument of every call, and most names have a few words.
+func nameWords(buf *[8]string, name string) []string { return appendWords(buf[:0], name) }
+
+// appendWords appends name's words (see Words) to words.
+func appendWords(words []string, name string) []string {
 	// The word being read is name[start:i]: a word already in lower case
 	// is taken as it is, without a copy.
 	start := 0
@@ -265,7 +271,8 @@ func Words(name string) []string {
 // Names are a hint only where a tool sends: the fallback judges every
 // other tool by the destinations its values are.
 func IsDestinationName(name string) bool {
-	w := Words(name)
+	var buf [8]string
+	w := nameWords(&buf, name)
 	if len(w) == 0 {
 		return false
 	}
@@ -286,7 +293,8 @@ func IsDestinationName(name string) bool {
 // filename, dir, output_path, target_file, save_dir, ...), by the same
 // whole-word rules as IsDestinationName.
 func IsPathName(name string) bool {
-	w := Words(name)
+	var buf [8]string
+	w := nameWords(&buf, name)
 	if len(w) == 0 {
 		return false
 	}
@@ -305,7 +313,8 @@ var commandLastWords = setOf("command", "commands", "cmd", "cmdline", "script", 
 // code (command, shell_command, cmd, script, python_code, args), by the
 // same whole-word rules as IsDestinationName.
 func IsCommandName(name string) bool {
-	w := Words(name)
+	var buf [8]string
+	w := nameWords(&buf, name)
 	if len(w) == 0 {
 		return false
 	}
@@ -313,7 +322,8 @@ func IsCommandName(name string) bool {
 }
 
 func hasWord(name string, set map[string]bool) bool {
-	for _, w := range Words(name) {
+	var buf [8]string
+	for _, w := range nameWords(&buf, name) {
 		if set[w] {
 			return true
 		}
