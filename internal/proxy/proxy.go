@@ -122,7 +122,9 @@ type Auditor interface {
 	AppendAll([]audit.Entry) error
 }
 
-// Recorder records a tool's result (a CallToolResult's JSON).
+// Recorder records a tool's result (a CallToolResult's JSON). It keeps
+// none of doc's bytes once RecordJSON returns: their frame may be read into
+// again (giver).
 type Recorder interface {
 	RecordJSON(doc []byte)
 }
@@ -133,7 +135,8 @@ type Recorder interface {
 // each destination a human approved for the session.
 type Tape interface {
 	// Output is a document the upstream sent, recorded as its output;
-	// tool names the tool whose call it answers, if it answers one.
+	// tool names the tool whose call it answers, if it answers one. It
+	// keeps none of doc's bytes once it returns (see Recorder).
 	Output(doc json.RawMessage, tool string)
 	// Call is a tools/call's params, as the client sent them.
 	Call(params json.RawMessage)
@@ -527,6 +530,15 @@ type idler interface{ OnIdle(func()) }
 type holder interface {
 	WriteHeld(ctx context.Context, m jsonrpc.Message, ready <-chan struct{}) error
 }
+
+// giver is implemented by a server's stdio connection (transport.Process):
+// the frame of a large answer it read may be handed back, once nothing
+// reads its bytes, to be read into again. An answer is given back only
+// when the client's side is a stdio connection too (holder), whose writes
+// copy what they are given, and once the recording is done with it; the
+// recorders (Store, Recorder, Tape) keep none of a document's bytes
+// either.
+type giver interface{ GiveBack(m jsonrpc.Message) }
 
 // corker is implemented by the stdio connections: what is written between
 // Cork and Uncork leaves in one write.
@@ -939,10 +951,11 @@ var slowRecord atomic.Pointer[func()]
 
 // recordHeld records a result whose recording holds p.recording's read
 // side, then closes done and releases the lock.
-func (p *Proxy) recordHeld(doc json.RawMessage, tool string, done chan<- struct{}) {
+func (p *Proxy) recordHeld(doc json.RawMessage, tool string, done chan<- struct{}, back func()) {
 	defer p.recording.RUnlock()
 	defer close(done)
 	p.record(doc, tool)
+	back()
 }
 
 // settled waits until every result the client may have seen is recorded.
@@ -955,6 +968,20 @@ func (p *Proxy) settled() {
 func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 	var a answer
 	var ready <-chan struct{} // closed once m is recorded, when that runs alongside its write
+	// back hands m's frame back to the server's side to be read into
+	// again, once both the recording and the write to the client are done
+	// with it (two turns; see giver).
+	back := func() {}
+	if g, ok := p.up.(giver); ok && p.holds && m.Error == nil && !ours(m.ID) {
+		orig := m
+		var turns atomic.Int32
+		turns.Store(2)
+		back = func() {
+			if turns.Add(-1) == 0 {
+				g.GiveBack(orig)
+			}
+		}
+	}
 	if !ours(m.ID) {
 		a = p.routes.answered(m.ID)
 	}
@@ -993,10 +1020,11 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 		// decided.
 		done := make(chan struct{})
 		p.recording.RLock()
-		go p.recordHeld(m.Result, a.tool, done)
+		go p.recordHeld(m.Result, a.tool, done, back)
 		ready = done
 	} else {
 		p.recordResponse(m, a.tool)
+		back()
 	}
 	if ours(m.ID) {
 		p.routes.deliverUp(m)
@@ -1022,11 +1050,18 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 	case method == "tools/list" && m.Error == nil:
 		p.observeList(m.Result, "the client's tools/list")
 	}
+	if isInit || method == "tools/list" {
+		// Their results are read again (the version, the pins): not
+		// given back, which only leaves their frames to the collector.
+		back = func() {}
+	}
 	if ready != nil {
 		p.writeDownHeld(m, ready)
+		back()
 		return
 	}
 	p.writeDown(m)
+	back()
 }
 
 // upstreamInitialized takes the negotiated version from the upstream's

@@ -957,3 +957,77 @@ func TestPipelinedResultsRecordedBeforeNextDecision(t *testing.T) {
 		t.Fatalf("a refused mail reached the server: %v", m)
 	}
 }
+
+// outputTape is a Tape that keeps a copy of every output recorded.
+type outputTape struct {
+	mu      sync.Mutex
+	outputs map[string]int
+}
+
+func (o *outputTape) Output(doc json.RawMessage, tool string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outputs[string(doc)]++
+}
+func (o *outputTape) Call(json.RawMessage)          {}
+func (o *outputTape) Approve(tool, param, d string) {}
+
+// TestLargeResultsGivenBackIntact: the frames of large results are given
+// back to the server's side and read into again (transport.Conn.GiveBack)
+// only once both their recording and their write to the client are done.
+// Small calls are committed and forwarded together, so the fast server
+// answers them back to back: the server's side reads the next large
+// result while the last is still being recorded (its write to the client
+// corked meanwhile). Some results are recorded before their write and some
+// alongside it, and every recording is slowed down. What the client gets
+// is, result for result, what was recorded (the tape has each byte for
+// byte); under -race, a frame read into while its recording still reads
+// it is a reported race. (The read loop reads the server's pipe again only
+// once the client's side is flushed, which waits for the recording; a
+// frame already in the buffer is read without that wait, which is what
+// the two turns of fromUpstreamResponse's give-back are for.)
+func TestLargeResultsGivenBackIntact(t *testing.T) {
+	slow := func() { time.Sleep(time.Millisecond) }
+	slowRecord.Store(&slow)
+	defer slowRecord.Store(nil)
+	cmd := selfServer(t, "fast", ".")
+	tape := &outputTape{outputs: map[string]int{}}
+	h := newHarness(t, hopts{cmd: &cmd, tape: tape})
+	r := h.raw()
+	r.pipelined()
+	r.handshake()
+	const n = 40
+	var calls strings.Builder
+	for i := range n {
+		// 40 KB, recorded before its write, or 100 KB, alongside it;
+		// "fresh" makes each unlike the others.
+		size := 40000 + 60000*(i%2)
+		fmt.Fprintf(&calls, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fresh","arguments":{"n":%d}}}`+"\n", 1000+i, size)
+	}
+	// In one write: read, decided and forwarded together, and answered
+	// back to back.
+	if _, err := h.clientW.Write([]byte(calls.String())); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for range n {
+		resp, ok := r.next(false).(*jsonrpc.Response)
+		if !ok || resp.Error != nil {
+			t.Fatalf("not a result: %v", resp)
+		}
+		if len(resp.Result) < 40000 {
+			t.Fatalf("result %v is %d bytes", resp.ID, len(resp.Result))
+		}
+		if seen[string(resp.Result)] {
+			t.Fatalf("result %v came twice", resp.ID)
+		}
+		seen[string(resp.Result)] = true
+	}
+	tape.mu.Lock()
+	defer tape.mu.Unlock()
+	for res := range seen {
+		if tape.outputs[res] != 1 {
+			t.Fatalf("a result the client got was recorded %d times, not once: %.60q", tape.outputs[res], res)
+		}
+	}
+}

@@ -55,6 +55,10 @@ type Conn struct {
 	// (pipeSize); used by Read's goroutine only.
 	inPipe *os.File
 
+	// lent holds the frames of large answers Read returned, and those
+	// given back to be read into again (GiveBack).
+	lent lender
+
 	// The write side. Messages are encoded into out; one goroutine at a
 	// time (writing) hands out to the peer in one write(2), and messages
 	// that other goroutines add meanwhile, or while the Conn is corked,
@@ -335,6 +339,9 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.dropFrame(frame)
 			continue
 		}
+		if r, ok := m.(*jsonrpc.Response); ok && err == nil && len(frame) >= lendMin && len(frame) <= maxKeptRead && frame[0] == '{' && r.Error == nil {
+			c.lent.lend(r, frame)
+		}
 		return m, err
 	}
 }
@@ -549,7 +556,8 @@ func (c *Conn) refuse(batch bool, rs []refusal) {
 // leaves with the next write, so that messages that pile up cost one
 // system call, not one each. A queued Write returns before its bytes
 // are written: a failure to write them is returned by the Writes that
-// follow (the peer is gone, which its side's reader will see too).
+// follow (the peer is gone, which its side's reader will see too). Either
+// way m's bytes are copied: Write keeps none of them once it returns.
 func (c *Conn) Write(ctx context.Context, m jsonrpc.Message) error {
 	return c.write(ctx, m, nil)
 }
@@ -639,7 +647,12 @@ func (c *Conn) settle(resp *jsonrpc.Response, ready <-chan struct{}) (*msgBatch,
 	if b == nil {
 		return nil, false, nil
 	}
-	b.responses[b.slot[resp.ID]] = resp
+	// Kept until the batch's last answer is in, so a copy: a Write keeps
+	// none of the bytes it was given once it returns (their frame may be
+	// read into again, Conn.GiveBack).
+	kept := *resp
+	kept.Result = bytes.Clone(resp.Result)
+	b.responses[b.slot[resp.ID]] = &kept
 	delete(b.slot, resp.ID)
 	if ready != nil {
 		b.ready = append(b.ready, ready)
@@ -778,6 +791,9 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 		}
 		if parts != nil {
 			frame = join(append(parts, buf[:end]), size+end)
+		} else if end >= lendMin {
+			// Into a frame given back (GiveBack), if there is one.
+			frame = append(c.lent.spare(end), buf[:end]...)
 		} else {
 			frame = append([]byte(nil), buf[:end]...)
 		}

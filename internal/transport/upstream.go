@@ -172,6 +172,9 @@ func (p *Process) InBatch(id jsonrpc.ID) bool { return p.conn.InBatch(id) }
 // (or, in a batch, answers) a request the upstream sent and then cancelled.
 func (p *Process) Release(id jsonrpc.ID) (inBatch bool) { return p.conn.Release(id) }
 
+// GiveBack is Conn.GiveBack on the server's stdout.
+func (p *Process) GiveBack(m jsonrpc.Message) { p.conn.GiveBack(m) }
+
 // SessionID is empty: stdio has no sessions.
 func (p *Process) SessionID() string { return "" }
 
