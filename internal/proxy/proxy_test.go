@@ -976,16 +976,12 @@ func (o *outputTape) Approve(tool, param, d string) {}
 // back to the server's side and read into again (transport.Conn.GiveBack)
 // only once both their recording and their write to the client are done.
 // Small calls are committed and forwarded together, so the fast server
-// answers them back to back: the server's side reads the next large
-// result while the last is still being recorded (its write to the client
-// corked meanwhile). Some results are recorded before their write and some
-// alongside it, and every recording is slowed down. What the client gets
-// is, result for result, what was recorded (the tape has each byte for
-// byte); under -race, a frame read into while its recording still reads
-// it is a reported race. (The read loop reads the server's pipe again only
-// once the client's side is flushed, which waits for the recording; a
-// frame already in the buffer is read without that wait, which is what
-// the two turns of fromUpstreamResponse's give-back are for.)
+// answers them back to back, and every recording is slowed down. What the
+// client gets is, result for result, what was recorded (the tape has each
+// byte for byte); under -race, a frame read into while anything still
+// reads it is a reported race. (A frame is lent only up to 256 KiB, the
+// size from which a result is recorded alongside its write; the two turns
+// of fromUpstreamResponse's give-back keep it right if those ever meet.)
 func TestLargeResultsGivenBackIntact(t *testing.T) {
 	slow := func() { time.Sleep(time.Millisecond) }
 	slowRecord.Store(&slow)
@@ -999,8 +995,7 @@ func TestLargeResultsGivenBackIntact(t *testing.T) {
 	const n = 40
 	var calls strings.Builder
 	for i := range n {
-		// 40 KB, recorded before its write, or 100 KB, alongside it;
-		// "fresh" makes each unlike the others.
+		// 40 KB or 100 KB; "fresh" makes each unlike the others.
 		size := 40000 + 60000*(i%2)
 		fmt.Fprintf(&calls, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fresh","arguments":{"n":%d}}}`+"\n", 1000+i, size)
 	}

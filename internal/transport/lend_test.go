@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -124,4 +125,52 @@ func mustID(t *testing.T, n int64) jsonrpc.ID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// countingWriter counts the writes made to it.
+type countingWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// writeHolding stops before a hold's byte only while the hold is not
+// ready: one that is ready when the write comes costs no write of its own.
+func TestWriteHoldingReady(t *testing.T) {
+	buf := []byte("first held|second held|rest")
+	ready, waiting := make(chan struct{}), make(chan struct{})
+	close(ready)
+	for _, tc := range []struct {
+		name   string
+		holds  []hold
+		writes int
+	}{
+		{"none", nil, 1},
+		{"ready", []hold{{at: 10, ready: ready}, {at: 22, ready: ready}}, 1},
+		{"one waits", []hold{{at: 10, ready: ready}, {at: 22, ready: waiting}}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &countingWriter{}
+			done := make(chan error, 1)
+			go func() { done <- writeHolding(w, buf, tc.holds) }()
+			if tc.writes > 1 {
+				select {
+				case err := <-done:
+					t.Fatalf("the write went past a hold that is not ready: %v", err)
+				case <-time.After(50 * time.Millisecond):
+				}
+				close(waiting)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if w.String() != string(buf) || w.writes != tc.writes {
+				t.Fatalf("%d writes of %q, want %d of %q", w.writes, w.String(), tc.writes, buf)
+			}
+		})
+	}
 }
