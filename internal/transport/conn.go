@@ -253,8 +253,8 @@ func (c *Conn) flushLocked() error {
 
 // writeHolding writes buf to w, stopping before each hold's byte until
 // its ready channel is closed (a hold already ready stops nothing): the
-// peer reads everything before it meanwhile. Messages queued behind a hold wait with it, so they keep
-// their order.
+// peer reads everything before it meanwhile. Messages queued behind a
+// hold wait with it, so they keep their order.
 func writeHolding(w io.Writer, buf []byte, holds []hold) error {
 	done := 0
 	for _, h := range holds {
