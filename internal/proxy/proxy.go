@@ -221,6 +221,9 @@ type Proxy struct {
 	// needs.
 	recording sync.RWMutex
 	holds     bool
+	// gives is the server's side, when the frames of its large answers
+	// may be handed back (giver); nil otherwise.
+	gives giver
 
 	// routes says where each message in flight is owed (lifecycle.go).
 	routes *routes
@@ -316,6 +319,9 @@ func (p *Proxy) Run(ctx context.Context, down mcp.Connection, up transport.Upstr
 	defer cancel()
 	p.ctx, p.down, p.up = ctx, down, up
 	_, p.holds = down.(holder)
+	if g, ok := up.(giver); ok && p.holds {
+		p.gives = g
+	}
 	if r, ok := up.(transport.Resumer); ok {
 		r.SetRepinner(repinner{p})
 	}
@@ -535,7 +541,7 @@ type holder interface {
 // the frame of a large answer it read may be handed back, once nothing
 // reads its bytes, to be read into again. An answer is given back only
 // when the client's side is a stdio connection too (holder), whose writes
-// copy what they are given, and once the recording is done with it; the
+// copy what they are given, and only once it is recorded and written; the
 // recorders (Store, Recorder, Tape) keep none of a document's bytes
 // either.
 type giver interface{ GiveBack(m jsonrpc.Message) }
@@ -955,11 +961,10 @@ var slowRecord atomic.Pointer[func()]
 
 // recordHeld records a result whose recording holds p.recording's read
 // side, then closes done and releases the lock.
-func (p *Proxy) recordHeld(doc json.RawMessage, tool string, done chan<- struct{}, back func()) {
+func (p *Proxy) recordHeld(doc json.RawMessage, tool string, done chan<- struct{}) {
 	defer p.recording.RUnlock()
 	defer close(done)
 	p.record(doc, tool)
-	back()
 }
 
 // settled waits until every result the client may have seen is recorded.
@@ -972,20 +977,6 @@ func (p *Proxy) settled() {
 func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 	var a answer
 	var ready <-chan struct{} // closed once m is recorded, when that runs alongside its write
-	// back hands m's frame back to the server's side to be read into
-	// again, once both the recording and the write to the client are done
-	// with it (two turns; see giver).
-	back := func() {}
-	if g, ok := p.up.(giver); ok && p.holds && m.Error == nil && !ours(m.ID) {
-		orig := m
-		var turns atomic.Int32
-		turns.Store(2)
-		back = func() {
-			if turns.Add(-1) == 0 {
-				g.GiveBack(orig)
-			}
-		}
-	}
 	if !ours(m.ID) {
 		a = p.routes.answered(m.ID)
 	}
@@ -1024,11 +1015,10 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 		// decided.
 		done := make(chan struct{})
 		p.recording.RLock()
-		go p.recordHeld(m.Result, a.tool, done, back)
+		go p.recordHeld(m.Result, a.tool, done)
 		ready = done
 	} else {
 		p.recordResponse(m, a.tool)
-		back()
 	}
 	if ours(m.ID) {
 		p.routes.deliverUp(m)
@@ -1054,18 +1044,19 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 	case method == "tools/list" && m.Error == nil:
 		p.observeList(m.Result, "the client's tools/list")
 	}
-	if isInit || method == "tools/list" {
-		// Their results are read again (the version, the pins): not
-		// given back, which only leaves their frames to the collector.
-		back = func() {}
-	}
 	if ready != nil {
+		// Recorded alongside its write: its frame is left to the
+		// collector.
 		p.writeDownHeld(m, ready)
-		back()
 		return
 	}
 	p.writeDown(m)
-	back()
+	if p.gives != nil && len(m.Result) >= transport.LendMin && m.Error == nil && !isInit && method != "tools/list" {
+		// Recorded, and copied into the client's side: nothing reads
+		// its frame any more (the initialize and tools/list results
+		// are read again: the version, the pins).
+		p.gives.GiveBack(m)
+	}
 }
 
 // upstreamInitialized takes the negotiated version from the upstream's

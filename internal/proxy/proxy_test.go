@@ -974,14 +974,12 @@ func (o *outputTape) Approve(tool, param, d string) {}
 
 // TestLargeResultsGivenBackIntact: the frames of large results are given
 // back to the server's side and read into again (transport.Conn.GiveBack)
-// only once both their recording and their write to the client are done.
+// only once they are recorded and written to the client.
 // Small calls are committed and forwarded together, so the fast server
 // answers them back to back, and every recording is slowed down. What the
 // client gets is, result for result, what was recorded (the tape has each
 // byte for byte); under -race, a frame read into while anything still
-// reads it is a reported race. (A frame is lent only up to 256 KiB, the
-// size from which a result is recorded alongside its write; the two turns
-// of fromUpstreamResponse's give-back keep it right if those ever meet.)
+// reads it is a reported race.
 func TestLargeResultsGivenBackIntact(t *testing.T) {
 	slow := func() { time.Sleep(time.Millisecond) }
 	slowRecord.Store(&slow)

@@ -16,9 +16,10 @@ import (
 // next frame overwrites them. A loan that is never given back costs
 // nothing but the reuse; the collector frees it as it would any frame.
 const (
-	// lendMin is the least frame lent: smaller ones cost less to allocate
-	// than to track.
-	lendMin = 32 << 10
+	// LendMin is the least frame lent: smaller ones cost less to allocate
+	// than to track. An answer whose result is shorter was not lent, and
+	// need not be given back.
+	LendMin = 32 << 10
 	// lendSlots is how many loans are remembered; an older one is
 	// forgotten (and its frame left to the collector).
 	lendSlots = 8
