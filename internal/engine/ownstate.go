@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -153,10 +154,7 @@ func (e *Engine) checkOwnState(t *policy.Tool, args map[string]any) (Decision, b
 	if own == nil {
 		return Decision{}, true
 	}
-	j := &ownJudge{e: e, t: t, own: own, writes: map[string]bool{}}
-	for _, w := range t.WriteParams {
-		j.writes[w] = true
-	}
+	j := &ownJudge{e: e, t: t, own: own}
 	j.object(args, "", false, false, false, nil)
 	switch {
 	case j.tooMany != "":
@@ -172,11 +170,10 @@ func (e *Engine) checkOwnState(t *policy.Tool, args map[string]any) (Decision, b
 
 // ownJudge is one call's own-state check.
 type ownJudge struct {
-	e      *Engine
-	t      *policy.Tool
-	own    *ownSet
-	writes map[string]bool
-	joins  int
+	e     *Engine
+	t     *policy.Tool
+	own   *ownSet
+	joins int
 	// found says what reached own state (for the reason) and what it
 	// reached; tooMany why the call can't be judged.
 	found, what, tooMany string
@@ -241,7 +238,7 @@ func (j *ownJudge) object(x map[string]any, where string, pathNamed, command, wr
 		w := k
 		wr := write
 		if where == "" {
-			wr = j.writes[k]
+			wr = slices.Contains(j.t.WriteParams, k) // a handful at most
 		} else {
 			w = where + "." + k
 		}
