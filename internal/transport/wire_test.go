@@ -33,6 +33,10 @@ func FuzzDecodeWireAgrees(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1} x`,
 		`{}`, `[]`, `null`, `"x"`, `{"a"}`, `{"a":}`, `{"a":tru}`, `{"a":nul`, `{"a":1.}`, `{"a":-}`, `{"a":1e}`,
 		`{"jsonrpc":"2.0","id":1,"result":"` + strings.Repeat(`0123456789abcdef\n`, 40) + `"}`,
+		// Strings of several 32-byte blocks that end, or break, inside a
+		// later block (jsontext.RunOf's vector form).
+		`{"jsonrpc":"2.0","id":1,"result":"` + strings.Repeat("x", 70) + "\x1f" + strings.Repeat("y", 30) + `"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"a":"` + strings.Repeat("x", 45) + `","b":"` + strings.Repeat("é", 40) + `"}}`,
 	} {
 		f.Add([]byte(s))
 	}
