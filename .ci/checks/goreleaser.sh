@@ -11,7 +11,8 @@
 # by images.sh instead.
 #
 # Installs goreleaser (pinned) with go install when it is missing or another
-# version; safe to run again.
+# version; safe to run again. With --install-only it stops there (.ci/run
+# builds it that way in the background while the tests run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -26,6 +27,7 @@ if [ "$have" != "$GORELEASER_VERSION" ]; then
   step "installing goreleaser $GORELEASER_VERSION (found: ${have:-none}); this takes minutes"
   go install "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
 fi
+[ "${1:-}" != --install-only ] || exit 0
 
 work=$(mktemp -d /tmp/bouncer-goreleaser.XXXXXX)
 trap 'rm -rf "$work"' EXIT
