@@ -1051,7 +1051,7 @@ func (p *Proxy) fromUpstreamResponse(m *jsonrpc.Response) {
 		return
 	}
 	p.writeDown(m)
-	if p.gives != nil && len(m.Result) >= transport.LendMin && m.Error == nil && !isInit && method != "tools/list" {
+	if p.gives != nil && !isInit && method != "tools/list" {
 		// Recorded, and copied into the client's side: nothing reads
 		// its frame any more (the initialize and tools/list results
 		// are read again: the version, the pins).

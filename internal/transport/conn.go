@@ -347,7 +347,7 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.dropFrame(frame)
 			continue
 		}
-		if r, ok := m.(*jsonrpc.Response); ok && err == nil && len(frame) >= LendMin && len(frame) <= maxKeptRead && frame[0] == '{' && r.Error == nil {
+		if r, ok := m.(*jsonrpc.Response); ok && err == nil && len(frame) >= lendMin && len(frame) <= maxKeptRead && frame[0] == '{' && r.Error == nil {
 			c.lent.lend(r, frame)
 		}
 		return m, err
@@ -799,7 +799,7 @@ func (c *Conn) scanFrame() (frame []byte, noise bool, read int, err error) {
 		}
 		if parts != nil {
 			frame = join(append(parts, buf[:end]), size+end)
-		} else if end >= LendMin {
+		} else if end >= lendMin {
 			// Into a frame given back (GiveBack), if there is one.
 			frame = append(c.lent.spare(end), buf[:end]...)
 		} else {

@@ -16,10 +16,9 @@ import (
 // next frame overwrites them. A loan that is never given back costs
 // nothing but the reuse; the collector frees it as it would any frame.
 const (
-	// LendMin is the least frame lent: smaller ones cost less to allocate
-	// than to track. An answer whose result is shorter was not lent, and
-	// need not be given back.
-	LendMin = 32 << 10
+	// lendMin is the least frame lent: smaller ones cost less to allocate
+	// than to track.
+	lendMin = 32 << 10
 	// lendSlots is how many loans are remembered; an older one is
 	// forgotten (and its frame left to the collector).
 	lendSlots = 8
@@ -85,7 +84,14 @@ func (l *lender) spare(n int) []byte {
 // was read from may then be read into again. Any other message, an answer
 // given back before, or one Read did not lend, is passed over.
 func (c *Conn) GiveBack(m jsonrpc.Message) {
-	if r, ok := m.(*jsonrpc.Response); ok && r != nil {
+	// An error's answer, or one whose result is shorter than the least
+	// frame lent, was never lent: passed over without the lock.
+	if r, ok := m.(*jsonrpc.Response); ok && r != nil && r.Error == nil && len(r.Result) >= minLentResult {
 		c.lent.giveBack(r)
 	}
 }
+
+// minLentResult is the least result of a lent answer: its frame, at least
+// lendMin bytes, holds the envelope too, which is far shorter than this
+// margin. (An answer with a longer envelope only loses the reuse.)
+const minLentResult = lendMin - 1<<10
